@@ -1,0 +1,1 @@
+"""Discrete-event simulation: the event kernel and simulated environments."""
