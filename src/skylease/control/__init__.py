@@ -1,0 +1,1 @@
+"""Online policies, acting through the Environment protocol (never importing sim or runtime)."""

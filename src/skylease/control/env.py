@@ -1,0 +1,138 @@
+"""The Environment protocol: the one interface through which online policies act.
+
+Principle one of the architecture, *one policy, two clocks*: a policy (A2HA, the QoS policy,
+the fixed pool below) is a plain object that reacts to callbacks and acts through an
+:class:`Environment`. The simulator (:mod:`skylease.sim.env`) and the real runtime on Dask are two
+implementations; a policy never imports either.
+
+Semantics every implementation keeps:
+
+* Time is float seconds since the experiment start; ``now`` never goes backwards.
+* ``acquire`` rents hosts at once: they are charged from that moment, boot, then come up
+  (``on_host_up``). It may grant fewer than asked when a pool is at its limit.
+* ``release`` ends a host now; its charge is the whole billing units started (see
+  :class:`skylease.model.Billing`). A task running on a released host is interrupted and put back at
+  the head of the queue: work is never dropped.
+* Tasks are dispatched FIFO, one per idle host; a host takes tasks of its own pool's queue first,
+  then the shared queue. A task completes exactly once: the first copy to finish wins and the other
+  copies (see ``duplicate``) are cancelled; ``on_task_done`` is called once per task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from skylease.model.host import HostId, HostState
+from skylease.model.task import Task
+
+
+@runtime_checkable
+class Handle(Protocol):
+    """A timer that can be cancelled."""
+
+    def cancel(self) -> None: ...
+
+
+class HostView(Protocol):
+    """What a policy may read of a host (``skylease.model.Host`` satisfies it)."""
+
+    @property
+    def id(self) -> HostId: ...
+    @property
+    def pool(self) -> str: ...
+    @property
+    def state(self) -> HostState: ...
+    @property
+    def requested_at(self) -> float: ...
+    @property
+    def up_at(self) -> float | None: ...
+    @property
+    def task(self) -> int | None: ...
+    @property
+    def task_started_at(self) -> float | None: ...
+    def charged_units(self, now: float) -> int: ...
+    def cost(self, now: float) -> float: ...
+    def charged_until(self, now: float) -> float: ...
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """Where a policy acts: the simulated world or real workers."""
+
+    @property
+    def now(self) -> float: ...
+
+    def call_at(self, t: float, fn: Callable[..., Any], *args: Any) -> Handle:
+        """Call ``fn(*args)`` at time ``t`` (a timer the policy may cancel)."""
+        ...
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Handle: ...
+
+    def pools(self) -> Sequence[str]:
+        """Names of the pools hosts can be rented from."""
+        ...
+
+    def acquire(self, pool: str, n: int = 1) -> list[HostId]:
+        """Rent up to ``n`` hosts of ``pool``; returns the ids actually rented."""
+        ...
+
+    def release(self, host: HostId) -> None:
+        """Give a host back now (its running task, if any, is requeued at the head)."""
+        ...
+
+    def hosts(self, pool: str | None = None) -> Sequence[HostView]:
+        """Hosts not yet released (booting, idle, busy or down), oldest first."""
+        ...
+
+    def host(self, host: HostId) -> HostView: ...
+
+    def submit(self, tasks: Iterable[Task], pool: str | None = None) -> None:
+        """Queue tasks (for any pool, or only for ``pool``)."""
+        ...
+
+    def duplicate(self, task: int, pool: str) -> None:
+        """Queue one more copy of a running or queued task for ``pool``; first result wins."""
+        ...
+
+    def cancel(self, task: int) -> None:
+        """Withdraw a task: its queued copies are dropped and running copies stopped."""
+        ...
+
+    def queued(self) -> int:
+        """Tasks waiting for a host (not counting extra copies)."""
+        ...
+
+    def pending(self) -> int:
+        """Tasks submitted and neither done nor cancelled."""
+        ...
+
+    def spent(self) -> float:
+        """Money charged so far: released hosts' charge plus live hosts' units started."""
+        ...
+
+    def finish(self) -> None:
+        """End the experiment: release every host; no callback follows."""
+        ...
+
+
+class Policy:
+    """Base class for online policies: every callback is optional and does nothing here."""
+
+    def on_start(self, env: Environment) -> None:
+        """The experiment begins; tasks already submitted are queued."""
+
+    def on_host_up(self, host: HostView) -> None:
+        """A rented host finished booting (it is then given a queued task, if any)."""
+
+    def on_host_down(self, host: HostView) -> None:
+        """A volatile host became unavailable (its task, if any, was requeued)."""
+
+    def on_host_idle(self, host: HostView) -> None:
+        """A live host has nothing to run: no queued task it may take."""
+
+    def on_task_done(self, task: Task, host: HostView, runtime: float) -> None:
+        """A task completed on ``host`` after ``runtime`` seconds (called once per task)."""
+
+    def on_task_lost(self, task: Task, host: HostView) -> None:
+        """A running copy of ``task`` was interrupted (host down or released) and requeued."""

@@ -1,0 +1,431 @@
+"""The simulated Environment: pools of rentable hosts with boot delay and per-unit billing.
+
+A bag of tasks runs on hosts rented from one or more pools (each pool is one instance type). The
+policy rents and releases hosts; the environment dispatches queued tasks FIFO to idle hosts, runs
+them for ``work / speed`` seconds, and bills every host by the started units of its lifetime
+(from the rent request, boot included, to release). See :mod:`skylease.control.env` for the
+semantics shared with the real runtime.
+
+The experiment ends when no task is pending (hosts still alive are then released and charged
+their started units, as the A2HA spec's A25 does), when the policy calls ``finish``, or at the
+horizon; tasks not done by then are reported as unfinished, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from skylease.control.env import Policy
+from skylease.model.catalog import InstanceType
+from skylease.model.host import Host, HostId, HostState
+from skylease.model.task import Bag, Task
+from skylease.sim.kernel import Kernel, Timer
+
+DEFAULT_HORIZON = 365 * 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One completed run of a task (the winning copy)."""
+
+    task: int
+    host: HostId
+    pool: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What one simulated run produced."""
+
+    makespan: float
+    cost: float
+    charged_units: int
+    hosts: int
+    peak_hosts: int
+    tasks: int
+    done: int
+    cancelled: int
+    unfinished: tuple[int, ...]
+    interrupted: int
+    wasted_s: float
+    events: int
+    end_time: float
+    records: tuple[TaskRecord, ...] = field(repr=False)
+    host_table: tuple[Host, ...] = field(repr=False)
+
+    def summary(self) -> dict[str, Any]:
+        """One flat row for campaign tables."""
+        return {
+            "makespan_s": self.makespan,
+            "cost": self.cost,
+            "charged_units": self.charged_units,
+            "hosts": self.hosts,
+            "peak_hosts": self.peak_hosts,
+            "tasks": self.tasks,
+            "done": self.done,
+            "cancelled": self.cancelled,
+            "unfinished": len(self.unfinished),
+            "interrupted": self.interrupted,
+            "wasted_s": self.wasted_s,
+            "events": self.events,
+        }
+
+
+class SimEnvironment:
+    """An :class:`~skylease.control.env.Environment` on the discrete-event kernel."""
+
+    def __init__(
+        self,
+        pools: Sequence[InstanceType] | Mapping[str, InstanceType],
+        policy: Policy | None = None,
+        kernel: Kernel | None = None,
+    ) -> None:
+        if isinstance(pools, Mapping):
+            self._pools = dict(pools)
+        else:
+            self._pools = {t.name: t for t in pools}
+            if len(self._pools) != len(pools):
+                raise ValueError("pool names (instance type names) must be unique")
+        if not self._pools:
+            raise ValueError("at least one pool is needed")
+        self.kernel = kernel if kernel is not None else Kernel()
+        self.policy = policy if policy is not None else Policy()
+        self._hosts: list[Host] = []
+        self._live: dict[HostId, Host] = {}
+        self._live_count = dict.fromkeys(self._pools, 0)
+        self._idle: dict[str, deque[Host]] = {p: deque() for p in self._pools}
+        self._epoch: list[int] = []  # per host: bumps on interrupt/release, stale events check it
+        self._queue_any: deque[int] = deque()
+        self._queue_pool: dict[str, deque[int]] = {p: deque() for p in self._pools}
+        self._tasks: dict[int, Task] = {}
+        self._copies: dict[int, int] = {}  # live copies (queued or running) per pending task
+        self._running: dict[int, list[HostId]] = {}
+        self._closed: set[int] = set()  # done or cancelled
+        self._pending = 0
+        self._future = 0
+        self._done = 0
+        self._cancelled = 0
+        self._records: list[TaskRecord] = []
+        self._released_cost = 0.0
+        self._peak = 0
+        self._interrupted = 0
+        self._wasted = 0.0
+        self._last_done = 0.0
+        self._just_idle: list[Host] = []
+        self._settling = False
+        self._dirty = False
+        self._finished = False
+        self._end_time: float | None = None
+
+    # -- clock ------------------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self.kernel.now
+
+    def call_at(self, t: float, fn: Callable[..., Any], *args: Any) -> Timer:
+        return self.kernel.call_at(t, self._guarded, fn, args)
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Timer:
+        return self.kernel.call_later(delay, self._guarded, fn, args)
+
+    def _guarded(self, fn: Callable[..., Any], args: tuple) -> None:
+        if not self._finished:
+            fn(*args)
+
+    # -- hosts ------------------------------------------------------------------------------
+    def pools(self) -> list[str]:
+        return list(self._pools)
+
+    def acquire(self, pool: str, n: int = 1) -> list[HostId]:
+        itype = self._pool(pool)
+        if n < 0:
+            raise ValueError(f"cannot acquire {n} hosts")
+        if self._finished:
+            return []
+        if itype.max_count is not None:
+            n = min(n, itype.max_count - self._live_count[pool])
+        now = self.kernel.now
+        ids = []
+        for _ in range(max(n, 0)):
+            hid = len(self._hosts)
+            host = Host(hid, pool, itype, requested_at=now)
+            self._hosts.append(host)
+            self._epoch.append(0)
+            self._live[hid] = host
+            self.kernel.schedule(now + itype.boot_time, self._host_up, hid, 0)
+            ids.append(hid)
+        self._live_count[pool] += len(ids)
+        self._peak = max(self._peak, len(self._live))
+        return ids
+
+    def release(self, host: HostId) -> None:
+        h = self._live.get(host)
+        if h is None:
+            return  # already released: releasing twice is harmless
+        if h.state is HostState.BUSY:
+            self._interrupt(h, requeue=True)
+        self._epoch[host] += 1
+        h.state = HostState.RELEASED
+        h.released_at = self.kernel.now
+        h.task = None
+        del self._live[host]
+        self._live_count[h.pool] -= 1
+        self._released_cost += h.cost(self.kernel.now)
+        self._settle()
+
+    def hosts(self, pool: str | None = None) -> list[Host]:
+        if pool is None:
+            return list(self._live.values())
+        return [h for h in self._live.values() if h.pool == pool]
+
+    def host(self, host: HostId) -> Host:
+        return self._hosts[host]
+
+    def _pool(self, pool: str) -> InstanceType:
+        try:
+            return self._pools[pool]
+        except KeyError:
+            raise KeyError(f"no pool {pool!r}; pools are {list(self._pools)}") from None
+
+    def _host_up(self, hid: HostId, epoch: int) -> None:
+        if self._epoch[hid] != epoch or self._finished:
+            return
+        h = self._hosts[hid]
+        h.state = HostState.IDLE
+        h.up_at = self.kernel.now
+        self._idle[h.pool].append(h)
+        self._just_idle.append(h)
+        self.policy.on_host_up(h)
+        self._settle()
+
+    # -- tasks ------------------------------------------------------------------------------
+    def submit(self, tasks: Iterable[Task], pool: str | None = None) -> None:
+        if pool is not None:
+            self._pool(pool)
+        now = self.kernel.now
+        queue = self._queue_any if pool is None else self._queue_pool[pool]
+        for t in tasks:
+            if t.id in self._tasks:
+                raise ValueError(f"task {t.id} was already submitted")
+            self._tasks[t.id] = t
+            self._pending += 1
+            if t.arrival > now:
+                self._future += 1
+                self.kernel.schedule(t.arrival, self._arrive, t.id, pool)
+            else:
+                self._copies[t.id] = 1
+                queue.append(t.id)
+        self._settle()
+
+    def _arrive(self, tid: int, pool: str | None) -> None:
+        self._future -= 1
+        if tid in self._closed:
+            return
+        self._copies[tid] = self._copies.get(tid, 0) + 1
+        (self._queue_any if pool is None else self._queue_pool[pool]).append(tid)
+        self._settle()
+
+    def duplicate(self, task: int, pool: str) -> None:
+        self._pool(pool)
+        if task in self._closed or task not in self._tasks:
+            return
+        self._copies[task] = self._copies.get(task, 0) + 1
+        self._queue_pool[pool].append(task)
+        self._settle()
+
+    def cancel(self, task: int) -> None:
+        if task in self._closed or task not in self._tasks:
+            return
+        self._close(task)
+        self._cancelled += 1
+        self._settle()
+        self._end_if_done()
+
+    def queued(self) -> int:
+        return self._pending - self._future - len(self._running)
+
+    def pending(self) -> int:
+        return self._pending
+
+    def spent(self) -> float:
+        now = self.kernel.now
+        return self._released_cost + sum(h.cost(now) for h in self._live.values())
+
+    def finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True  # first: releases below must not dispatch or call the policy
+        self._end_time = self.kernel.now
+        for hid in list(self._live):
+            self.release(hid)
+
+    # -- internals --------------------------------------------------------------------------
+    def _start(self, h: Host, tid: int) -> None:
+        now = self.kernel.now
+        h.state = HostState.BUSY
+        h.task = tid
+        h.task_started_at = now
+        self._running.setdefault(tid, []).append(h.id)
+        runtime = self._tasks[tid].work / h.itype.speed
+        self.kernel.schedule(now + runtime, self._complete, h.id, self._epoch[h.id])
+
+    def _complete(self, hid: HostId, epoch: int) -> None:
+        if self._epoch[hid] != epoch or self._finished:
+            return
+        h = self._hosts[hid]
+        tid = h.task
+        assert tid is not None
+        now = self.kernel.now
+        started = h.task_started_at
+        assert started is not None
+        self._running[tid].remove(hid)
+        self._set_idle(h)
+        self._records.append(TaskRecord(tid, hid, h.pool, started, now))
+        self._close(tid)  # other copies stop: the first result wins
+        self._done += 1
+        self._last_done = now
+        self.policy.on_task_done(self._tasks[tid], h, now - started)
+        self._settle()
+        self._end_if_done()
+
+    def _close(self, tid: int) -> None:
+        self._closed.add(tid)
+        self._pending -= 1
+        self._copies.pop(tid, None)
+        for other in self._running.pop(tid, ()):
+            oh = self._hosts[other]
+            self._epoch[other] += 1
+            self._wasted += self.kernel.now - (oh.task_started_at or self.kernel.now)
+            self._set_idle(oh)
+
+    def _set_idle(self, h: Host) -> None:
+        h.state = HostState.IDLE
+        h.task = None
+        h.task_started_at = None
+        self._idle[h.pool].append(h)
+        self._just_idle.append(h)
+
+    def _interrupt(self, h: Host, requeue: bool) -> None:
+        tid = h.task
+        assert tid is not None
+        self._epoch[h.id] += 1
+        self._interrupted += 1
+        self._wasted += self.kernel.now - (h.task_started_at or self.kernel.now)
+        self._running[tid].remove(h.id)
+        if not self._running[tid]:
+            del self._running[tid]
+        self._copies[tid] -= 1
+        if requeue and self._copies[tid] == 0:
+            self._copies[tid] = 1
+            self._queue_any.appendleft(tid)
+        self._set_idle(h)
+        if not self._finished:
+            self.policy.on_task_lost(self._tasks[tid], h)
+
+    def _next_task(self, pool: str) -> int | None:
+        for q in (self._queue_pool[pool], self._queue_any):
+            while q:
+                tid = q.popleft()
+                if tid not in self._closed:
+                    return tid
+        return None
+
+    def _dispatch(self) -> None:
+        for pool, idle in self._idle.items():
+            while idle:
+                h = idle[0]
+                if h.state is not HostState.IDLE:
+                    idle.popleft()  # stale entry: since released or busy
+                    continue
+                tid = self._next_task(pool)
+                if tid is None:
+                    break
+                idle.popleft()
+                self._start(h, tid)
+
+    def _settle(self) -> None:
+        """Dispatch, then tell the policy which hosts are left idle (re-entrant safe)."""
+        if self._finished:
+            return
+        if self._settling:
+            self._dirty = True
+            return
+        self._settling = True
+        try:
+            while True:
+                self._dirty = False
+                self._dispatch()
+                idle, self._just_idle = self._just_idle, []
+                for h in idle:
+                    if h.state is HostState.IDLE:
+                        self.policy.on_host_idle(h)
+                if not self._dirty and not self._just_idle:
+                    break
+        finally:
+            self._settling = False
+
+    def _end_if_done(self) -> None:
+        if self._pending == 0 and not self._finished:
+            self.finish()
+
+    # -- results ----------------------------------------------------------------------------
+    def result(self) -> SimResult:
+        now = self._end_time if self._end_time is not None else self.kernel.now
+        hosts = tuple(self._hosts)
+        units = sum(h.charged_units(now) for h in hosts)
+        cost = self._released_cost + sum(h.cost(now) for h in self._live.values())
+        unfinished = tuple(t for t in self._tasks if t not in self._closed)
+        return SimResult(
+            makespan=self._last_done,
+            cost=cost,
+            charged_units=units,
+            hosts=len(hosts),
+            peak_hosts=self._peak,
+            tasks=len(self._tasks),
+            done=self._done,
+            cancelled=self._cancelled,
+            unfinished=unfinished,
+            interrupted=self._interrupted,
+            wasted_s=self._wasted,
+            events=self.kernel.events,
+            end_time=now,
+            records=tuple(self._records),
+            host_table=hosts,
+        )
+
+
+def simulate(
+    policy: Policy,
+    bag: Bag | Iterable[Task],
+    pools: Sequence[InstanceType] | Mapping[str, InstanceType],
+    *,
+    order: str = "fifo",
+    seed: int | np.random.Generator | None = None,
+    horizon: float = DEFAULT_HORIZON,
+) -> SimResult:
+    """Run ``policy`` on a bag of tasks in simulation and return what happened.
+
+    ``order="random"`` submits the bag in a random permutation drawn from ``seed`` (A2HA's
+    "orderings"); ``"fifo"`` keeps the bag's order.
+    """
+    tasks = list(bag)
+    if order == "random":
+        rng = np.random.default_rng(seed)
+        tasks = [tasks[i] for i in rng.permutation(len(tasks))]
+    elif order != "fifo":
+        raise ValueError(f"order must be 'fifo' or 'random', got {order!r}")
+    env = SimEnvironment(pools, policy)
+    env.submit(tasks)
+    policy.on_start(env)
+    env._end_if_done()
+    env.kernel.run(until=horizon)
+    if not env._finished:
+        env.finish()  # horizon reached or no event left: charge what is alive, report the rest
+    return env.result()
