@@ -302,8 +302,13 @@ class SimEnvironment:
         for other in self._running.pop(tid, ()):
             oh = self._hosts[other]
             self._epoch[other] += 1
-            self._wasted += self.kernel.now - (oh.task_started_at or self.kernel.now)
+            self._wasted += self._elapsed(oh)
             self._set_idle(oh)
+
+    def _elapsed(self, h: Host) -> float:
+        """Seconds the task on ``h`` has run so far."""
+        started = h.task_started_at
+        return 0.0 if started is None else self.kernel.now - started
 
     def _set_idle(self, h: Host) -> None:
         h.state = HostState.IDLE
@@ -317,7 +322,7 @@ class SimEnvironment:
         assert tid is not None
         self._epoch[h.id] += 1
         self._interrupted += 1
-        self._wasted += self.kernel.now - (h.task_started_at or self.kernel.now)
+        self._wasted += self._elapsed(h)
         self._running[tid].remove(h.id)
         if not self._running[tid]:
             del self._running[tid]
