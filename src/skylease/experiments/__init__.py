@@ -1,0 +1,1 @@
+"""Campaigns: parameter sweeps on Dask, reproductions of the papers, reports."""

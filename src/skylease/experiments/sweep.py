@@ -1,0 +1,333 @@
+"""Run a function over a parameter grid x repetitions, in parallel on Dask, crash-safe.
+
+``run_campaign(fn, {"n": [5, 10], "boot": [0, 300]}, seeds=3, out="runs/x")`` calls
+``fn(n=..., boot=..., seed=...)`` once per cell (4 parameter combinations x 3 repetitions), each
+with a seed derived from the cell itself, so a cell gives the same result wherever and whenever it
+runs. ``fn`` returns one row (a mapping) or a list of rows; the rows of every cell, prefixed with
+the cell's parameters, ``rep`` and ``seed``, form the result table.
+
+Where cells run: ``mode="processes"`` (default) starts a Dask LocalCluster of worker processes;
+``scheduler="tcp://host:8786"`` uses an existing Dask cluster instead; ``mode="threads"`` a
+LocalCluster of threads; ``mode="inline"`` runs cells one by one in this process (no Dask).
+
+With an output folder every finished cell is appended to ``cells.jsonl`` as it arrives; running
+the same campaign again into the same folder skips the finished cells (kill it, re-run it, and
+only the missing cells run). At the end ``results.csv`` (and ``results.parquet`` when pyarrow is
+installed) are written atomically. A cell that raises is recorded as failed with its error and is
+retried by the next run; failures are returned, never dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import itertools
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from skylease.experiments.store import CellStore, atomic_write_bytes_via
+from skylease.model.errors import UserError
+
+Row = Mapping[str, Any]
+CellFn = Callable[..., Row | Sequence[Row]]
+RESERVED = ("rep", "seed")
+MODES = ("processes", "threads", "inline")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the campaign: a parameter combination and a repetition."""
+
+    params: dict[str, Any]
+    rep: int
+    seed: int
+    key: str
+
+
+@dataclass
+class CampaignResult:
+    """The table of every finished cell, and what happened in this run."""
+
+    table: pd.DataFrame
+    cells: int
+    ran: int
+    skipped: int
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    out: Path | None = None
+
+
+def cell_key(params: Mapping[str, Any], rep: int) -> str:
+    """A stable identity for a cell (same parameters and repetition, same key, everywhere)."""
+    blob = json.dumps({"params": params, "rep": rep}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def cell_seed(base_seed: int, key: str) -> int:
+    """A deterministic 63-bit seed for a cell, independent of run order and machine."""
+    h = hashlib.sha256(f"{base_seed}:{key}".encode()).hexdigest()
+    return int(h[:15], 16)
+
+
+def grid_cells(grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int] = 1,
+               base_seed: int = 0) -> list[Cell]:
+    """The cells of ``grid`` x repetitions, in grid order.
+
+    ``seeds`` is a number of repetitions (0..n-1) or an explicit list of repetition numbers.
+    """
+    for name, values in grid.items():
+        if name in RESERVED:
+            raise UserError(f"parameter name {name!r} is reserved", field=name)
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
+            raise UserError("grid values must be a non-empty list", field=name)
+        for v in values:
+            try:
+                json.dumps(v)
+            except TypeError:
+                raise UserError(f"value {v!r} is not a plain number/string/list", field=name) from None
+    reps = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    if not reps:
+        raise UserError("at least one repetition is needed", field="seeds")
+    names = list(grid)
+    cells = []
+    for combo in itertools.product(*(grid[n] for n in names)):
+        params = dict(zip(names, combo, strict=True))
+        for rep in reps:
+            key = cell_key(params, rep)
+            cells.append(Cell(params, rep, cell_seed(base_seed, key), key))
+    return cells
+
+
+def run_cells(fn: CellFn, cells: Sequence[Cell]) -> list[dict[str, Any]]:
+    """Run a batch of cells in this process; each gives a record (rows, or the error)."""
+    out = []
+    for c in cells:
+        t0 = time.perf_counter()
+        rec: dict[str, Any] = {"key": c.key, "params": c.params, "rep": c.rep, "seed": c.seed}
+        try:
+            res = fn(**c.params, seed=c.seed)
+            rows = [dict(res)] if isinstance(res, Mapping) else [dict(r) for r in res]
+            for r in rows:
+                clash = (set(r) & set(c.params)) | (set(r) & set(RESERVED))
+                if clash:
+                    raise ValueError(f"result row repeats parameter column(s) {sorted(clash)}")
+            rec.update(ok=True, rows=rows)
+        except Exception as exc:  # a failing cell is recorded, reported and retried next time
+            tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            rec.update(ok=False, error=tb)
+        rec["elapsed_s"] = time.perf_counter() - t0
+        out.append(rec)
+    return out
+
+
+def run_pickled_cells(payload: bytes, cells: Sequence[Cell]) -> list[dict[str, Any]]:
+    """:func:`run_cells` for a function shipped as cloudpickle bytes (see :func:`_portable`)."""
+    import cloudpickle
+
+    return run_cells(cloudpickle.loads(payload), cells)
+
+
+def _portable(fn: CellFn) -> bytes:
+    """Pickle ``fn`` so workers can load it even if its module is not importable there.
+
+    A function whose module is not part of an installed distribution (a script, a module found
+    only through the current folder, a test module) would leave Dask workers unable to
+    deserialize it, and Dask then waits forever; such modules are pickled by value instead.
+    """
+    import cloudpickle
+
+    name = getattr(fn, "__module__", None) or "__main__"
+    module = sys.modules.get(name)
+    installed = importlib.metadata.packages_distributions()
+    by_value = module is not None and name != "__main__" and name.split(".")[0] not in installed
+    if by_value:
+        cloudpickle.register_pickle_by_value(module)
+    try:
+        return cloudpickle.dumps(fn)
+    finally:
+        if by_value:
+            cloudpickle.unregister_pickle_by_value(module)
+
+
+def _function_name(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _batches(cells: Sequence[Cell], n_workers: int, batch: int | None) -> list[list[Cell]]:
+    if batch is None:  # enough batches to balance load, few enough to keep Dask overhead small
+        batch = max(1, min(64, len(cells) // max(1, n_workers * 8)))
+    return [list(cells[i : i + batch]) for i in range(0, len(cells), batch)]
+
+
+def run_campaign(
+    fn: CellFn,
+    grid: Mapping[str, Sequence[Any]],
+    *,
+    seeds: int | Sequence[int] = 1,
+    base_seed: int = 0,
+    out: str | Path | None = None,
+    mode: str = "processes",
+    scheduler: str | None = None,
+    workers: int | None = None,
+    batch: int | None = None,
+    progress: bool = True,
+    description: str | None = None,
+) -> CampaignResult:
+    """Run ``fn`` over ``grid`` x ``seeds`` and return every finished cell's rows as a table."""
+    if mode not in MODES:
+        raise UserError(f"mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
+    if workers is not None and workers < 1:
+        raise UserError(f"workers must be >= 1, got {workers}", field="workers")
+    t0 = time.perf_counter()
+    cells = grid_cells(grid, seeds, base_seed)
+    store = None
+    done: set[str] = set()
+    if out is not None:
+        store = CellStore(Path(out))
+        store.open({"function": _function_name(fn), "base_seed": base_seed, "grid": dict(grid)})
+        done = store.done_keys()
+    todo = [c for c in cells if c.key not in done]
+    fresh: list[dict[str, Any]] = []
+
+    def collect(records: list[dict[str, Any]]) -> None:
+        for rec in records:
+            if store is not None:
+                store.append(rec)
+            fresh.append(rec)
+
+    label = description or f"{_function_name(fn).split(':')[-1]}: {len(cells)} cells"
+    with _progress(progress, label, len(cells), len(cells) - len(todo)) as advance:
+        if todo and mode == "inline" and scheduler is None:
+            for c in todo:
+                recs = run_cells(fn, [c])
+                collect(recs)
+                advance(len(recs))
+        elif todo:
+            _run_on_dask(fn, todo, mode, scheduler, workers, batch, collect, advance)
+
+    keys = {c.key for c in cells}
+    records = list(store.records()) if store is not None else fresh
+    latest: dict[str, dict[str, Any]] = {}
+    for rec in records:  # last word per cell: a success after a failure wins
+        if rec["key"] in keys and (rec.get("ok") or not latest.get(rec["key"], {}).get("ok")):
+            latest[rec["key"]] = rec
+    order = {c.key: i for i, c in enumerate(cells)}
+    ok = sorted((r for r in latest.values() if r.get("ok")), key=lambda r: order[r["key"]])
+    failed = [r for r in latest.values() if not r.get("ok")]
+    table = _table(ok, list(grid))
+    if store is not None:
+        _write_tables(table, store.folder)
+    return CampaignResult(
+        table=table,
+        cells=len(cells),
+        ran=len(fresh),
+        skipped=len(cells) - len(todo),
+        failed=failed,
+        elapsed_s=time.perf_counter() - t0,
+        out=store.folder if store is not None else None,
+    )
+
+
+def _run_on_dask(fn: CellFn, todo: list[Cell], mode: str, scheduler: str | None,
+                 workers: int | None, batch: int | None,
+                 collect: Callable[[list[dict[str, Any]]], None],
+                 advance: Callable[[int], None]) -> None:
+    from distributed import Client, LocalCluster, as_completed
+
+    cluster = None
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except OSError as exc:
+            raise UserError(f"cannot reach Dask scheduler {scheduler}: {exc}",
+                            field="scheduler") from None
+    else:
+        n = workers or min(len(todo), os.cpu_count() or 1)
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=(mode == "processes"),
+            dashboard_address=None,
+            silence_logs=50,
+        )
+        client = Client(cluster)
+    try:
+        n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+        payload = client.scatter(_portable(fn), broadcast=True)
+        futures = [
+            client.submit(run_pickled_cells, payload, b, pure=False)
+            for b in _batches(todo, n_workers, batch)
+        ]
+        for fut in as_completed(futures):
+            recs = fut.result()
+            collect(recs)
+            advance(len(recs))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _table(records: list[dict[str, Any]], param_names: list[str]) -> pd.DataFrame:
+    rows = []
+    for rec in records:
+        prefix = {**rec["params"], "rep": rec["rep"], "seed": rec["seed"]}
+        rows.extend({**prefix, **r} for r in rec["rows"])
+    if not rows:
+        return pd.DataFrame(columns=[*param_names, *RESERVED])
+    return pd.DataFrame(rows)
+
+
+def _write_tables(table: pd.DataFrame, folder: Path) -> None:
+    atomic_write_bytes_via(folder / "results.csv", lambda p: table.to_csv(p, index=False))
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return
+    atomic_write_bytes_via(folder / "results.parquet", lambda p: table.to_parquet(p, index=False))
+
+
+class _progress:
+    """A rich progress bar (or nothing), exposing ``advance(n)``."""
+
+    def __init__(self, enabled: bool, label: str, total: int, completed: int) -> None:
+        self.enabled = enabled
+        self.label, self.total, self.completed = label, total, completed
+        self._bar: Any = None
+
+    def __enter__(self) -> Callable[[int], None]:
+        if not self.enabled:
+            return lambda n: None
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TimeElapsedColumn(), TimeRemainingColumn(), transient=False)
+        self._bar.__enter__()
+        task = self._bar.add_task(self.label, total=self.total, completed=self.completed)
+        return lambda n: self._bar.advance(task, n)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+def summarize(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
+    """Mean and standard deviation of ``metrics`` per group of ``by`` (over repetitions)."""
+    g = table.groupby(list(by), sort=False)[list(metrics)]
+    res = g.agg(["mean", "std"])
+    res.columns = [f"{m}_{s}" for m, s in res.columns]
+    return res.reset_index()
+
+
+__all__ = ["CampaignResult", "Cell", "cell_key", "cell_seed", "grid_cells", "run_campaign",
+           "run_cells", "summarize"]
