@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -179,6 +181,6 @@ def test_every_task_completes_once_or_is_cancelled(works, plan):
         by_host.setdefault(rec.host, []).append((rec.start, rec.end))
     for spans in by_host.values():
         spans.sort()
-        assert all(s2 >= e1 for (_, e1), (s2, _) in zip(spans, spans[1:], strict=False))
+        assert all(s2 >= e1 for (_, e1), (s2, _) in itertools.pairwise(spans))
     # the bill is exactly the sum of every host's started units
     assert r.cost == pytest.approx(sum(h.cost(r.end_time) for h in r.host_table))

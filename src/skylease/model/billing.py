@@ -56,7 +56,7 @@ class Billing:
         """Whole units that ``money`` buys (unbounded if the price is zero)."""
         if self.price == 0:
             return 2**62
-        return int(math.floor(money / self.price + EPS))
+        return math.floor(money / self.price + EPS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,14 +48,18 @@ class Bag:
 
     @classmethod
     def from_runtimes(
-        cls, runtimes: Iterable[float] | np.ndarray, name: str = "bag", arrivals: Sequence[float] | None = None
+        cls,
+        runtimes: Iterable[float] | np.ndarray,
+        name: str = "bag",
+        arrivals: Sequence[float] | None = None,
     ) -> Bag:
         """Build a bag from reference runtimes (ids 0..n-1)."""
         works = np.asarray(list(runtimes) if not isinstance(runtimes, np.ndarray) else runtimes, float)
         arr = np.zeros(len(works)) if arrivals is None else np.asarray(arrivals, float)
         if arr.shape != works.shape:
             raise ValueError("arrivals and runtimes differ in length")
-        return cls(tuple(Task(i, float(w), float(a)) for i, (w, a) in enumerate(zip(works, arr, strict=True))), name)
+        pairs = zip(works.tolist(), arr.tolist(), strict=True)
+        return cls(tuple(Task(i, w, a) for i, (w, a) in enumerate(pairs)), name)
 
     def __len__(self) -> int:
         return len(self.tasks)

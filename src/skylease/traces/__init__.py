@@ -1,0 +1,1 @@
+"""Readers and generators of workloads and availability: real formats in, model objects out."""

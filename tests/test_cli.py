@@ -1,0 +1,58 @@
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from skylease import __version__
+from skylease.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def test_version_and_help(capsys):
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.strip() == f"skylease {__version__}"
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and "demo" in out and "data" in out
+
+
+@pytest.mark.parametrize(
+    "argv, where",
+    [
+        (["nope"], "No such command"),
+        (["demo", "--seeds", "0"], "--seeds"),
+        (["demo", "--bogus"], "--bogus"),
+        (["data", "fetch"], "Missing argument"),
+        (["data", "path", "no-such-set"], "unknown data set 'no-such-set'"),
+    ],
+)
+def test_user_mistakes_are_one_line_exit_2(capsys, argv, where):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert where in err
+    assert err.count("\n") == 1 and err.startswith("skylease")
+    assert "Traceback" not in err + out
+
+
+def test_demo_inline_prints_table_and_keeps_results(capsys, tmp_path):
+    code, out, err = run(capsys, "demo", "--inline", "--seeds", "2", "--out", str(tmp_path))
+    assert code == 0, err
+    assert "FixedPool(n)" in out and "utilisation" in out
+    table = pd.read_csv(tmp_path / "results.csv")
+    assert len(table) == 10 and (table["unfinished"] == 0).all()
+    # bigger pools are never slower on the same bags
+    means = table.groupby("pool_size")["makespan_s"].mean()
+    assert means.is_monotonic_decreasing
+    code, out, _ = run(capsys, "demo", "--inline", "--seeds", "2", "--out", str(tmp_path))
+    assert code == 0 and "10 reused" in out
+
+
+def test_console_script_runs_as_a_process():
+    r = subprocess.run([sys.executable, "-m", "skylease.cli", "demo", "--bogus"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
