@@ -13,6 +13,7 @@ horizon; tasks not done by then are reported as unfinished, never dropped silent
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -113,7 +114,7 @@ class SimEnvironment:
         self._done = 0
         self._cancelled = 0
         self._records: list[TaskRecord] = []
-        self._released_cost = 0.0
+        self._released_costs: list[float] = []
         self._peak = 0
         self._interrupted = 0
         self._wasted = 0.0
@@ -177,7 +178,7 @@ class SimEnvironment:
         h.task = None
         del self._live[host]
         self._live_count[h.pool] -= 1
-        self._released_cost += h.cost(self.kernel.now)
+        self._released_costs.append(h.cost(self.kernel.now))
         self._settle()
 
     def hosts(self, pool: str | None = None) -> list[Host]:
@@ -255,8 +256,9 @@ class SimEnvironment:
         return self._pending
 
     def spent(self) -> float:
+        # fsum: ten hosts at $0.10 cost exactly $1.00, not 0.9999999999999999
         now = self.kernel.now
-        return self._released_cost + sum(h.cost(now) for h in self._live.values())
+        return math.fsum([*self._released_costs, *(h.cost(now) for h in self._live.values())])
 
     def finish(self) -> None:
         if self._finished:
@@ -385,7 +387,7 @@ class SimEnvironment:
         now = self._end_time if self._end_time is not None else self.kernel.now
         hosts = tuple(self._hosts)
         units = sum(h.charged_units(now) for h in hosts)
-        cost = self._released_cost + sum(h.cost(now) for h in self._live.values())
+        cost = math.fsum(h.cost(now) for h in hosts)
         unfinished = tuple(t for t in self._tasks if t not in self._closed)
         return SimResult(
             makespan=self._last_done,
