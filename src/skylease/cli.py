@@ -55,6 +55,9 @@ def demo(
     inline: Annotated[bool, typer.Option("--inline", help="Run in this process, without Dask.")]
     = False,
     workers: Annotated[int, typer.Option(min=1, help="Dask worker processes.")] = 2,
+    scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler "
+                                                  "(e.g. tcp://host:8786) to use instead of a "
+                                                  "local cluster.")] = None,
 ) -> None:
     """A short tour: a campaign of fixed-size pools on the simulator, on Dask."""
     from skylease.experiments.demo import (
@@ -71,12 +74,15 @@ def demo(
     out.print(f"Bag: {DEMO_TASKS} tasks, gamma runtimes {DEMO_MEAN_S:.0f} ± {DEMO_SD_S:.0f} s. "
               f"Hosts boot in {DEMO_VM.boot_time:.0f} s and cost ${DEMO_VM.price:.2f} per started "
               f"{DEMO_VM.billing_unit / 3600:.0f} h.")
-    out.print("1. Fixed pools of n hosts (the user guesses n up front), "
-              f"{seeds} random bags each, simulated in parallel on a Dask LocalCluster:")
+    where = ("in this process" if inline else f"on the Dask cluster at {scheduler}" if scheduler
+             else "in parallel on a Dask LocalCluster")
+    out.print(f"1. Fixed pools of n hosts (the user guesses n up front), {seeds} random bags "
+              f"each, simulated {where}:")
     with tempfile.TemporaryDirectory(prefix="skylease-demo-") as tmp:
         folder = out_dir if out_dir is not None else Path(tmp)
         res = run_fixed_pool_demo(folder, seeds=seeds, mode="inline" if inline else "processes",
-                                  workers=workers, progress=sys.stderr.isatty())
+                                  workers=workers, scheduler=scheduler,
+                                  progress=sys.stderr.isatty())
         _fail_if_cells_failed(res.failed)
     t = fixed_pool_table(res)
     table = Table("hosts", "makespan (s)", "± sd", "cost ($)", "charged hours", "utilisation",

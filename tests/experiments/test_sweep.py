@@ -150,3 +150,18 @@ def test_killed_campaign_resumes_with_only_missing_cells(tmp_path):
     table = pd.read_csv(out / "results.csv")
     assert sorted(table["x"]) == list(range(24))  # every cell exactly once
     assert (table["y"] == 2 * table["x"]).all()
+
+
+def test_existing_scheduler_address(tmp_path):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        r = run_campaign(square, {"x": [1, 2, 3]}, scheduler=cluster.scheduler_address,
+                         out=tmp_path, progress=False)
+    assert r.table["y"].tolist() == [1, 4, 9]
+
+
+def test_unreachable_scheduler_is_a_user_error():
+    with pytest.raises(UserError, match="cannot reach Dask scheduler"):
+        run_campaign(square, {"x": [1]}, scheduler="tcp://127.0.0.1:9", progress=False,
+                     connect_timeout=1)

@@ -32,9 +32,10 @@ def fixed_pool_cell(pool_size: int, seed: int) -> dict[str, Any]:
 
 
 def run_fixed_pool_demo(out: str | Path | None, *, seeds: int = 5, mode: str = "processes",
-                        workers: int | None = 2, progress: bool = True) -> CampaignResult:
+                        workers: int | None = 2, scheduler: str | None = None,
+                        progress: bool = True) -> CampaignResult:
     return run_campaign(fixed_pool_cell, DEMO_GRID, seeds=seeds, out=out, mode=mode,
-                        workers=workers, progress=progress,
+                        workers=workers, scheduler=scheduler, progress=progress,
                         description="fixed pools on the simulator")
 
 

@@ -181,6 +181,7 @@ def run_campaign(
     batch: int | None = None,
     progress: bool = True,
     description: str | None = None,
+    connect_timeout: float = 10.0,
 ) -> CampaignResult:
     """Run ``fn`` over ``grid`` x ``seeds`` and return every finished cell's rows as a table."""
     if mode not in MODES:
@@ -212,7 +213,8 @@ def run_campaign(
                 collect(recs)
                 advance(len(recs))
         elif todo:
-            _run_on_dask(fn, todo, mode, scheduler, workers, batch, collect, advance)
+            _run_on_dask(fn, todo, mode, scheduler, workers, batch, collect, advance,
+                         connect_timeout)
 
     keys = {c.key for c in cells}
     records = list(store.records()) if store is not None else fresh
@@ -240,14 +242,14 @@ def run_campaign(
 def _run_on_dask(fn: CellFn, todo: list[Cell], mode: str, scheduler: str | None,
                  workers: int | None, batch: int | None,
                  collect: Callable[[list[dict[str, Any]]], None],
-                 advance: Callable[[int], None]) -> None:
+                 advance: Callable[[int], None], connect_timeout: float) -> None:
     from distributed import Client, LocalCluster, as_completed
 
     cluster = None
     if scheduler is not None:
         try:
-            client = Client(scheduler, timeout="10s")
-        except OSError as exc:
+            client = Client(scheduler, timeout=f"{connect_timeout}s")
+        except (OSError, TimeoutError) as exc:
             raise UserError(f"cannot reach Dask scheduler {scheduler}: {exc}",
                             field="scheduler") from None
     else:
