@@ -13,6 +13,7 @@ they outnumber live events the heap is compacted so timer-heavy models do not gr
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 from typing import Any
@@ -126,35 +127,20 @@ class Kernel:
         heap = self._heap
         pop = heappop
         fired = 0
+        limit = math.inf if until is None else until
         try:
-            if until is None:
-                while heap:
-                    entry = pop(heap)
-                    fn = entry[2]
-                    if fn is None:  # a cancelled timer: not an event
-                        self._cancelled -= 1
-                        continue
-                    entry[2] = None  # spent: a later cancel() of this timer is a no-op
-                    t = entry[0]
-                    args = entry[3]
-                    self.now = t
-                    fired += 1
-                    fn(*args)
-            else:
-                while heap and heap[0][0] <= until:
-                    entry = pop(heap)
-                    fn = entry[2]
-                    if fn is None:
-                        self._cancelled -= 1
-                        continue
-                    entry[2] = None  # spent: a later cancel() of this timer is a no-op
-                    t = entry[0]
-                    args = entry[3]
-                    self.now = t
-                    fired += 1
-                    fn(*args)
-                if until > self.now:
-                    self.now = until
+            while heap and heap[0][0] <= limit:
+                entry = pop(heap)
+                fn = entry[2]
+                if fn is None:  # a cancelled timer: not an event
+                    self._cancelled -= 1
+                    continue
+                entry[2] = None  # spent: a later cancel() of this timer is a no-op
+                self.now = entry[0]
+                fired += 1
+                fn(*entry[3])
+            if until is not None and until > self.now:
+                self.now = until
         except StopSimulation:
             pass
         finally:
