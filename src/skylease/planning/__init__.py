@@ -1,0 +1,1 @@
+"""Pure offline planners: task mapping (ETC heuristics), provisioning (ILP), VM placement."""
