@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import time
@@ -27,6 +28,12 @@ app = typer.Typer(
 data_app = typer.Typer(help="List, fetch and import the public data sets used by reproductions.",
                        invoke_without_command=True, no_args_is_help=False)
 app.add_typer(data_app, name="data")
+etc_app = typer.Typer(help="Generate and inspect ETC (expected time to compute) instances.",
+                      no_args_is_help=True)
+app.add_typer(etc_app, name="etc")
+reproduce_app = typer.Typer(help="Regenerate a paper's tables and figures, ours beside theirs.",
+                            no_args_is_help=True)
+app.add_typer(reproduce_app, name="reproduce")
 
 out = Console()
 err = Console(stderr=True)
@@ -160,6 +167,116 @@ def data_path(name: str, data_dir: DirOption = None) -> None:
     from skylease.traces import datasets
 
     print(datasets.locate(name, data_dir))
+
+
+# -- mapping (thesis chapter 3) --------------------------------------------------------------
+@app.command("map")
+def map_cmd(
+    etc_file: Annotated[Path, typer.Argument(help="ETC file in the Braun format.")],
+    heuristic: Annotated[str, typer.Option(help="min-min, max-min, sufferage, mct, met, olb, luo1, "
+                                           "luo2, luo2b, low1, low2, low3 or best.")] = "min-min",
+    lam: Annotated[float | None, typer.Option("--lambda", help="λ of low1/low2/low3 (default: "
+                                              "best of 0, 0.1, ..., 1).")] = None,
+    voltages: Annotated[int | None, typer.Option(help="Seed drawing each machine's voltage set; "
+                                                 "adds the energy.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with the assignment).")]
+    = False,
+) -> None:
+    """Map the tasks of an ETC instance onto its machines with one heuristic."""
+    from skylease.experiments.mapping import map_file
+
+    res = map_file(etc_file, heuristic, lam=lam, voltage_seed=voltages)
+    if as_json:
+        print(json.dumps(res))
+        return
+    table = Table("heuristic", "tasks x machines", "λ", "makespan", "flowtime (SPT)", "energy")
+    table.add_row(res["heuristic"], f"{res['tasks']} x {res['machines']}",
+                  "-" if res["lambda"] is None else f"{res['lambda']:.1f}",
+                  f"{res['makespan']:,.2f}", f"{res['flowtime']:,.2f}",
+                  "-" if res["energy"] is None else f"{res['energy']:,.2f}")
+    out.print(table)
+
+
+@etc_app.command("generate")
+def etc_generate(
+    out_file: Annotated[Path, typer.Argument(help="Where to write the instance (Braun format).")],
+    tasks: Annotated[int, typer.Option(min=1)] = 512,
+    machines: Annotated[int, typer.Option(min=1)] = 16,
+    method: Annotated[str, typer.Option(help="cvb (Ali et al.) or range (Braun et al.).")] = "cvb",
+    v_task: Annotated[float, typer.Option(help="CVB task heterogeneity (CV).")] = 0.6,
+    v_mach: Annotated[float, typer.Option(help="CVB machine heterogeneity (CV).")] = 0.3,
+    mu: Annotated[float, typer.Option(help="CVB mean task time.")] = 1000.0,
+    r_task: Annotated[float, typer.Option(help="Range-based task range (hi 3000, lo 100).")]
+    = 3000.0,
+    r_mach: Annotated[float, typer.Option(help="Range-based machine range (hi 1000, lo 10).")]
+    = 1000.0,
+    consistency: Annotated[str, typer.Option(help="fc, pc-half, pc-even, pc-quarter or oc.")]
+    = "oc",
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+) -> None:
+    """Generate an ETC instance (seeded) and write it in the Braun file format."""
+    from skylease.experiments.mapping import generate_file
+
+    res = generate_file(out_file, tasks=tasks, machines=machines, method=method, v_task=v_task,
+                        v_mach=v_mach, mu=mu, r_task=r_task, r_mach=r_mach,
+                        consistency=consistency, seed=seed)
+    out.print(f"wrote {out_file}: {tasks} x {machines}, mean {res['mean']:,.1f}")
+
+
+@etc_app.command("stats")
+def etc_stats_cmd(
+    etc_file: Annotated[Path, typer.Argument(help="ETC file in the Braun format.")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Print an instance's size, mean, heterogeneities and consistency."""
+    from skylease.experiments.mapping import stats_file
+
+    res = stats_file(etc_file)
+    if as_json:
+        print(json.dumps(res, default=float))
+        return
+    table = Table("statistic", "value")
+    for k, v in res.items():
+        table.add_row(k, f"{v:,.4g}" if isinstance(v, float) else str(v))
+    out.print(table)
+
+
+@reproduce_app.command("thesis-mapping")
+def reproduce_thesis_mapping_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for tables, plots and "
+                                          "report.md (re-running resumes).")],
+    quick: Annotated[bool, typer.Option(help="A few instances per cell (minutes, not days).")]
+    = False,
+    instances: Annotated[int | None, typer.Option(min=1, help="Instances per cell (default: "
+                                                  "3 with --quick, else the thesis's 1000).")]
+    = None,
+    sizes: Annotated[str, typer.Option(help="Comma-separated sizes.")] = "512x16,1024x32,2048x64",
+    workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes.")] = None,
+    scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")]
+    = None,
+) -> None:
+    """Thesis chapter 3: the section 3.4 example, Tables 3.6-3.8, Fig. 3.14 and the energy study."""
+    from skylease.experiments.thesis.mapping_report import reproduce_thesis_mapping
+    from skylease.experiments.thesis.mapping_study import SIZES
+
+    chosen = tuple(s.strip() for s in sizes.split(",") if s.strip())
+    bad = [s for s in chosen if s not in SIZES]
+    if bad or not chosen:
+        raise UserError(f"sizes must be among {', '.join(SIZES)}, got {sizes!r}", field="--sizes")
+    rep = reproduce_thesis_mapping(out_dir, quick=quick, instances=instances, sizes=chosen,
+                                   workers=workers, scheduler=scheduler,
+                                   progress=sys.stderr.isatty())
+    oc = rep.gains[(rep.gains["consistency"] == "oc")].dropna(subset=["thesis_gain"])
+    table = Table("heuristic", "makespan", "thesis", title="Section 3.4 example (λ = 0.8)")
+    for r in rep.example.itertuples(index=False):
+        table.add_row(r.heuristic, f"{r.makespan:,.0f}", f"{r.thesis_makespan:,.0f}")
+    out.print(table)
+    out.print(f"Table 3.8, OC cells within 2 pp of the thesis: "
+              f"{int((oc['diff_pp'].abs() <= 2).sum())} of {len(oc)} "
+              f"(max |diff| {oc['diff_pp'].abs().max():.2f} pp, {rep.instances} instances/cell)")
+    for c in rep.claims:
+        out.print(f"  [{'ok' if c['holds'] else 'differs'}] {c['claim']}: {c['ours']}")
+    out.print(f"Report: {out_dir / 'report.md'}")
 
 
 # -- entry point -----------------------------------------------------------------------------

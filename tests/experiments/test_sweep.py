@@ -165,3 +165,12 @@ def test_unreachable_scheduler_is_a_user_error():
     with pytest.raises(UserError, match="cannot reach Dask scheduler"):
         run_campaign(square, {"x": [1]}, scheduler="tcp://127.0.0.1:9", progress=False,
                      connect_timeout=1)
+
+
+def numbered(x, seed, rep):
+    return {"y": x + rep}
+
+
+def test_functions_taking_rep_get_the_repetition_number():
+    r = run_campaign(numbered, {"x": [10]}, seeds=[0, 3], mode="inline", progress=False)
+    assert r.table["y"].tolist() == [10, 13]

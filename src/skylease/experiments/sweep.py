@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import inspect
 import itertools
 import json
 import os
@@ -107,14 +108,27 @@ def grid_cells(grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int] = 1
     return cells
 
 
+def _takes_rep(fn: CellFn) -> bool:
+    try:
+        return "rep" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def run_cells(fn: CellFn, cells: Sequence[Cell]) -> list[dict[str, Any]]:
-    """Run a batch of cells in this process; each gives a record (rows, or the error)."""
+    """Run a batch of cells in this process; each gives a record (rows, or the error).
+
+    ``fn`` gets the cell's parameters and ``seed``, and ``rep`` too if it has such a parameter
+    (for studies whose instances are numbered, like the thesis's replicates).
+    """
     out = []
+    with_rep = _takes_rep(fn)
     for c in cells:
         t0 = time.perf_counter()
         rec: dict[str, Any] = {"key": c.key, "params": c.params, "rep": c.rep, "seed": c.seed}
         try:
-            res = fn(**c.params, seed=c.seed)
+            extra = {"rep": c.rep} if with_rep else {}
+            res = fn(**c.params, seed=c.seed, **extra)
             rows = [dict(res)] if isinstance(res, Mapping) else [dict(r) for r in res]
             for r in rows:
                 clash = (set(r) & set(c.params)) | (set(r) & set(RESERVED))
