@@ -18,6 +18,7 @@ Where the expected values come from (read this before trusting the table):
   They are implementations' outputs, not literature: the test checks that our Min-min agrees with
   other people's Min-min on the same files, to the printed precision (6 decimals). The lead engineer
   may swap in a peer-reviewed source if one is found; the numbers should then be compared again.
+  The last test checks the library's ``min_min`` against both.
 
 Min-min (Ibarra & Kim 1977; Braun et al. 2001 section 3.4): repeatedly, for every unmapped task
 take its minimum completion time over machines; map the task with the smallest one; update that
@@ -97,3 +98,14 @@ def test_min_min_matches_the_published_makespan(shared_data: Path, name: str) ->
         best = makespan(etc, read_solution(path, 512, 16))
         assert best == pytest.approx(solution_makespan_from_name(path), abs=0.1)  # see test_etc.py
         assert got > best
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_MIN_MIN))
+def test_library_min_min_matches_reference_and_published(shared_data: Path, name: str) -> None:
+    """skylease's incremental, numba-compiled Min-min gives the same schedule as the plain one."""
+    from skylease.planning.mapping import min_min
+
+    etc = read_etc(shared_data / "braun" / name)
+    s = min_min(etc)
+    assert s.assignment.tolist() == reference_min_min(etc).tolist()
+    assert s.makespan == pytest.approx(PUBLISHED_MIN_MIN[name], abs=5e-7)
