@@ -117,7 +117,9 @@ def _profiles_figure(study: pd.DataFrame, out: Path) -> str:
         ax.set_xlabel("τ")
     axes[0, 0].set_ylabel("P(γ ≤ τ)")
     axes[1, 0].set_ylabel("P(γ ≤ τ)")
-    axes[0, 2].legend(fontsize=8, loc="lower right")
+    drawn = [ax for ax in axes.flat if ax.get_legend_handles_labels()[0]]
+    if drawn:
+        drawn[0].legend(fontsize=8, loc="lower right")
     fig.suptitle("Performance profiles (thesis Fig. 3.14 panels), ours")
     return save_figure(fig, out / "profiles.png")
 
