@@ -101,7 +101,7 @@ def reproduce_thesis_mapping(
 def _profiles_figure(study: pd.DataFrame, out: Path) -> str:
     from skylease.planning.mapping.metrics import performance_profile, performance_ratios
 
-    fig, axes = plt.subplots(2, 3, figsize=(13, 7), sharey=True)
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7), sharey=True, layout="constrained")
     taus = np.linspace(1.0, 2.0, 201)
     for ax, (size, scen, cons), letter in zip(axes.flat, PROFILE_PANELS, "abcdef", strict=True):
         sub = study[(study["size"] == size) & (study["scenario"] == scen)
@@ -143,7 +143,7 @@ def _gains_figure(gains: pd.DataFrame, out: Path) -> str:
 
 
 def _energy_figure(curves: pd.DataFrame, cls: str, out: Path) -> str:
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True, layout="constrained")
     sub = curves[curves["cls"] == cls]
     for ax, metric in zip(axes, ("makespan", "flowtime", "energy"), strict=True):
         for h in ("low1", "low2", "low3"):
