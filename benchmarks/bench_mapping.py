@@ -61,6 +61,8 @@ from pathlib import Path
 
 import numpy as np
 
+from skylease.experiments.thesis.paper_mapping import EXAMPLE_ETC
+
 HERE = Path(__file__).resolve().parent
 REF = HERE / "mapping_ref"
 sys.path.insert(0, str(REF))
@@ -95,16 +97,7 @@ ALGOS = {
 }
 
 # Thesis example (spec A7, Table 3.3) and its verified results
-EX_ETC = [
-    [2000.0, 2200.0, 2400.0, 2600.0],
-    [900.0, 1100.0, 1300.0, 1500.0],
-    [950.0, 1050.0, 1350.0, 1550.0],
-    [980.0, 1080.0, 1330.0, 1480.0],
-    [600.0, 700.0, 800.0, 1490.0],
-    [550.0, 1070.0, 750.0, 1000.0],
-    [920.0, 600.0, 600.0, 1000.0],
-    [100.0, 200.0, 300.0, 400.0],
-]
+EX_ETC = EXAMPLE_ETC.tolist()
 EX_MINMIN_ORDER = [7, 6, 5, 4, 3, 1, 2, 0]
 EX_LOW3_SWEEP = [6080, 4530, 3550, 3000, 2700, 2700, 2350, 2350, 2350, 2350, 2350]
 
