@@ -30,6 +30,23 @@ from skylease.sim.kernel import Kernel, Timer
 DEFAULT_HORIZON = 365 * 86400.0
 
 
+class PolicyTimer:
+    """Handle of a policy's timer (two kernel hops; see :meth:`SimEnvironment.call_at`)."""
+
+    __slots__ = ("args", "cancelled", "first", "fn")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple) -> None:
+        self.fn = fn
+        self.args = args
+        self.cancelled = False
+        self.first: Timer | None = None
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.first is not None:
+            self.first.cancel()
+
+
 @dataclass(frozen=True, slots=True)
 class TaskRecord:
     """One completed run of a task (the winning copy)."""
@@ -130,15 +147,23 @@ class SimEnvironment:
     def now(self) -> float:
         return self.kernel.now
 
-    def call_at(self, t: float, fn: Callable[..., Any], *args: Any) -> Timer:
-        return self.kernel.call_at(t, self._guarded, fn, args)
+    def call_at(self, t: float, fn: Callable[..., Any], *args: Any) -> PolicyTimer:
+        """A policy timer. It runs after every event already due at ``t`` (task completions,
+        hosts coming up), so a policy acting at t sees the world as it is at t."""
+        timer = PolicyTimer(fn, args)
+        timer.first = self.kernel.call_at(t, self._second_hop, timer)
+        return timer
 
-    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Timer:
-        return self.kernel.call_later(delay, self._guarded, fn, args)
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> PolicyTimer:
+        return self.call_at(self.kernel.now + delay, fn, *args)
 
-    def _guarded(self, fn: Callable[..., Any], args: tuple) -> None:
-        if not self._finished:
-            fn(*args)
+    def _second_hop(self, timer: PolicyTimer) -> None:
+        self.kernel.schedule(self.kernel.now, self._fire, timer)
+
+    def _fire(self, timer: PolicyTimer) -> None:
+        if not self._finished and not timer.cancelled:
+            timer.cancelled = True  # spent
+            timer.fn(*timer.args)
 
     # -- hosts ------------------------------------------------------------------------------
     def pools(self) -> list[str]:
@@ -323,8 +348,10 @@ class SimEnvironment:
         tid = h.task
         assert tid is not None
         self._epoch[h.id] += 1
-        self._interrupted += 1
-        self._wasted += self._elapsed(h)
+        elapsed = self._elapsed(h)
+        if elapsed > 0:  # a task given to a host at the very moment it is released lost nothing
+            self._interrupted += 1
+        self._wasted += elapsed
         self._running[tid].remove(h.id)
         if not self._running[tid]:
             del self._running[tid]

@@ -1,0 +1,125 @@
+"""A tiny in-process MILP builder on HiGHS (highspy): variables, sparse rows, solve, re-solve."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+
+INF = highspy.kHighsInf
+
+
+@dataclass(frozen=True)
+class MilpResult:
+    status: str  # "optimal" | "infeasible" | "error"
+    objective: float
+    x: np.ndarray
+    solve_ms: float
+    raw_status: str
+
+
+class Milp:
+    """Collects columns and rows, then hands them to one ``highspy.Highs`` instance."""
+
+    def __init__(self) -> None:
+        self.cost: list[float] = []
+        self.lb: list[float] = []
+        self.ub: list[float] = []
+        self.integer: list[int] = []
+        self._lo: list[float] = []
+        self._hi: list[float] = []
+        self._idx: list[list[int]] = []
+        self._val: list[list[float]] = []
+        self._h: highspy.Highs | None = None
+
+    def var(self, lb: float = 0.0, ub: float = INF, cost: float = 0.0, *, integer: bool = False) -> int:
+        self.cost.append(float(cost))
+        self.lb.append(float(lb))
+        self.ub.append(float(ub))
+        if integer:
+            self.integer.append(len(self.cost) - 1)
+        return len(self.cost) - 1
+
+    def binary(self, cost: float = 0.0) -> int:
+        return self.var(0.0, 1.0, cost, integer=True)
+
+    def row(self, terms: Mapping[int, float] | Iterable[tuple[int, float]], lo: float = -INF,
+            hi: float = INF) -> None:
+        items = terms.items() if isinstance(terms, Mapping) else terms
+        idx, val = [], []
+        for i, v in items:
+            if v != 0.0:
+                idx.append(int(i))
+                val.append(float(v))
+        self._lo.append(float(lo))
+        self._hi.append(float(hi))
+        self._idx.append(idx)
+        self._val.append(val)
+
+    @property
+    def num_vars(self) -> int:
+        return len(self.cost)
+
+    @property
+    def num_rows(self) -> int:
+        return len(self._lo)
+
+    def _build(self) -> highspy.Highs:
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        # Decision: prove optimality exactly (the paper needs optimal plans; our models are tiny).
+        h.setOptionValue("mip_rel_gap", 0.0)
+        h.setOptionValue("mip_abs_gap", 1e-9)
+        n = self.num_vars
+        h.addCols(n, np.array(self.cost), np.array(self.lb), np.array(self.ub), 0,
+                  np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+        if self.num_rows:
+            starts = np.cumsum([0] + [len(r) for r in self._idx[:-1]]).astype(np.int32)
+            idx = np.fromiter((i for r in self._idx for i in r), dtype=np.int32)
+            val = np.fromiter((v for r in self._val for v in r), dtype=np.float64)
+            h.addRows(self.num_rows, np.array(self._lo), np.array(self._hi), len(idx), starts, idx, val)
+        if self.integer:
+            ints = np.array(self.integer, dtype=np.int32)
+            h.changeColsIntegrality(len(ints), ints,
+                                    np.full(len(ints), highspy.HighsVarType.kInteger.value, dtype=np.uint8))
+        return h
+
+    def solve(self) -> MilpResult:
+        self._h = self._build()
+        return self._run()
+
+    def resolve(self, cost: Mapping[int, float], extra_rows: Iterable[tuple[dict[int, float], float, float]]
+                ) -> MilpResult:
+        """Re-solve the built model with a new objective and extra rows (lexicographic second stage)."""
+        h = self._h
+        assert h is not None, "solve() first"
+        n = self.num_vars
+        new_cost = np.zeros(n)
+        for i, v in cost.items():
+            new_cost[i] = v
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), new_cost)
+        for terms, lo, hi in extra_rows:
+            idx = np.array(list(terms), dtype=np.int32)
+            val = np.array(list(terms.values()), dtype=np.float64)
+            h.addRow(lo, hi, len(idx), idx, val)
+        return self._run()
+
+    def _run(self) -> MilpResult:
+        h = self._h
+        assert h is not None
+        t0 = time.perf_counter()
+        h.run()
+        ms = (time.perf_counter() - t0) * 1000.0
+        st = h.getModelStatus()
+        raw = h.modelStatusToString(st)
+        if st == highspy.HighsModelStatus.kOptimal:
+            x = np.array(h.getSolution().col_value)
+            return MilpResult("optimal", float(h.getInfo().objective_function_value), x, ms, raw)
+        if st in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+            # Decision: our models are bounded below (cost >= 0 or bounded integer boxes), so
+            # "unbounded or infeasible" from presolve means infeasible.
+            return MilpResult("infeasible", float("nan"), np.zeros(self.num_vars), ms, raw)
+        return MilpResult("error", float("nan"), np.zeros(self.num_vars), ms, raw)
