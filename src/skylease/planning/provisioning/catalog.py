@@ -106,7 +106,8 @@ def _parse_type(row: Any, label: str, n: int, seen: set[str]) -> CloudType:
                 raise UserError(f"expected a finite number, got {v!r}", file=label, field=f)
             v = float(v)
             if v < 0 or (k == "capacity" and v == 0):
-                raise UserError(f"must be {'>' if k == 'capacity' else '>='} 0, got {v:g}", file=label, field=f)
+                rel = ">" if k == "capacity" else ">="
+                raise UserError(f"must be {rel} 0, got {v:g}", file=label, field=f)
         vals[k] = v
     if vals["name"] in seen:
         raise UserError(f"duplicate type name {vals['name']!r}", file=label, field=f"{where}.name")
@@ -119,5 +120,6 @@ def pick(types: tuple[CloudType, ...] | list[CloudType], *names: str) -> tuple[C
     by = {t.name: t for t in types}
     missing = [n for n in names if n not in by]
     if missing:
-        raise UserError(f"unknown instance type(s) {', '.join(missing)}; known: {', '.join(by)}", field="types")
+        raise UserError(f"unknown instance type(s) {', '.join(missing)}; known: {', '.join(by)}",
+                        field="types")
     return tuple(by[n] for n in names)

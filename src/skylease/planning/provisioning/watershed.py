@@ -1,0 +1,176 @@
+"""Watershed Monte Carlo calibration in a hybrid cloud: the single-model interval ILP (eqs. 18-25).
+
+Time is split into intervals (10 min by default); x[i][j] instances of type j run during interval i;
+counts never increase (eq. 22), so every instance starts at t=0 and is billed from job start.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from skylease.model.errors import UserError
+
+from ._milp import Milp
+from .catalog import CloudType
+from .plan import Plan, infeasible
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class WatershedJob:
+    """The paper's use case: 1,000 tasks of 90 s on one core, 1 GB input, 16 free local cores [PAPER]."""
+
+    n_tasks: int = 1000
+    task_minutes: float = 1.5
+    input_gb: float = 1.0
+    local_cores: int = 16
+
+    def __post_init__(self) -> None:
+        if self.n_tasks < 1:
+            raise UserError(f"must be >= 1, got {self.n_tasks}", field="n_tasks")
+        if not math.isfinite(self.task_minutes) or self.task_minutes <= 0:
+            raise UserError(f"must be > 0, got {self.task_minutes!r}", field="task_minutes")
+        if self.local_cores < 0:
+            raise UserError(f"must be >= 0, got {self.local_cores}", field="local_cores")
+
+
+def availability(job: WatershedJob, t: CloudType) -> int:
+    # Decision: the job's free local cores override a local type's catalog max_count (the catalog
+    # describes the cluster, the job says how many cores are free now); a type without max_count is
+    # capped at n_tasks instances (more can never be useful).
+    if t.location == "local":
+        return job.local_cores
+    return t.max_count if t.max_count is not None else job.n_tasks
+
+
+def interval_capacity(job: WatershedJob, t: CloudType, start: float, length: float) -> float:
+    """Tasks one instance of type t completes in [start, start+length) (fluid, after its start-up)."""
+    useful = max(0.0, min(length, start + length - t.init_minutes))
+    return t.cores * t.capacity * useful / job.task_minutes
+
+
+def solve_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min: float, *,
+                    interval_min: float = 10, billing: str = "hourly", tiebreak: bool = True) -> Plan:
+    """Minimum-cost hybrid plan that completes ``job`` within ``deadline_min`` minutes.
+
+    The deadline is rounded down to whole intervals ("73 min is processed as 70 min").
+    ``billing``: "hourly" (max concurrent instances per clock hour from job start, eqs. 23-24) or
+    "minute" (eq. 25). ``tiebreak``: lexicographic second solve that returns the fastest plan among
+    the cheapest (spec §4.2 "Tie-break", M10); without it the makespan is whatever the solver returns.
+    """
+    types = tuple(types)
+    model = f"watershed/{billing}"
+    if not types:
+        raise UserError("no instance types given", field="types")
+    if not math.isfinite(deadline_min) or deadline_min <= 0:
+        raise UserError(f"deadline must be a positive number of minutes, got {deadline_min!r}",
+                        field="deadline")
+    if not math.isfinite(interval_min) or interval_min <= 0:
+        raise UserError(f"must be > 0, got {interval_min!r}", field="interval_min")
+    if billing not in ("hourly", "minute"):
+        raise UserError(f"billing must be 'hourly' or 'minute', got {billing!r}", field="billing")
+    per_hour = 60.0 / interval_min
+    if billing == "hourly" and abs(per_hour - round(per_hour)) > 1e-9:
+        # Decision: intervals must not straddle a billing hour, so their length must divide 60.
+        raise UserError(f"with hourly billing the interval length must divide 60 min, got {interval_min:g}",
+                        field="interval_min")
+    n_int = math.floor(deadline_min / interval_min + _EPS)
+    deadline_s = deadline_min * 60.0
+    if n_int < 1:
+        return infeasible(model, deadline_s, f"no plan finishes by {deadline_min:g} min")
+    starts = [i * interval_min for i in range(n_int)]
+    avail = [availability(job, t) for t in types]
+    cap = [[interval_capacity(job, t, s, interval_min) for t in types] for s in starts]
+
+    m = Milp()
+    cost = m.var(cost=1.0)  # (18) MIN cost
+    x = [[m.var(0, a, integer=True) for a in avail] for _ in starts]
+    work = [[m.var() for _ in types] for _ in starts]
+    for i in range(n_int):
+        for j in range(len(types)):
+            m.row({work[i][j]: 1, x[i][j]: -cap[i][j]}, 0, 0)  # (19); (20) is the bound on x
+    m.row({w: 1 for row in work for w in row}, lo=job.n_tasks - 1e-7)  # (21)
+    for i in range(n_int - 1):
+        for j in range(len(types)):
+            m.row({x[i][j]: 1, x[i + 1][j]: -1}, lo=0)  # (22)
+    hours = sorted({math.floor(s / 60.0 + _EPS) for s in starts})
+    bill: dict[tuple[int, int], int] = {}
+    if billing == "hourly":
+        for h in hours:
+            for j, a in enumerate(avail):
+                b = bill[h, j] = m.var(0, a, integer=True)
+                for i, s in enumerate(starts):
+                    if math.floor(s / 60.0 + _EPS) == h:
+                        m.row({b: 1, x[i][j]: -1}, lo=0)  # (23)
+        m.row({cost: 1, **{b: -types[j].price_hour for (_, j), b in bill.items()}}, 0, 0)  # (24)
+    else:
+        m.row({cost: 1, **{x[i][j]: -interval_min * t.minute_price
+                          for i in range(n_int) for j, t in enumerate(types)}}, 0, 0)  # (25)
+    active: list[int] = []
+    # Decision: the tie-break is a lexicographic second solve (min number of active intervals subject
+    # to cost <= cost*), not an epsilon term: exact, and free of MIP-gap/epsilon scaling issues.
+    if tiebreak:
+        active = [m.binary() for _ in starts]
+        for i in range(n_int):
+            for j, a in enumerate(avail):
+                if a:
+                    m.row({x[i][j]: 1, active[i]: -a}, hi=0)
+            if i + 1 < n_int:
+                m.row({active[i]: 1, active[i + 1]: -1}, lo=0)
+    res = m.solve()
+    solve_ms = res.solve_ms
+    stages = 1
+    if res.status == "optimal" and tiebreak:
+        c_star = res.objective
+        tol = 1e-6 + 1e-9 * abs(c_star)
+        res2 = m.resolve(dict.fromkeys(active, 1.0), [({cost: 1.0}, -math.inf, c_star + tol)])
+        solve_ms += res2.solve_ms
+        stages = 2
+        if res2.status == "optimal":
+            res = res2
+    size = {"variables": m.num_vars, "constraints": m.num_rows, "stages": stages}
+    if res.status == "infeasible":
+        return infeasible(model, deadline_s, f"no plan finishes by {deadline_min:g} min", solve_ms, **size)
+    if res.status != "optimal":
+        return Plan("error", math.nan, math.nan, {}, None, {}, solve_ms, model, deadline_s,
+                    {"message": f"solver: {res.raw_status}", **size})
+    counts = [[round(res.x[x[i][j]]) for j in range(len(types))] for i in range(n_int)]
+    return _plan_from_counts(job, types, counts, interval_min, billing, solve_ms, model, deadline_s, size)
+
+
+def _plan_from_counts(job: WatershedJob, types: tuple[CloudType, ...], counts: list[list[int]],
+                      interval_min: float, billing: str, solve_ms: float, model: str, deadline_s: float,
+                      extra: dict) -> Plan:
+    n_int = len(counts)
+    starts = [i * interval_min for i in range(n_int)]
+    last = max((i for i in range(n_int) if any(counts[i])), default=-1)
+    makespan_min = (last + 1) * interval_min  # [PAPER] the end of the last interval with any x > 0
+    billed: dict[str, int] = {}
+    cost = 0.0
+    for j, t in enumerate(types):
+        if billing == "hourly":
+            per_hour: dict[int, int] = {}
+            for i, s in enumerate(starts):
+                h = math.floor(s / 60.0 + _EPS)
+                per_hour[h] = max(per_hour.get(h, 0), counts[i][j])
+            units = sum(per_hour.values())
+            cost += units * t.price_hour
+        else:
+            units = round(sum(counts[i][j] for i in range(n_int)) * interval_min)
+            cost += units * t.minute_price
+        if units and t.price_hour > 0:
+            billed[t.name] = units
+    work = sum(interval_capacity(job, t, s, interval_min) * counts[i][j]
+               for i, s in enumerate(starts) for j, t in enumerate(types))
+    inst = {t.name: [counts[i][j] for i in range(last + 1)] for j, t in enumerate(types)
+            if any(counts[i][j] for i in range(n_int))}
+    detail = {"interval_min": interval_min, "intervals": n_int, "billing": billing,
+              "billing_unit": "instance-hour" if billing == "hourly" else "instance-minute",
+              "work_tasks": work, "n_tasks": job.n_tasks, **extra}
+    # Decision: billed_units lists only priced types; starts holds the interval start minutes (every
+    # instance starts at t=0 by eq. 22), instances[type][i] is the count in interval i up to the last used.
+    return Plan("optimal", round(cost, 10), makespan_min * 60.0, inst,
+                {"interval_starts_min": starts[: last + 1]}, billed, solve_ms, model, deadline_s, detail)
