@@ -98,3 +98,21 @@ def weighted(points: Sequence[Plan], w: float) -> Plan:
     tr = (max(ts) - min(ts)) or 1.0
     return min(front, key=lambda p: (w * (p.cost - min(cs)) / cr + (1 - w) * (p.makespan_s - min(ts)) / tr,
                                      p.makespan_s))
+
+
+def fastest_within_budget(solve_fn: SolveFn, budget: float, lo: float, hi: float, step: float, *,
+                          unit: str = "min") -> Plan:
+    """The fastest plan whose cost is within ``budget`` (min cost at a deadline only falls as the
+    deadline grows, so the first grid deadline whose cheapest plan fits the budget is the answer)."""
+    if budget < 0:
+        from skylease.model.errors import UserError
+
+        raise UserError(f"budget must be >= 0, got {budget!r}", field="budget")
+    best = _first_feasible(solve_fn, _grid(lo, hi, step), lambda p: p.ok and p.cost <= budget + 1e-9)
+    if best is not None:
+        return best
+    cheapest = solve_fn(hi)
+    msg = f"no plan costs at most ${budget:.2f}"
+    if cheapest.ok:
+        msg += f"; the cheapest is ${cheapest.cost:.2f} finishing in {_fmt(cheapest.makespan_s, unit)}"
+    return infeasible("budget", None, msg)

@@ -1,0 +1,142 @@
+"""What ``skylease plan`` runs: a provisioning problem from a config file, solved in one mode."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from skylease.model.errors import UserError
+from skylease.planning.provisioning import (
+    MapReduceJob,
+    Plan,
+    WatershedJob,
+    load_catalog,
+    pick,
+    solve_mapreduce,
+    solve_watershed,
+)
+from skylease.planning.provisioning import modes, pareto
+
+MODELS = ("mapreduce", "hybrid")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A provisioning problem: a min-cost-under-deadline oracle and its deadline grid."""
+
+    model: str
+    solve: Callable[[float], Plan]
+    unit: str  # deadline unit: "h" (MapReduce) or "min" (hybrid)
+    lo: float
+    hi: float
+    step: float
+
+
+def load_problem(model: str, config: str | Path | None = None) -> Problem:
+    """The paper's use case for ``model``, with any field overridden by a TOML config file.
+
+    Config keys: ``catalog`` (a shipped name or a file), ``types`` (subset of type names),
+    ``[job]`` (MapReduceJob / WatershedJob fields), ``[options]`` (solver options), and
+    ``[grid]`` (``lo``, ``hi``, ``step`` of the deadline grid, in hours or minutes).
+    """
+    if model not in MODELS:
+        raise UserError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
+    cfg: dict[str, Any] = {}
+    if config is not None:
+        p = Path(config)
+        if not p.is_file():
+            raise UserError("no such file", file=p)
+        try:
+            cfg = tomllib.loads(p.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise UserError(str(exc), file=p) from None
+    known = {"catalog", "types", "job", "options", "grid"}
+    extra = set(cfg) - known
+    if extra:
+        raise UserError(f"unknown key(s) {sorted(extra)}; expected {sorted(known)}", file=config)
+    types = load_catalog(cfg.get("catalog", "emr" if model == "mapreduce" else "hybrid"))
+    if "types" in cfg:
+        types = pick(types, *cfg["types"])
+    opts = dict(cfg.get("options", {}))
+    grid = dict(cfg.get("grid", {}))
+    if model == "mapreduce":
+        job = _job(MapReduceJob, cfg.get("job", {}), config)
+        def solve(d: float) -> Plan:
+            return solve_mapreduce(job, types, d, **opts)
+        lo, hi, step, unit = 0.25, 24.0, 0.25, "h"
+    else:
+        wjob = _job(WatershedJob, cfg.get("job", {}), config)
+        interval = float(opts.get("interval_min", 10))
+        def solve(d: float) -> Plan:
+            return solve_watershed(wjob, types, d, **opts)
+        lo, hi, step, unit = interval, 240.0, interval, "min"
+    return Problem(model, solve, unit, float(grid.get("lo", lo)), float(grid.get("hi", hi)),
+                   float(grid.get("step", step)))
+
+
+def _job(cls: type, values: dict[str, Any], source: str | Path | None) -> Any:
+    names = {f.name for f in fields(cls)}
+    bad = set(values) - names
+    if bad:
+        raise UserError(f"unknown job field(s) {sorted(bad)}; expected {sorted(names)}", file=source,
+                        field="job")
+    try:
+        return cls(**values)
+    except TypeError as exc:
+        raise UserError(str(exc), file=source, field="job") from None
+
+
+def solve_mode(problem: Problem, *, deadline: float | None = None, budget: float | None = None,
+               weight: float | None = None) -> Plan:
+    """One plan: cheapest by a deadline, fastest within a budget, a weighted choice, or the
+    fastest overall when nothing is given."""
+    if sum(x is not None for x in (deadline, budget, weight)) > 1:
+        raise UserError("give at most one of --deadline, --budget, --weight")
+    p = problem
+    if deadline is not None:
+        return modes.cheapest_meeting_deadline(p.solve, deadline, step=p.step, upper=p.hi, unit=p.unit)
+    if budget is not None:
+        return modes.fastest_within_budget(p.solve, budget, p.lo, p.hi, p.step, unit=p.unit)
+    if weight is not None:
+        return modes.weighted(front(problem), weight)
+    return modes.min_time(p.solve, p.lo, p.hi, p.step, unit=p.unit)
+
+
+def front(problem: Problem) -> list[Plan]:
+    """The cost/time Pareto front over the problem's deadline grid."""
+    p = problem
+    n = int(round((p.hi - p.lo) / p.step))
+    deadlines = [round(p.lo + k * p.step, 9) for k in range(n + 1)]
+    return pareto.nondominated(pareto.sweep(p.solve, deadlines))
+
+
+def plot_front(plans: list[Plan], out: str | Path, *, title: str,
+               baselines: dict[str, list[Plan]] | None = None) -> None:
+    """Time against cost, the frontier as a step line, baselines as markers (atomic write)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from skylease.experiments.report import save_figure
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.5), layout="constrained")
+    pts = sorted((pl.cost, pl.makespan_s / 60) for pl in plans)
+    if pts:
+        ax.step([c for c, _ in pts], [t for _, t in pts], where="post", marker="o", ms=4,
+                label="ILP Pareto front")
+    for (name, bl), marker in zip((baselines or {}).items(), "s^vDx", strict=False):
+        ok = [b for b in bl if b.ok]
+        ax.scatter([b.cost for b in ok], [b.makespan_s / 60 for b in ok], marker=marker, label=name,
+                   alpha=0.7)
+    ax.set_xlabel("cost ($)")
+    ax.set_ylabel("completion time (min)")
+    ax.set_title(title)
+    ax.legend()
+    out = Path(out)
+    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise UserError("plot file must end in .png, .pdf or .svg", file=out)
+    save_figure(fig, out)
