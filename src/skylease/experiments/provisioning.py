@@ -14,11 +14,12 @@ from skylease.planning.provisioning import (
     Plan,
     WatershedJob,
     load_catalog,
+    modes,
+    pareto,
     pick,
     solve_mapreduce,
     solve_watershed,
 )
-from skylease.planning.provisioning import modes, pareto
 
 MODELS = ("mapreduce", "hybrid")
 
@@ -108,7 +109,7 @@ def solve_mode(problem: Problem, *, deadline: float | None = None, budget: float
 def front(problem: Problem) -> list[Plan]:
     """The cost/time Pareto front over the problem's deadline grid."""
     p = problem
-    n = int(round((p.hi - p.lo) / p.step))
+    n = round((p.hi - p.lo) / p.step)
     deadlines = [round(p.lo + k * p.step, 9) for k in range(n + 1)]
     return pareto.nondominated(pareto.sweep(p.solve, deadlines))
 
