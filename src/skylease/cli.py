@@ -343,6 +343,24 @@ def plan_pareto(
         out.print(f"plot: {plot}")
 
 
+@reproduce_app.command("ilp")
+def reproduce_ilp_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for tables, plots and report.md.")],
+) -> None:
+    """ILP provisioning paper: R11-R14, the 91 % / 11.4 % comparisons, MapReduce points, fronts."""
+    from skylease.experiments.ilp_report import reproduce_ilp
+
+    rep = reproduce_ilp(out_dir)
+    table = Table("claim", "paper", "ours (plan)", "ours (simulated)", title="Watershed points")
+    for r in rep.points.itertuples(index=False):
+        table.add_row(r.claim, f"{r.paper_min:g} min, ${r.paper_cost:.2f}",
+                      f"{r.ours_min:g} min, ${r.ours_cost:.2f}", f"{r.sim_min:g} min, ${r.sim_cost:.2f}")
+    out.print(table)
+    for r in rep.ratios.itertuples(index=False):
+        out.print(f"  {r.claim}: paper {r.paper:g}, ours {r.ours:.2f}")
+    out.print(f"Report: {out_dir / 'report.md'}")
+
+
 @reproduce_app.command("thesis-mapping")
 def reproduce_thesis_mapping_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for tables, plots and "
