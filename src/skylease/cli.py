@@ -109,6 +109,7 @@ def demo(
     out.print("More hosts finish sooner, but each one pays its started hours: picking n well "
               "is what the adaptive policies automate.")
     _demo_mapping()
+    _demo_provisioning()
     out.print(f"[dim]demo took {time.perf_counter() - t0:.1f} s[/dim]")
 
 
@@ -125,6 +126,21 @@ def _demo_mapping() -> None:
     out.print(table)
     out.print("   Low_3 sweeps 11 values of λ and keeps the best; 'best' is the thesis's selector "
               "(Luo_1 on consistent matrices, a Low heuristic otherwise).")
+
+
+def _demo_provisioning() -> None:
+    from skylease.experiments.demo import provisioning_demo
+
+    out.print("\n3. Provisioning by ILP (HiGHS): 1,000 tasks of 90 s, 16 free local cores plus "
+              "Azure small instances at $0.12/h; each plan replayed in the event simulator:")
+    t = provisioning_demo()
+    table = Table("plan", "time (min)", "cost ($)", "simulated", "solve (ms)")
+    for r in t.itertuples(index=False):
+        table.add_row(r.plan, f"{r.minutes:g}", f"{r.cost:.2f}",
+                      f"{r.sim_minutes:g} min, ${r.sim_cost:.2f}",
+                      f"{r.solve_ms:.1f}" if r.solve_ms else "-")
+    out.print(table)
+    out.print("   The paper's point: a naive fleet pays 91 % more for the same 61 minutes.")
 
 
 def _fail_if_cells_failed(failed: list[dict]) -> None:

@@ -1,0 +1,209 @@
+"""skylease provisioning ILPs (HiGHS in-process) vs the same models in PuLP + bundled CBC, in one run.
+
+PuLP + CBC is how a popular multi-cloud broker (SkyPilot) formulates and solves its optimizer. The
+PuLP models (``provisioning_pulp.py``) mirror skylease's builders constraint for constraint, including
+the Watershed lexicographic tie-break (same second solve), and the optimal costs are asserted equal.
+
+Timing: time.perf_counter around the public ``solve_*`` call (model build + HiGHS solve(s) + plan
+extraction) for skylease, median of >= 20 runs; around build + ``prob.solve(PULP_CBC_CMD(msg=False))``
+for PuLP, median of >= 5 runs. The Pareto front sweeps deadlines 60..180 min in 1-minute steps with
+1-minute intervals (with 10-min intervals, 61..69 min all collapse to 60 min, so the 1-minute steps
+would not be meaningful); the 10-minute-interval sweep is printed for reference.
+
+    python benchmarks/bench_provisioning.py [--repeat 20] [--pulp-repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata as md
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from provisioning_pulp import pulp_mapreduce_per_phase, pulp_mapreduce_single_cluster, pulp_watershed
+
+from skylease.planning.provisioning import (
+    MapReduceJob,
+    Plan,
+    WatershedJob,
+    load_catalog,
+    pick,
+    solve_mapreduce,
+    solve_watershed,
+)
+from skylease.planning.provisioning.pareto import nondominated, sweep
+
+TARGET_MS = 20.0
+TARGET_RATIO = 5.0
+TARGET_PARETO_S = 3.0
+
+
+def timed(fn: Callable[[], object], n: int) -> tuple[float, list[float], object]:
+    """Median wall ms over n runs, all run times, and the last result."""
+    ts = []
+    out = None
+    for _ in range(n):
+        t0 = time.perf_counter()
+        out = fn()
+        ts.append((time.perf_counter() - t0) * 1000.0)
+    return statistics.median(ts), ts, out
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine() -> list[str]:
+    return [f"CPU: {cpu_name()}", f"cores: {os.cpu_count()}",
+            f"Python: {platform.python_version()} ({platform.python_implementation()})",
+            f"highspy: {md.version('highspy')}", f"pulp: {md.version('pulp')} (bundled CBC)",
+            f"OS: {platform.system()} {platform.release()}"]
+
+
+def mark(ok: bool) -> str:
+    return "MET" if ok else "NOT MET"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=20, help="skylease runs per model (>= 20)")
+    ap.add_argument("--pulp-repeat", type=int, default=5, help="PuLP/CBC runs per model (>= 5)")
+    args = ap.parse_args()
+    rep, prep = max(20, args.repeat), max(5, args.pulp_repeat)
+
+    emr = load_catalog("emr")
+    hyb = pick(load_catalog("hybrid"), "local", "azure-small")
+    mr, ws = MapReduceJob(), WatershedJob()
+
+    # name, skylease call, pulp call, skylease stage-1-only call (Watershed: no tie-break), tie-break?
+    models: list[tuple[str, Callable[[], Plan], Callable[[], tuple[float, int, int]],
+                       Callable[[], Plan] | None, bool]] = [
+        ("MR per-phase D=3h", lambda: solve_mapreduce(mr, emr, 3.0),
+         lambda: pulp_mapreduce_per_phase(mr, emr, 3.0), None, False),
+        ("MR per-phase D=5h", lambda: solve_mapreduce(mr, emr, 5.0),
+         lambda: pulp_mapreduce_per_phase(mr, emr, 5.0), None, False),
+        ("MR single-cluster D=3h", lambda: solve_mapreduce(mr, emr, 3.0, billing="single_cluster"),
+         lambda: pulp_mapreduce_single_cluster(mr, emr, 3.0), None, False),
+        ("WS 10-min D=70min", lambda: solve_watershed(ws, hyb, 70),
+         lambda: pulp_watershed(ws, hyb, 70), lambda: solve_watershed(ws, hyb, 70, tiebreak=False), True),
+        ("WS 1-min D=61min", lambda: solve_watershed(ws, hyb, 61, interval_min=1),
+         lambda: pulp_watershed(ws, hyb, 61, interval_min=1),
+         lambda: solve_watershed(ws, hyb, 61, interval_min=1, tiebreak=False), True),
+    ]
+
+    print(f"skylease provisioning ILPs vs PuLP/CBC: skylease median of {rep}, PuLP/CBC median of {prep}")
+    for line in machine():
+        print("  " + line)
+    print()
+
+    rows = []
+    prof = []
+    for name, sky, pl, stage1, tb in models:
+        sky()  # warm-up (imports, first HiGHS instance)
+        s_med, s_ts, plan = timed(sky, rep)
+        assert isinstance(plan, Plan) and plan.ok, (name, plan)
+        solve_med = statistics.median(timed(sky, 1)[2].solve_ms for _ in range(rep))  # type: ignore[union-attr]
+        p_med, _, (p_cost, p_vars, p_rows) = timed(pl, prep)  # type: ignore[misc]
+        n_vars, n_rows = plan.detail["variables"], plan.detail["constraints"]
+        # Milp.num_rows excludes the tie-break's extra row (cost <= cost*), which PuLP counts.
+        assert (p_vars, p_rows) == (n_vars, n_rows + int(tb)), (name, (p_vars, p_rows), (n_vars, n_rows))
+        agree = abs(p_cost - plan.cost) <= 1e-6
+        assert agree, f"{name}: skylease ${plan.cost} != PuLP/CBC ${p_cost}"
+        s1 = statistics.median(timed(stage1, 1)[2].solve_ms for _ in range(rep)) if stage1 else None  # type: ignore[union-attr]
+        rows.append((name, n_vars, n_rows, s_med, p_med, p_med / s_med, agree, plan.cost, max(s_ts)))
+        prof.append((name, s_med, solve_med, s_med - solve_med, s1))
+
+    hdr = (f"{'model':<24}{'vars':>6}{'rows':>6}{'skylease ms':>13}{'PuLP/CBC ms':>13}{'ratio':>8}"
+           f"{'cost $':>8}  costs agree")
+    print(hdr)
+    print("-" * len(hdr))
+    for name, nv, nr, s, p, r, ok, c, _ in rows:
+        print(f"{name:<24}{nv:>6}{nr:>6}{s:>13.2f}{p:>13.2f}{r:>7.1f}x{c:>8.2f}  {'yes' if ok else 'NO'}")
+    print("(rows: skylease's count; the Watershed tie-break adds one row, cost <= cost*, for its 2nd solve)")
+    print()
+
+    print("Where skylease's time goes (medians, ms):")
+    print(f"{'model':<24}{'total':>9}{'HiGHS run':>11}{'build+rest':>12}{'stage 1 only':>14}{'tie-break':>11}")
+    for name, tot, run, rest, s1 in prof:
+        s1s = f"{s1:>14.2f}" if s1 is not None else f"{'-':>14}"
+        tbs = f"{run - s1:>11.2f}" if s1 is not None else f"{'-':>11}"
+        print(f"{name:<24}{tot:>9.2f}{run:>11.2f}{rest:>12.2f}{s1s}{tbs}")
+    print("(HiGHS run = Highs.run() time of all stages; stage 1 only = solve with tiebreak=False)")
+    print()
+
+    # Pareto front: deadlines 60..180 min in 1-minute steps, 1-minute intervals.
+    deadlines = list(range(60, 181))
+
+    def front(interval: float) -> tuple[float, list[Plan], list[Plan]]:
+        t0 = time.perf_counter()
+        plans = sweep(lambda d: solve_watershed(ws, hyb, d, interval_min=interval), deadlines)
+        fr = nondominated(plans)
+        return time.perf_counter() - t0, plans, fr
+
+    par_s, plans, fr = front(1)
+    hi_ms = sum(p.solve_ms for p in plans)
+    par10_s, _, fr10 = front(10)
+    print(f"Pareto front, Watershed hourly, deadlines 60..180 min step 1 ({len(deadlines)} solves):")
+    print(f"  1-min intervals : {par_s:.2f} s wall ({hi_ms / 1000:.2f} s in HiGHS), {len(fr)} frontier points")
+    print(f"  10-min intervals: {par10_s:.2f} s wall, {len(fr10)} frontier points (reference only)")
+    print("  frontier (1-min): " + ", ".join(f"({p.cost:.2f}$, {p.makespan_min:g} min)" for p in fr))
+    slow = sorted(plans, key=lambda p: -p.solve_ms)[:3]
+    print("  slowest deadlines: " + ", ".join(f"D={p.deadline_s / 60:g} min {p.solve_ms:.0f} ms "
+                                             f"({p.detail['variables']} vars)" for p in slow))
+    print()
+
+    worst = max(rows, key=lambda r: r[3])
+    low = min(rows, key=lambda r: r[5])
+    t1 = all(r[3] < TARGET_MS for r in rows)
+    t2 = all(r[5] >= TARGET_RATIO for r in rows)
+    t3 = par_s < TARGET_PARETO_S
+    print("Targets:")
+    print(f"  median build+solve < {TARGET_MS:g} ms on every model: {mark(t1)} "
+          f"(slowest: {worst[0]} {worst[3]:.2f} ms)")
+    for r in rows:
+        if r[3] >= TARGET_MS:
+            print(f"    NOT MET: {r[0]} {r[3]:.2f} ms")
+    print(f"  skylease >= {TARGET_RATIO:g}x faster than PuLP/CBC on every model: {mark(t2)} "
+          f"(lowest: {low[0]} {low[5]:.1f}x)")
+    for r in rows:
+        if r[5] < TARGET_RATIO:
+            print(f"    NOT MET: {r[0]} {r[5]:.1f}x")
+    print(f"  Pareto front (121 deadlines, 1-min intervals) < {TARGET_PARETO_S:g} s: {mark(t3)} ({par_s:.2f} s)")
+    print()
+
+    print("Markdown for docs/performance.md:")
+    print("```markdown")
+    print("### Provisioning ILPs: skylease (HiGHS in-process) vs PuLP + CBC")
+    print()
+    print(f"Median wall time of build + solve; skylease over {rep} runs, PuLP/CBC over {prep} runs.")
+    print()
+    print("| model | variables | constraints | skylease ms | PuLP/CBC ms | ratio | costs agree |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for name, nv, nr, s, p, r, ok, c, _ in rows:
+        print(f"| {name} | {nv} | {nr} | {s:.2f} | {p:.2f} | {r:.1f}x | {'yes' if ok else 'NO'} (${c:.2f}) |")
+    print()
+    print(f"Watershed Pareto front, deadlines 60-180 min in 1-min steps, 1-min intervals: {par_s:.2f} s, "
+          f"{len(fr)} frontier points (10-min intervals: {par10_s:.2f} s, {len(fr10)} points).")
+    print()
+    print(f"Targets: < {TARGET_MS:g} ms per model: {mark(t1)}; >= {TARGET_RATIO:g}x PuLP/CBC: {mark(t2)}; "
+          f"Pareto < {TARGET_PARETO_S:g} s: {mark(t3)}.")
+    print()
+    print("Machine: " + "; ".join(machine()) + ".")
+    print("```")
+
+
+if __name__ == "__main__":
+    main()
