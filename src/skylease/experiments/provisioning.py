@@ -111,7 +111,7 @@ def front(problem: Problem) -> list[Plan]:
     p = problem
     n = round((p.hi - p.lo) / p.step)
     deadlines = [round(p.lo + k * p.step, 9) for k in range(n + 1)]
-    return pareto.nondominated(pareto.sweep(p.solve, deadlines))
+    return pareto.front(p.solve, deadlines)
 
 
 def plot_front(plans: list[Plan], out: str | Path, *, title: str,

@@ -24,3 +24,27 @@ def nondominated(plans: Iterable[Plan]) -> list[Plan]:
                 continue  # same time, the earlier (cheaper) plan already kept
             out.append(p)
     return out
+
+
+def front(solve_fn: Callable[[float], Plan], deadlines: Iterable[float]) -> list[Plan]:
+    """The Pareto front over ascending ``deadlines``, without solving past the cheapest plan.
+
+    The cheapest cost is the one at the longest deadline (min cost only falls as the deadline
+    grows); once a shorter deadline reaches it, every later deadline is dominated (same cost,
+    no faster), so the sweep stops there. Same frontier as ``nondominated(sweep(...))``.
+    """
+    ds = sorted(deadlines)
+    if not ds:
+        return []
+    last = solve_fn(ds[-1])
+    if not last.ok:
+        return []
+    plans = []
+    for d in ds[:-1]:
+        p = solve_fn(d)
+        plans.append(p)
+        if p.ok and p.cost <= last.cost + _TOL:
+            break
+    else:
+        plans.append(last)
+    return nondominated(plans)
