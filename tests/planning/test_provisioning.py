@@ -266,3 +266,18 @@ def test_bad_catalog_names_file_and_field(text, field):
 def test_missing_catalog_file(tmp_path):
     with pytest.raises(UserError, match="no such catalog"):
         load_catalog(tmp_path / "nope.toml")
+
+
+@settings(max_examples=40, deadline=None)
+@given(deadline=st.sampled_from([x / 4 for x in range(6, 41)]),
+       map_work=st.sampled_from([50.0, 200.0, 1000.0]), reduce_work=st.sampled_from([0.0, 10.0, 50.0]),
+       limit=st.integers(3, 20))
+def test_enumeration_equals_the_ilp(deadline, map_work, reduce_work, limit):
+    """The decomposed enumeration solves eqs. 1-17 exactly: same status and cost as HiGHS."""
+    job = MapReduceJob(map_work, reduce_work)
+    a = solve_mapreduce(job, EMR, deadline, limit=limit, method="ilp")
+    b = solve_mapreduce(job, EMR, deadline, limit=limit, method="enumerate")
+    assert a.status == b.status
+    if a.ok:
+        assert b.cost == pytest.approx(a.cost, abs=1e-9)
+        assert b.makespan_s <= deadline * 3600 + 1e-6

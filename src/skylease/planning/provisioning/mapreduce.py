@@ -5,9 +5,13 @@ Work is in Small-instance hours; time has quarter-hour resolution; billing is pe
 
 from __future__ import annotations
 
+import functools
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from skylease.model.errors import UserError
 
@@ -65,15 +69,27 @@ def _check(types: Sequence[CloudType], deadline_h: float) -> None:
 
 def solve_mapreduce(job: MapReduceJob, types: Sequence[CloudType], deadline_h: float, *,
                     limit: int | None = 20, limit_scope: str | None = "total",
-                    billing: str = "per_phase") -> Plan:
+                    billing: str = "per_phase", method: str = "auto") -> Plan:
     """Minimum-cost EMR plan finishing within ``deadline_h`` hours.
 
     ``billing="per_phase"``: the literal ILP, eqs. 1-17 (map and reduce mixes billed separately).
     ``billing="single_cluster"``: one mix runs both phases and is billed ⌈T⌉ hours (variant B).
     ``limit_scope``: "total" (Σ_k n_k ≤ limit per phase, eq. 17), "per_type" (n_k ≤ limit) or None.
+    ``method`` (per-phase billing): "ilp" solves eqs. 1-17 with HiGHS; "enumerate" solves the same
+    model exactly by decomposition (each phase's cost depends only on its own mix, so enumerate
+    every mix within the instance limit, keep each phase's cheapest mix per duration, and pair the
+    phases under the deadline); "auto" enumerates when there are at most 200,000 mixes.
     """
     _check(types, deadline_h)
+    if method not in ("auto", "ilp", "enumerate"):
+        raise UserError(f"method must be 'auto', 'ilp' or 'enumerate', got {method!r}", field="method")
     if billing == "per_phase":
+        enumerable = limit_scope == "total" and limit is not None and math.comb(limit + len(types),
+                                                                                 len(types)) <= 200_000
+        if method == "enumerate" and not enumerable:
+            raise UserError("enumeration needs a total instance limit with few mixes", field="method")
+        if method == "enumerate" or (method == "auto" and enumerable):
+            return _per_phase_enumerated(job, tuple(types), deadline_h, limit)
         return _per_phase(job, tuple(types), deadline_h, limit, limit_scope)
     if billing == "single_cluster":
         return _single_cluster(job, tuple(types), deadline_h, limit, limit_scope)
@@ -86,6 +102,109 @@ def _grids(work: float, d: float) -> tuple[list[int], list[float]]:
     n_q = round(_floor_q(d) / Q)
     quarters = [k * Q for k in range(0 if work <= 0 else 1, n_q + 1)]
     return hours, quarters
+
+
+@functools.lru_cache(maxsize=32)
+def _mixes(ub: tuple[int, ...], limit: int) -> np.ndarray:
+    """Every integer vector n with 0 <= n_k <= ub_k and sum(n) <= limit, one per row.
+
+    Memoised (a pure function of its integer arguments; the array is read-only): enumerating the
+    53,130 mixes of 5 types under 20 instances is most of a solve's time otherwise.
+    """
+    rows = np.zeros((1, 0), dtype=np.int64)
+    for u in ub:
+        used = rows.sum(axis=1)
+        reps = np.minimum(u, limit - used) + 1
+        base = np.repeat(rows, reps, axis=0)
+        counts = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+        rows = np.column_stack([base, counts])
+    rows.setflags(write=False)
+    return rows
+
+
+@functools.lru_cache(maxsize=32)
+def _efficient_mixes(ub: tuple[int, ...], limit: int, cap: tuple[float, ...],
+                     price: tuple[float, ...]) -> np.ndarray:
+    """The mixes not dominated in (work per hour, price per hour): no other mix has at least the
+    capacity for at most the price. A phase's duration only falls with capacity and its cost only
+    rises with price, so an optimal mix is always among these (a few hundred of 53,130)."""
+    mixes = _mixes(ub, limit)
+    tw = mixes @ np.array(cap)
+    pr = mixes @ np.array(price)
+    order = np.lexsort((-tw, pr))  # cheapest first; at equal price, most capacity first
+    best_tw = np.maximum.accumulate(tw[order])
+    keep = np.r_[True, tw[order][1:] > best_tw[:-1]]
+    out = mixes[order][keep]
+    out.setflags(write=False)
+    return out
+
+
+def _phase_frontier(work: float, mixes: np.ndarray, cap: np.ndarray, price: np.ndarray,
+                    d: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For one phase: scheduled duration (quarter hours), billed cost and mix of the cheapest mix
+    for each duration <= d, sorted by duration, keeping only those cheaper than every shorter one."""
+    tw = mixes @ cap
+    if work <= 0:
+        return np.zeros(1), np.zeros(1), np.zeros((1, mixes.shape[1]), dtype=np.int64)
+    ok = tw > 0
+    mix, tw = mixes[ok], tw[ok]
+    t = work / tw
+    dur = np.ceil(t / Q - _EPS) * Q
+    keep = dur <= d + _EPS
+    mix, tw, t, dur = mix[keep], tw[keep], t[keep], dur[keep]
+    if len(dur) == 0:
+        return dur, dur.copy(), mix
+    cost = np.round(np.ceil(t - _EPS) * (mix @ price), 10)
+    # Decision: among equally cheap mixes for a duration, the one with the most work capacity
+    # (shortest true duration), then the first enumerated; the ILP may return another optimum.
+    order = np.lexsort((-tw, cost, dur))
+    dur, cost, mix = dur[order], cost[order], mix[order]
+    best = np.minimum.accumulate(cost)
+    first = np.r_[True, best[1:] < best[:-1] - 1e-12]
+    return dur[first], cost[first], mix[first]
+
+
+def _per_phase_enumerated(job: MapReduceJob, types: tuple[CloudType, ...], d: float,
+                          limit: int) -> Plan:
+    t0 = time.perf_counter()
+    model = "mapreduce/per_phase"
+    ub = [int(u) for u in _bounds(types, limit, "total")]
+    cap = np.array([t.capacity for t in types])
+    price = np.array([t.price_hour for t in types])
+    mixes = _efficient_mixes(tuple(ub), limit, tuple(cap.tolist()), tuple(price.tolist()))
+    dm, cm, xm = _phase_frontier(job.map_work, mixes, cap, price, d)
+    dr, cr, xr = _phase_frontier(job.reduce_work, mixes, cap, price, d)
+    best: tuple[float, int, int] | None = None
+    for a in range(len(dm)):
+        b = int(np.searchsorted(dr, d - dm[a] + _EPS, side="right")) - 1  # longest reduce that fits
+        if b < 0:
+            continue
+        c = cm[a] + cr[b]  # reduce costs fall with duration along its frontier
+        if best is None or c < best[0] - 1e-12:
+            best = (c, a, b)
+    solve_ms = (time.perf_counter() - t0) * 1000
+    size = {"variables": 0, "constraints": 0, "efficient_mixes": len(mixes), "method": "enumerate"}
+    if best is None:
+        return infeasible(model, d * 3600, f"no plan finishes by {d:g} h", solve_ms, **size)
+    _, a, b = best
+    cmix, rmix = xm[a], xr[b]
+    tw_m, tw_r = float(cmix @ cap), float(rmix @ cap)
+    t_map = job.map_work / tw_m if job.map_work > 0 else 0.0
+    t_red = job.reduce_work / tw_r if job.reduce_work > 0 else 0.0
+    i_star = math.ceil(t_map - _EPS) if job.map_work > 0 else 0
+    j_star = math.ceil(t_red - _EPS) if job.reduce_work > 0 else 0
+    cm_l, cr_l = [int(v) for v in cmix], [int(v) for v in rmix]
+    cost_v = sum((x * i_star + y * j_star) * t.price_hour for x, y, t in zip(cm_l, cr_l, types, strict=True))
+    inst = {t.name: [x, y] for x, y, t in zip(cm_l, cr_l, types, strict=True) if x or y}
+    billed = {t.name: x * i_star + y * j_star for x, y, t in zip(cm_l, cr_l, types, strict=True) if x or y}
+    detail = {
+        "map_hours_billed": i_star, "reduce_hours_billed": j_star,
+        "map_h": t_map, "reduce_h": t_red, "scheduled_h": _ceil_q(t_map) + _ceil_q(t_red),
+        "billing": "per_phase", "billing_unit": "instance-hour", "limit": limit, "limit_scope": "total",
+        "summary": _summary(inst, types, _ceil_q(t_map) + _ceil_q(t_red), cost_v, phases=True), **size,
+    }
+    return Plan("optimal", round(cost_v, 10), (t_map + t_red) * 3600.0, inst, None, billed, solve_ms,
+                model, d * 3600.0, detail)
 
 
 def _per_phase(job: MapReduceJob, types: tuple[CloudType, ...], d: float, limit: int | None,
