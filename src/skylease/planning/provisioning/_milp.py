@@ -104,11 +104,16 @@ class Milp:
         new_cost = np.zeros(n)
         for i, v in cost.items():
             new_cost[i] = v
+        first = np.array(h.getSolution().col_value)
         h.changeColsCost(n, np.arange(n, dtype=np.int32), new_cost)
         for terms, lo, hi in extra_rows:
             idx = np.array(list(terms), dtype=np.int32)
             val = np.array(list(terms.values()), dtype=np.float64)
             h.addRow(lo, hi, len(idx), idx, val)
+        # the first stage's optimum satisfies the new rows: start the second stage from it
+        sol = highspy.HighsSolution()
+        sol.col_value = first.tolist()
+        h.setSolution(sol)
         return self._run()
 
     def _run(self) -> MilpResult:
