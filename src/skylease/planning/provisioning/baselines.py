@@ -135,3 +135,87 @@ def ws_incremental(job: WatershedJob, deadline_min: float, limit: int = 44, **kw
                           f"{fastest.makespan_min:g} min at ${fastest.cost:.2f}", ms)
     return Plan("optimal", best.cost, best.makespan_s, best.instances, None, best.billed_units, ms,
                 "watershed/incremental", deadline_min * 60.0, {**best.detail, "limit": limit})
+
+
+def colocation(models, types, n_medium: int, *, billing: str = "minute") -> Plan:
+    """Data co-location (§6.4): each model runs where its input is. Local-only models on the free local
+    cores; models with data in Azure (including those stored in both places, as in both of the paper's
+    scenarios) on ``n_medium`` instances of ``azure-medium``.
+
+    Discrete-task simulation consistent with ``ws_simulate``: every core first waits its type's
+    ``init_minutes``, then runs tasks back to back (task_minutes/capacity each). Decision: within a pool each
+    core is dedicated to one model (no switching, so one start-up delay per core), cores split among the
+    pool's models to minimise the pool's finish time; with fewer cores than models, whole models go
+    longest-first to the least-loaded core, paying ``init_minutes`` per model (the ILP's InitPenalty).
+    Azure instances are released when the Azure pool finishes and billed per started minute (or hour);
+    makespan = the later of the two pools.
+    """
+    from .multimodel import LOCAL
+
+    if n_medium < 0:
+        raise UserError(f"must be >= 0, got {n_medium}", field="n_medium")
+    if billing not in ("hourly", "minute"):
+        raise UserError(f"billing must be 'hourly' or 'minute', got {billing!r}", field="billing")
+    by_name = {t.name: t for t in types}
+    medium = by_name.get("azure-medium")
+    local = next((t for t in types if t.location == LOCAL), None)
+    if medium is None or local is None:
+        raise UserError("co-location needs a 'local' type and 'azure-medium'", field="types")
+    pools: dict[str, list] = {"local": [], "azure": []}
+    for m in models:
+        if medium.location in m.data_at:
+            pools["azure"].append(m)
+        elif LOCAL in m.data_at:
+            pools["local"].append(m)
+        else:
+            raise UserError(f"model {m.name!r} has no data at {LOCAL!r} or {medium.location!r}",
+                            field="models")
+    fleet = {"local": (local, local.max_count if local.max_count is not None else 0),
+             "azure": (medium, n_medium)}
+
+    def finish(t: CloudType, n_cores: int, ms: list) -> float:
+        if not ms:
+            return 0.0
+        if n_cores <= 0:
+            return math.inf
+        dur = [m.task_minutes / t.capacity for m in ms]
+        if n_cores < len(ms):  # whole models, longest first, on the least-loaded core; init per model
+            loads = [0.0] * n_cores
+            for k in sorted(range(len(ms)), key=lambda k: -ms[k].n_tasks * dur[k]):
+                c = loads.index(min(loads))
+                loads[c] += t.init_minutes + ms[k].n_tasks * dur[k]
+            return max(loads)
+        # Dedicated cores: each model gets >= 1 core, every further core goes to the model finishing last
+        # (optimal for this separable min-max); a model on c cores ends at init + ceil(n/c)·dur.
+        cores = [1] * len(ms)
+
+        def end(k: int) -> float:
+            return t.init_minutes + math.ceil(ms[k].n_tasks / cores[k]) * dur[k]
+
+        for _ in range(n_cores - len(ms)):
+            cores[max(range(len(ms)), key=end)] += 1
+        return max(end(k) for k in range(len(ms)))
+
+    times = {p: finish(t, n * t.cores, pools[p]) for p, (t, n) in fleet.items()}
+    t_min = max(times.values())
+    if math.isinf(t_min):
+        return infeasible("multimodel/colocation", None, "Azure models but no Azure instances")
+    billed: dict[str, int] = {}
+    cost = 0.0
+    for p, (t, n) in fleet.items():
+        if not pools[p] or n <= 0 or t.price_hour <= 0:
+            continue
+        if billing == "hourly":
+            units = n * math.ceil(times[p] / 60.0 - _EPS)
+            cost += units * t.price_hour
+        else:
+            units = n * math.ceil(times[p] - _EPS)
+            cost += units * t.minute_price
+        billed[t.name] = units
+    inst = {t.name: [n] for p, (t, n) in fleet.items() if pools[p] and n > 0}
+    unit = "instance-hour" if billing == "hourly" else "instance-minute"
+    return Plan("optimal", round(cost, 10), t_min * 60.0, inst, None, billed, 0.0, "multimodel/colocation",
+                None, {"billing": billing, "billing_unit": unit,
+                 "local_min": times["local"], "azure_min": times["azure"],
+                 "placement": {p: [m.name for m in ms] for p, ms in pools.items()},
+                 "transfer_cost": 0.0, "compute_cost": round(cost, 10)})
