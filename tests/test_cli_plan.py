@@ -58,3 +58,14 @@ def test_bad_config_and_options(capsys, tmp_path):
     ]:
         code, _, err = run(capsys, *argv)
         assert code == 2 and where in err and err.count("\n") == 1, (argv, err)
+
+
+def test_multi_model_plan(capsys, tmp_path):
+    code, out, err = run(capsys, "plan", "multi", "--deadline", 105, "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["status"] == "optimal" and res["makespan_s"] <= 105 * 60 and res["cost"] > 0
+    cfg = tmp_path / "m.toml"
+    cfg.write_text('scenario = "C"\n')
+    code, _, err = run(capsys, "plan", "multi", "--config", cfg)
+    assert code == 2 and "scenario" in err and err.count("\n") == 1

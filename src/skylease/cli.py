@@ -333,9 +333,17 @@ def plan_hybrid(config: ConfigOption = None, deadline: Deadline = None, budget: 
     _plan_cmd("hybrid", config, deadline, budget, weight, as_json)
 
 
+@plan_app.command("multi")
+def plan_multi(config: ConfigOption = None, deadline: Deadline = None, budget: Budget = None,
+               weight: Weight = None, as_json: JsonFlag = False) -> None:
+    """Several Watershed models whose input data sit in different places (paper eqs 28-37): where
+    each runs, moving data at a price. Config: scenario = "A" | "B" or [[models]] tables."""
+    _plan_cmd("multi", config, deadline, budget, weight, as_json)
+
+
 @plan_app.command("pareto")
 def plan_pareto(
-    model: Annotated[str, typer.Argument(help="mapreduce or hybrid.")],
+    model: Annotated[str, typer.Argument(help="mapreduce, hybrid or multi.")],
     config: ConfigOption = None,
     plot: Annotated[Path | None, typer.Option(help="Write the front as a PNG/PDF/SVG plot.")] = None,
     as_json: JsonFlag = False,

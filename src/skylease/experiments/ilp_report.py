@@ -35,6 +35,7 @@ class IlpReproduction:
     ratios: pd.DataFrame
     mapreduce: pd.DataFrame
     out: Path
+    elbows: pd.DataFrame
 
 
 def _row(claim: str, paper_min: float | None, paper_cost: float, plan: Any,
@@ -119,13 +120,33 @@ def mapreduce_points() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def multimodel_elbows() -> pd.DataFrame:
+    """Fig. 3: co-location against the ILP at co-location's elbow (where its local and cloud
+    parts finish together), both scenarios, minute billing, local cores + Azure medium."""
+    from skylease.planning.provisioning import SCENARIO_A, SCENARIO_B, solve_multimodel
+    from skylease.planning.provisioning.baselines import colocation
+
+    types = pick(load_catalog("hybrid"), "local", "azure-medium")
+    rows = []
+    for name, models, paper in (("A", SCENARIO_A, 5.4), ("B", SCENARIO_B, 18.8)):
+        colo = [colocation(models, types, n) for n in range(1, 33)]
+        elbow = min(colo, key=lambda p: (abs(p.detail["local_min"] - p.detail["azure_min"]), p.cost))
+        ilp = solve_multimodel(models, types, elbow.makespan_s / 60)
+        rows.append({"scenario": name, "colocation_min": elbow.makespan_s / 60,
+                     "colocation_cost": elbow.cost, "ilp_min": ilp.makespan_s / 60, "ilp_cost": ilp.cost,
+                     "paper_pct": paper, "ours_pct": 100 * (elbow.cost / ilp.cost - 1)})
+    return pd.DataFrame(rows)
+
+
 def reproduce_ilp(out: str | Path) -> IlpReproduction:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     job = WatershedJob()
     types = pick(load_catalog("hybrid"), "local", "azure-small")
     points, ratios, mrp = watershed_points(), ratio_checks(), mapreduce_points()
-    for name, df in (("watershed_points", points), ("ratios", ratios), ("mapreduce_points", mrp)):
+    elbows = multimodel_elbows()
+    for name, df in (("watershed_points", points), ("ratios", ratios), ("mapreduce_points", mrp),
+                     ("multimodel_elbows", elbows)):
         df.to_csv(out / f"{name}.csv", index=False)
     ws_front = nondominated(sweep(lambda d: solve_watershed(job, types, d, interval_min=1),
                                   range(45, 121)))
@@ -138,11 +159,11 @@ def reproduce_ilp(out: str | Path) -> IlpReproduction:
                                   [2.75 + 0.25 * k for k in range(14)]))
     plot_front(mr_front, out / "mapreduce_front.png", title="MapReduce: ILP vs naive (n = 10, 20)",
                baselines={"naive": [mr_naive(mr, t, n) for t in emr for n in (10, 20)]})
-    write_report(out / "report.md", _report(points, ratios, mrp))
-    return IlpReproduction(points, ratios, mrp, out)
+    write_report(out / "report.md", _report(points, ratios, mrp, elbows))
+    return IlpReproduction(points, ratios, mrp, out, elbows)
 
 
-def _report(points: pd.DataFrame, ratios: pd.DataFrame, mrp: pd.DataFrame) -> str:
+def _report(points: pd.DataFrame, ratios: pd.DataFrame, mrp: pd.DataFrame, elbows: pd.DataFrame) -> str:
     return "\n".join([
         "# ILP provisioning reproduced: cost/time plans and the Pareto front",
         "",
@@ -181,5 +202,20 @@ def _report(points: pd.DataFrame, ratios: pd.DataFrame, mrp: pd.DataFrame) -> st
         "stated model yields.",
         "",
         "![mapreduce](mapreduce_front.png)",
+        "",
+        "## Multiple models with data location (Fig. 3)",
+        "",
+        "Five models of 200 tasks; data placement as in the paper's scenarios A and B; local cores "
+        "plus Azure medium instances, per-minute billing. The per-model task times (1 to 7.5 min, "
+        "evenly spread), data sizes (1 GB) and transfer prices ($0.15/GB out of Azure) are the "
+        "spec's assumptions: the paper does not print them, so only the direction of its claim "
+        "can be checked. Claim: \"data co-location is 5.4 % (A) to 18.8 % (B) more expensive "
+        "(for the same running time)\", at co-location's elbow.",
+        "",
+        md_table(elbows, ["scenario", "colocation_min", "colocation_cost", "ilp_min", "ilp_cost",
+                          "paper_pct", "ours_pct"]),
+        "",
+        "The ILP dominates co-location in both scenarios (no later, cheaper), by less than the "
+        "paper says; the gap depends on the unpublished inputs.",
         "",
     ])

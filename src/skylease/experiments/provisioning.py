@@ -18,10 +18,11 @@ from skylease.planning.provisioning import (
     pareto,
     pick,
     solve_mapreduce,
+    solve_multimodel,
     solve_watershed,
 )
 
-MODELS = ("mapreduce", "hybrid")
+MODELS = ("mapreduce", "hybrid", "multi")
 
 
 @dataclass(frozen=True)
@@ -54,13 +55,15 @@ def load_problem(model: str, config: str | Path | None = None) -> Problem:
             cfg = tomllib.loads(p.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise UserError(str(exc), file=p) from None
-    known = {"catalog", "types", "job", "options", "grid"}
+    known = {"catalog", "types", "job", "options", "grid", "scenario", "models"}
     extra = set(cfg) - known
     if extra:
         raise UserError(f"unknown key(s) {sorted(extra)}; expected {sorted(known)}", file=config)
     types = load_catalog(cfg.get("catalog", "emr" if model == "mapreduce" else "hybrid"))
     if "types" in cfg:
         types = pick(types, *cfg["types"])
+    elif model == "multi":
+        types = pick(types, "local", "azure-medium")  # the paper's multi-model setup
     opts = dict(cfg.get("options", {}))
     grid = dict(cfg.get("grid", {}))
     if model == "mapreduce":
@@ -68,6 +71,13 @@ def load_problem(model: str, config: str | Path | None = None) -> Problem:
         def solve(d: float) -> Plan:
             return solve_mapreduce(job, types, d, **opts)
         lo, hi, step, unit = 0.25, 24.0, 0.25, "h"
+    elif model == "multi":
+        models = _models(cfg, config)
+        interval = float(opts.get("interval_min", 10))
+
+        def solve(d: float) -> Plan:
+            return solve_multimodel(models, types, d, **opts)
+        lo, hi, step, unit = interval, 360.0, interval, "min"
     else:
         wjob = _job(WatershedJob, cfg.get("job", {}), config)
         interval = float(opts.get("interval_min", 10))
@@ -76,6 +86,25 @@ def load_problem(model: str, config: str | Path | None = None) -> Problem:
         lo, hi, step, unit = interval, 240.0, interval, "min"
     return Problem(model, solve, unit, float(grid.get("lo", lo)), float(grid.get("hi", hi)),
                    float(grid.get("step", step)))
+
+
+def _models(cfg: dict[str, Any], source: str | Path | None) -> tuple[Any, ...]:
+    """The multi-model workload: ``scenario = "A"|"B"`` (the paper's) or ``[[models]]`` tables."""
+    from skylease.planning.provisioning import SCENARIO_A, SCENARIO_B, WatershedModel
+
+    if "models" in cfg:
+        out = []
+        for i, m in enumerate(cfg["models"]):
+            try:
+                out.append(WatershedModel(m["name"], int(m["n_tasks"]), float(m["task_minutes"]),
+                                          float(m.get("input_gb", 1.0)), frozenset(m["data_at"])))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise UserError(f"bad model ({exc})", file=source, field=f"models[{i}]") from None
+        return tuple(out)
+    scenario = str(cfg.get("scenario", "A")).upper()
+    if scenario not in ("A", "B"):
+        raise UserError(f"scenario must be 'A' or 'B', got {scenario!r}", file=source, field="scenario")
+    return tuple(SCENARIO_A if scenario == "A" else SCENARIO_B)
 
 
 def _job(cls: type, values: dict[str, Any], source: str | Path | None) -> Any:
