@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -115,6 +116,22 @@ class Milp:
         sol.col_value = first.tolist()
         h.setSolution(sol)
         return self._run()
+
+    def solve_lexicographic(self, cost_var: int, secondary: Mapping[int, float], *, second: bool = True
+                            ) -> tuple[MilpResult, float, int]:
+        """Solve for minimum cost; then, if ``second``, minimise ``secondary`` among the plans within
+        a hair of that cost (the spec's tie-break). Returns the result, total solve ms and stages."""
+        res = self.solve()
+        solve_ms, stages = res.solve_ms, 1
+        if res.status == "optimal" and second:
+            c_star = res.objective
+            tol = 1e-6 + 1e-9 * abs(c_star)
+            res2 = self.resolve(secondary, [({cost_var: 1.0}, -math.inf, c_star + tol)])
+            solve_ms += res2.solve_ms
+            stages = 2
+            if res2.status == "optimal":
+                res = res2
+        return res, solve_ms, stages
 
     def _run(self) -> MilpResult:
         h = self._h

@@ -10,6 +10,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -187,24 +188,36 @@ def _per_phase_enumerated(job: MapReduceJob, types: tuple[CloudType, ...], d: fl
     if best is None:
         return infeasible(model, d * 3600, f"no plan finishes by {d:g} h", solve_ms, **size)
     _, a, b = best
-    cmix, rmix = xm[a], xr[b]
-    tw_m, tw_r = float(cmix @ cap), float(rmix @ cap)
-    t_map = job.map_work / tw_m if job.map_work > 0 else 0.0
-    t_red = job.reduce_work / tw_r if job.reduce_work > 0 else 0.0
+    cm_l, cr_l = [int(v) for v in xm[a]], [int(v) for v in xr[b]]
+    t_map = job.map_work / float(xm[a] @ cap) if job.map_work > 0 else 0.0
+    t_red = job.reduce_work / float(xr[b] @ cap) if job.reduce_work > 0 else 0.0
     i_star = math.ceil(t_map - _EPS) if job.map_work > 0 else 0
     j_star = math.ceil(t_red - _EPS) if job.reduce_work > 0 else 0
-    cm_l, cr_l = [int(v) for v in cmix], [int(v) for v in rmix]
-    cost_v = sum((x * i_star + y * j_star) * t.price_hour for x, y, t in zip(cm_l, cr_l, types, strict=True))
-    inst = {t.name: [x, y] for x, y, t in zip(cm_l, cr_l, types, strict=True) if x or y}
-    billed = {t.name: x * i_star + y * j_star for x, y, t in zip(cm_l, cr_l, types, strict=True) if x or y}
+    return _per_phase_plan(job, types, cm_l, cr_l, i_star, j_star, d, limit, "total", solve_ms, size)
+
+
+def _per_phase_plan(job: MapReduceJob, types: tuple[CloudType, ...], cm: list[int], cr: list[int],
+                    i_star: int, j_star: int, d: float, limit: int | None, scope: str | None,
+                    solve_ms: float, size: dict[str, Any]) -> Plan:
+    """A per-phase plan from the chosen map and reduce mixes and their billed hours."""
+    tw_m = sum(c * t.capacity for c, t in zip(cm, types, strict=True))
+    tw_r = sum(c * t.capacity for c, t in zip(cr, types, strict=True))
+    t_map = job.map_work / tw_m if job.map_work > 0 else 0.0
+    t_red = job.reduce_work / tw_r if job.reduce_work > 0 else 0.0
+    # Decision: the true cost is recomputed from the integer mix (the objective differs only by
+    # solver tolerances); makespan is the fluid duration MAP/twm + RED/twr (spec §9.1 "true
+    # duration"); the quarter-hour schedule ceil_q(t_map) + ceil_q(t_red) is in detail.
+    cost_v = sum((a * i_star + b * j_star) * t.price_hour for a, b, t in zip(cm, cr, types, strict=True))
+    inst = {t.name: [a, b] for a, b, t in zip(cm, cr, types, strict=True) if a or b}
+    billed = {t.name: a * i_star + b * j_star for a, b, t in zip(cm, cr, types, strict=True) if a or b}
     detail = {
         "map_hours_billed": i_star, "reduce_hours_billed": j_star,
         "map_h": t_map, "reduce_h": t_red, "scheduled_h": _ceil_q(t_map) + _ceil_q(t_red),
-        "billing": "per_phase", "billing_unit": "instance-hour", "limit": limit, "limit_scope": "total",
+        "billing": "per_phase", "billing_unit": "instance-hour", "limit": limit, "limit_scope": scope,
         "summary": _summary(inst, types, _ceil_q(t_map) + _ceil_q(t_red), cost_v, phases=True), **size,
     }
     return Plan("optimal", round(cost_v, 10), (t_map + t_red) * 3600.0, inst, None, billed, solve_ms,
-                model, d * 3600.0, detail)
+                "mapreduce/per_phase", d * 3600.0, detail)
 
 
 def _per_phase(job: MapReduceJob, types: tuple[CloudType, ...], d: float, limit: int | None,
@@ -264,24 +277,7 @@ def _per_phase(job: MapReduceJob, types: tuple[CloudType, ...], d: float, limit:
     cr = [round(x[v]) for v in nr]
     i_star = next(i for i, v in xm.items() if x[v] > 0.5)
     j_star = next(j for j, v in xr.items() if x[v] > 0.5)
-    tw_m = sum(c * t.capacity for c, t in zip(cm, types, strict=True))
-    tw_r = sum(c * t.capacity for c, t in zip(cr, types, strict=True))
-    t_map = job.map_work / tw_m if job.map_work > 0 else 0.0
-    t_red = job.reduce_work / tw_r if job.reduce_work > 0 else 0.0
-    # Decision: the true cost is recomputed from the integer mix (the objective differs only by
-    # solver tolerances); makespan is the fluid duration MAP/twm + RED/twr (spec §9.1 "true
-    # duration"); the quarter-hour schedule ceil_q(t_map) + ceil_q(t_red) is in detail.
-    cost_v = sum((a * i_star + b * j_star) * t.price_hour for a, b, t in zip(cm, cr, types, strict=True))
-    inst = {t.name: [a, b] for a, b, t in zip(cm, cr, types, strict=True) if a or b}
-    billed = {t.name: a * i_star + b * j_star for a, b, t in zip(cm, cr, types, strict=True) if a or b}
-    detail = {
-        "map_hours_billed": i_star, "reduce_hours_billed": j_star,
-        "map_h": t_map, "reduce_h": t_red, "scheduled_h": _ceil_q(t_map) + _ceil_q(t_red),
-        "billing": "per_phase", "billing_unit": "instance-hour", "limit": limit, "limit_scope": scope,
-        "summary": _summary(inst, types, _ceil_q(t_map) + _ceil_q(t_red), cost_v, phases=True), **size,
-    }
-    return Plan("optimal", round(cost_v, 10), (t_map + t_red) * 3600.0, inst, None, billed, res.solve_ms,
-                model, d * 3600.0, detail)
+    return _per_phase_plan(job, types, cm, cr, i_star, j_star, d, limit, scope, res.solve_ms, size)
 
 
 def _single_cluster(job: MapReduceJob, types: tuple[CloudType, ...], d: float, limit: int | None,

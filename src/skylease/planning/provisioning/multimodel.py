@@ -17,6 +17,7 @@ from skylease.model.errors import UserError
 from ._milp import Milp
 from .catalog import CloudType
 from .plan import Plan, infeasible
+from .watershed import check_interval_args
 
 _EPS = 1e-9
 
@@ -107,17 +108,7 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
         raise UserError("model names must be unique", field="models")
     if not types:
         raise UserError("no instance types given", field="types")
-    if not math.isfinite(deadline_min) or deadline_min <= 0:
-        raise UserError(f"deadline must be a positive number of minutes, got {deadline_min!r}",
-                        field="deadline")
-    if not math.isfinite(interval_min) or interval_min <= 0:
-        raise UserError(f"must be > 0, got {interval_min!r}", field="interval_min")
-    if billing not in ("hourly", "minute"):
-        raise UserError(f"billing must be 'hourly' or 'minute', got {billing!r}", field="billing")
-    per_hour = 60.0 / interval_min
-    if billing == "hourly" and abs(per_hour - round(per_hour)) > 1e-9:
-        raise UserError(f"with hourly billing the interval length must divide 60 min, got {interval_min:g}",
-                        field="interval_min")
+    check_interval_args(deadline_min, interval_min, billing)
     if init_penalty_tasks is not None and (not math.isfinite(init_penalty_tasks) or init_penalty_tasks < 0):
         raise UserError(f"must be >= 0, got {init_penalty_tasks!r}", field="init_penalty_tasks")
     n_int = math.floor(deadline_min / interval_min + _EPS)
@@ -190,16 +181,7 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
                     mp.row({**{x[i][j][k]: 1 for k in K}, active[i]: -avail[j]}, hi=0)
             if i + 1 < n_int:
                 mp.row({active[i]: 1, active[i + 1]: -1}, lo=0)
-    res = mp.solve()
-    solve_ms, stages = res.solve_ms, 1
-    if res.status == "optimal" and tiebreak:
-        c_star = res.objective
-        tol = 1e-6 + 1e-9 * abs(c_star)
-        res2 = mp.resolve(dict.fromkeys(active, 1.0), [({cost: 1.0}, -math.inf, c_star + tol)])
-        solve_ms += res2.solve_ms
-        stages = 2
-        if res2.status == "optimal":
-            res = res2
+    res, solve_ms, stages = mp.solve_lexicographic(cost, dict.fromkeys(active, 1.0), second=tiebreak)
     size = {"variables": mp.num_vars, "constraints": mp.num_rows, "stages": stages}
     if res.status == "infeasible":
         return infeasible(model_name, deadline_s, msg, solve_ms, **size)

@@ -52,6 +52,22 @@ def interval_capacity(job: WatershedJob, t: CloudType, start: float, length: flo
     return t.cores * t.capacity * useful / job.task_minutes
 
 
+def check_interval_args(deadline_min: float, interval_min: float, billing: str) -> None:
+    """Validate the arguments every interval model shares (one-line user errors)."""
+    if not math.isfinite(deadline_min) or deadline_min <= 0:
+        raise UserError(f"deadline must be a positive number of minutes, got {deadline_min!r}",
+                        field="deadline")
+    if not math.isfinite(interval_min) or interval_min <= 0:
+        raise UserError(f"must be > 0, got {interval_min!r}", field="interval_min")
+    if billing not in ("hourly", "minute"):
+        raise UserError(f"billing must be 'hourly' or 'minute', got {billing!r}", field="billing")
+    per_hour = 60.0 / interval_min
+    if billing == "hourly" and abs(per_hour - round(per_hour)) > 1e-9:
+        # Decision: intervals must not straddle a billing hour, so their length must divide 60.
+        raise UserError(f"with hourly billing the interval length must divide 60 min, got {interval_min:g}",
+                        field="interval_min")
+
+
 def solve_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min: float, *,
                     interval_min: float = 10, billing: str = "hourly", tiebreak: bool = True) -> Plan:
     """Minimum-cost hybrid plan that completes ``job`` within ``deadline_min`` minutes.
@@ -65,18 +81,7 @@ def solve_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min:
     model = f"watershed/{billing}"
     if not types:
         raise UserError("no instance types given", field="types")
-    if not math.isfinite(deadline_min) or deadline_min <= 0:
-        raise UserError(f"deadline must be a positive number of minutes, got {deadline_min!r}",
-                        field="deadline")
-    if not math.isfinite(interval_min) or interval_min <= 0:
-        raise UserError(f"must be > 0, got {interval_min!r}", field="interval_min")
-    if billing not in ("hourly", "minute"):
-        raise UserError(f"billing must be 'hourly' or 'minute', got {billing!r}", field="billing")
-    per_hour = 60.0 / interval_min
-    if billing == "hourly" and abs(per_hour - round(per_hour)) > 1e-9:
-        # Decision: intervals must not straddle a billing hour, so their length must divide 60.
-        raise UserError(f"with hourly billing the interval length must divide 60 min, got {interval_min:g}",
-                        field="interval_min")
+    check_interval_args(deadline_min, interval_min, billing)
     n_int = math.floor(deadline_min / interval_min + _EPS)
     deadline_s = deadline_min * 60.0
     if n_int < 1:
@@ -120,17 +125,7 @@ def solve_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min:
                     m.row({x[i][j]: 1, active[i]: -a}, hi=0)
             if i + 1 < n_int:
                 m.row({active[i]: 1, active[i + 1]: -1}, lo=0)
-    res = m.solve()
-    solve_ms = res.solve_ms
-    stages = 1
-    if res.status == "optimal" and tiebreak:
-        c_star = res.objective
-        tol = 1e-6 + 1e-9 * abs(c_star)
-        res2 = m.resolve(dict.fromkeys(active, 1.0), [({cost: 1.0}, -math.inf, c_star + tol)])
-        solve_ms += res2.solve_ms
-        stages = 2
-        if res2.status == "optimal":
-            res = res2
+    res, solve_ms, stages = m.solve_lexicographic(cost, dict.fromkeys(active, 1.0), second=tiebreak)
     size = {"variables": m.num_vars, "constraints": m.num_rows, "stages": stages}
     if res.status == "infeasible":
         return infeasible(model, deadline_s, f"no plan finishes by {deadline_min:g} min", solve_ms, **size)
