@@ -281,3 +281,25 @@ def test_enumeration_equals_the_ilp(deadline, map_work, reduce_work, limit):
     if a.ok:
         assert b.cost == pytest.approx(a.cost, abs=1e-9)
         assert b.makespan_s <= deadline * 3600 + 1e-6
+
+
+@settings(max_examples=30, deadline=None)
+@given(deadline=st.integers(45, 130), interval=st.sampled_from([1, 5, 10, 15]),
+       billing=st.sampled_from(["hourly", "minute"]))
+def test_one_solve_tiebreak_equals_two_stage(deadline, interval, billing):
+    """cost + weight * active intervals in one solve gives the same plan cost and length as the
+    lexicographic two-solve tie-break."""
+    import skylease.planning.provisioning.watershed as wsmod
+
+    one = solve_watershed(WS, WS_TYPES, deadline, interval_min=interval, billing=billing)
+    saved = wsmod._tiebreak_weight
+    wsmod._tiebreak_weight = lambda *a: None
+    try:
+        two = solve_watershed(WS, WS_TYPES, deadline, interval_min=interval, billing=billing)
+    finally:
+        wsmod._tiebreak_weight = saved
+    assert one.status == two.status
+    if one.ok:
+        assert one.cost == pytest.approx(two.cost, abs=1e-9)
+        assert one.makespan_s == two.makespan_s
+        assert (one.detail["stages"], two.detail["stages"]) == (1, 2)

@@ -117,10 +117,20 @@ class Milp:
         h.setSolution(sol)
         return self._run()
 
-    def solve_lexicographic(self, cost_var: int, secondary: Mapping[int, float], *, second: bool = True
-                            ) -> tuple[MilpResult, float, int]:
+    def solve_lexicographic(self, cost_var: int, secondary: Mapping[int, float], *, second: bool = True,
+                            weight: float | None = None) -> tuple[MilpResult, float, int]:
         """Solve for minimum cost; then, if ``second``, minimise ``secondary`` among the plans within
-        a hair of that cost (the spec's tie-break). Returns the result, total solve ms and stages."""
+        a hair of that cost (the spec's tie-break). Returns the result, total solve ms and stages.
+
+        With ``weight`` (a positive number small enough that ``weight * max(secondary)`` is below
+        the smallest possible difference between two costs), both are done in one solve of
+        ``cost + weight * secondary``, which has the same optimum.
+        """
+        if second and weight is not None and secondary:
+            for i, v in secondary.items():
+                self.cost[i] += weight * v
+            res = self.solve()
+            return res, res.solve_ms, 1
         res = self.solve()
         solve_ms, stages = res.solve_ms, 1
         if res.status == "optimal" and second:

@@ -52,6 +52,30 @@ def interval_capacity(job: WatershedJob, t: CloudType, start: float, length: flo
     return t.cores * t.capacity * useful / job.task_minutes
 
 
+def _tiebreak_weight(types: Sequence[CloudType], billing: str, interval_min: float,
+                     n_int: int) -> float | None:
+    """A weight for "fewest active intervals" that can never outweigh a cost difference, or None.
+
+    Every plan's cost is an integer combination of the billed unit prices (per instance-hour, or
+    per instance-interval with minute billing), so two different costs differ by at least the
+    gcd g of those prices. With n intervals, weight g / (2 (n + 1)) keeps the whole tie-break
+    term below g / 2: one solve of cost + weight * active intervals gives the lexicographic
+    optimum. Prices that are not exact multiples of 1e-9 $ have no usable gcd: None (two solves).
+    """
+    units = []
+    for t in types:
+        p = t.price_hour if billing == "hourly" else t.minute_price * interval_min
+        if p > 0:
+            q = round(p * 1e9)
+            if abs(q - p * 1e9) > 1e-3 * max(1.0, p * 1e9) * 1e-6:
+                return None
+            units.append(q)
+    if not units:
+        return None
+    g = math.gcd(*units) / 1e9
+    return g / (2 * (n_int + 1))
+
+
 def check_interval_args(deadline_min: float, interval_min: float, billing: str) -> None:
     """Validate the arguments every interval model shares (one-line user errors)."""
     if not math.isfinite(deadline_min) or deadline_min <= 0:
@@ -125,7 +149,9 @@ def solve_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min:
                     m.row({x[i][j]: 1, active[i]: -a}, hi=0)
             if i + 1 < n_int:
                 m.row({active[i]: 1, active[i + 1]: -1}, lo=0)
-    res, solve_ms, stages = m.solve_lexicographic(cost, dict.fromkeys(active, 1.0), second=tiebreak)
+    weight = _tiebreak_weight(types, billing, interval_min, n_int)
+    res, solve_ms, stages = m.solve_lexicographic(cost, dict.fromkeys(active, 1.0), second=tiebreak,
+                                                  weight=weight)
     size = {"variables": m.num_vars, "constraints": m.num_rows, "stages": stages}
     if res.status == "infeasible":
         return infeasible(model, deadline_s, f"no plan finishes by {deadline_min:g} min", solve_ms, **size)
