@@ -75,3 +75,21 @@ def test_minute_billing_short_intervals_known_gap(deadline, interval):
     r = replay_watershed(plan, JOB, TYPES)
     assert r.cost == pytest.approx(plan.cost, abs=1e-9)
     assert abs(r.makespan - plan.makespan_s) <= 2 * JOB.task_minutes * 60 + 1e-6
+
+
+@settings(max_examples=40, deadline=None)
+@given(deadline=st.integers(45, 130), interval=st.sampled_from([1, 2, 5, 10, 15, 30]),
+       billing=st.sampled_from(["hourly", "minute"]))
+def test_whole_task_plans_replay_by_their_end_at_their_cost(deadline, interval, billing):
+    """With capacity="whole" the plan counts only tasks that really finish, so the replay never
+    runs late, whatever the interval and billing (this closes the gap of the fluid model)."""
+    plan = solve_watershed(JOB, TYPES, deadline, interval_min=interval, billing=billing, capacity="whole")
+    if plan.ok:
+        r = check(plan, interval)
+        assert r.makespan <= plan.makespan_s + 1e-6
+
+
+@pytest.mark.parametrize("deadline, interval, cost", [(70, 10, 2.16), (60, 10, 2.88), (61, 1, 2.76)])
+def test_whole_task_capacity_keeps_the_papers_ilp_points(deadline, interval, cost):
+    plan = solve_watershed(JOB, TYPES, deadline, interval_min=interval, capacity="whole")
+    assert plan.cost == pytest.approx(cost) and plan.makespan_s == deadline * 60

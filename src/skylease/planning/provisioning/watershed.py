@@ -46,8 +46,22 @@ def availability(job: WatershedJob, t: CloudType) -> int:
     return t.max_count if t.max_count is not None else job.n_tasks
 
 
-def interval_capacity(job: WatershedJob, t: CloudType, start: float, length: float) -> float:
-    """Tasks one instance of type t completes in [start, start+length) (fluid, after its start-up)."""
+def interval_capacity(job: WatershedJob, t: CloudType, start: float, length: float,
+                      capacity: str = "fluid") -> float:
+    """Tasks one instance of type t completes in [start, start+length).
+
+    ``"fluid"`` (the spec's model): useful minutes after the start-up delay / task time, fractions
+    included. ``"whole"``: whole tasks finished in the interval by an instance that has run since
+    t = 0 (instance counts only fall, so an instance in interval i ran in every earlier one), i.e.
+    floor((end - init) / task) - floor((start - init) / task) per core: plans then count only
+    tasks that really finish, and replay in the simulator without running late.
+    """
+    if capacity == "whole":
+        tau = job.task_minutes / t.capacity
+        done_by = lambda x: math.floor(max(0.0, x - t.init_minutes) / tau + _EPS)  # noqa: E731
+        return float(t.cores * (done_by(start + length) - done_by(start)))
+    if capacity != "fluid":
+        raise UserError(f"capacity must be 'fluid' or 'whole', got {capacity!r}", field="capacity")
     useful = max(0.0, min(length, start + length - t.init_minutes))
     return t.cores * t.capacity * useful / job.task_minutes
 
@@ -93,7 +107,8 @@ def check_interval_args(deadline_min: float, interval_min: float, billing: str) 
 
 
 def solve_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min: float, *,
-                    interval_min: float = 10, billing: str = "hourly", tiebreak: bool = True) -> Plan:
+                    interval_min: float = 10, billing: str = "hourly", tiebreak: bool = True,
+                    capacity: str = "fluid") -> Plan:
     """Minimum-cost hybrid plan that completes ``job`` within ``deadline_min`` minutes.
 
     The deadline is rounded down to whole intervals ("73 min is processed as 70 min").
@@ -112,7 +127,7 @@ def solve_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min:
         return infeasible(model, deadline_s, f"no plan finishes by {deadline_min:g} min")
     starts = [i * interval_min for i in range(n_int)]
     avail = [availability(job, t) for t in types]
-    cap = [[interval_capacity(job, t, s, interval_min) for t in types] for s in starts]
+    cap = [[interval_capacity(job, t, s, interval_min, capacity) for t in types] for s in starts]
 
     m = Milp()
     cost = m.var(cost=1.0)  # (18) MIN cost
@@ -159,12 +174,13 @@ def solve_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min:
         return Plan("error", math.nan, math.nan, {}, None, {}, solve_ms, model, deadline_s,
                     {"message": f"solver: {res.raw_status}", **size})
     counts = [[round(res.x[x[i][j]]) for j in range(len(types))] for i in range(n_int)]
-    return _plan_from_counts(job, types, counts, interval_min, billing, solve_ms, model, deadline_s, size)
+    return _plan_from_counts(job, types, counts, interval_min, billing, solve_ms, model, deadline_s,
+                             {**size, "capacity": capacity}, capacity)
 
 
 def _plan_from_counts(job: WatershedJob, types: tuple[CloudType, ...], counts: list[list[int]],
                       interval_min: float, billing: str, solve_ms: float, model: str, deadline_s: float,
-                      extra: dict) -> Plan:
+                      extra: dict, capacity: str = "fluid") -> Plan:
     n_int = len(counts)
     starts = [i * interval_min for i in range(n_int)]
     last = max((i for i in range(n_int) if any(counts[i])), default=-1)
@@ -184,7 +200,7 @@ def _plan_from_counts(job: WatershedJob, types: tuple[CloudType, ...], counts: l
             cost += units * t.minute_price
         if units and t.price_hour > 0:
             billed[t.name] = units
-    work = sum(interval_capacity(job, t, s, interval_min) * counts[i][j]
+    work = sum(interval_capacity(job, t, s, interval_min, capacity) * counts[i][j]
                for i, s in enumerate(starts) for j, t in enumerate(types))
     inst = {t.name: [counts[i][j] for i in range(last + 1)] for j, t in enumerate(types)
             if any(counts[i][j] for i in range(n_int))}
