@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from skylease.experiments.store import atomic_write_text
+from skylease.experiments.store import atomic_write_bytes_via, atomic_write_text
 
 
 def fmt(x: Any, digits: int = 2) -> str:
@@ -34,9 +34,8 @@ def md_table(df: pd.DataFrame, columns: Sequence[str] | None = None, digits: int
 
 def save_figure(fig: Any, path: Path) -> str:
     """Save a matplotlib figure atomically; returns the file name for the report."""
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    tmp.replace(path)
+    fmt = path.suffix.lstrip(".") or "png"
+    atomic_write_bytes_via(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format=fmt))
     import matplotlib.pyplot as plt
 
     plt.close(fig)
