@@ -118,13 +118,13 @@ def pulp_mapreduce_single_cluster(job: MapReduceJob, types: Sequence[CloudType],
 
 def pulp_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min: float, *,
                    interval_min: float = 10, billing: str = "hourly",
-                   tiebreak: bool = True) -> tuple[float, int, int]:
+                   tiebreak: bool = True, capacity: str = "whole") -> tuple[float, int, int]:
     """watershed.solve_watershed: eqs. 18-25 plus the lexicographic tie-break (second solve)."""
     types = tuple(types)
     n_int = math.floor(deadline_min / interval_min + _EPS)
     starts = [i * interval_min for i in range(n_int)]
     avail = [availability(job, t) for t in types]
-    cap = [[interval_capacity(job, t, s, interval_min) for t in types] for s in starts]
+    cap = [[interval_capacity(job, t, s, interval_min, capacity) for t in types] for s in starts]
     nt = len(types)
     prob = pulp.LpProblem("watershed", pulp.LpMinimize)
     cost = pulp.LpVariable("cost", 0)

@@ -158,8 +158,9 @@ def _monotone_seqs(avail, m):
 @settings(max_examples=30, deadline=None)
 @given(n_tasks=st.integers(1, 60), local=st.integers(0, 2), init_l=st.sampled_from([0.0, 10.0, 20.0]),
        init_c=st.sampled_from([0.0, 15.0, 30.0]), price=st.sampled_from([0.06, 0.12, 0.5]),
-       cores=st.integers(1, 2), billing=st.sampled_from(["hourly", "minute"]))
-def test_tiny_watershed_matches_brute_force(n_tasks, local, init_l, init_c, price, cores, billing):
+       cores=st.integers(1, 2), billing=st.sampled_from(["hourly", "minute"]),
+       capacity=st.sampled_from(["whole", "fluid"]))
+def test_tiny_watershed_matches_brute_force(n_tasks, local, init_l, init_c, price, cores, billing, capacity):
     job = WatershedJob(n_tasks=n_tasks, task_minutes=3.0, local_cores=local)
     types = (CloudType("local", "local", 1.0, 0.0, init_minutes=init_l, max_count=local),
              CloudType("cloud", "cloud", 1.0, price, init_minutes=init_c, max_count=2, cores=cores))
@@ -171,7 +172,11 @@ def test_tiny_watershed_matches_brute_force(n_tasks, local, init_l, init_c, pric
             for i in range(m):
                 s = i * length
                 for t, cnt in zip(types, (sl[i], sc[i]), strict=True):
-                    work += cnt * t.cores * max(0.0, min(length, s + length - t.init_minutes)) / 3.0
+                    if capacity == "fluid":
+                        work += cnt * t.cores * max(0.0, min(length, s + length - t.init_minutes)) / 3.0
+                    else:  # whole 3-min tasks finished since the instance booted
+                        done = [math.floor(max(0.0, x - t.init_minutes) / 3.0) for x in (s, s + length)]
+                        work += cnt * t.cores * (done[1] - done[0])
             if work < n_tasks - 1e-9:
                 continue
             if billing == "hourly":
@@ -179,7 +184,7 @@ def test_tiny_watershed_matches_brute_force(n_tasks, local, init_l, init_c, pric
             else:
                 cost = price / 60 * length * sum(sc)
             best = min(best, cost)
-    p = solve_watershed(job, types, length * m, interval_min=length, billing=billing)
+    p = solve_watershed(job, types, length * m, interval_min=length, billing=billing, capacity=capacity)
     if math.isinf(best):
         assert p.status == "infeasible"
     else:
@@ -202,6 +207,10 @@ def test_ws_simulate_matches_naive_and_minute_billing():
 # --- modes, Pareto, infeasible messages -----------------------------------------------------------
 
 def _ws1(d):
+    return solve_watershed(WS, WS_TYPES, d, interval_min=1, capacity="fluid")
+
+
+def _ws1_whole(d):
     return solve_watershed(WS, WS_TYPES, d, interval_min=1)
 
 
@@ -209,6 +218,9 @@ def test_infeasible_message_names_the_fastest_plan():
     p = cheapest_meeting_deadline(_ws1, 45, step=1, upper=120)
     assert p.status == "infeasible"
     assert p.detail["message"] == "no plan finishes by 45 min; the fastest possible is 50 min at $5.16"
+    # Whole tasks (the default): 50 min is only reachable with fractions of 90 s tasks.
+    w = cheapest_meeting_deadline(_ws1_whole, 45, step=1, upper=120)
+    assert w.detail["message"] == "no plan finishes by 45 min; the fastest possible is 51 min at $4.92"
     q = cheapest_meeting_deadline(lambda d: solve_mapreduce(MR, EMR, d), 2.0, step=0.25, upper=6, unit="h")
     assert q.detail["message"] == "no plan finishes by 2 h; the fastest possible is 2.75 h at $8.40"
     assert "\n" not in p.detail["message"]
@@ -228,9 +240,12 @@ def test_min_time_min_cost_and_weighted():
     assert cheap.cost == 0.0 and cheap.makespan_min == pytest.approx(104.0)
     mr_fast = min_time(lambda d: solve_mapreduce(MR, EMR, d), 0.25, 6, 0.25, unit="h")
     assert mr_fast.cost == pytest.approx(8.40)
-    front = nondominated(sweep(lambda d: solve_watershed(WS, WS_TYPES, d), range(40, 121, 10)))
+    front = nondominated(sweep(lambda d: solve_watershed(WS, WS_TYPES, d, capacity="fluid"), range(40, 121, 10)))
     assert [(p.makespan_min, p.cost) for p in front] == [
         (50, 5.16), (60, 2.88), (70, 2.16), (80, 1.56), (90, 0.96), (100, 0.24), (110, 0.0)]
+    whole = nondominated(sweep(lambda d: solve_watershed(WS, WS_TYPES, d), range(40, 121, 10)))
+    assert [(p.makespan_min, p.cost) for p in whole] == [
+        (60, 2.88), (70, 2.16), (80, 1.68), (90, 0.96), (100, 0.24), (110, 0.0)]
     assert weighted(front, 1.0).cost == 0.0
     assert weighted(front, 0.0).makespan_min == 50
 

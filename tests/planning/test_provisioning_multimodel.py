@@ -88,7 +88,7 @@ def test_ilp_dominates_colocation(models):
 def test_one_model_with_data_everywhere_equals_solve_watershed(deadline):
     types = pick(HYBRID, "local", "azure-small")
     job = WatershedJob(n_tasks=600, task_minutes=1.5, local_cores=16)
-    ws = solve_watershed(job, types, deadline, billing="minute")
+    ws = solve_watershed(job, types, deadline, billing="minute", capacity="fluid")
     mm = solve_multimodel([WatershedModel("w", 600, 1.5, 1.0, BOTH)], types, deadline)
     assert mm.status == ws.status
     if ws.ok:

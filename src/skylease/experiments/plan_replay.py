@@ -1,0 +1,275 @@
+"""Replay MapReduce and multi-model provisioning plans in the event simulator.
+
+The planners are fluid: MapReduce work is divisible, and a Watershed model's machines finish
+fractions of tasks. The simulator runs whole tasks on hosts that boot, are billed per started unit
+and are stopped when the plan says. The issue's bar for every plan: the replayed cost equals the
+plan's, and the completion time is within one interval of it (a quarter hour for MapReduce,
+``interval_min`` for the multi-model plans). ``replay_watershed`` in
+:mod:`skylease.experiments.provisioning` does the same for single-model hybrid plans.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from skylease.control.env import Environment, HostView
+from skylease.control.scheduled import ScheduledPool
+from skylease.model.catalog import InstanceType
+from skylease.model.errors import UserError
+from skylease.model.task import Task
+from skylease.planning.provisioning import CloudType, MapReduceJob, Plan, WatershedModel
+from skylease.planning.provisioning.multimodel import transfer_price
+from skylease.sim.env import SimResult, simulate
+from skylease.traces.synthetic import constant_bag
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class MapReduceReplay:
+    """A replayed MapReduce plan. Times in seconds; the reduce phase starts at ``map_s``."""
+
+    cost: float
+    makespan_s: float
+    map_s: float
+    reduce_s: float
+    map_cost: float  # single cluster: the whole bill is here, ``reduce_cost`` is 0
+    reduce_cost: float
+    tasks: int
+    unfinished: int
+
+
+@dataclass(frozen=True)
+class ModelReplay:
+    """One model of a replayed multi-model plan."""
+
+    name: str
+    makespan_s: float
+    compute_cost: float
+    hosts: int  # one-core hosts rented (a host per core per run segment)
+    done: int
+    unfinished: int
+
+
+@dataclass(frozen=True)
+class MultiModelReplay:
+    """A replayed multi-model plan: compute from the simulator plus the data transfers used."""
+
+    cost: float
+    makespan_s: float
+    compute_cost: float
+    transfer_cost: float
+    models: tuple[ModelReplay, ...]
+
+    @property
+    def unfinished(self) -> int:
+        return sum(m.unfinished for m in self.models)
+
+
+def _pool(t: CloudType, *, unit: float, price: float) -> InstanceType:
+    return InstanceType(t.name, speed=t.capacity, price=price, billing_unit=unit,
+                        boot_time=t.init_minutes * 60.0, min_units=0 if price == 0 else 1)
+
+
+class _Phases(ScheduledPool):
+    """A fixed fleet that runs pool-pinned phases one after another (a barrier between them)."""
+
+    def __init__(self, schedule: dict[str, list[tuple[float, int]]],
+                 phases: list[dict[str, list[Task]]]) -> None:
+        super().__init__(schedule, drain=True)
+        self.phases = [p for p in phases if any(p.values())]
+        self.left = 0
+        self.barriers: list[float] = []
+
+    def _submit_next(self, env: Environment) -> None:
+        phase = self.phases.pop(0)
+        for pool, tasks in phase.items():
+            env.submit(tasks, pool=pool)
+            self.left += len(tasks)
+
+    def on_start(self, env: Environment) -> None:
+        if self.phases:
+            self._submit_next(env)  # first: ScheduledPool rents nothing while no task is pending
+        super().on_start(env)
+
+    def on_task_done(self, task: Task, host: HostView, runtime: float) -> None:
+        self.left -= 1
+        if self.left == 0:
+            assert self.env is not None
+            self.barriers.append(self.env.now)
+            if self.phases:  # before the base class sees no pending task and releases every host
+                self._submit_next(self.env)
+        super().on_task_done(task, host, runtime)
+
+
+def _shares(work_h: float, mix: dict[str, int], by_name: dict[str, CloudType], grain_s: float,
+            first_id: int) -> dict[str, list[Task]]:
+    """``work_h`` Small-instance hours split in proportion to capacity: each instance of type k
+    gets ``capacity_k / Σ capacity`` of it, as equal tasks of at most ``grain_s`` reference
+    seconds, queued on its type's pool."""
+    if work_h <= 0:
+        return {}
+    total_cap = sum(n * by_name[name].capacity for name, n in mix.items())
+    out: dict[str, list[Task]] = {}
+    tid = first_id
+    for name, n in mix.items():
+        share = work_h * 3600.0 * by_name[name].capacity / total_cap  # reference seconds per host
+        m = max(1, math.ceil(share / grain_s - _EPS))
+        out[name] = [Task(tid + i, share / m) for i in range(n * m)]
+        tid += n * m
+    return out
+
+
+def replay_mapreduce(plan: Plan, job: MapReduceJob, types: Sequence[CloudType], *,
+                     grain_hours: float = 0.25) -> MapReduceReplay:
+    """Run a MapReduce plan (either billing variant) in the event simulator.
+
+    Decision (divisible work): as in the planner's model, a phase's work is divided among its
+    instances in proportion to their capacity, each instance's share cut into equal tasks of at
+    most ``grain_hours`` Small-instance hours (default a quarter hour, the planner's time
+    resolution) and queued on its type's pool. Instances of a type then run in lock-step and
+    every instance of the phase finishes its share at the fluid duration work / Σ capacity: the
+    replay differs from the plan only by floating-point rounding. (A shared first-come queue of
+    fixed-size splits, as a real MapReduce scheduler has, ends a phase up to one split late; with
+    a plan that fills its billed hours exactly, as the paper's $6.30 in 3 h does, that buys one
+    more hour of every instance.) One host per instance, of speed ``capacity``, booting for the
+    catalog's ``init_minutes`` (0 in the EMR catalog: the paper's model has no start-up delay).
+
+    ``per_phase`` billing: the map mix runs from t = 0 until its last task is done (the barrier),
+    then the reduce mix is rented and runs the reduce work: two simulator runs, each billed per
+    started hour of its own hosts. ``single_cluster``: one mix runs both phases in one run (the
+    reduce tasks are queued at the map barrier) and is billed per started hour from t = 0 to the
+    end of the reduce phase. Hosts stay until their phase is done.
+    """
+    if not plan.ok:
+        raise UserError(f"cannot replay a plan that is {plan.status}")
+    if not plan.model.startswith("mapreduce/"):
+        raise UserError(f"not a MapReduce plan: {plan.model}")
+    if not math.isfinite(grain_hours) or grain_hours <= 0:
+        raise UserError(f"must be > 0, got {grain_hours!r}", field="grain_hours")
+    grain_s = grain_hours * 3600.0
+    by_name = {t.name: t for t in types}
+    missing = set(plan.instances) - set(by_name)
+    if missing:
+        raise UserError(f"the plan uses type(s) {sorted(missing)} that are not in types", field="types")
+    pools = [_pool(by_name[n], unit=3600.0, price=by_name[n].price_hour) for n in plan.instances]
+
+    def mix(phase: int) -> dict[str, int]:
+        return {n: c[phase] for n, c in plan.instances.items() if c[phase]}
+
+    def run(fleet: dict[str, int], phases: list[dict[str, list[Task]]]) -> tuple[SimResult, list[float]]:
+        policy = _Phases({n: [(0.0, c)] for n, c in fleet.items()}, phases)
+        return simulate(policy, [], pools), [0.0, *policy.barriers]
+
+    def tasks(r: SimResult) -> tuple[int, int]:
+        return r.tasks, len(r.unfinished)
+
+    if plan.detail.get("billing") == "single_cluster":
+        fleet = mix(0)
+        mp = _shares(job.map_work, fleet, by_name, grain_s, 0)
+        rd = _shares(job.reduce_work, fleet, by_name, grain_s, sum(len(v) for v in mp.values()))
+        r, b = run(fleet, [mp, rd])
+        map_s = b[1] if mp else 0.0
+        return MapReduceReplay(r.cost, r.makespan, map_s, r.makespan - map_s, r.cost, 0.0, *tasks(r))
+    m, _ = run(mix(0), [_shares(job.map_work, mix(0), by_name, grain_s, 0)])
+    r, _ = run(mix(1), [_shares(job.reduce_work, mix(1), by_name, grain_s, 0)])
+    return MapReduceReplay(m.cost + r.cost, m.makespan + r.makespan, m.makespan, r.makespan, m.cost,
+                           r.cost, m.tasks + r.tasks, len(m.unfinished) + len(r.unfinished))
+
+
+def _lanes(totals: list[int]) -> list[int]:
+    """Lengths (in intervals) of the machines of a type whose count per interval never rises."""
+    return [sum(1 for c in totals if c > lane) for lane in range(max(totals, default=0))]
+
+
+def _segments(lanes: list[int], budgets: list[int]) -> list[list[tuple[int, int]]]:
+    """Wrap each model's machine-intervals onto the lanes in turn (McNaughton's rule):
+    ``out[k]`` is model k's list of (first interval, end interval) runs on one machine each."""
+    out: list[list[tuple[int, int]]] = [[] for _ in budgets]
+    lane, pos = 0, 0
+    for k, b in enumerate(budgets):
+        while b > 0:
+            s = min(b, lanes[lane] - pos)
+            out[k].append((pos, pos + s))
+            pos, b = pos + s, b - s
+            if pos == lanes[lane]:
+                lane, pos = lane + 1, 0
+    return out
+
+
+def replay_multimodel(plan: Plan, models: Sequence[WatershedModel],
+                      types: Sequence[CloudType]) -> MultiModelReplay:
+    """Run a multi-model plan in the event simulator: one run per model, whole tasks.
+
+    Decision (layout): the ILP fixes, per type, the machines alive in each interval (counts that
+    never rise), and per (type, model) the machine-intervals spent on the model and how many
+    machines stage it; which machine does which model when is left open (its per-interval split
+    is one of many equal optima, and a machine may leave a model and come back unstaged). The
+    replay keeps the per-type counts exactly and lays each model's machine-intervals on the
+    type's machines one model after another, wrapping onto the next machine (McNaughton's rule),
+    so every machine switches models only at interval boundaries and a model is staged once per
+    machine that runs it: the plan's machine-intervals, hence its minute bill, are kept exactly.
+
+    Each run of a model on a machine is, per core, a one-core host billed its per-core price
+    (per minute or per started hour, as the plan), rented when the run starts, booting for the
+    type's ``init_minutes`` (the stage-in the plan charges as InitPenalty) and stopped at the
+    run's end (a task still running there is lost and re-queued). Decision (overrun): the hosts
+    of a model's last-ending runs are not stopped at their end but finish the model, so a plan
+    that promised fractions of tasks shows up as extra time and cost, never as missing tasks.
+    Data transfers are the plan's prices, paid for each (model, location) the replay ran at
+    without the model's data.
+    """
+    if not plan.ok:
+        raise UserError(f"cannot replay a plan that is {plan.status}")
+    if not plan.model.startswith("multimodel/"):
+        raise UserError(f"not a multi-model plan: {plan.model}")
+    by_name = {t.name: t for t in types}
+    missing = set(plan.instances) - set(by_name)
+    if missing:
+        raise UserError(f"the plan uses type(s) {sorted(missing)} that are not in types", field="types")
+    assignment = plan.detail["assignment"]
+    if {m.name for m in models} != set(assignment):
+        raise UserError("the models are not the plan's", field="models")
+    step = plan.detail["interval_min"] * 60.0
+    minute = plan.detail["billing"] == "minute"
+    segs: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for tname, totals in plan.instances.items():
+        budgets = [sum(assignment[m.name].get(tname, {}).get("counts", [])) for m in models]
+        if sum(budgets) != sum(totals):
+            raise UserError(f"the plan's assignment does not add up for {tname}")
+        for m, s in zip(models, _segments(_lanes(list(totals)), budgets), strict=True):
+            if s:
+                segs[m.name, tname] = s
+    runs = []
+    used: set[tuple[str, str]] = set()
+    for m in models:
+        mine = {tn: s for (mn, tn), s in segs.items() if mn == m.name}
+        last = max(e for s in mine.values() for _, e in s)
+        pools, schedule = [], {}
+        for tname, s in mine.items():
+            t = by_name[tname]
+            price = (t.minute_price if minute else t.price_hour) / t.cores
+            pools.append(_pool(t, unit=60.0 if minute else 3600.0, price=price))
+            delta: dict[int, int] = {}
+            for a, e in s:
+                delta[a] = delta.get(a, 0) + t.cores
+                if e != last:  # the overrun rule: the last-ending runs finish the model
+                    delta[e] = delta.get(e, 0) - t.cores
+            count, steps = 0, []
+            for i in sorted(delta):
+                count += delta[i]
+                steps.append((i * step, count))
+            schedule[tname] = steps
+            if t.location not in m.data_at:
+                used.add((m.name, t.location))
+        bag = constant_bag(m.n_tasks, m.task_minutes * 60.0, name=m.name)
+        r = simulate(ScheduledPool(schedule, drain=True), bag, pools)
+        runs.append(ModelReplay(m.name, r.makespan, r.cost, r.hosts, r.done, len(r.unfinished)))
+    listed = {(d["model"], d["to"]): d["cost"] for d in plan.detail.get("transfers", [])}
+    by_model = {m.name: m for m in models}
+    transfer = math.fsum(listed.get(key, transfer_price(by_model[key[0]], key[1])) for key in sorted(used))
+    compute = math.fsum(r.compute_cost for r in runs)
+    return MultiModelReplay(compute + transfer, max(r.makespan_s for r in runs), compute, transfer,
+                            tuple(runs))
