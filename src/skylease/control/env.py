@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from skylease.model.catalog import InstanceType
 from skylease.model.host import HostId, HostState
 from skylease.model.task import Task
 
@@ -71,6 +72,10 @@ class Environment(Protocol):
 
     def pools(self) -> Sequence[str]:
         """Names of the pools hosts can be rented from."""
+        ...
+
+    def pool_type(self, pool: str) -> InstanceType:
+        """What a host of ``pool`` is: price, billing unit, expected boot time, speed, limit."""
         ...
 
     def acquire(self, pool: str, n: int = 1) -> list[HostId]:

@@ -169,6 +169,9 @@ class SimEnvironment:
     def pools(self) -> list[str]:
         return list(self._pools)
 
+    def pool_type(self, pool: str) -> InstanceType:
+        return self._pool(pool)
+
     def acquire(self, pool: str, n: int = 1) -> list[HostId]:
         itype = self._pool(pool)
         if n < 0:
