@@ -119,7 +119,8 @@ def test_a_budget_that_does_not_bind_changes_nothing(seed, kind):
     bag = Bag.from_runtimes(d)
     free = simulate(A2HA(0.5, 0.5), bag, POOL, order="random", seed=seed)
     capped = simulate(A2HA(0.5, 0.5, budget=free.cost), bag, POOL, order="random", seed=seed)
-    assert (capped.cost, capped.makespan, capped.hosts, capped.done) == (free.cost, free.makespan, free.hosts, 200)
+    assert (capped.cost, capped.makespan, capped.hosts) == (free.cost, free.makespan, free.hosts)
+    assert capped.done == 200
 
 
 def test_a_tight_budget_trades_time_for_money():

@@ -74,10 +74,10 @@ def test_random_minute_billed_plans_replay_within_one_interval(deadline, interva
 @pytest.mark.parametrize("interval", [1, 2])
 def test_minute_billing_short_intervals_known_gap(deadline, interval):
     """Known gap of the paper's fluid model (not the default): with per-minute billing and intervals
-    shorter than two tasks, the fluid plan stops instances mid-task on minute boundaries. Whole 90 s tasks cannot
-    follow it at the same cost (a host kept to finish its task would pay another minute), so the
-    replay, which keeps the cost exact, can finish up to two tasks (3 min) late. Measured worst
-    case over deadlines 45-130: 3.0 min."""
+    shorter than two tasks, the fluid plan stops instances mid-task on minute boundaries. Whole
+    90 s tasks cannot follow it at the same cost (a host kept to finish its task would pay
+    another minute), so the replay, which keeps the cost exact, can finish up to two tasks
+    (3 min) late. Measured worst case over deadlines 45-130: 3.0 min."""
     plan = solve_watershed(JOB, TYPES, deadline, interval_min=interval, billing="minute", capacity="fluid")
     r = replay_watershed(plan, JOB, TYPES)
     assert r.cost == pytest.approx(plan.cost, abs=1e-9)

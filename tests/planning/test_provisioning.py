@@ -240,7 +240,8 @@ def test_min_time_min_cost_and_weighted():
     assert cheap.cost == 0.0 and cheap.makespan_min == pytest.approx(104.0)
     mr_fast = min_time(lambda d: solve_mapreduce(MR, EMR, d), 0.25, 6, 0.25, unit="h")
     assert mr_fast.cost == pytest.approx(8.40)
-    front = nondominated(sweep(lambda d: solve_watershed(WS, WS_TYPES, d, capacity="fluid"), range(40, 121, 10)))
+    front = nondominated(sweep(lambda d: solve_watershed(WS, WS_TYPES, d, capacity="fluid"),
+                               range(40, 121, 10)))
     assert [(p.makespan_min, p.cost) for p in front] == [
         (50, 5.16), (60, 2.88), (70, 2.16), (80, 1.56), (90, 0.96), (100, 0.24), (110, 0.0)]
     whole = nondominated(sweep(lambda d: solve_watershed(WS, WS_TYPES, d), range(40, 121, 10)))

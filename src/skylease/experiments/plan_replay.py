@@ -184,18 +184,35 @@ def _lanes(totals: list[int]) -> list[int]:
     return [sum(1 for c in totals if c > lane) for lane in range(max(totals, default=0))]
 
 
-def _segments(lanes: list[int], budgets: list[int]) -> list[list[tuple[int, int]]]:
-    """Wrap each model's machine-intervals onto the lanes in turn (McNaughton's rule):
-    ``out[k]`` is model k's list of (first interval, end interval) runs on one machine each."""
+def _segments(lanes: list[int], budgets: list[int], pieces: list[int],
+              penalty: list[float]) -> list[list[tuple[int, int]]]:
+    """Cut the lanes (machines) into runs, one model per run: ``out[k]`` is model k's list of
+    (first interval, end interval) runs, ``budgets[k]`` machine-intervals in all, in at most
+    ``pieces[k]`` runs (the machines the plan stages for it) when the greedy rule finds a way.
+
+    Greedy, longest machine first: fill the rest of a machine with one model that can take all of
+    it and keep enough for its other runs (the one with the longest average run left), else put
+    the model that fits whole and would cost most to split, else split the model whose staging
+    loses the least work (``penalty[k]``, in tasks; one staging more than the plan counts, paid
+    in lost work).
+    """
+    b, p = list(budgets), list(pieces)
     out: list[list[tuple[int, int]]] = [[] for _ in budgets]
-    lane, pos = 0, 0
-    for k, b in enumerate(budgets):
-        while b > 0:
-            s = min(b, lanes[lane] - pos)
+    for length in lanes:
+        pos = 0
+        while pos < length:
+            r = length - pos
+            take = [k for k in range(len(b)) if b[k] == r or (b[k] > r and p[k] >= 2)]
+            whole = [k for k in range(len(b)) if 0 < b[k] < r]
+            if take:
+                k = max(take, key=lambda k: (b[k] / max(p[k], 1), -k))
+            elif whole:
+                k = max(whole, key=lambda k: (penalty[k] * (p[k] <= 1), b[k], -k))
+            else:
+                k = min((k for k in range(len(b)) if b[k] > 0), key=lambda k: (penalty[k], b[k], k))
+            s = min(b[k], r)
             out[k].append((pos, pos + s))
-            pos, b = pos + s, b - s
-            if pos == lanes[lane]:
-                lane, pos = lane + 1, 0
+            pos, b[k], p[k] = pos + s, b[k] - s, p[k] - 1
     return out
 
 
@@ -236,10 +253,14 @@ def replay_multimodel(plan: Plan, models: Sequence[WatershedModel],
     minute = plan.detail["billing"] == "minute"
     segs: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for tname, totals in plan.instances.items():
-        budgets = [sum(assignment[m.name].get(tname, {}).get("counts", [])) for m in models]
+        per = [assignment[m.name].get(tname, {}) for m in models]
+        budgets = [sum(a.get("counts", [])) for a in per]
         if sum(budgets) != sum(totals):
             raise UserError(f"the plan's assignment does not add up for {tname}")
-        for m, s in zip(models, _segments(_lanes(list(totals)), budgets), strict=True):
+        pieces = [a.get("machines", 0) for a in per]
+        t = by_name[tname]
+        penalty = [t.init_minutes * t.capacity / m.task_minutes for m in models]
+        for m, s in zip(models, _segments(_lanes(list(totals)), budgets, pieces, penalty), strict=True):
             if s:
                 segs[m.name, tname] = s
     runs = []

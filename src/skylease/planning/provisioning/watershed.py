@@ -243,6 +243,7 @@ def cost_if_stopped(plan: Plan, types: Sequence[CloudType], finish_min: float) -
                     per_hour[h] = max(per_hour.get(h, 0), c)
             total += sum(per_hour.values()) * t.price_hour
         else:
-            minutes = sum(c * max(0.0, min(s + interval, end_min) - s) for s, c in zip(starts, counts, strict=True))
+            minutes = sum(c * max(0.0, min(s + interval, end_min) - s)
+                          for s, c in zip(starts, counts, strict=True))
             total += round(minutes) * t.minute_price
     return round(total, 10)

@@ -1,0 +1,161 @@
+"""MapReduce and multi-model plans, replayed in the event simulator, against the issue's bar.
+
+The bar: the replayed cost equals the plan's, and the completion time is within one interval (a
+quarter hour for MapReduce, ``interval_min`` for the multi-model ILP). MapReduce plans meet it
+(to floating-point rounding). Multi-model plans do not: their fluid capacities promise fractions
+of tasks, so the measured gaps are pinned below instead of loosening the bar.
+"""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from skylease.experiments.plan_replay import replay_mapreduce, replay_multimodel
+from skylease.model.errors import UserError
+from skylease.planning.provisioning import (
+    SCENARIO_A,
+    SCENARIO_B,
+    MapReduceJob,
+    load_catalog,
+    pick,
+    solve_mapreduce,
+    solve_multimodel,
+)
+
+EMR = load_catalog("emr")
+JOB = MapReduceJob()
+QUARTER_S = 900.0
+HYBRID = pick(load_catalog("hybrid"), "local", "azure-medium")
+
+
+def check_mapreduce(plan, job, types):
+    r = replay_mapreduce(plan, job, types)
+    assert r.unfinished == 0
+    assert r.cost == pytest.approx(plan.cost, abs=1e-9)
+    assert abs(r.makespan_s - plan.makespan_s) <= QUARTER_S + 1e-6
+    return r
+
+
+@pytest.mark.parametrize("billing", ["per_phase", "single_cluster"])
+@pytest.mark.parametrize("deadline", [2.75, 3, 4, 6, 24])
+def test_paper_mapreduce_plans_replay(deadline, billing):
+    plan = solve_mapreduce(JOB, EMR, deadline, billing=billing)
+    r = check_mapreduce(plan, JOB, EMR)
+    # divisible work split by capacity: the replay is the fluid schedule, to rounding
+    assert r.makespan_s == pytest.approx(plan.makespan_s, abs=1e-6)
+
+
+def test_the_papers_630_in_3_hours_replays_exactly():
+    """The plan that fills its 3 billed hours exactly ($6.30, 2 c1.medium + 17 c1.xlarge): any
+    lateness would buy a fourth hour of 19 instances."""
+    plan = solve_mapreduce(JOB, EMR, 3, billing="single_cluster")
+    assert plan.instances == {"c1.medium": [2, 2], "c1.xlarge": [17, 17]}
+    r = replay_mapreduce(plan, JOB, EMR)
+    assert (r.cost, r.makespan_s) == (pytest.approx(6.30, abs=1e-9), pytest.approx(10800.0))
+    assert r.map_s == pytest.approx(1000 / 350 * 3600)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(map_work=st.just(0.0) | st.floats(0.01, 400), reduce_work=st.just(0.0) | st.floats(0.01, 100),
+       deadline=st.floats(0.5, 12),
+       names=st.sets(st.sampled_from([t.name for t in EMR]), min_size=1),
+       billing=st.sampled_from(["per_phase", "single_cluster"]),
+       grain=st.sampled_from([1 / 60, 0.25, 1.0]))
+def test_random_mapreduce_plans_replay(map_work, reduce_work, deadline, names, billing, grain):
+    if map_work + reduce_work == 0:
+        return
+    job = MapReduceJob(map_work, reduce_work)
+    types = pick(EMR, *sorted(names))
+    plan = solve_mapreduce(job, types, deadline, billing=billing)
+    if plan.ok:
+        r = replay_mapreduce(plan, job, types, grain_hours=grain)
+        assert r.unfinished == 0
+        assert r.cost == pytest.approx(plan.cost, abs=1e-9)
+        assert abs(r.makespan_s - plan.makespan_s) <= QUARTER_S + 1e-6
+
+
+def test_replays_refuse_plans_that_are_not_ok():
+    bad = solve_mapreduce(JOB, EMR, 1.0)
+    assert not bad.ok
+    with pytest.raises(UserError):
+        replay_mapreduce(bad, JOB, EMR)
+    bad_multi = solve_multimodel(SCENARIO_A, HYBRID, 60)
+    assert not bad_multi.ok
+    with pytest.raises(UserError):
+        replay_multimodel(bad_multi, SCENARIO_A, HYBRID)
+    with pytest.raises(UserError):
+        replay_mapreduce(solve_mapreduce(JOB, EMR, 3), JOB, EMR, grain_hours=0)
+
+
+# ---- multi-model -------------------------------------------------------------------------------
+
+SCENARIOS = {"A": SCENARIO_A, "B": SCENARIO_B}
+
+
+@pytest.mark.parametrize("scenario, deadline", [("A", 180), ("B", 180)])
+def test_multimodel_plans_with_room_replay_within_one_interval(scenario, deadline):
+    """Where the plan leaves its machines slack the replay meets the bar: same cost, same time
+    within one interval (measured: +1.75 min for A, +0.62 min for B)."""
+    models = SCENARIOS[scenario]
+    plan = solve_multimodel(models, HYBRID, deadline)
+    r = replay_multimodel(plan, models, HYBRID)
+    assert r.unfinished == 0
+    assert r.cost == pytest.approx(plan.cost, abs=1e-9)
+    assert r.transfer_cost == pytest.approx(plan.detail["transfer_cost"], abs=1e-9)
+    assert abs(r.makespan_s - plan.makespan_s) <= plan.detail["interval_min"] * 60 + 1e-6
+
+
+# Measured over scenarios A and B, deadlines 100-240 min in 10-min steps, minute billing
+# (see test_multimodel_fluid_plans_known_gap): worst time gap and worst cost gaps.
+MULTI_WORST_LATE_MIN = 22.5  # scenario A at 200 min (2.25 intervals)
+MULTI_WORST_EXTRA_COST = 0.36  # scenario B at 140 min
+MULTI_WORST_SAVING = 0.028  # scenario A at 220 min
+
+
+@pytest.mark.parametrize("scenario, deadline", [("A", 100), ("A", 200), ("A", 220), ("B", 140)])
+def test_multimodel_fluid_plans_known_gap(scenario, deadline):
+    """Known gap: the multi-model ILP (eqs. 28-37) counts fractions of tasks per interval and
+    charges a model's stage-in per machine that ever runs it, with no machine identities. Whole
+    tasks on real machines cannot do that work in those machine-intervals: a run of L minutes
+    on one core does floor((L - init) / task) tasks, not (L - init) / task (m5's 7.5-min tasks
+    lose up to 0.93 task per core-run), and laying the per-interval counts onto machines can
+    need a staging more than the plan counts. The replay then runs late on the hosts of each
+    model's last runs (extra cost), or, where the plan had slack, finishes a model early and
+    stops its hosts (a smaller bill). Measured on the paper's scenarios A and B, deadlines
+    100-240 min (step 10), minute billing: up to 22.5 min late (A at 200 min; 10 of 30 plans are
+    later than one 10-min interval), the cost up to $0.36 over the plan (B at 140 min)
+    and up to $0.028 under it (A at 220 min). Neither bar is met in general. A whole-task capacity
+    option for the multi-model ILP (as ``solve_watershed(capacity="whole")``) would close it."""
+    models = SCENARIOS[scenario]
+    plan = solve_multimodel(models, HYBRID, deadline)
+    r = replay_multimodel(plan, models, HYBRID)
+    assert r.unfinished == 0
+    assert abs(r.makespan_s - plan.makespan_s) <= MULTI_WORST_LATE_MIN * 60 + 1e-6
+    assert -MULTI_WORST_SAVING - 1e-9 <= r.cost - plan.cost <= MULTI_WORST_EXTRA_COST + 1e-9
+    assert r.transfer_cost == pytest.approx(plan.detail["transfer_cost"], abs=1e-9)
+    assert r.compute_cost == pytest.approx(sum(m.compute_cost for m in r.models))
+
+
+def test_multimodel_hourly_billing_known_gap():
+    """Known gap, hourly billing: besides the fluid loss above, a machine that changes model
+    mid-hour becomes two hosts in the replay, each billed its own started hours. Measured on
+    A and B, 100-240 min: up to 27.4 min late (A at 200) and up to $2.64 over (A and B at 120,
+    pinned here: $9.51 replayed for a $6.87 plan)."""
+    plan = solve_multimodel(SCENARIO_B, HYBRID, 120, billing="hourly")
+    r = replay_multimodel(plan, SCENARIO_B, HYBRID)
+    assert r.unfinished == 0
+    assert r.cost - plan.cost == pytest.approx(2.64, abs=1e-9)
+    assert abs(r.makespan_s - plan.makespan_s) <= 27.375 * 60 + 1e-6
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario=st.sampled_from(["A", "B"]), deadline=st.integers(10, 24).map(lambda k: 10 * k))
+def test_random_multimodel_plans_replay_within_the_measured_gap(scenario, deadline):
+    """Random deadlines: every model finishes, within the measured gap of the plan."""
+    models = SCENARIOS[scenario]
+    plan = solve_multimodel(models, HYBRID, deadline)
+    if plan.ok:
+        r = replay_multimodel(plan, models, HYBRID)
+        assert r.unfinished == 0
+        assert abs(r.makespan_s - plan.makespan_s) <= MULTI_WORST_LATE_MIN * 60 + 1e-6
+        assert -MULTI_WORST_SAVING - 1e-9 <= r.cost - plan.cost <= MULTI_WORST_EXTRA_COST + 1e-9
