@@ -40,6 +40,8 @@ class _Lease:
     kplan: int = 1  # units planned by extensions (long tasks, the N/2 rule)
     continued: bool = False
     boundary: Handle | None = None
+    ready_at: float = 0.0  # creation + boot: when it can start work
+    window_end: float = 0.0  # W_h, kept current as k and kplan change
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +175,8 @@ class A2HA(Policy):
         ids = env.acquire(self.pool, int(n))
         now = env.now
         for hid in ids:
-            lease = _Lease(env.host(hid), now)
+            lease = _Lease(env.host(hid), now, ready_at=now + self.boot)
+            self._update_window(lease)
             lease.boundary = env.call_at(now + self.unit, self._boundary, hid)
             self._leases[hid] = lease
         self.committed_units += len(ids)
@@ -226,22 +229,22 @@ class A2HA(Policy):
             self.mean_task = (elapsed + self.total_processing) / (self.finished + running)
         return True
 
-    def _window_end(self, lease: _Lease) -> float:
+    def _update_window(self, lease: _Lease) -> None:
         """W_h: the end of the host's planned useful window (§2.2.1)."""
-        return lease.created + self.boot + (max(lease.k, lease.kplan) * self.unit - self.boot) / self.beta
+        units = lease.k if lease.k > lease.kplan else lease.kplan
+        lease.window_end = lease.created + self.boot + (units * self.unit - self.boot) / self.beta
 
     def _possible(self, now: float, mean: float) -> float:
+        # The hot loop of a run (once per completion over every live host): plain float arithmetic.
         floor = self.possible == "floor"
         total = 0.0
         for lease in self._leases.values():
-            v = lease.view
-            if v.state is HostState.BUSY and v.task_started_at is not None:
-                start = v.task_started_at
-            else:
-                start = max(now, lease.created + self.boot)
-            left = self._window_end(lease) - start
+            start = lease.view.task_started_at  # None while booting or idle
+            if start is None:
+                start = now if now > lease.ready_at else lease.ready_at
+            left = lease.window_end - start
             if left > 0:
-                total += math.floor(left / mean) if floor else left / mean
+                total += left // mean if floor else left / mean
         return total
 
     def _allocate(self) -> None:
@@ -278,8 +281,10 @@ class A2HA(Policy):
         queued = self.env is not None and self.env.queued() > 0
         for lease in self._leases.values():
             lease.kplan = max(lease.kplan, 2)
-            if queued and self._window_end(lease) - now < mean:
+            self._update_window(lease)
+            if queued and lease.window_end - now < mean:
                 lease.kplan += 1
+                self._update_window(lease)
 
     def _boundary(self, hid: HostId) -> None:
         """§2.5 at t = c + k·U: release the host, or keep it one more unit (A6, A7)."""
@@ -304,6 +309,7 @@ class A2HA(Policy):
         if keep and self._affordable():
             lease.k += 1
             self.committed_units += 1
+            self._update_window(lease)
             lease.boundary = env.call_at(lease.created + lease.k * self.unit, self._boundary, hid)
             return
         del self._leases[hid]
