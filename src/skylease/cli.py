@@ -34,6 +34,9 @@ app.add_typer(etc_app, name="etc")
 plan_app = typer.Typer(help="Provision cloud (and free local) instances for min cost under a "
                        "deadline, with HiGHS; or the cost/time Pareto front.", no_args_is_help=True)
 app.add_typer(plan_app, name="plan")
+simulate_app = typer.Typer(help="Simulate online provisioning policies on bags of tasks.",
+                           no_args_is_help=True)
+app.add_typer(simulate_app, name="simulate")
 reproduce_app = typer.Typer(help="Regenerate a paper's tables and figures, ours beside theirs.",
                             no_args_is_help=True)
 app.add_typer(reproduce_app, name="reproduce")
@@ -110,6 +113,7 @@ def demo(
               "is what the adaptive policies automate.")
     _demo_mapping()
     _demo_provisioning()
+    _demo_a2ha()
     out.print(f"[dim]demo took {time.perf_counter() - t0:.1f} s[/dim]")
 
 
@@ -141,6 +145,23 @@ def _demo_provisioning() -> None:
                       f"{r.solve_ms:.1f}" if r.solve_ms else "-")
     out.print(table)
     out.print("   The paper's point: a naive fleet pays 91 % more for the same 61 minutes.")
+
+
+def _demo_a2ha() -> None:
+    from skylease.experiments.demo import a2ha_demo
+
+    out.print("\n4. A2HA adaptive hosts (tasks' times unknown in advance): 256 tasks of 150 ± 30 s, "
+              "hosts boot in 5 min and are billed per started hour; 20 random orderings:")
+    res = a2ha_demo()
+    runs = [("A2HA (conservative)", res), *res["baselines"].items()]
+    table = Table("policy", "hosts", "wall (min)", "speedup", "cost (host-hours)")
+    for label, r in runs:
+        table.add_row(label.replace("fixed:", "fixed pool of ").replace("dask", "Dask's adaptive rule"),
+                      f"{r['hosts']['mean']:.1f}", f"{r['wall_s']['mean'] / 60:.0f}",
+                      f"{r['speedup']['mean']:.1f}", f"{r['cost']['mean']:.1f}")
+    out.print(table)
+    out.print(f"   Without knowing a single task time, A2HA lands near the optimal "
+              f"{res['optimal_hosts']} hosts; Dask's rule, blind to billing, rents a host per task.")
 
 
 def _fail_if_cells_failed(failed: list[dict]) -> None:
@@ -422,6 +443,63 @@ def reproduce_thesis_mapping_cmd(
         mark = "ok" if c["holds"] else "differs"
         out.print(f"  \\[{mark}] {c['claim']}: {c['ours']}")
     out.print(f"Report: {out_dir / 'report.md'}")
+
+
+# -- simulate -------------------------------------------------------------------------------
+@simulate_app.command("a2ha")
+def simulate_a2ha_cmd(
+    workload: Annotated[str, typer.Option(help="image | synthetic | outsystems | long (the paper's), "
+                                          "a WfCommons .json(.gz), a .csv of runtimes, or "
+                                          "normal|gamma|lognormal:N:MEAN:SD, constant:N:SECONDS.")],
+    preset: Annotated[str | None, typer.Option(help="conservative (0.5/0.5, default) or aggressive "
+                                               "(0.75/0.75).")] = None,
+    creation_ratio: Annotated[float | None, typer.Option(help="Initial creationRatio, 0..1.")] = None,
+    increase_ratio: Annotated[float | None, typer.Option(help="increaseRatio, 0..1.")] = None,
+    budget: Annotated[float | None, typer.Option(help="Hard cap on money: the charged cost never "
+                                                 "exceeds it.")] = None,
+    budget_factor: Annotated[float, typer.Option(help="The paper's soft budget: beta x the minimum "
+                                                 "cost (hosts work (unit - boot)/beta).")] = 1.0,
+    initial_hosts: Annotated[int, typer.Option(help="Hosts rented at t = 0.")] = 1,
+    orderings: Annotated[int, typer.Option(help="Random task orderings (runs).")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of the orderings (and of redrawn task times).")] = 0,
+    boot: Annotated[float, typer.Option(help="Host boot time, seconds (charged, no work).")] = 300.0,
+    unit: Annotated[float, typer.Option(help="Billing unit, seconds.")] = 3600.0,
+    price: Annotated[float, typer.Option(help="Price per billing unit.")] = 1.0,
+    compare: Annotated[bool, typer.Option("--compare", help="Also run a fixed pool of the optimal "
+                                          "size and Dask's adaptive rule on the same orderings.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """A2HA: budget-aware adaptive host allocation for a bag of tasks with unknown task times."""
+    from rich.progress import Progress
+
+    from skylease.experiments.a2ha import study
+
+    kwargs = dict(preset=preset, creation_ratio=creation_ratio, increase_ratio=increase_ratio,
+                  budget=budget, budget_factor=budget_factor, initial_hosts=initial_hosts,
+                  orderings=orderings, seed=seed, boot_s=boot, unit_s=unit, price=price, compare=compare)
+    if as_json or not err.is_terminal:
+        res = study(workload, **kwargs)
+        if as_json:
+            print(json.dumps(res))
+            return
+    else:
+        with Progress(console=err, transient=True) as bar:
+            task = bar.add_task("orderings", total=orderings)
+            res = study(workload, progress=lambda i: bar.update(task, completed=i), **kwargs)
+    out.print(f"{res['workload']}: {res['tasks']} tasks, {res['orderings']} orderings, "
+              f"{res['policy']}; optimal hosts {res['optimal_hosts']}")
+    cols = [("hosts", 1, "hosts created"), ("wall_s", 1 / 60, "wall time (min)"), ("speedup", 1, "speedup"),
+            ("charged_hours", 1, "charged (h)"), ("cost", 1, "cost"),
+            ("interrupted_tasks", 1, "interrupted tasks"), ("wasted_s", 1 / 60, "wasted (min)"),
+            ("continued_hosts", 1, "continued hosts")]
+    runs = [("A2HA", res), *res.get("baselines", {}).items()]
+    table = Table("mean ± sd", *(label for label, _ in runs))
+    for k, f, label in cols:
+        table.add_row(label, *(f"{r[k]['mean'] * f:.1f} ± {r[k]['std'] * f:.1f}" for _, r in runs))
+    out.print(table)
+    if res["unfinished_runs"]:
+        out.print(f"{res['unfinished_runs']} of {res['orderings']} runs stopped with tasks unfinished "
+                  f"(on average {res['unfinished']['mean']:.1f}): the budget could not buy another unit")
 
 
 # -- entry point -----------------------------------------------------------------------------

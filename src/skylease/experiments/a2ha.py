@@ -163,3 +163,45 @@ def analytic_baselines(bag: Bag, unit_s: float = UNIT_S) -> dict[str, dict[str, 
         "one host per task": {"hosts": float(len(d)), "wall_s": longest, "speedup": serial / longest,
                               "charged_hours": float(np.ceil(d / unit_s - 1e-9).sum()) * unit_s / 3600.0},
     }
+
+
+def study(spec: str, *, preset: str | None = None, creation_ratio: float | None = None,
+          increase_ratio: float | None = None, budget: float | None = None, budget_factor: float = 1.0,
+          initial_hosts: int = 1, orderings: int = 200, seed: int = 0, boot_s: float = BOOT_S,
+          unit_s: float = UNIT_S, price: float = 1.0, compare: bool = False,
+          progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """``skylease simulate a2ha``: A2HA over many orderings, and (``compare``) the baselines beside it."""
+    if preset is not None and (creation_ratio is not None or increase_ratio is not None):
+        raise UserError("give --preset or --creation-ratio/--increase-ratio, not both", field="preset")
+    for field, v, ok in (("budget-factor", budget_factor, budget_factor >= 1),
+                         ("initial-hosts", initial_hosts, initial_hosts >= 0),
+                         ("boot", boot_s, 0 <= boot_s < unit_s), ("unit", unit_s, unit_s > 0),
+                         ("price", price, price >= 0)):
+        if not (ok and math.isfinite(v)):
+            raise UserError(f"invalid value {v!r}", field=field)
+    wl = workload(spec)
+    pool = cloud_pool(boot_s, unit_s, price)
+    name = f"a2ha:{preset or 'conservative'}"
+    factory = make_policy(name, creation_ratio=creation_ratio, increase_ratio=increase_ratio, budget=budget,
+                          budget_factor=budget_factor, initial_hosts=initial_hosts)
+    first = wl.bag(int(np.random.SeedSequence(seed).spawn(1)[0].generate_state(2)[1]))
+    policy = factory()
+    assert isinstance(policy, A2HA)
+    rows = run_orderings(factory, wl, orderings, seed, pool=pool, progress=progress)
+    result: dict[str, Any] = {
+        "workload": wl.name, "tasks": len(first.tasks), "fixed_trace": wl.fixed,
+        "policy": f"A2HA(creation_ratio={policy.cr0}, increase_ratio={policy.ir}, "
+                  f"budget_factor={budget_factor}, initial_hosts={initial_hosts})",
+        "budget": budget, "orderings": orderings, "seed": seed,
+        "optimal_hosts": optimal_hosts(first, boot_s, unit_s),
+        **summarize(rows, (*METRICS, "unfinished")),
+        "unfinished_runs": sum(1 for r in rows if r["unfinished"] > 0),
+    }
+    if compare:
+        n_opt = result["optimal_hosts"]
+        result["baselines"] = {
+            f"fixed:{n_opt}": summarize(run_orderings(make_policy(f"fixed:{n_opt}"), wl, orderings, seed,
+                                                      pool=pool)),
+            "dask": summarize(run_orderings(make_policy("dask"), wl, orderings, seed, pool=pool)),
+        }
+    return result

@@ -89,3 +89,10 @@ def provisioning_demo() -> pd.DataFrame:
         rows.append({"plan": label, "minutes": plan.makespan_s / 60, "cost": plan.cost,
                      "sim_minutes": sim.makespan / 60, "sim_cost": sim.cost, "solve_ms": plan.solve_ms})
     return pd.DataFrame(rows)
+
+
+def a2ha_demo(orderings: int = 20, seed: int = 0) -> dict[str, Any]:
+    """A2HA vs a fixed pool of the optimal size vs Dask's adaptive rule on the paper's synthetic job."""
+    from skylease.experiments.a2ha import study
+
+    return study("synthetic", orderings=orderings, seed=seed, compare=True)
