@@ -69,3 +69,14 @@ def test_multi_model_plan(capsys, tmp_path):
     cfg.write_text('scenario = "C"\n')
     code, _, err = run(capsys, "plan", "multi", "--config", cfg)
     assert code == 2 and "scenario" in err and err.count("\n") == 1
+
+
+def test_json_stdout_is_clean_in_a_fresh_process():
+    """The solver's C library must not write to stdout (highspy 1.16 prints a banner on its first
+    instance in a process); only a real process shows it, capsys does not see C-level writes."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "skylease", "plan", "hybrid", "--deadline", "70", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out)["status"] == "optimal"

@@ -6,7 +6,7 @@ import itertools
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from skylease.model.errors import UserError
@@ -285,6 +285,7 @@ def test_missing_catalog_file(tmp_path):
 
 
 @settings(max_examples=40, deadline=None)
+@example(deadline=4.25, map_work=50.0, reduce_work=0.0, limit=3)  # highspy 1.16.0 said $0.36, not $0.30
 @given(deadline=st.sampled_from([x / 4 for x in range(6, 41)]),
        map_work=st.sampled_from([50.0, 200.0, 1000.0]), reduce_work=st.sampled_from([0.0, 10.0, 50.0]),
        limit=st.integers(3, 20))

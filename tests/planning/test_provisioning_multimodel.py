@@ -14,7 +14,13 @@ from skylease.model.errors import UserError
 from skylease.planning.provisioning import SCENARIO_A, SCENARIO_B, WatershedModel, solve_multimodel
 from skylease.planning.provisioning.baselines import colocation
 from skylease.planning.provisioning.catalog import CloudType, load_catalog, pick
-from skylease.planning.provisioning.multimodel import AZURE, LOCAL, default_init_penalty, transfer_price
+from skylease.planning.provisioning.multimodel import (
+    AZURE,
+    LOCAL,
+    default_init_penalty,
+    run_tasks,
+    transfer_price,
+)
 from skylease.planning.provisioning.watershed import WatershedJob, solve_watershed
 
 HYBRID = load_catalog("hybrid")
@@ -72,10 +78,13 @@ def test_colocation_one_model_matches_ws_simulate_times():
 
 @pytest.mark.parametrize("models", [SCENARIO_A, SCENARIO_B], ids=["A", "B"])
 def test_ilp_dominates_colocation(models):
+    """The paper's claim, for the paper's (fluid) model. Whole-task plans lose it at scenario A's
+    elbow (20-22 instances): co-location finishes at 104-105 min and is billed to that minute,
+    while a whole plan must end on the 10-min grid (100 min): $8.63 against $8.40-8.62."""
     elbow_n, _ = _elbow(models)
     for n in sorted({elbow_n, 32}):
         p = colocation(models, HYBRID, n)
-        q = solve_multimodel(models, MM_TYPES, p.makespan_min, tiebreak=False)
+        q = solve_multimodel(models, MM_TYPES, p.makespan_min, tiebreak=False, capacity="fluid")
         assert q.ok, q.detail
         assert q.makespan_min <= p.makespan_min + 1e-9
         assert q.cost <= p.cost + 1e-9
@@ -84,12 +93,13 @@ def test_ilp_dominates_colocation(models):
 
 # --- equivalences and transfers ----------------------------------------------------------------------
 
+@pytest.mark.parametrize("capacity", ["fluid", "whole"])
 @pytest.mark.parametrize("deadline", [50, 60, 70, 90, 120])
-def test_one_model_with_data_everywhere_equals_solve_watershed(deadline):
+def test_one_model_with_data_everywhere_equals_solve_watershed(deadline, capacity):
     types = pick(HYBRID, "local", "azure-small")
     job = WatershedJob(n_tasks=600, task_minutes=1.5, local_cores=16)
-    ws = solve_watershed(job, types, deadline, billing="minute", capacity="fluid")
-    mm = solve_multimodel([WatershedModel("w", 600, 1.5, 1.0, BOTH)], types, deadline)
+    ws = solve_watershed(job, types, deadline, billing="minute", capacity=capacity)
+    mm = solve_multimodel([WatershedModel("w", 600, 1.5, 1.0, BOTH)], types, deadline, capacity=capacity)
     assert mm.status == ws.status
     if ws.ok:
         assert mm.cost == pytest.approx(ws.cost)
@@ -125,9 +135,15 @@ def test_init_penalty_default_and_override():
     assert default_init_penalty(local, m) == pytest.approx(4.0)   # 10 min / 2.5 min
     assert default_init_penalty(medium, m) == pytest.approx(24.0)  # 30 min * 2 cores / 2.5 min
     # 16 local cores, 1 interval of 10 min: 64 tasks minus 16 machines * penalty
-    assert solve_multimodel([WatershedModel("a", 64, 2.5, 0.0, BOTH)], [local], 10,
-                            init_penalty_tasks=0).ok
-    assert not solve_multimodel([WatershedModel("a", 64, 2.5, 0.0, BOTH)], [local], 10).ok
+    for capacity in ("fluid", "whole"):  # whole: the penalty is a stage-in of penalty*task/core minutes
+        assert solve_multimodel([WatershedModel("a", 64, 2.5, 0.0, BOTH)], [local], 10,
+                                init_penalty_tasks=0, capacity=capacity).ok
+        assert not solve_multimodel([WatershedModel("a", 64, 2.5, 0.0, BOTH)], [local], 10,
+                                    capacity=capacity).ok
+    # whole tasks: 1 task of stage-in leaves 3 of the 4 task slots of every core
+    assert solve_multimodel([WatershedModel("a", 48, 2.5, 0.0, BOTH)], [local], 10, init_penalty_tasks=1).ok
+    assert not solve_multimodel([WatershedModel("a", 49, 2.5, 0.0, BOTH)], [local], 10,
+                                init_penalty_tasks=1).ok
 
 
 def test_infeasible_and_errors():
@@ -139,6 +155,8 @@ def test_infeasible_and_errors():
         solve_multimodel(SCENARIO_A, MM_TYPES, 0)
     with pytest.raises(UserError):
         solve_multimodel(SCENARIO_A, MM_TYPES, 100, billing="daily")
+    with pytest.raises(UserError):
+        solve_multimodel(SCENARIO_A, MM_TYPES, 100, capacity="half")
     with pytest.raises(UserError):
         WatershedModel("x", 1, 1.0, 1.0, frozenset())
     with pytest.raises(UserError):
@@ -207,10 +225,57 @@ def test_ilp_equals_brute_force_on_tiny_instances(t0, t1, m0, m1, n_int):
     models = [WatershedModel("p", m0.n_tasks, m0.task_minutes, m0.input_gb, m0.data_at),
               WatershedModel("q", m1.n_tasks, m1.task_minutes, m1.input_gb, m1.data_at)]
     best = _brute(models, types, n_int)
-    plan = solve_multimodel(models, types, n_int * 10.0)
+    plan = solve_multimodel(models, types, n_int * 10.0, capacity="fluid")
     if math.isinf(best):
         assert plan.status == "infeasible"
     else:
         assert plan.ok
         assert plan.cost == pytest.approx(best, abs=1e-7)
         assert plan.makespan_min <= n_int * 10.0
+
+
+# --- whole tasks: explicit machines --------------------------------------------------------------
+
+def _check_machines(models, types, plan):
+    """The layout adds up: every model's tasks are on runs that can do them, the runs make the
+    plan's per-type counts, and each run's tasks fit after its stage-in."""
+    by_t = {t.name: t for t in types}
+    by_m = {m.name: m for m in models}
+    step = plan.detail["interval_min"]
+    done = dict.fromkeys(by_m, 0)
+    for tname, chains in plan.detail["machines"].items():
+        t = by_t[tname]
+        counts = [0] * len(plan.instances[tname])
+        for chain in chains:
+            assert len(chain) == 1 and chain[0]["start_min"] == 0  # one model per machine, from t=0
+            run = chain[0]
+            m = by_m[run["model"]]
+            assert run["capacity"] == run_tasks(t, m, run["end_min"], run["stage_min"])
+            assert 0 <= run["tasks"] <= run["capacity"]
+            done[m.name] += run["tasks"]
+            for i in range(round(run["end_min"] / step)):
+                counts[i] += 1
+        assert counts == plan.instances[tname]
+    assert done == {m.name: m.n_tasks for m in models}
+
+
+@pytest.mark.parametrize("billing", ["minute", "hourly"])
+@pytest.mark.parametrize("models", [SCENARIO_A, SCENARIO_B], ids=["A", "B"])
+def test_whole_plans_name_their_machines(models, billing):
+    for deadline in (100, 170, 240):
+        plan = solve_multimodel(models, MM_TYPES, deadline, billing=billing)
+        fluid = solve_multimodel(models, MM_TYPES, deadline, billing=billing, capacity="fluid")
+        assert plan.ok and plan.detail["capacity"] == "whole" and fluid.detail["capacity"] == "fluid"
+        assert plan.cost >= fluid.cost - 1e-9  # fluid capacities are an upper bound on whole tasks
+        assert plan.solve_ms < 5000
+        _check_machines(models, MM_TYPES, plan)
+        _check_transfers(models, plan)
+
+
+def test_run_tasks_counts_whole_tasks_after_the_stage_in():
+    local, medium = MM_TYPES
+    m = WatershedModel("a", 10, 7.5, 0.0, BOTH)
+    assert run_tasks(local, m, 40, 10) == 4  # 30 min / 7.5
+    assert run_tasks(local, m, 39, 10) == 3
+    assert run_tasks(medium, m, 40, 30) == 2  # 2 cores, one task each in 10 min
+    assert run_tasks(medium, m, 20, 30) == 0

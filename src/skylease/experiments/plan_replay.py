@@ -14,10 +14,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from skylease.control.env import Environment, HostView
+from skylease.control.env import Environment, HostView, Policy
 from skylease.control.scheduled import ScheduledPool
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
+from skylease.model.host import HostState
 from skylease.model.task import Task
 from skylease.planning.provisioning import CloudType, MapReduceJob, Plan, WatershedModel
 from skylease.planning.provisioning.multimodel import transfer_price
@@ -218,7 +219,137 @@ def _segments(lanes: list[int], budgets: list[int], pieces: list[int],
 
 def replay_multimodel(plan: Plan, models: Sequence[WatershedModel],
                       types: Sequence[CloudType]) -> MultiModelReplay:
-    """Run a multi-model plan in the event simulator: one run per model, whole tasks.
+    """Run a multi-model plan in the event simulator, whole tasks, boot delays and billing.
+
+    A whole-task plan (``capacity="whole"``, the default) names its machines: it is replayed by
+    ``_replay_machines`` on time and at ``multimodel.cost_if_stopped``. A fluid plan is replayed by
+    ``_replay_fluid`` (below), which can only approximate it.
+    """
+    if not plan.ok:
+        raise UserError(f"cannot replay a plan that is {plan.status}")
+    if not plan.model.startswith("multimodel/"):
+        raise UserError(f"not a multi-model plan: {plan.model}")
+    by_name = {t.name: t for t in types}
+    missing = set(plan.instances) - set(by_name)
+    if missing:
+        raise UserError(f"the plan uses type(s) {sorted(missing)} that are not in types", field="types")
+    if {m.name for m in models} != set(plan.detail["assignment"]):
+        raise UserError("the models are not the plan's", field="models")
+    if "machines" in plan.detail:
+        return _replay_machines(plan, models, by_name)
+    return _replay_fluid(plan, models, types)
+
+
+class _Machines(Policy):
+    """Rent every host at t=0 with its own task list; release it at its stop, or all when done."""
+
+    def __init__(self, queues: dict[str, list[Task]], stops: dict[str, float],
+                 model_of: dict[int, str]) -> None:
+        self.queues, self.stops, self.model_of = queues, stops, model_of
+        self.finished: dict[str, float] = {}
+        self.done: dict[str, int] = {}
+        self.late: set[int] = set()
+        self.env: Environment | None = None
+
+    def on_start(self, env: Environment) -> None:
+        self.env = env
+        for pool, tasks in self.queues.items():
+            env.submit(tasks, pool=pool)
+            for h in env.acquire(pool, 1):
+                env.call_at(self.stops[pool], self._stop, h)
+
+    def _stop(self, host: int) -> None:
+        env = self.env
+        assert env is not None
+        if any(h.id == host for h in env.hosts()):
+            if env.host(host).state is HostState.BUSY:
+                self.late.add(host)  # never for a whole-task plan: its tasks end by the stop
+            else:
+                env.release(host)
+
+    def on_task_done(self, task: Task, host: HostView, runtime: float) -> None:
+        env = self.env
+        assert env is not None
+        name = self.model_of.get(task.id)
+        if name is not None:
+            self.finished[name] = env.now
+            self.done[name] = self.done.get(name, 0) + 1
+        if host.id in self.late:
+            env.release(host.id)
+        if env.pending() == 0:
+            for h in list(env.hosts()):
+                env.release(h.id)
+
+
+def _replay_machines(plan: Plan, models: Sequence[WatershedModel],
+                     by_name: dict[str, CloudType]) -> MultiModelReplay:
+    """Replay a whole-task plan: each machine as the plan names it.
+
+    Each core of a machine is a one-core host of its own pool (billed the per-core price, per
+    minute or per started hour as the plan), rented at t=0, booting for its first run's stage-in,
+    running the tasks the plan gives that run (then, for a later run, a stage-in task and that
+    run's tasks), and released at the end of its last run or when the job is done. Tasks are
+    whole and pinned to the host the plan gives them, so every task ends where the plan's slot
+    ends: the job finishes in the plan's last interval, and the bill is exactly
+    ``multimodel.cost_if_stopped(plan, types, finish)``.
+    """
+    minute = plan.detail["billing"] == "minute"
+    by_model = {m.name: m for m in models}
+    pools: list[InstanceType] = []
+    queues: dict[str, list[Task]] = {}
+    stops: dict[str, float] = {}
+    model_of: dict[int, str] = {}
+    owner: dict[str, str] = {}
+    used: set[tuple[str, str]] = set()
+    tid = 0
+    for tname, chains in plan.detail["machines"].items():
+        t = by_name[tname]
+        price = (t.minute_price if minute else t.price_hour) / t.cores
+        for mi, chain in enumerate(chains):
+            for core in range(t.cores):
+                pool = f"{tname}#{mi}.{core}"
+                pools.append(InstanceType(pool, speed=t.capacity, price=price,
+                                          billing_unit=60.0 if minute else 3600.0,
+                                          boot_time=chain[0]["stage_min"] * 60.0,
+                                          min_units=0 if price == 0 else 1))
+                stops[pool] = chain[-1]["end_min"] * 60.0
+                owner[pool] = chain[0]["model"]
+                tasks: list[Task] = []
+                for ri, run in enumerate(chain):
+                    n = run["tasks"] // t.cores + (core < run["tasks"] % t.cores)
+                    if ri and n:
+                        tasks.append(Task(tid, run["stage_min"] * 60.0 * t.capacity))  # stage the model
+                        tid += 1
+                    for _ in range(n):
+                        model_of[tid] = run["model"]
+                        tasks.append(Task(tid, by_model[run["model"]].task_minutes * 60.0))
+                        tid += 1
+                queues[pool] = tasks
+        for chain in chains:
+            for run in chain:
+                if t.location not in by_model[run["model"]].data_at:
+                    used.add((run["model"], t.location))
+    policy = _Machines(queues, stops, model_of)
+    r = simulate(policy, [], pools)
+    hosts: dict[str, int] = {}
+    cost: dict[str, float] = {}
+    for h in r.host_table:
+        name = owner[h.pool]
+        hosts[name] = hosts.get(name, 0) + 1
+        cost[name] = cost.get(name, 0.0) + h.cost(r.end_time)
+    runs = []
+    for m in models:
+        done = policy.done.get(m.name, 0)
+        runs.append(ModelReplay(m.name, policy.finished.get(m.name, 0.0), cost.get(m.name, 0.0),
+                                hosts.get(m.name, 0), done, m.n_tasks - done))
+    listed = {(d["model"], d["to"]): d["cost"] for d in plan.detail.get("transfers", [])}
+    transfer = math.fsum(listed.get(key, transfer_price(by_model[key[0]], key[1])) for key in sorted(used))
+    return MultiModelReplay(r.cost + transfer, max(x.makespan_s for x in runs), r.cost, transfer, tuple(runs))
+
+
+def _replay_fluid(plan: Plan, models: Sequence[WatershedModel],
+                  types: Sequence[CloudType]) -> MultiModelReplay:
+    """Replay a fluid plan (``capacity="fluid"``): one run per model, whole tasks.
 
     Decision (layout): the ILP fixes, per type, the machines alive in each interval (counts that
     never rise), and per (type, model) the machine-intervals spent on the model and how many
@@ -238,17 +369,8 @@ def replay_multimodel(plan: Plan, models: Sequence[WatershedModel],
     Data transfers are the plan's prices, paid for each (model, location) the replay ran at
     without the model's data.
     """
-    if not plan.ok:
-        raise UserError(f"cannot replay a plan that is {plan.status}")
-    if not plan.model.startswith("multimodel/"):
-        raise UserError(f"not a multi-model plan: {plan.model}")
     by_name = {t.name: t for t in types}
-    missing = set(plan.instances) - set(by_name)
-    if missing:
-        raise UserError(f"the plan uses type(s) {sorted(missing)} that are not in types", field="types")
     assignment = plan.detail["assignment"]
-    if {m.name for m in models} != set(assignment):
-        raise UserError("the models are not the plan's", field="models")
     step = plan.detail["interval_min"] * 60.0
     minute = plan.detail["billing"] == "minute"
     segs: dict[tuple[str, str], list[tuple[int, int]]] = {}

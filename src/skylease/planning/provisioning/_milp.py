@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -11,6 +14,24 @@ import highspy
 import numpy as np
 
 INF = highspy.kHighsInf
+
+
+@functools.cache
+def _absorb_banner() -> None:
+    """Create this process's first ``Highs`` with C stdout sent to /dev/null.
+
+    highspy 1.16 prints its copyright banner on the first ``Highs()`` of a process, before any
+    option can be set; on stdout it would corrupt ``--json`` output. Later instances stay silent.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,7 @@ class Milp:
         return len(self._lo)
 
     def _build(self) -> highspy.Highs:
+        _absorb_banner()
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         # Decision: prove optimality exactly (the paper needs optimal plans; our models are tiny).

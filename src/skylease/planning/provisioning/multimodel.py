@@ -3,7 +3,9 @@
 x[i][j][k] instances of type j work on model k during interval i. The per-type total never increases
 (eq. 30), so every instance starts at t=0. A machine may switch models; staging a model's input costs
 ``InitPenalty`` tasks of negative work per machine that ever processes it (eqs. 31-32). Running a model
-at a location that does not hold its input costs one transfer of its input (eqs. 34-35).
+at a location that does not hold its input costs one transfer of its input (eqs. 34-35). That is
+``capacity="fluid"``; the default ``capacity="whole"`` plans explicit machines that each run one
+model and do whole tasks (``_solve_whole``), so its plans replay exactly in the simulator.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ def default_init_penalty(t: CloudType, m: WatershedModel) -> float:
 def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType], deadline_min: float, *,
                      interval_min: float = 10, billing: str = "minute",
                      transfer_out_per_gb: Mapping[str, float] | None = None,
-                     init_penalty_tasks: float | None = None, tiebreak: bool = True) -> Plan:
+                     init_penalty_tasks: float | None = None, tiebreak: bool = True,
+                     capacity: str = "whole") -> Plan:
     """Minimum-cost plan running every model within ``deadline_min`` minutes (eqs. 18, 28-37).
 
     Capacities are un-reduced (spec §4.3: "Keep capacity un-reduced"); the start-up delay is the
@@ -99,6 +102,11 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
     (type, model). For one model this is the same cost as ``solve_watershed`` (which cuts capacity by the
     delay instead). ``billing``: "minute" (eq. 36, the paper's) or "hourly" (eqs. 23-24 on the per-type
     totals). ``tiebreak``: a lexicographic second solve for the fastest of the cheapest plans.
+
+    ``capacity``: "whole" (default) plans explicit machines that do whole tasks (see ``_solve_whole``),
+    so the plan replays in the simulator on time and at its cost; "fluid" is the paper's literal
+    eqs. 28-37 (fractions of tasks count, stagings per (type, model)), which reproduces the spec's
+    test vectors but whose plans can replay late (see :mod:`skylease.experiments.plan_replay`).
     """
     models, types = tuple(models), tuple(types)
     model_name = f"multimodel/{billing}"
@@ -111,6 +119,8 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
     check_interval_args(deadline_min, interval_min, billing)
     if init_penalty_tasks is not None and (not math.isfinite(init_penalty_tasks) or init_penalty_tasks < 0):
         raise UserError(f"must be >= 0, got {init_penalty_tasks!r}", field="init_penalty_tasks")
+    if capacity not in ("whole", "fluid"):
+        raise UserError(f"capacity must be 'fluid' or 'whole', got {capacity!r}", field="capacity")
     n_int = math.floor(deadline_min / interval_min + _EPS)
     deadline_s = deadline_min * 60.0
     msg = f"no plan runs the {len(models)} model(s) by {deadline_min:g} min"
@@ -124,6 +134,14 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
     pen = [[default_init_penalty(t, m) if init_penalty_tasks is None else init_penalty_tasks for m in models]
            for t in types]
     locs = sorted({t.location for t in types})
+    if capacity == "whole":
+        # stage-in minutes of one run: init_minutes_j, or the minutes in which a machine would do
+        # ``init_penalty_tasks`` tasks when that is given
+        stage = [[t.init_minutes if init_penalty_tasks is None
+                  else init_penalty_tasks * m.task_minutes / (t.cores * t.capacity) for m in models]
+                 for t in types]
+        return _solve_whole(models, types, n_int, interval_min, billing, transfer_out_per_gb, stage, avail,
+                            tiebreak, model_name, deadline_s, msg, init_penalty_tasks)
 
     mp = Milp()
     cost = mp.var(cost=1.0)  # (18)
@@ -172,22 +190,12 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
                 mp.row({bill[h, j]: 1, **{x[i][j][k]: -1 for k in K}}, lo=0)  # (23)
         mp.row({compute_cost: 1, **{b: -types[j].price_hour for (_, j), b in bill.items()}}, 0, 0)  # (24)
     mp.row({cost: 1, transfer_cost: -1, compute_cost: -1}, 0, 0)  # (37)
-    active: list[int] = []
-    if tiebreak:  # Decision: same lexicographic second solve as solve_watershed (min active intervals)
-        active = [mp.binary() for _ in I]
-        for i in I:
-            for j in J:
-                if avail[j]:
-                    mp.row({**{x[i][j][k]: 1 for k in K}, active[i]: -avail[j]}, hi=0)
-            if i + 1 < n_int:
-                mp.row({active[i]: 1, active[i + 1]: -1}, lo=0)
-    res, solve_ms, stages = mp.solve_lexicographic(cost, dict.fromkeys(active, 1.0), second=tiebreak)
-    size = {"variables": mp.num_vars, "constraints": mp.num_rows, "stages": stages}
-    if res.status == "infeasible":
-        return infeasible(model_name, deadline_s, msg, solve_ms, **size)
-    if res.status != "optimal":
-        return Plan("error", math.nan, math.nan, {}, None, {}, solve_ms, model_name, deadline_s,
-                    {"message": f"solver: {res.raw_status}", **size})
+    # Decision: same lexicographic second solve as solve_watershed (min active intervals)
+    res, solve_ms, size, failed = _solve_min_active(
+        mp, cost, lambda i, j: {x[i][j][k]: 1 for k in K}, avail, n_int, tiebreak,
+        model_name, deadline_s, msg)
+    if failed is not None:
+        return failed
 
     xv = [[[round(res.x[x[i][j][k]]) for k in K] for j in J] for i in I]
     tot = [[sum(xv[i][j]) for j in J] for i in I]
@@ -231,7 +239,244 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
               "compute_cost": round(compute, 10),
               "init_penalty": ("spec default init*cores/task" if init_penalty_tasks is None
                                else init_penalty_tasks),
-              **size}
+              "capacity": "fluid", **size}
     starts = [i * interval_min for i in range(last + 1)]
     return Plan("optimal", round(compute + transfer, 10), (last + 1) * interval_min * 60.0, inst,
                 {"interval_starts_min": starts}, billed, solve_ms, model_name, deadline_s, detail)
+
+
+def run_tasks(t: CloudType, m: WatershedModel, run_min: float, stage_min: float) -> int:
+    """Whole tasks of ``m`` one machine of type ``t`` finishes in a run of ``run_min`` minutes that
+    begins with a ``stage_min`` stage-in (boot, or switching to ``m``): ``cores·floor(useful/task)``."""
+    per_core = math.floor(max(0.0, run_min - stage_min) * t.capacity / m.task_minutes + _EPS)
+    return t.cores * per_core
+
+
+def _solve_whole(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], n_int: int,
+                 interval_min: float, billing: str, transfer_out_per_gb: Mapping[str, float] | None,
+                 stage: list[list[float]], avail: list[int], tiebreak: bool, model_name: str,
+                 deadline_s: float, msg: str, init_penalty_tasks: float | None) -> Plan:
+    """The whole-task multi-model ILP: every machine does whole tasks of one model from t=0.
+
+    Decision (issue 4, replayable plans): y[j][k][L] machines of type j run model k from t=0 for
+    L intervals (then stop); each stages the model once (its boot, ``stage[j][k]`` minutes) and
+    finishes ``run_tasks`` whole tasks. The plan so names every machine, its model, its stop and
+    its tasks, and the simulator can follow it exactly: no fractions of tasks, no staging count
+    that machine identities would break, one host per machine for hourly billing. x[i][j][k] =
+    Σ_{L>i} y[j][k][L] are the fluid model's counts (never rising, eq. 30, by construction), and
+    eqs. 29 and 32-37 (availability, transfers, minute or hourly billing) and the tie-break are as
+    in the fluid model; eqs. 31/33 become Σ_j Σ_L run_tasks·y >= n_tasks_k. A machine no longer
+    switches models. Measured on scenarios A and B (100-240 min, both billings): a run-flow variant
+    in which machines may switch (runs [a, b) chained per machine) saves at most $0.28 but solves in
+    up to 121 s (9 s when only free machines switch, once) against at most 1.7 s here.
+    """
+    J, K, I = range(len(types)), range(len(models)), range(n_int)  # noqa: E741
+    locs = sorted({t.location for t in types})
+    mp = Milp()
+    cost = mp.var(cost=1.0)
+    transfer_cost = mp.var()
+    compute_cost = mp.var()
+    work = [[[0] * (n_int + 1) for _ in K] for _ in J]  # work[j][k][length in intervals]
+    y: dict[tuple[int, int, int, int], int] = {}  # (j, k, first interval, end interval)
+    for j, t in enumerate(types):
+        for k, m in enumerate(models):
+            for length in range(1, n_int + 1):
+                work[j][k][length] = w = run_tasks(t, m, length * interval_min, stage[j][k])
+                if w and avail[j]:  # a run that cannot finish a task is never useful
+                    y[j, k, 0, length] = mp.var(0, avail[j], integer=True)
+    def alive(j: int, i: int, k: int | None = None) -> dict[int, float]:
+        """x[i][j][k] (or Σ_k x[i][j][k]): the machines of type j still running in interval i."""
+        return {v: 1 for (jj, kk, _, b), v in y.items() if jj == j and b > i and k in (None, kk)}
+
+    for j in J:
+        mp.row(alive(j, 0), hi=avail[j])  # (29); (30) holds by construction
+    for k, m in enumerate(models):  # (31)/(33) with whole tasks
+        mp.row({v: work[j][kk][b - a] for (j, kk, a, b), v in y.items() if kk == k}, lo=m.n_tasks)
+    tr: dict[tuple[int, str], int] = {}
+    tr_price: dict[tuple[int, str], float] = {}
+    for k, m in enumerate(models):
+        for loc in locs:
+            if loc in m.data_at:
+                continue
+            tb = tr[k, loc] = mp.binary()
+            tr_price[k, loc] = transfer_price(m, loc, transfer_out_per_gb)
+            for j in J:
+                if types[j].location == loc and avail[j]:
+                    mp.row({**alive(j, 0, k), tb: -avail[j]}, hi=0)  # (32)+(34)
+    mp.row({transfer_cost: 1, **{tb: -tr_price[key] for key, tb in tr.items()}}, 0, 0)  # (35)
+    if billing == "minute":
+        mp.row({compute_cost: 1, **{v: -(b - a) * interval_min * types[j].minute_price
+                                    for (j, _, a, b), v in y.items()}}, 0, 0)  # (36)
+    else:
+        bill: dict[tuple[int, int], int] = {}
+        for i in I:
+            h = math.floor(i * interval_min / 60.0 + _EPS)
+            for j in J:
+                if (h, j) not in bill:  # counts never rise: the hour's first interval is its maximum
+                    bill[h, j] = mp.var(0, avail[j], integer=True)
+                    mp.row({bill[h, j]: 1, **{v: -1 for v in alive(j, i)}}, lo=0)  # (23)
+        mp.row({compute_cost: 1, **{v: -types[j].price_hour for (_, j), v in bill.items()}}, 0, 0)  # (24)
+    mp.row({cost: 1, transfer_cost: -1, compute_cost: -1}, 0, 0)  # (37)
+    res, solve_ms, size, failed = _solve_min_active(
+        mp, cost, alive, avail, n_int, tiebreak, model_name, deadline_s, msg, swap=True)
+    if failed is not None:
+        return failed
+    yv = {key: round(res.x[v]) for key, v in y.items() if round(res.x[v]) > 0}
+    machines = _machines(yv, models, types, interval_min, stage, work)
+    return _whole_plan(machines, models, types, n_int, interval_min, billing, tr_price, solve_ms,
+                       model_name, deadline_s, init_penalty_tasks, size)
+
+
+def _machines(yv: dict[tuple[int, int, int, int], int], models: tuple[WatershedModel, ...],
+              types: tuple[CloudType, ...], interval_min: float, stage: list[list[float]],
+              work: list[list[list[int]]]) -> dict[int, list[list[dict]]]:
+    """Split the runs into machines (chains of runs from t=0; one run each in the current
+    formulation, but the layout and the replay allow later runs) and give each run its tasks.
+
+    Decision (task assignment): a model's tasks go to the earliest-finishing task slots of its runs
+    (slot q of a core in a run [a, b) ends at a·interval + stage + q·task/capacity), ties by type,
+    machine and run order; a run may so get fewer tasks than it could do, or none.
+    """
+    left = dict(yv)
+    out: dict[int, list[list[dict]]] = {}
+    for j in range(len(types)):
+        chains: list[list[dict]] = []
+        while True:
+            first = [key for key in sorted(left) if key[0] == j and key[2] == 0 and left[key] > 0]
+            if not first:
+                break
+            key = first[0]
+            chain = []
+            while True:
+                left[key] -= 1
+                _, k, a, b = key
+                chain.append({"model": models[k].name, "k": k, "start_min": a * interval_min,
+                              "end_min": b * interval_min, "stage_min": stage[j][k],
+                              "capacity": work[j][k][b - a], "tasks": 0})
+                nxt = [kk for kk in sorted(left) if kk[0] == j and kk[2] == b and left[kk] > 0]
+                if not nxt:
+                    break
+                key = nxt[0]
+            chains.append(chain)
+        if chains:
+            out[j] = chains
+    assert not any(left.values()), "the run flow does not decompose"  # inflow >= outflow everywhere
+    for k, m in enumerate(models):
+        slots = []
+        for j, chains in out.items():
+            t = types[j]
+            tau = m.task_minutes / t.capacity
+            for mi, chain in enumerate(chains):
+                for ri, run in enumerate(chain):
+                    if run["k"] != k:
+                        continue
+                    for q in range(1, run["capacity"] // t.cores + 1):
+                        end = run["start_min"] + run["stage_min"] + q * tau
+                        slots += [(end, j, mi, ri)] * t.cores
+        slots.sort()
+        for _, j, mi, ri in slots[: m.n_tasks]:
+            out[j][mi][ri]["tasks"] += 1
+    for chains in out.values():
+        for chain in chains:
+            for run in chain:
+                del run["k"]
+    return out
+
+
+def _whole_plan(machines: dict[int, list[list[dict]]], models: tuple[WatershedModel, ...],
+                types: tuple[CloudType, ...], n_int: int, interval_min: float, billing: str,
+                tr_price: dict[tuple[int, str], float], solve_ms: float, model_name: str, deadline_s: float,
+                init_penalty_tasks: float | None, size: dict) -> Plan:
+    index = {m.name: k for k, m in enumerate(models)}
+    cover = [[[0] * len(models) for _ in types] for _ in range(n_int)]
+    for j, chains in machines.items():
+        for chain in chains:
+            for run in chain:
+                for i in range(round(run["start_min"] / interval_min), round(run["end_min"] / interval_min)):
+                    cover[i][j][index[run["model"]]] += 1
+    tot = [[sum(cover[i][j]) for j in range(len(types))] for i in range(n_int)]
+    last = max((i for i in range(n_int) if any(tot[i])), default=-1)
+    billed: dict[str, int] = {}
+    compute = 0.0
+    for j, t in enumerate(types):
+        if billing == "minute":
+            units = round(sum(tot[i][j] for i in range(n_int)) * interval_min)
+            compute += units * t.minute_price
+        else:
+            hours: dict[int, int] = {}
+            for i in range(n_int):
+                h = math.floor(i * interval_min / 60.0 + _EPS)
+                hours[h] = max(hours.get(h, 0), tot[i][j])
+            units = sum(hours.values())
+            compute += units * t.price_hour
+        if units and t.price_hour > 0:
+            billed[t.name] = units
+    used = {(k, loc) for (k, loc) in tr_price
+            if any(cover[i][j][k] for i in range(n_int) for j, t in enumerate(types) if t.location == loc)}
+    transfers = [{"model": models[k].name, "to": loc, "from": sorted(models[k].data_at),
+                  "cost": tr_price[k, loc]} for (k, loc) in sorted(used)]
+    transfer = sum(d["cost"] for d in transfers)
+    assignment: dict[str, dict[str, dict]] = {}
+    for k, m in enumerate(models):
+        per: dict[str, dict] = {}
+        for j, t in enumerate(types):
+            counts = [cover[i][j][k] for i in range(last + 1)]
+            if any(counts):
+                runs = [r for chain in machines.get(j, []) for r in chain if r["model"] == m.name]
+                per[t.name] = {"location": t.location, "counts": counts, "machines": len(runs),
+                               "tasks": sum(r["tasks"] for r in runs),
+                               "capacity_tasks": sum(r["capacity"] for r in runs),
+                               "instance_minutes": sum(counts) * interval_min}
+        assignment[m.name] = per
+    inst = {t.name: [tot[i][j] for i in range(last + 1)] for j, t in enumerate(types)
+            if any(tot[i][j] for i in range(n_int))}
+    detail = {"interval_min": interval_min, "intervals": n_int, "billing": billing,
+              "billing_unit": "instance-hour" if billing == "hourly" else "instance-minute",
+              "assignment": assignment, "transfers": transfers, "transfer_cost": round(transfer, 10),
+              "compute_cost": round(compute, 10),
+              "init_penalty": ("init_minutes per run" if init_penalty_tasks is None else init_penalty_tasks),
+              "capacity": "whole",
+              "machines": {types[j].name: chains for j, chains in sorted(machines.items())}, **size}
+    starts = [i * interval_min for i in range(last + 1)]
+    return Plan("optimal", round(compute + transfer, 10), (last + 1) * interval_min * 60.0, inst,
+                {"interval_starts_min": starts}, billed, solve_ms, model_name, deadline_s, detail)
+
+
+
+def cost_if_stopped(plan: Plan, types: Sequence[CloudType], finish_min: float) -> float:
+    """What following a multi-model ``plan`` costs when every machine is released as the job ends at
+    ``finish_min``: its data transfers plus ``watershed.cost_if_stopped`` of its machine counts (the
+    plan's own cost with hourly billing unless the job ends a billing hour early; with minute billing
+    the machines still running are billed up to the last started minute). Never more than the plan."""
+    from .watershed import cost_if_stopped as compute_if_stopped
+
+    if not plan.ok:
+        return plan.cost
+    return round(compute_if_stopped(plan, types, finish_min) + plan.detail["transfer_cost"], 10)
+
+
+def _solve_min_active(mp, cost: int, occupancy, avail: Sequence[int], n_int: int, tiebreak: bool,
+                      model_name: str, deadline_s: float, msg: str, *, swap: bool = False):
+    """Solve for least cost, then (``tiebreak``) for fewest active intervals; a failed Plan or None.
+
+    ``occupancy(i, j)`` (or ``(j, i)`` with ``swap``) gives the variables counting type j's machines
+    in interval i.
+    """
+    active: list[int] = []
+    if tiebreak:
+        active = [mp.binary() for _ in range(n_int)]
+        for i in range(n_int):
+            for j, cap in enumerate(avail):
+                if cap:
+                    occ = occupancy(j, i) if swap else occupancy(i, j)
+                    mp.row({**occ, active[i]: -cap}, hi=0)
+            if i + 1 < n_int:
+                mp.row({active[i]: 1, active[i + 1]: -1}, lo=0)
+    res, solve_ms, stages = mp.solve_lexicographic(cost, dict.fromkeys(active, 1.0), second=tiebreak)
+    size = {"variables": mp.num_vars, "constraints": mp.num_rows, "stages": stages}
+    if res.status == "infeasible":
+        return res, solve_ms, size, infeasible(model_name, deadline_s, msg, solve_ms, **size)
+    if res.status != "optimal":
+        return res, solve_ms, size, Plan("error", math.nan, math.nan, {}, None, {}, solve_ms, model_name,
+                                         deadline_s, {"message": f"solver: {res.raw_status}", **size})
+    return res, solve_ms, size, None
