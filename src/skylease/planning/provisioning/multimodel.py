@@ -198,28 +198,8 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
         return failed
 
     xv = [[[round(res.x[x[i][j][k]]) for k in K] for j in J] for i in I]
-    tot = [[sum(xv[i][j]) for j in J] for i in I]
-    last = max((i for i in I if any(tot[i])), default=-1)
-    billed: dict[str, int] = {}
-    compute = 0.0
-    for j, t in enumerate(types):
-        if billing == "minute":
-            units = round(sum(tot[i][j] for i in I) * interval_min)
-            compute += units * t.minute_price
-        else:
-            hours: dict[int, int] = {}
-            for i in I:
-                h = math.floor(i * interval_min / 60.0 + _EPS)
-                hours[h] = max(hours.get(h, 0), tot[i][j])
-            units = sum(hours.values())
-            compute += units * t.price_hour
-        if units and t.price_hour > 0:
-            billed[t.name] = units
-    used = {(k, loc) for (k, loc) in tr
-            if any(xv[i][j][k] for i in I for j in J if types[j].location == loc)}
-    transfers = [{"model": models[k].name, "to": loc, "from": sorted(models[k].data_at),
-                  "cost": tr_price[k, loc]} for (k, loc) in sorted(used)]
-    transfer = sum(d["cost"] for d in transfers)
+    tot, last, billed, compute, transfers, transfer = _bill_and_transfers(
+        xv, models, types, interval_min, billing, tr_price)
     assignment: dict[str, dict[str, dict]] = {}
     for k, m in enumerate(models):
         per: dict[str, dict] = {}
@@ -394,28 +374,8 @@ def _whole_plan(machines: dict[int, list[list[dict]]], models: tuple[WatershedMo
             for run in chain:
                 for i in range(round(run["start_min"] / interval_min), round(run["end_min"] / interval_min)):
                     cover[i][j][index[run["model"]]] += 1
-    tot = [[sum(cover[i][j]) for j in range(len(types))] for i in range(n_int)]
-    last = max((i for i in range(n_int) if any(tot[i])), default=-1)
-    billed: dict[str, int] = {}
-    compute = 0.0
-    for j, t in enumerate(types):
-        if billing == "minute":
-            units = round(sum(tot[i][j] for i in range(n_int)) * interval_min)
-            compute += units * t.minute_price
-        else:
-            hours: dict[int, int] = {}
-            for i in range(n_int):
-                h = math.floor(i * interval_min / 60.0 + _EPS)
-                hours[h] = max(hours.get(h, 0), tot[i][j])
-            units = sum(hours.values())
-            compute += units * t.price_hour
-        if units and t.price_hour > 0:
-            billed[t.name] = units
-    used = {(k, loc) for (k, loc) in tr_price
-            if any(cover[i][j][k] for i in range(n_int) for j, t in enumerate(types) if t.location == loc)}
-    transfers = [{"model": models[k].name, "to": loc, "from": sorted(models[k].data_at),
-                  "cost": tr_price[k, loc]} for (k, loc) in sorted(used)]
-    transfer = sum(d["cost"] for d in transfers)
+    tot, last, billed, compute, transfers, transfer = _bill_and_transfers(
+        cover, models, types, interval_min, billing, tr_price)
     assignment: dict[str, dict[str, dict]] = {}
     for k, m in enumerate(models):
         per: dict[str, dict] = {}
@@ -480,3 +440,35 @@ def _solve_min_active(mp, cost: int, occupancy, avail: Sequence[int], n_int: int
         return res, solve_ms, size, Plan("error", math.nan, math.nan, {}, None, {}, solve_ms, model_name,
                                          deadline_s, {"message": f"solver: {res.raw_status}", **size})
     return res, solve_ms, size, None
+
+
+def _bill_and_transfers(occ: list, models: Sequence[WatershedModel], types: Sequence[CloudType],
+                        interval_min: float, billing: str, tr_price: Mapping):
+    """Bill the machines of ``occ[i][j][k]`` (interval, type, model) and list the data transfers used.
+
+    Returns the per-interval totals, the last busy interval, billed units, compute cost, transfers
+    and their cost.
+    """
+    n_int = len(occ)
+    tot = [[sum(occ[i][j]) for j in range(len(types))] for i in range(n_int)]
+    last = max((i for i in range(n_int) if any(tot[i])), default=-1)
+    billed: dict[str, int] = {}
+    compute = 0.0
+    for j, t in enumerate(types):
+        if billing == "minute":
+            units = round(sum(tot[i][j] for i in range(n_int)) * interval_min)
+            compute += units * t.minute_price
+        else:
+            hours: dict[int, int] = {}
+            for i in range(n_int):
+                h = math.floor(i * interval_min / 60.0 + _EPS)
+                hours[h] = max(hours.get(h, 0), tot[i][j])
+            units = sum(hours.values())
+            compute += units * t.price_hour
+        if units and t.price_hour > 0:
+            billed[t.name] = units
+    used = {(k, loc) for (k, loc) in tr_price
+            if any(occ[i][j][k] for i in range(n_int) for j, t in enumerate(types) if t.location == loc)}
+    transfers = [{"model": models[k].name, "to": loc, "from": sorted(models[k].data_at),
+                  "cost": tr_price[k, loc]} for (k, loc) in sorted(used)]
+    return tot, last, billed, compute, transfers, sum(d["cost"] for d in transfers)
