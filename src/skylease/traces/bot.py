@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import gzip
-import json
 import math
 import os
 import re
@@ -55,6 +53,8 @@ import numpy as np
 from skylease.model.errors import UserError
 from skylease.model.task import Bag
 from skylease.traces.synthetic import constant_bag, gamma_bag, lognormal_bag, normal_bag
+from skylease.traces.textio import read_json
+from skylease.traces.textio import read_text as _read_text
 
 __all__ = [
     "A2HA_WORKLOADS",
@@ -150,28 +150,8 @@ def _stem(path: Path) -> str:
     return name or path.name
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        if path.name.lower().endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise UserError("file not found", file=path) from None
-    except IsADirectoryError:
-        raise UserError("is a directory, not a file", file=path) from None
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UserError(f"cannot read file: {reason}", file=path) from None
 
 
-def _read_text(path: Path) -> str:
-    raw = _read_bytes(path)
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise UserError("not a text file (invalid UTF-8)", file=path, line=line) from None
 
 
 _ID_SUFFIX = re.compile(r"_(?:ID)?[0-9]+$")
@@ -219,11 +199,7 @@ def read_wfcommons(path: str | os.PathLike[str], category: str | None = None) ->
     its name without the ``_ID000123`` suffix.
     """
     path = Path(path)
-    text = _read_text(path)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    doc = read_json(path)
     tasks, where = _wf_tasks(path, doc)
     records: list[tuple[int, str, dict[str, Any]]] = []
     for i, t in enumerate(tasks):

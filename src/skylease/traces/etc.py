@@ -71,6 +71,7 @@ from pathlib import Path
 import numpy as np
 
 from skylease.model.errors import UserError
+from skylease.traces.textio import read_text as _read_text
 
 __all__ = [
     "CONSISTENCIES",
@@ -115,26 +116,6 @@ _NON_FINITE = frozenset({"nan", "inf", "infinity"})
 # Reading and writing
 
 
-def _read_text(path: Path) -> str:
-    """The whole file as text (gunzipped if the name ends in .gz), or a UserError naming it."""
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                raw = fh.read()
-        else:
-            raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError("file not found", file=path) from None
-    except IsADirectoryError:
-        raise UserError("is a directory, not a file", file=path) from None
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UserError(f"cannot read file: {reason}", file=path) from None
-    try:
-        return raw.decode("utf-8-sig")  # a leading byte-order mark is dropped
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise UserError("not a text file (invalid UTF-8)", file=path, line=line) from None
 
 
 def _tokens(lines: list[str], first_line: int) -> Iterator[tuple[int, str]]:

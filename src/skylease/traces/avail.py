@@ -1,0 +1,446 @@
+"""Availability traces of many nodes, their Table 2/3 statistics, and the ``.tr`` directory format.
+
+An :class:`AvailabilityTrace` is one :class:`~skylease.model.availability.Availability` per node
+(sorted, disjoint ``[start, end)`` intervals in seconds) plus the observation window
+``[start, end)`` of the trace. Readers of real formats live next to this module (:mod:`.fta`,
+:mod:`.spot`, :mod:`.swf`), generators in :mod:`.dg`, and :func:`load_trace` resolves a name or a
+path to a trace.
+
+Statistics (SpeQuloS spec §5.2, Tables 2 and 3)
+-----------------------------------------------
+:func:`trace_stats` computes, over the trace window:
+
+* Table 2 -- the number of available nodes ``N(t)`` as a step function: ``length_days``,
+  time-weighted ``mean`` and ``std``, ``min`` and ``max`` (over instants of positive duration);
+* Table 3 -- quartiles (25/50/75 %) of availability durations (``av_q25`` ...) and of
+  unavailability durations (``unav_q25`` ...), plus their means and counts;
+* extras: ``n_nodes``, ``n_active`` (nodes available at least once), ``frac_available``
+  (available node-seconds over ``n_nodes * length``) and ``churn_per_node_day`` (state changes
+  strictly inside the window, per node and day).
+
+Which intervals count [R]: an availability duration is every availability interval clipped to the
+window (so an interval cut by the window edge counts with its clipped length); an unavailability
+duration is every gap *between two availability intervals of the same node* inside the window.
+Gaps before a node's first or after its last interval are not counted: for real traces they mean
+"not in the trace yet / any more" rather than "down", and a node that is never available
+contributes no duration at all.
+
+:func:`format_stats_table` prints rows of these statistics as a fixed-width text table, and
+:data:`PAPER_TABLES` holds the paper's values for comparison.
+
+``.tr`` directories (spec §1.2 [RC])
+-------------------------------------
+:func:`read_tr_dir` reads one file per node, ``<node>.tr``, with whitespace-separated lines
+``start end state``; only ``state == 1`` lines (available) are used. Blank lines and lines
+starting with ``#`` are skipped. Files are read in name order; ``.tr.gz`` files are gunzipped.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from skylease.model.availability import Availability
+from skylease.model.errors import UserError
+from skylease.traces.textio import read_text
+
+__all__ = [
+    "PAPER_TABLES",
+    "STAT_COLUMNS",
+    "TRACE_NAMES",
+    "TRACE_SOURCES",
+    "AvailabilityTrace",
+    "format_stats_table",
+    "load_trace",
+    "read_text",
+    "read_tr_dir",
+    "trace_stats",
+]
+
+DAY = 86400.0
+
+#: The SpeQuloS paper's Table 2 (node counts) and Table 3 (duration quartiles, seconds), verbatim.
+PAPER_TABLES: dict[str, dict[str, float]] = {
+    "seti": dict(length_days=120, mean=24391, std=6793, min=15868, max=31092,
+                 av_q25=61, av_q50=531, av_q75=5407, unav_q25=174, unav_q50=501, unav_q75=3078),
+    "nd": dict(length_days=413.87, mean=180, std=4.129, min=77, max=501,
+               av_q25=952, av_q50=3840, av_q75=26562, unav_q25=640, unav_q50=960, unav_q75=1920),
+    "g5klyo": dict(length_days=31, mean=90.573, std=105.4, min=6, max=226,
+                   av_q25=21, av_q50=51, av_q75=63, unav_q25=191, unav_q50=236, unav_q75=480),
+    "g5kgre": dict(length_days=31, mean=474.69, std=178.7, min=184, max=591,
+                   av_q25=5, av_q50=182, av_q75=11268, unav_q25=23, unav_q50=547, unav_q75=6891),
+    "spot10": dict(length_days=90, mean=82.186, std=3.814, min=29, max=87,
+                   av_q25=4415, av_q50=5432, av_q75=17109, unav_q25=4162, unav_q50=5034, unav_q75=9976),
+    "spot100": dict(length_days=90, mean=823.95, std=4.945, min=196, max=877,
+                    av_q25=1063, av_q50=5566, av_q75=22490, unav_q25=383, unav_q50=1906, unav_q75=10274),
+}  # fmt: skip
+
+#: The columns of :func:`format_stats_table`: (key, header, format spec).
+STAT_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("length_days", "days", ".2f"),
+    ("n_nodes", "nodes", "d"),
+    ("mean", "mean", ".1f"),
+    ("std", "std", ".1f"),
+    ("min", "min", ".0f"),
+    ("max", "max", ".0f"),
+    ("av_q25", "av q25", ".0f"),
+    ("av_q50", "av q50", ".0f"),
+    ("av_q75", "av q75", ".0f"),
+    ("unav_q25", "unav q25", ".0f"),
+    ("unav_q50", "unav q50", ".0f"),
+    ("unav_q75", "unav q75", ".0f"),
+    ("frac_available", "%avail", ".1%"),
+    ("churn_per_node_day", "churn/node/day", ".2f"),
+)
+
+
+@dataclass(frozen=True, eq=False)
+class AvailabilityTrace:
+    """When each of ``n_nodes`` nodes is available, observed over ``[start, end)`` seconds.
+
+    ``origin`` is the Unix time of ``t = 0`` when the trace comes from dated data (else None);
+    ``meta`` records how the trace was made (file, filters, parameters). Neither takes part in
+    equality, which compares names, windows and every node's intervals exactly.
+    """
+
+    name: str
+    nodes: tuple[Availability, ...]
+    start: float
+    end: float
+    origin: float | None = field(default=None, compare=False)
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        if not (math.isfinite(self.start) and math.isfinite(self.end)) or self.end < self.start:
+            raise ValueError(f"bad trace window [{self.start}, {self.end})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AvailabilityTrace):
+            return NotImplemented
+        return (
+            (self.name, self.start, self.end, self.n_nodes)
+            == (other.name, other.start, other.end, other.n_nodes)
+            and all(
+                np.array_equal(a.starts, b.starts) and np.array_equal(a.ends, b.ends)
+                for a, b in zip(self.nodes, other.nodes, strict=True)
+            )
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
+
+    def window(self, t0: float, t1: float, *, rebase: bool = False) -> AvailabilityTrace:
+        """The trace restricted to ``[t0, t1)`` (intervals clipped; every node kept).
+
+        With ``rebase=True`` times are shifted so that ``t0`` becomes 0 (``origin`` follows).
+        """
+        if not t1 >= t0:
+            raise ValueError(f"empty or reversed window [{t0}, {t1})")
+        shift = t0 if rebase else 0.0
+        nodes = tuple(_clip(a, t0, t1, shift) for a in self.nodes)
+        origin = self.origin + shift if self.origin is not None else None
+        return AvailabilityTrace(self.name, nodes, t0 - shift, t1 - shift, origin, dict(self.meta))
+
+    def count_series(self) -> tuple[np.ndarray, np.ndarray]:
+        """The number of available nodes as a step function: ``counts[k]`` holds on
+        ``[times[k], times[k+1])`` (the last one until ``end``); ``times[0] == start``."""
+        starts, ends, _ = self._flat()
+        return _count_steps(starts, ends, self.start, self.end)
+
+    def available_count(self, t: float) -> int:
+        """How many nodes are available at time ``t``."""
+        return sum(a.is_available(t) for a in self.nodes)
+
+    def _flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All intervals clipped to the window: (starts, ends, node index), node-major."""
+        if not self.nodes:
+            return np.empty(0), np.empty(0), np.empty(0, dtype=np.int64)
+        starts = np.concatenate([a.starts for a in self.nodes])
+        ends = np.concatenate([a.ends for a in self.nodes])
+        node = np.repeat(np.arange(len(self.nodes)), [len(a) for a in self.nodes])
+        s = np.clip(starts, self.start, self.end)
+        e = np.clip(ends, self.start, self.end)
+        keep = e > s
+        return s[keep], e[keep], node[keep]
+
+
+def _clip(a: Availability, t0: float, t1: float, shift: float) -> Availability:
+    s = np.clip(a.starts, t0, t1)
+    e = np.clip(a.ends, t0, t1)
+    keep = e > s
+    return Availability(s[keep] - shift, e[keep] - shift)
+
+
+def _count_steps(
+    starts: np.ndarray, ends: np.ndarray, t0: float, t1: float
+) -> tuple[np.ndarray, np.ndarray]:
+    times = np.concatenate([starts, ends])
+    delta = np.concatenate([np.ones(len(starts), np.int64), -np.ones(len(ends), np.int64)])
+    order = np.argsort(times, kind="stable")
+    times, delta = times[order], delta[order]
+    uniq, first = np.unique(times, return_index=True)
+    counts = np.cumsum(np.add.reduceat(delta, first)) if len(times) else np.empty(0, np.int64)
+    # Prepend the window start (count 0 before any interval starts).
+    if not len(uniq) or uniq[0] > t0:
+        uniq = np.concatenate([[t0], uniq])
+        counts = np.concatenate([[0], counts])
+    keep = uniq < t1
+    return uniq[keep], counts[keep].astype(np.int64)
+
+
+def _quartiles(x: np.ndarray) -> tuple[float, float, float]:
+    if not len(x):
+        return (math.nan, math.nan, math.nan)
+    q = np.quantile(x, [0.25, 0.5, 0.75])
+    return float(q[0]), float(q[1]), float(q[2])
+
+
+def trace_stats(trace: AvailabilityTrace) -> dict[str, Any]:
+    """The Table 2/3 statistics of ``trace`` (see the module docstring for the exact rules).
+
+    Keys: ``name, length_days, n_nodes, n_active, mean, std, min, max, av_q25, av_q50, av_q75,
+    av_mean, av_n, unav_q25, unav_q50, unav_q75, unav_mean, unav_n, frac_available,
+    churn_per_node_day``. Durations are in seconds; quartiles of an empty set are NaN.
+    """
+    s, e, node = trace._flat()
+    length = trace.length
+    times, counts = _count_steps(s, e, trace.start, trace.end)
+    if length > 0:
+        widths = np.diff(np.concatenate([times, [trace.end]]))
+        mean = float((counts * widths).sum() / length)
+        std = float(math.sqrt(max(0.0, (((counts - mean) ** 2) * widths).sum() / length)))
+        pos = widths > 0
+        cmin, cmax = int(counts[pos].min()), int(counts[pos].max())
+    else:
+        mean = std = math.nan
+        cmin = cmax = 0
+    av = e - s
+    same = node[1:] == node[:-1]
+    unav = (s[1:] - e[:-1])[same]
+    unav = unav[unav > 0]
+    interior = ((s > trace.start).sum() + (e < trace.end).sum()) if len(s) else 0
+    node_days = trace.n_nodes * length / DAY
+    aq = _quartiles(av)
+    uq = _quartiles(unav)
+    return {
+        "name": trace.name,
+        "length_days": length / DAY,
+        "n_nodes": trace.n_nodes,
+        "n_active": len(np.unique(node)),
+        "mean": mean,
+        "std": std,
+        "min": cmin,
+        "max": cmax,
+        "av_q25": aq[0],
+        "av_q50": aq[1],
+        "av_q75": aq[2],
+        "av_mean": float(av.mean()) if len(av) else math.nan,
+        "av_n": len(av),
+        "unav_q25": uq[0],
+        "unav_q50": uq[1],
+        "unav_q75": uq[2],
+        "unav_mean": float(unav.mean()) if len(unav) else math.nan,
+        "unav_n": len(unav),
+        "frac_available": float(av.sum() / (trace.n_nodes * length)) if node_days > 0 else math.nan,
+        "churn_per_node_day": float(interior / node_days) if node_days > 0 else math.nan,
+    }
+
+
+def _cell(value: Any, spec: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if spec == "d":
+        return f"{int(value):d}"
+    return format(value, spec)
+
+
+def format_stats_table(rows: Iterable[Mapping[str, Any]], columns=STAT_COLUMNS) -> str:
+    """A fixed-width text table, one row per statistics mapping (missing keys print ``-``).
+
+    ``rows`` may mix :func:`trace_stats` results and :data:`PAPER_TABLES` entries (give those a
+    ``name`` key, e.g. ``{"name": "seti (paper)", **PAPER_TABLES["seti"]}``).
+    """
+    rows = list(rows)
+    header = ["trace", *(h for _, h, _ in columns)]
+    body = [[str(r.get("name", "")), *(_cell(r.get(k), f) for k, _, f in columns)] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(header, *body, strict=True)]
+    lines = []
+    for i, row in enumerate([header, *body]):
+        cells = [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]
+        lines.append("  ".join(cells).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading
+
+
+
+
+def _number(path: Path, line: int, name: str, token: str) -> float:
+    try:
+        value = float(token)
+    except ValueError:
+        raise UserError(f"{token!r} is not a number", file=path, line=line, field=name) from None
+    if not math.isfinite(value):
+        raise UserError(f"{token!r} is not a finite number", file=path, line=line, field=name)
+    return value
+
+
+def _read_tr_file(path: Path) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for number, raw in enumerate(read_text(path).splitlines(), start=1):
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        parts = text.split()
+        if len(parts) != 3:
+            why = f"expected 3 fields 'start end state', found {len(parts)}"
+            raise UserError(why, file=path, line=number)
+        a = _number(path, number, "start", parts[0])
+        b = _number(path, number, "end", parts[1])
+        state = _number(path, number, "state", parts[2])
+        if b < a:
+            raise UserError(f"end {parts[1]} is before start {parts[0]}", file=path, line=number, field="end")
+        if state == 1 and b > a:
+            out.append((a, b))
+    return out
+
+
+def read_tr_dir(
+    path: str | os.PathLike[str],
+    *,
+    start: float | None = None,
+    end: float | None = None,
+    name: str | None = None,
+) -> AvailabilityTrace:
+    """Read a directory of ``<node>.tr`` files (one node each, in file-name order).
+
+    The window is ``[start, end)``, by default from the earliest to the latest time found in any
+    ``state == 1`` line; intervals are clipped to it. Overlapping lines of one file are merged.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        raise UserError("not a directory of .tr files", file=folder)
+    files = sorted(p for p in folder.iterdir() if p.name.endswith((".tr", ".tr.gz")) and p.is_file())
+    if not files:
+        raise UserError("no .tr files in this directory", file=folder)
+    per_node = [_read_tr_file(p) for p in files]
+    flat = [iv for node in per_node for iv in node]
+    t0 = start if start is not None else (min(a for a, _ in flat) if flat else 0.0)
+    t1 = end if end is not None else (max(b for _, b in flat) if flat else t0)
+    if t1 < t0:
+        raise UserError(f"end {t1} is before start {t0}", file=folder)
+    nodes = tuple(
+        Availability.from_intervals((max(a, t0), min(b, t1)) for a, b in node) for node in per_node
+    )
+    meta = {"source": str(folder), "format": "tr", "node_names": tuple(_node_name(p) for p in files)}
+    return AvailabilityTrace(name or folder.name, nodes, float(t0), float(t1), None, meta)
+
+
+def _node_name(p: Path) -> str:
+    return p.name.removesuffix(".gz").removesuffix(".tr")
+
+
+# --------------------------------------------------------------------------------------------------
+# Registry
+
+#: The shipped files behind the named real traces: name -> (data set, file, description).
+_SPOT = "c1.xlarge-us-east-1a.json.gz"
+TRACE_SOURCES: dict[str, tuple[str, str, str]] = {
+    "spot10": ("spot", _SPOT, "bid ladder, S = $10/h, on c1.xlarge us-east-1a 2016"),
+    "spot100": ("spot", _SPOT, "bid ladder, S = $100/h, on c1.xlarge us-east-1a 2016"),
+    "g5klyo": ("swf-blue", "blue_30days.swf", "best effort on SDSC Blue Horizon, 144 x 8 procs, 30 days"),
+    "g5kgre": ("swf-nasa", "NASA-iPSC-1993-3.1-cln.swf.gz", "best effort, NASA iPSC/860, 128 nodes, 31 days"),
+    "lanl": ("fta-lanl", "lanl_event_trace.tab.gz", "FTA LANL event trace, 3577 nodes, 1995-2005"),
+}
+TRACE_NAMES = ("seti", "nd", *TRACE_SOURCES)
+
+
+def load_trace(
+    spec: str,
+    seed: int | np.random.Generator | None = None,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    n_nodes: int | None = None,
+    duration_s: float | None = None,
+) -> AvailabilityTrace:
+    """Resolve a trace name or path to an :class:`AvailabilityTrace`.
+
+    Names (the SpeQuloS traces, spec §1.2, and what stands in for them here):
+
+    * ``seti``, ``nd`` -- :func:`~skylease.traces.dg.seti_like` / :func:`~skylease.traces.dg.nd_like`
+      with ``seed``; ``n_nodes`` and ``duration_s`` override their paper-sized defaults.
+    * ``spot10``, ``spot100`` -- :func:`~skylease.traces.spot.bid_ladder` with S = $10/h or $100/h
+      on ``spot/c1.xlarge-us-east-1a.json.gz`` (the c1 type closest to the paper's, see
+      :mod:`skylease.traces.spot`), the whole 60 days.
+    * ``g5klyo`` -- :func:`~skylease.traces.swf.best_effort_availability` on the Blue Horizon log
+      ``swf/blue_30days.swf`` (144 nodes of 8 processors, 30 days): a busy machine whose free-node
+      count swings widely, like Lyon's (Tables 2/5: "varies a lot", high volatility).
+    * ``g5kgre`` -- the same on the NASA Ames iPSC/860 log (128 nodes), its first 31 days (the
+      paper's length): more free nodes, mixed durations.
+    * ``lanl`` -- :func:`~skylease.traces.fta.read_fta_events` on ``fta/lanl_event_trace.tab.gz``.
+
+    Paths: ``*.tab`` / ``*.tab.gz`` (FTA), ``*.json`` / ``*.json.gz`` (a spot price history, with
+    S = $10/h), ``*.swf`` / ``*.swf.gz`` (best effort, one node per processor unless the header
+    gives ``MaxNodes``), or a directory of ``.tr`` files. Shipped files are found with
+    :func:`skylease.traces.datasets.locate` in ``data_dir`` (default: the skylease data folder).
+    ``duration_s`` cuts file traces to ``[0, duration_s)``.
+    """
+    from skylease.traces import datasets, dg, fta, spot, swf
+
+    key = spec.strip()
+    trace: AvailabilityTrace
+    if key in ("seti", "nd"):
+        gen = dg.seti_like if key == "seti" else dg.nd_like
+        kwargs: dict[str, Any] = {} if duration_s is None else {"duration_s": duration_s}
+        return gen(n_nodes=n_nodes, seed=seed, **kwargs)
+    if key in TRACE_SOURCES:
+        ds, file, _ = TRACE_SOURCES[key]
+        path = datasets.locate(ds, Path(data_dir) if data_dir is not None else None) / file
+        if key.startswith("spot"):
+            times, prices = spot.read_spot_prices(path)
+            trace = spot.bid_ladder(times, prices, 10.0 if key == "spot10" else 100.0, n_nodes, name=key)
+        elif key == "g5klyo":
+            trace = swf.best_effort_availability(swf.read_swf(path), 144, procs_per_node=8, name=key)
+        elif key == "g5kgre":
+            jobs = swf.read_swf(path)
+            trace = swf.best_effort_availability(jobs, None, end=31 * DAY, name=key)
+        else:
+            trace = fta.read_fta_events(path, name=key)
+    else:
+        path = Path(key).expanduser()
+        low = path.name.lower()
+        if path.is_dir():
+            trace = read_tr_dir(path)
+        elif low.endswith((".tab", ".tab.gz")):
+            trace = fta.read_fta_events(path)
+        elif low.endswith((".json", ".json.gz")):
+            times, prices = spot.read_spot_prices(path)
+            trace = spot.bid_ladder(times, prices, 10.0, n_nodes, name=low.split(".")[0])
+        elif low.endswith((".swf", ".swf.gz")):
+            trace = swf.best_effort_availability(swf.read_swf(path), n_nodes, name=low.split(".")[0])
+        elif path.exists():
+            raise UserError("unknown trace format (expected .tab, .json, .swf or a .tr directory)", file=path)
+        else:
+            raise UserError(f"unknown trace {spec!r}: not a file or directory, and not one of "
+                            f"{', '.join(TRACE_NAMES)}")
+    if duration_s is not None and duration_s < trace.length:
+        trace = trace.window(trace.start, trace.start + duration_s)
+    return trace
