@@ -21,7 +21,10 @@ Semantics every implementation keeps:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
 
 from skylease.model.catalog import InstanceType
 from skylease.model.host import HostId, HostState
@@ -118,6 +121,53 @@ class Environment(Protocol):
 
     def finish(self) -> None:
         """End the experiment: release every host; no callback follows."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BotProgress:
+    """Counts of one bag of tasks: submitted so far, ever assigned (distinct tasks), completed."""
+
+    submitted: int
+    assigned: int
+    completed: int
+
+
+#: How a tail environment feeds rented cloud workers (SpeQuloS's HOW; spec 003 §2.4).
+CLOUD_USAGE = ("flat", "reschedule", "duplicate")
+
+
+@runtime_checkable
+class TailEnvironment(Environment, Protocol):
+    """A bag of tasks on a volatile pool run by a middleware, plus rentable reliable workers.
+
+    The QoS policy (:mod:`skylease.control.qos`) acts through this. Time 0 is the bag's submission.
+    The volatile pool is not rented by the policy; the reliable pool is named ``"cloud"`` and is
+    rented with :meth:`acquire` / given back with :meth:`release` as for any Environment. Calls
+    ``on_host_up`` (a cloud worker booted), ``on_host_idle`` (a cloud worker asked for work and got
+    none), and ``on_task_done`` once per task (whichever worker or copy finished it first).
+    """
+
+    def progress(self) -> BotProgress:
+        """The bag's counts now."""
+        ...
+
+    def completion_times(self) -> np.ndarray:
+        """Time of the k-th task completion, ascending (length ``progress().completed``)."""
+        ...
+
+    def assignment_times(self) -> np.ndarray:
+        """Time of the k-th first assignment of a task to a worker, ascending."""
+        ...
+
+    def serve_cloud(self, how: str) -> None:
+        """Set how cloud workers get work, one of :data:`CLOUD_USAGE`, before the first acquire.
+
+        ``flat``: they join the middleware's server like any worker. ``reschedule``: the server
+        gives them queued tasks first, else a copy of a task running on a volatile worker.
+        ``duplicate``: every uncompleted task is copied once to a cloud server they serve from.
+        The first result of any copy completes the task.
+        """
         ...
 
 
