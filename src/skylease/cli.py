@@ -31,6 +31,9 @@ app.add_typer(data_app, name="data")
 etc_app = typer.Typer(help="Generate and inspect ETC (expected time to compute) instances.",
                       no_args_is_help=True)
 app.add_typer(etc_app, name="etc")
+traces_app = typer.Typer(help="Inspect availability traces (desktop grids, best-effort grids, spot).",
+                         no_args_is_help=True)
+app.add_typer(traces_app, name="traces")
 plan_app = typer.Typer(help="Provision cloud (and free local) instances for min cost under a "
                        "deadline, with HiGHS; or the cost/time Pareto front.", no_args_is_help=True)
 app.add_typer(plan_app, name="plan")
@@ -297,6 +300,26 @@ def etc_stats_cmd(
     out.print(table)
 
 
+@traces_app.command("stats")
+def traces_stats_cmd(
+    traces: Annotated[list[str], typer.Argument(help="Trace names (seti, nd, g5klyo, g5kgre, spot10, "
+                                                "spot100, lanl) or files: FTA .tab(.gz), spot .json(.gz), "
+                                                "SWF .swf(.gz), or a directory of .tr files.")],
+    seed: Annotated[int, typer.Option(help="Seed of the generated traces (seti, nd).")] = 0,
+    nodes: Annotated[int | None, typer.Option(min=1, help="Nodes (generated traces, spot ladders).")] = None,
+    days: Annotated[float | None, typer.Option(min=0.001, help="Keep only the first DAYS days.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """Table 2/3 statistics (node counts; availability and unavailability quartiles) of traces."""
+    from skylease.traces.avail import format_stats_table, stats_with_paper
+
+    rows = stats_with_paper(traces, seed, n_nodes=nodes, duration_s=None if days is None else days * 86400)
+    if as_json:
+        print(json.dumps(rows, default=float))
+        return
+    out.print(format_stats_table(rows), markup=False, highlight=False, soft_wrap=True)
+
+
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file overriding the "
                                                    "paper's use case (catalog, types, [job], "
                                                    "[options], [grid]).")]
@@ -404,6 +427,38 @@ def reproduce_ilp_cmd(
     for r in rep.ratios.itertuples(index=False):
         out.print(f"  {r.claim}: paper {r.paper:g}, ours {r.ours:.2f}")
     out.print(f"Report: {out_dir / 'report.md'}")
+
+
+@reproduce_app.command("a2ha")
+def reproduce_a2ha_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for tables, plots and report.md.")],
+    quick: Annotated[bool, typer.Option(help="20 orderings and a smaller grid (seconds, not minutes).")]
+    = False,
+    orderings: Annotated[int | None, typer.Option(min=1, help="Orderings per configuration (default: "
+                                                  "200, the paper's; 20 with --quick).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes for the grid.")] = None,
+    scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
+) -> None:
+    """A2HA paper: Figs. 9-12, Tables 1-2, Figs. 4b/6b and what billing awareness buys."""
+    from rich.progress import Progress
+
+    from skylease.experiments.a2ha_report import reproduce_a2ha
+
+    kwargs = dict(quick=quick, orderings=orderings, workers=workers, scheduler=scheduler)
+    if err.is_terminal:
+        with Progress(console=err, transient=True) as bar:
+            task = bar.add_task("simulated runs", total=None)
+            rep = reproduce_a2ha(out_dir, progress=lambda d, t: bar.update(task, completed=d, total=t),
+                                 **kwargs)
+    else:
+        rep = reproduce_a2ha(out_dir, **kwargs)
+    table = Table("claim", "paper", "ours", "holds", title=f"A2HA, {rep['orderings']} orderings per "
+                  f"configuration ({rep['seconds']:.0f} s)")
+    for c in rep["claims"]:
+        table.add_row(c["claim"], str(c["paper"]), str(c["ours"]), "yes" if c["holds"] else "no")
+    out.print(table)
+    out.print(f"{rep['held']} of {rep['checked']} checks hold; the report says why the others differ.")
+    out.print(f"Report: {Path(rep['out']) / 'report.md'}")
 
 
 @reproduce_app.command("thesis-mapping")

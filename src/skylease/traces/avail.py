@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -444,3 +444,22 @@ def load_trace(
     if duration_s is not None and duration_s < trace.length:
         trace = trace.window(trace.start, trace.start + duration_s)
     return trace
+
+
+def stats_with_paper(
+    specs: Sequence[str],
+    seed: int = 0,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    n_nodes: int | None = None,
+    duration_s: float | None = None,
+) -> list[dict[str, Any]]:
+    """Table 2/3 statistics of each trace in ``specs``, each followed by the paper's row if it has one."""
+    rows: list[dict[str, Any]] = []
+    for spec in specs:
+        trace = load_trace(spec, seed, data_dir=data_dir, n_nodes=n_nodes, duration_s=duration_s)
+        rows.append({**trace_stats(trace), "source": "ours"})
+        key = spec.strip()
+        if key in PAPER_TABLES:
+            rows.append({"name": f"{key} (paper)", "source": "paper", **PAPER_TABLES[key]})
+    return rows
