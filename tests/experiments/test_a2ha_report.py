@@ -87,7 +87,9 @@ def test_billing_awareness(rep):
 def test_cli_reproduce_a2ha(tmp_path, capsys):
     from skylease.cli import main
 
-    code = main(["reproduce", "a2ha", "--quick", "--orderings", "3", "--workers", "2", "--out", str(tmp_path)])
+    code = main(
+        ["reproduce", "a2ha", "--quick", "--orderings", "3", "--workers", "2", "--out", str(tmp_path)]
+    )
     cap = capsys.readouterr()
     assert code == 0, cap.err
     assert "checks hold" in cap.out and "report.md" in cap.out
