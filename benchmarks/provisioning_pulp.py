@@ -1,11 +1,12 @@
-"""The skylease provisioning ILPs (spec 002 §4.1, §4.2) written again in PuLP, solved by PuLP's bundled CBC.
+"""The skylease provisioning ILPs (spec 002 §4.1-4.3) written again in PuLP, solved by PuLP's bundled CBC.
 
 This is how a PuLP-based multi-cloud broker (SkyPilot's optimizer) formulates and solves its models.
 Every function mirrors the matching builder in ``skylease.planning.provisioning`` line by line: same
 variables, bounds, rows (with the same equation numbers), objective and, for Watershed, the same
 lexicographic tie-break (a second solve minimising the active intervals subject to cost <= cost*).
 The data preparation (index grids, variable boxes, interval capacities) is taken from skylease's own
-helpers so both sides see bit-identical coefficients.
+helpers so both sides see bit-identical coefficients. The multi-model ILP (§4.3) is not retyped: its
+``Milp`` from skylease's builder is translated generically (``pulp_from_milp``), the same model.
 
 Each ``pulp_*`` returns ``(optimal cost, n_variables, n_constraints)``; it raises if CBC is not optimal.
 """
@@ -17,8 +18,10 @@ from collections.abc import Sequence
 
 import pulp
 
+from skylease.planning.provisioning._milp import Milp
 from skylease.planning.provisioning.catalog import CloudType
 from skylease.planning.provisioning.mapreduce import _EPS, MapReduceJob, _bounds, _floor_q, _grids
+from skylease.planning.provisioning.multimodel import WatershedModel, multimodel_milp
 from skylease.planning.provisioning.watershed import WatershedJob, availability, interval_capacity
 
 
@@ -169,3 +172,40 @@ def pulp_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min: 
         _solve(prob)
         c_star = float(cost.varValue)  # the plan's cost after the second stage
     return (c_star, *_size(prob))
+
+
+def pulp_from_milp(mp: Milp, cost: int, active: Sequence[int]) -> tuple[float, int, int]:
+    """Any skylease ``Milp`` (here the multi-model ILP of ``multimodel.multimodel_milp``) written in PuLP
+    column for column and row for row: same bounds, integrality, rows and objective, so CBC solves the
+    very same model. With ``active`` (the tie-break's columns) the second solve is mirrored as in
+    ``pulp_watershed``: minimise the active intervals subject to cost <= cost*."""
+    prob = pulp.LpProblem("milp", pulp.LpMinimize)
+    ints = set(mp.integer)
+    v = [pulp.LpVariable(f"v{i}", lb if math.isfinite(lb) else None, ub if math.isfinite(ub) else None,
+                         pulp.LpInteger if i in ints else pulp.LpContinuous)
+         for i, (lb, ub) in enumerate(zip(mp.lb, mp.ub, strict=True))]
+    prob += pulp.lpSum(c * v[i] for i, c in enumerate(mp.cost) if c)
+    for lo, hi, idx, val in zip(mp._lo, mp._hi, mp._idx, mp._val, strict=True):
+        expr = pulp.lpSum(a * v[i] for i, a in zip(idx, val, strict=True))
+        if lo == hi:
+            prob += expr == lo
+        else:
+            if math.isfinite(lo):
+                prob += expr >= lo
+            if math.isfinite(hi):
+                prob += expr <= hi
+    c_star = _solve(prob)
+    if active:
+        tol = 1e-6 + 1e-9 * abs(c_star)
+        prob.setObjective(pulp.lpSum(v[i] for i in active))
+        prob += v[cost] <= c_star + tol
+        _solve(prob)
+        c_star = float(v[cost].varValue)
+    return (c_star, *_size(prob))
+
+
+def pulp_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType], deadline_min: float,
+                    **kw) -> tuple[float, int, int]:
+    """multimodel.solve_multimodel's ILP (eqs. 28-37; whole or fluid capacity, with the tie-break),
+    built by skylease's own builder and handed to PuLP/CBC by ``pulp_from_milp``."""
+    return pulp_from_milp(*multimodel_milp(models, types, deadline_min, **kw))

@@ -279,3 +279,51 @@ def test_run_tasks_counts_whole_tasks_after_the_stage_in():
     assert run_tasks(local, m, 39, 10) == 3
     assert run_tasks(medium, m, 40, 30) == 2  # 2 cores, one task each in 10 min
     assert run_tasks(medium, m, 20, 30) == 0
+
+
+# --- the whole-task model's exact DP route against its ILP ------------------------------------------
+
+def _same_optimum(dp, ilp, models) -> None:
+    assert dp.detail["method"] == "dp" and ilp.detail.get("method") != "dp"
+    assert dp.status == ilp.status
+    if dp.ok:
+        assert dp.cost == pytest.approx(ilp.cost, abs=1e-9)
+        assert dp.makespan_s == ilp.makespan_s
+        for m in models:  # every task is placed on a run that does it
+            assert sum(a["tasks"] for a in dp.detail["assignment"][m.name].values()) == m.n_tasks
+
+
+@pytest.mark.parametrize("billing", ["minute", "hourly"])
+@pytest.mark.parametrize("models", [SCENARIO_A, SCENARIO_B], ids=["A", "B"])
+def test_whole_dp_equals_the_ilp_on_the_scenarios(models, billing):
+    for deadline in (40, 100, 150, 240):
+        _same_optimum(solve_multimodel(models, MM_TYPES, deadline, billing=billing),
+                      solve_multimodel(models, MM_TYPES, deadline, billing=billing, method="ilp"), models)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 60), st.sampled_from([1.0, 2.5, 4.25, 7.5]), st.integers(0, 2)),
+                min_size=1, max_size=3),
+       st.sampled_from([30, 50, 80, 120]), st.sampled_from(["minute", "hourly"]), st.booleans(),
+       st.sampled_from([None, 2.0]))
+def test_whole_dp_equals_the_ilp_on_random_models(spec, deadline, billing, tiebreak, penalty):
+    where = [frozenset({LOCAL}), frozenset({AZURE}), BOTH]
+    models = [WatershedModel(f"m{i}", n, tau, 1.0, where[w]) for i, (n, tau, w) in enumerate(spec)]
+    kw = {"billing": billing, "tiebreak": tiebreak, "init_penalty_tasks": penalty}
+    dp = solve_multimodel(models, MM_TYPES, deadline, **kw)
+    ilp = solve_multimodel(models, MM_TYPES, deadline, method="ilp", **kw)
+    assert dp.status == ilp.status
+    if dp.ok:
+        assert dp.cost == pytest.approx(ilp.cost, abs=1e-9)
+        if tiebreak:
+            assert dp.makespan_s == ilp.makespan_s
+
+
+def test_method_argument():
+    with pytest.raises(UserError):
+        solve_multimodel(SCENARIO_A, MM_TYPES, 100, method="simplex")
+    with pytest.raises(UserError):
+        solve_multimodel(SCENARIO_A, MM_TYPES, 100, method="dp", capacity="fluid")
+    with pytest.raises(UserError):
+        solve_multimodel(SCENARIO_A, HYBRID, 100, method="dp")  # more than two usable types
+    assert solve_multimodel(SCENARIO_A, HYBRID, 100).detail.get("method") != "dp"

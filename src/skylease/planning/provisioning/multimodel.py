@@ -10,9 +10,14 @@ model and do whole tasks (``_solve_whole``), so its plans replay exactly in the 
 
 from __future__ import annotations
 
+import contextvars
+import itertools
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from skylease.model.errors import UserError
 
@@ -93,7 +98,7 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
                      interval_min: float = 10, billing: str = "minute",
                      transfer_out_per_gb: Mapping[str, float] | None = None,
                      init_penalty_tasks: float | None = None, tiebreak: bool = True,
-                     capacity: str = "whole") -> Plan:
+                     capacity: str = "whole", method: str = "auto") -> Plan:
     """Minimum-cost plan running every model within ``deadline_min`` minutes (eqs. 18, 28-37).
 
     Capacities are un-reduced (spec §4.3: "Keep capacity un-reduced"); the start-up delay is the
@@ -107,6 +112,10 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
     so the plan replays in the simulator on time and at its cost; "fluid" is the paper's literal
     eqs. 28-37 (fractions of tasks count, stagings per (type, model)), which reproduces the spec's
     test vectors but whose plans can replay late (see :mod:`skylease.experiments.plan_replay`).
+
+    ``method`` (whole capacity): "ilp" solves the whole-task ILP with HiGHS; "dp" solves the same
+    model exactly by dynamic programming (``_whole_dp``: at most two usable instance types);
+    "auto" (default) uses "dp" when it applies, else "ilp". The fluid model is always the ILP.
     """
     models, types = tuple(models), tuple(types)
     model_name = f"multimodel/{billing}"
@@ -121,6 +130,10 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
         raise UserError(f"must be >= 0, got {init_penalty_tasks!r}", field="init_penalty_tasks")
     if capacity not in ("whole", "fluid"):
         raise UserError(f"capacity must be 'fluid' or 'whole', got {capacity!r}", field="capacity")
+    if method not in ("auto", "ilp", "dp"):
+        raise UserError(f"method must be 'auto', 'ilp' or 'dp', got {method!r}", field="method")
+    if method == "dp" and capacity != "whole":
+        raise UserError("method 'dp' solves the whole-task model only", field="method")
     n_int = math.floor(deadline_min / interval_min + _EPS)
     deadline_s = deadline_min * 60.0
     msg = f"no plan runs the {len(models)} model(s) by {deadline_min:g} min"
@@ -141,7 +154,7 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
                   else init_penalty_tasks * m.task_minutes / (t.cores * t.capacity) for m in models]
                  for t in types]
         return _solve_whole(models, types, n_int, interval_min, billing, transfer_out_per_gb, stage, avail,
-                            tiebreak, model_name, deadline_s, msg, init_penalty_tasks)
+                            tiebreak, model_name, deadline_s, msg, init_penalty_tasks, method)
 
     mp = Milp()
     cost = mp.var(cost=1.0)  # (18)
@@ -235,7 +248,7 @@ def run_tasks(t: CloudType, m: WatershedModel, run_min: float, stage_min: float)
 def _solve_whole(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], n_int: int,
                  interval_min: float, billing: str, transfer_out_per_gb: Mapping[str, float] | None,
                  stage: list[list[float]], avail: list[int], tiebreak: bool, model_name: str,
-                 deadline_s: float, msg: str, init_penalty_tasks: float | None) -> Plan:
+                 deadline_s: float, msg: str, init_penalty_tasks: float | None, method: str = "auto") -> Plan:
     """The whole-task multi-model ILP: every machine does whole tasks of one model from t=0.
 
     Decision (issue 4, replayable plans): y[j][k][L] machines of type j run model k from t=0 for
@@ -252,17 +265,31 @@ def _solve_whole(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...
     """
     J, K, I = range(len(types)), range(len(models)), range(n_int)  # noqa: E741
     locs = sorted({t.location for t in types})
+    work = [[[0] + [run_tasks(t, m, length * interval_min, stage[j][k]) for length in range(1, n_int + 1)]
+             for k, m in enumerate(models)] for j, t in enumerate(types)]  # work[j][k][length in intervals]
+    tr_price = {(k, loc): transfer_price(m, loc, transfer_out_per_gb)
+                for k, m in enumerate(models) for loc in locs if loc not in m.data_at}
+    usable = [j for j in J if avail[j] and any(any(w) for w in work[j])]
+    if method == "dp" and len(usable) > 2:
+        raise UserError("method 'dp' needs at most two usable instance types", field="method")
+    if method != "ilp" and len(usable) <= 2:
+        yv, solve_ms, evals = _whole_dp(models, types, n_int, interval_min, billing, avail, work, tr_price,
+                                        usable, tiebreak)
+        size = {"variables": 0, "constraints": 0, "stages": evals, "method": "dp"}
+        if yv is None:
+            return infeasible(model_name, deadline_s, msg, solve_ms, **size)
+        machines = _machines(yv, models, types, interval_min, stage, work)
+        return _whole_plan(machines, models, types, n_int, interval_min, billing, tr_price, solve_ms,
+                           model_name, deadline_s, init_penalty_tasks, size)
     mp = Milp()
     cost = mp.var(cost=1.0)
     transfer_cost = mp.var()
     compute_cost = mp.var()
-    work = [[[0] * (n_int + 1) for _ in K] for _ in J]  # work[j][k][length in intervals]
     y: dict[tuple[int, int, int, int], int] = {}  # (j, k, first interval, end interval)
-    for j, t in enumerate(types):
-        for k, m in enumerate(models):
+    for j in J:
+        for k in K:
             for length in range(1, n_int + 1):
-                work[j][k][length] = w = run_tasks(t, m, length * interval_min, stage[j][k])
-                if w and avail[j]:  # a run that cannot finish a task is never useful
+                if work[j][k][length] and avail[j]:  # a run that cannot finish a task is never useful
                     y[j, k, 0, length] = mp.var(0, avail[j], integer=True)
     def alive(j: int, i: int, k: int | None = None) -> dict[int, float]:
         """x[i][j][k] (or Σ_k x[i][j][k]): the machines of type j still running in interval i."""
@@ -273,13 +300,11 @@ def _solve_whole(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...
     for k, m in enumerate(models):  # (31)/(33) with whole tasks
         mp.row({v: work[j][kk][b - a] for (j, kk, a, b), v in y.items() if kk == k}, lo=m.n_tasks)
     tr: dict[tuple[int, str], int] = {}
-    tr_price: dict[tuple[int, str], float] = {}
     for k, m in enumerate(models):
         for loc in locs:
             if loc in m.data_at:
                 continue
             tb = tr[k, loc] = mp.binary()
-            tr_price[k, loc] = transfer_price(m, loc, transfer_out_per_gb)
             for j in J:
                 if types[j].location == loc and avail[j]:
                     mp.row({**alive(j, 0, k), tb: -avail[j]}, hi=0)  # (32)+(34)
@@ -305,6 +330,157 @@ def _solve_whole(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...
     machines = _machines(yv, models, types, interval_min, stage, work)
     return _whole_plan(machines, models, types, n_int, interval_min, billing, tr_price, solve_ms,
                        model_name, deadline_s, init_penalty_tasks, size)
+
+
+def _run_price(t: CloudType, length: int, interval_min: float, billing: str) -> float:
+    """What one machine of type ``t`` running from t=0 for ``length`` intervals adds to the ILP's
+    cost: eq. 36 (minute billing), or with hourly billing the hours whose first interval it is
+    alive in (eq. 23: counts never rise, so an hour's first interval holds its maximum)."""
+    if billing == "minute":
+        return length * interval_min * t.minute_price
+    return t.price_hour * math.ceil(length / round(60.0 / interval_min))
+
+
+def _cover_table(work: list[int], price: list[float], n_max: int, need: int, longest: int) -> np.ndarray:
+    """G[n, r]: least cost of at most ``n`` machines (each one run from t=0 of at most ``longest``
+    intervals) doing at least ``r`` tasks, r = 0..need; inf where they cannot."""
+    # a run no longer than another with the same work costs no more (prices never fall with length)
+    opts = [length for length in range(1, longest + 1) if work[length] > work[length - 1]]
+    g = np.full((n_max + 1, need + 1), np.inf)
+    g[0, 0] = 0.0
+    if not opts:
+        g[:, 0] = 0.0
+        return g
+    w = np.array([work[length] for length in opts])
+    c = np.array([price[length] for length in opts])
+    back = np.maximum(0, np.arange(need + 1)[None, :] - w[:, None])  # (options, need + 1)
+    for n in range(1, n_max + 1):
+        prev = g[n - 1]
+        g[n] = np.minimum(prev, (c[:, None] + prev[back]).min(axis=0))
+        if np.array_equal(g[n], prev):  # more machines cannot help any more
+            g[n + 1:] = prev
+            break
+    return g
+
+
+def _cover_runs(g: np.ndarray, work: list[int], price: list[float], longest: int, n: int,
+                r: int) -> list[int]:
+    """The run lengths behind ``g[n, r]`` (``_cover_table``'s argmin)."""
+    runs = []
+    while r > 0:
+        v = g[n, r]
+        if g[n - 1, r] <= v:
+            n -= 1
+            continue
+        length = next(length for length in range(1, longest + 1) if work[length] > work[length - 1]
+                      and abs(price[length] + g[n - 1, max(0, r - work[length])] - v) <= 1e-9)
+        runs.append(length)
+        r, n = max(0, r - work[length]), n - 1
+    return runs
+
+
+def _whole_dp(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], n_int: int,
+              interval_min: float, billing: str, avail: list[int], work: list[list[list[int]]],
+              tr_price: dict[tuple[int, str], float], usable: list[int], tiebreak: bool
+              ) -> tuple[dict[tuple[int, int, int, int], int] | None, float, int]:
+    """The whole-task ILP (``_solve_whole``) solved exactly by dynamic programming, for at most two
+    usable instance types. Returns the run counts y[(j, k, 0, length)] (None: infeasible), the
+    solve ms and the number of cost evaluations.
+
+    Decision (issue 4, speed: the ILP took 25-1100 ms on scenarios A and B, this 8-15 ms): the
+    model separates. Every machine runs one model from t=0; its cost (eq. 36, or the billing hours
+    it is alive at the start of, eq. 23) and its whole tasks depend only on its type and length;
+    transfers (eqs. 34-35) only on the locations a model runs at; the models share only the
+    machine counts per type (eq. 29). So for runs of at most M intervals: G_jk[n, r] = least cost
+    of at most n machines of type j doing >= r tasks of model k (a DP over machines);
+    h_k[n0, n1] = least cost of model k on at most n0, n1 machines of the two types (over the
+    split of its tasks and the sets of away locations, paying their transfers); and the plan's
+    cost c(M) = a min-plus convolution of the h_k over the machine counts, at the availability.
+    c(M) never rises with M; the tie-break (fewest active intervals, i.e. the shortest longest
+    run, as the ILP's second solve) is the least M with c(M) within the ILP's tolerance of
+    c(n_int), found by bisection. A machine that does no task is never needed, so n <= sum n_k.
+    """
+    t0 = time.perf_counter()
+    cap = [min(avail[j], sum(m.n_tasks for m in models)) for j in usable] + [0] * (2 - len(usable))
+    dims: list[int | None] = [*usable, None, None][:2]
+    price = {j: [_run_price(types[j], length, interval_min, billing) for length in range(n_int + 1)]
+             for j in usable}
+    none_table = {m.n_tasks: np.r_[0.0, np.full(m.n_tasks, np.inf)][None, :] for m in models}
+
+    def options(k: int) -> list[tuple[tuple[bool, bool], float]]:
+        """The types model k may use with the transfers they cost: per set of away locations."""
+        m = models[k]
+        away = sorted({types[j].location for j in usable} - m.data_at)
+        out = []
+        for used in itertools.product((False, True), repeat=len(away)):
+            there = {loc for loc, u in zip(away, used, strict=True) if u}
+            ok = tuple(j is not None and (types[j].location in m.data_at or types[j].location in there)
+                       for j in dims)
+            out.append((ok, sum(tr_price[k, loc] for loc in there)))
+        return out
+
+    def evaluate(longest: int):
+        tabs, totals = [], []
+        for k, m in enumerate(models):
+            g = [_cover_table(work[j][k], price[j], cap[d], m.n_tasks, longest) if j is not None
+                 else none_table[m.n_tasks] for d, j in enumerate(dims)]
+            h = np.full((cap[0] + 1, cap[1] + 1), np.inf)
+            for ok, extra in options(k):
+                g0 = g[0] if ok[0] else np.broadcast_to(g[0][:1], g[0].shape)
+                g1 = g[1] if ok[1] else np.broadcast_to(g[1][:1], g[1].shape)
+                np.minimum(h, (g0[:, None, ::-1] + g1[None, :, :]).min(axis=2) + extra, out=h)
+            tabs.append((g, h))
+            if not totals:
+                totals.append(h)
+                continue
+            prev, new = totals[-1], np.full_like(h, np.inf)
+            for a, b in zip(*np.nonzero(np.isfinite(h)), strict=True):
+                v = h[a, b]
+                if (a and h[a - 1, b] <= v) or (b and h[a, b - 1] <= v):
+                    continue  # fewer machines do it as cheaply
+                np.minimum(new[a:, b:], prev[:cap[0] + 1 - a, :cap[1] + 1 - b] + v, out=new[a:, b:])
+            totals.append(new)
+        return float(totals[-1][cap[0], cap[1]]), tabs, totals
+
+    evals = 1
+    best, tabs, totals = evaluate(n_int)
+    longest = n_int
+    if math.isfinite(best) and tiebreak:
+        tol = 1e-6 + 1e-9 * abs(best)
+        lo, hi = 1, n_int
+        while lo < hi:
+            mid = (lo + hi) // 2
+            c, t_mid, tot_mid = evaluate(mid)
+            evals += 1
+            if c <= best + tol:
+                hi, tabs, totals, longest = mid, t_mid, tot_mid, mid
+            else:
+                lo = mid + 1
+    if not math.isfinite(best):
+        return None, (time.perf_counter() - t0) * 1000.0, evals
+    # walk back: each model's machine counts, then its split of tasks and its runs
+    s = [cap[0], cap[1]]
+    alloc: list[tuple[int, int]] = [(0, 0)] * len(models)
+    for k in range(len(models) - 1, 0, -1):
+        h = tabs[k][1][:s[0] + 1, :s[1] + 1]
+        cand = totals[k - 1][:s[0] + 1, :s[1] + 1][::-1, ::-1] + h
+        a, b = np.unravel_index(int(np.argmin(cand)), cand.shape)
+        alloc[k] = (int(a), int(b))
+        s = [s[0] - int(a), s[1] - int(b)]
+    alloc[0] = (s[0], s[1])
+    yv: dict[tuple[int, int, int, int], int] = {}
+    for k, m in enumerate(models):
+        g, _ = tabs[k]
+        a, b = alloc[k]
+        pick_ = min(((g[0][a if ok[0] else 0, m.n_tasks - r] + g[1][b if ok[1] else 0, r] + extra, ok, r)
+                     for ok, extra in options(k) for r in range(m.n_tasks + 1)), key=lambda z: z[0])
+        _, ok, r = pick_
+        for d, (j, n, need) in enumerate(((dims[0], a, m.n_tasks - r), (dims[1], b, r))):
+            if j is None or not ok[d]:
+                continue
+            for length in _cover_runs(g[d], work[j][k], price[j], longest, n, need):
+                yv[j, k, 0, length] = yv.get((j, k, 0, length), 0) + 1
+    return yv, (time.perf_counter() - t0) * 1000.0, evals
 
 
 def _machines(yv: dict[tuple[int, int, int, int], int], models: tuple[WatershedModel, ...],
@@ -403,6 +579,32 @@ def _whole_plan(machines: dict[int, list[list[dict]]], models: tuple[WatershedMo
 
 
 
+_CAPTURE: contextvars.ContextVar[bool] = contextvars.ContextVar("multimodel_capture", default=False)
+
+
+class _Built(Exception):
+    """Carries the built ILP out of ``solve_multimodel`` (control flow for ``multimodel_milp``)."""
+
+    def __init__(self, milp: Milp, cost: int, active: list[int]) -> None:
+        super().__init__("built")
+        self.milp, self.cost, self.active = milp, cost, active
+
+
+def multimodel_milp(models: Sequence[WatershedModel], types: Sequence[CloudType], deadline_min: float,
+                    **kw) -> tuple[Milp, int, list[int]]:
+    """The ILP that ``solve_multimodel(..., method="ilp", **kw)`` would solve, unsolved: the model,
+    its cost column and the tie-break's active-interval columns (empty without ``tiebreak``). For
+    benchmarks that hand the very same model to another solver."""
+    token = _CAPTURE.set(True)
+    try:
+        plan = solve_multimodel(models, types, deadline_min, **{**kw, "method": "ilp"})
+    except _Built as built:
+        return built.milp, built.cost, built.active
+    finally:
+        _CAPTURE.reset(token)
+    raise UserError(f"no ILP to build: {plan.detail.get('message', plan.status)}", field="deadline")
+
+
 def cost_if_stopped(plan: Plan, types: Sequence[CloudType], finish_min: float) -> float:
     """What following a multi-model ``plan`` costs when every machine is released as the job ends at
     ``finish_min``: its data transfers plus ``watershed.cost_if_stopped`` of its machine counts (the
@@ -432,6 +634,8 @@ def _solve_min_active(mp, cost: int, occupancy, avail: Sequence[int], n_int: int
                     mp.row({**occ, active[i]: -cap}, hi=0)
             if i + 1 < n_int:
                 mp.row({active[i]: 1, active[i + 1]: -1}, lo=0)
+    if _CAPTURE.get():
+        raise _Built(mp, cost, active)
     res, solve_ms, stages = mp.solve_lexicographic(cost, dict.fromkeys(active, 1.0), second=tiebreak)
     size = {"variables": mp.num_vars, "constraints": mp.num_rows, "stages": stages}
     if res.status == "infeasible":
