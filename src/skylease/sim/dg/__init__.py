@@ -1,0 +1,24 @@
+"""Desktop-grid middleware simulators (XWHEP, BOINC) for SpeQuloS (spec 003 §1.2-1.6, §2.4).
+
+* :mod:`.workload` -- BoT categories (Table 6), node powers (Table 4), credits.
+* :mod:`.flat` -- traces flattened for fast per-node interval lookups; hashed ON offsets.
+* :mod:`.env` -- :class:`DesktopGridEnv` (a :class:`~skylease.control.env.TailEnvironment`).
+"""
+
+from skylease.sim.dg.env import BOINCEnv, DesktopGridEnv, DGParams, DGResult, XWHEPEnv
+from skylease.sim.dg.flat import FlatTrace, flatten
+from skylease.sim.dg.workload import DGBot, credits_for, make_bot, node_powers
+
+__all__ = [
+    "BOINCEnv",
+    "DGBot",
+    "DGParams",
+    "DGResult",
+    "DesktopGridEnv",
+    "FlatTrace",
+    "XWHEPEnv",
+    "credits_for",
+    "flatten",
+    "make_bot",
+    "node_powers",
+]

@@ -1,0 +1,141 @@
+"""SpeQuloS workloads: the BoT categories of Table 6, node powers (Table 4) and credits (spec §1.3-1.8).
+
+* :func:`make_bot` -- ``SMALL`` (1000 x 3.6e6 nops, all at t=0), ``BIG`` (10000 x 60000 nops,
+  t=0) and ``RANDOM`` ([R], spec A9): ``size = max(1, round(N(1000, s1)))``,
+  ``nops = max(1, round(N(60000, s2)))`` and per-task arrival offsets i.i.d.
+  Weibull(scale 91.98 s, shape 0.57), sorted, so task ``i`` arrives ``i``-th. ``sigma="literal"``
+  (default) reads Table 6's ``sigma^2`` literally (``s1 = sqrt(200)``, ``s2 = 100``);
+  ``sigma="std"`` takes the printed values as standard deviations (``s1 = 200``, ``s2 = 10000``).
+* :func:`node_powers` -- one power per node (nops/s): Normal(mean, std) of Table 4 for the trace
+  type, clamped to ``[mean/3, 3 mean]`` and ``>= 1`` ([R], A8); grids (``g5k*``) are
+  homogeneous 3000.
+* :func:`credits_for` -- credits provisioned to a BoT: 10 % of ``size x wall-clock bound`` in
+  CPU.hours, times 15 credits per CPU.hour (§1.8).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "BOT_CATEGORIES",
+    "CREDITS_PER_CPU_HOUR",
+    "NODE_POWER",
+    "WALL_CLOCK_BOUND",
+    "DGBot",
+    "credits_for",
+    "make_bot",
+    "node_powers",
+]
+
+BOT_CATEGORIES = ("SMALL", "BIG", "RANDOM")
+#: Wall-clock bound per task (s), only used to size the credits (Table 6 + A9c).
+WALL_CLOCK_BOUND = {"SMALL": 11000.0, "BIG": 180.0, "RANDOM": 2200.0}
+CREDITS_PER_CPU_HOUR = 15.0
+CREDIT_FRACTION = 0.10
+#: Table 4: (mean, std) of node power in nops/s per trace.
+NODE_POWER: dict[str, tuple[float, float]] = {
+    "seti": (1000.0, 250.0),
+    "nd": (1000.0, 250.0),
+    "g5klyo": (3000.0, 0.0),
+    "g5kgre": (3000.0, 0.0),
+    "spot10": (3000.0, 300.0),
+    "spot100": (3000.0, 300.0),
+}
+WEIBULL_SCALE = 91.98
+WEIBULL_SHAPE = 0.57
+
+
+@dataclass(frozen=True, eq=False)
+class DGBot:
+    """A bag of tasks for the DG simulators: ``nops[i]`` instructions, arrival ``arrival[i]`` (s
+    after submission, non-decreasing)."""
+
+    category: str
+    nops: np.ndarray
+    arrival: np.ndarray
+
+    def __post_init__(self) -> None:
+        nops = np.ascontiguousarray(self.nops, dtype=float)
+        arr = np.ascontiguousarray(self.arrival, dtype=float)
+        if nops.ndim != 1 or nops.shape != arr.shape:
+            raise ValueError("nops and arrival must be 1-D arrays of the same length")
+        if (nops <= 0).any() or (arr < 0).any() or (np.diff(arr) < 0).any():
+            raise ValueError("nops must be > 0 and arrivals >= 0 and sorted")
+        object.__setattr__(self, "nops", nops)
+        object.__setattr__(self, "arrival", arr)
+
+    def __len__(self) -> int:
+        return len(self.nops)
+
+    @property
+    def wall_clock_bound(self) -> float:
+        return WALL_CLOCK_BOUND.get(self.category, float("nan"))
+
+    @property
+    def credits(self) -> float:
+        return credits_for(self.category, len(self))
+
+    @classmethod
+    def homogeneous(cls, n: int, nops: float, category: str = "custom") -> DGBot:
+        return cls(category, np.full(n, float(nops)), np.zeros(n))
+
+
+def _rng(seed: int | np.random.Generator | None) -> np.random.Generator:
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def make_bot(
+    category: str, seed: int | np.random.Generator | None = None, *, sigma: str = "literal"
+) -> DGBot:
+    """One BoT of ``category`` (``SMALL``/``BIG``/``RANDOM``); ``seed`` only matters for RANDOM."""
+    cat = category.upper()
+    if cat == "LARGE":
+        cat = "BIG"
+    if cat == "SMALL":
+        return DGBot.homogeneous(1000, 3_600_000.0, "SMALL")
+    if cat == "BIG":
+        return DGBot.homogeneous(10000, 60_000.0, "BIG")
+    if cat != "RANDOM":
+        raise ValueError(f"unknown BoT category {category!r}; one of {BOT_CATEGORIES}")
+    if sigma == "literal":
+        s_size, s_nops = math.sqrt(200.0), math.sqrt(10000.0)
+    elif sigma == "std":
+        s_size, s_nops = 200.0, 10000.0
+    else:
+        raise ValueError(f"sigma must be 'literal' or 'std', got {sigma!r}")
+    rng = _rng(seed)
+    size = max(1, round(rng.normal(1000.0, s_size)))
+    nops = np.maximum(1.0, np.round(rng.normal(60000.0, s_nops, size)))
+    arrival = np.sort(WEIBULL_SCALE * rng.weibull(WEIBULL_SHAPE, size))
+    return DGBot("RANDOM", nops, arrival)
+
+
+def _power_params(trace_name: str) -> tuple[float, float]:
+    key = trace_name.lower()
+    for name, params in NODE_POWER.items():
+        if key.startswith(name):
+            return params
+    if key.startswith("g5k"):
+        return NODE_POWER["g5klyo"]
+    if key.startswith("spot"):
+        return NODE_POWER["spot10"]
+    return NODE_POWER["seti"]  # [R] unknown traces are treated as desktop grids
+
+
+def node_powers(trace_name: str, n: int, seed: int | np.random.Generator | None = None) -> np.ndarray:
+    """Power (nops/s) of ``n`` nodes of a trace named ``trace_name`` (Table 4 + clamp)."""
+    mean, std = _power_params(trace_name)
+    if std == 0:
+        return np.full(n, mean)
+    p = _rng(seed).normal(mean, std, n)
+    return np.maximum(np.clip(p, mean / 3.0, 3.0 * mean), 1.0)
+
+
+def credits_for(category: str, n_tasks: int) -> float:
+    """Credits provisioned: 10 % of ``n_tasks x wall-clock bound`` CPU.hours x 15."""
+    wall = WALL_CLOCK_BOUND[category.upper() if category.upper() != "LARGE" else "BIG"]
+    return CREDIT_FRACTION * n_tasks * wall / 3600.0 * CREDITS_PER_CPU_HOUR

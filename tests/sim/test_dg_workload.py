@@ -1,0 +1,44 @@
+"""SpeQuloS workloads: Table 6 categories, Table 4 powers, credits (spec §1.3-1.8)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skylease.sim.dg.workload import credits_for, make_bot, node_powers
+
+
+def test_small_and_big_are_table6() -> None:
+    small, big = make_bot("SMALL"), make_bot("big")
+    assert len(small) == 1000 and set(small.nops) == {3.6e6} and not small.arrival.any()
+    assert len(big) == 10000 and set(big.nops) == {6e4} and not big.arrival.any()
+    assert make_bot("LARGE").category == "BIG"
+
+
+def test_random_literal_and_std_sigma() -> None:
+    lit = make_bot("RANDOM", seed=1)
+    std = make_bot("RANDOM", seed=1, sigma="std")
+    assert 900 < len(lit) < 1100
+    assert np.all(np.diff(lit.arrival) >= 0) and lit.arrival[0] >= 0
+    assert 50 < lit.nops.std() < 150  # sigma = sqrt(10000) = 100
+    assert std.nops.std() > 5000  # sigma = 10000
+    assert 100 < lit.arrival.mean() < 220  # Weibull(91.98, 0.57): mean ~148 s
+    assert make_bot("RANDOM", seed=1).nops.tolist() == lit.nops.tolist()
+    with pytest.raises(ValueError):
+        make_bot("HUGE")
+
+
+def test_node_powers_clamped_and_homogeneous_grids() -> None:
+    p = node_powers("seti", 100000, seed=2)
+    assert p.min() >= 1000 / 3 and p.max() <= 3000
+    assert abs(p.mean() - 1000) < 10 and abs(p.std() - 250) < 10
+    assert set(node_powers("g5klyo", 10, seed=2)) == {3000.0}
+    s = node_powers("spot100", 10000, seed=2)
+    assert abs(s.mean() - 3000) < 20 and abs(s.std() - 300) < 20
+
+
+def test_credits_are_ten_percent_of_workload() -> None:
+    assert credits_for("SMALL", 1000) == pytest.approx(4583.333, rel=1e-6)
+    assert credits_for("BIG", 10000) == pytest.approx(750.0)
+    assert credits_for("RANDOM", 1000) == pytest.approx(916.667, rel=1e-5)
+    assert make_bot("SMALL").credits == pytest.approx(4583.333, rel=1e-6)
