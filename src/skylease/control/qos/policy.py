@@ -1,0 +1,258 @@
+"""SpeQuloS: cloud workers bought with credits to remove the tail of a bag of tasks on a BE-DCI.
+
+Delamare, Fedak, Kondo and Lodygensky, Cluster Computing 2013, as resolved by spec 003 (§2.6,
+Algorithms 1 and 2, with the [RC] billing and stop details). Every ``tick`` seconds the scheduler
+runs the bag loop, then the cloud-worker loop:
+
+1. If no cloud worker (CW) was started yet, the order can pay one tick, and the Oracle's WHEN rule
+   holds: set the HOW usage and rent the HOW MANY count (capped by the credits for one tick). CWs
+   are started once per bag (A24).
+2. For every CW: stop it if the bag is complete or the order cannot pay a tick; stop it if it asked
+   for work and got none since the last tick and still has no task (``stop_idle_cw``, A4); else
+   bill it one tick (the start tick included, so boot is billed).
+
+When the last task completes, every CW is stopped and the order is paid (the rest refunded). The
+policy acts only through :class:`~skylease.control.env.TailEnvironment`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from skylease.control.env import Environment, Handle, HostView, Policy, TailEnvironment
+from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR, CreditSystem
+from skylease.control.qos.oracle import Oracle, Snapshot
+from skylease.control.qos.prediction import AlphaModel, Prediction
+from skylease.control.qos.strategy import Strategy, parse_strategy
+from skylease.control.qos.tail import rank, t_c
+from skylease.model.host import HostId, HostState
+from skylease.model.task import Task
+
+
+@dataclass(slots=True)
+class CloudWorker:
+    """One rented CW as the scheduler books it."""
+
+    id: HostId
+    started: float
+    stopped: float | None = None
+    billed: float = 0.0
+    reason: str | None = None  # why it stopped: "complete", "credits", "idle" or "external"
+
+
+class SpeQuloS(Policy):
+    """The SpeQuloS scheduler for one bag (spec 003 §2.6).
+
+    ``strategy``: ``<WHEN>-<HOWMANY>-<HOW>`` such as ``9C-C-R`` (``none``: never rent, only
+    predict); ``credits``: ordered for the bag from ``bank`` (default: a private bank holding just
+    that much); ``tick``: monitoring and billing period (s); ``tick_credits``: credits per CW per
+    tick (default 15/h, i.e. 1 per 240 s); ``predict_at``: completion ratio at which the completion
+    time is predicted with ``alpha`` (None: never). ``threshold``, ``variance_factor``: the WHEN
+    rules' parameters.
+    """
+
+    def __init__(self, strategy: str | Strategy | None = "9C-C-R", credits: float = 0.0, *,
+                 tick: float = 240.0, stop_idle_cw: bool = True, tick_credits: float | None = None,
+                 pool: str = "cloud", predict_at: float | None = 0.5, alpha: AlphaModel | None = None,
+                 threshold: float = 0.9, variance_factor: float = 2.0, bank: CreditSystem | None = None,
+                 user: Hashable = "user", bot: Hashable = "bot") -> None:
+        if isinstance(strategy, str):
+            strategy = parse_strategy(strategy)
+        if not tick > 0:
+            raise ValueError(f"tick must be > 0 seconds, got {tick!r}")
+        if not credits >= 0:
+            raise ValueError(f"credits must be >= 0, got {credits!r}")
+        if predict_at is not None and not 0 < predict_at <= 1:
+            raise ValueError(f"predict_at must be in (0, 1], got {predict_at!r}")
+        self.strategy = strategy
+        self.oracle = (Oracle(strategy.when, strategy.how_many, threshold, variance_factor)
+                       if strategy is not None else None)
+        self.credits, self.tick = float(credits), float(tick)
+        self.stop_idle_cw, self.pool = stop_idle_cw, pool
+        self.tick_credits = (CREDITS_PER_CPU_HOUR * self.tick / 3600.0 if tick_credits is None
+                             else float(tick_credits))
+        if not self.tick_credits > 0:
+            raise ValueError(f"tick_credits must be > 0, got {tick_credits!r}")
+        self.predict_at, self.alpha = predict_at, alpha if alpha is not None else AlphaModel()
+        self._bank, self.user, self.bot = bank, user, bot
+        self._reset()
+
+    def _reset(self) -> None:
+        self.env: TailEnvironment | None = None
+        self.bank = self._bank if self._bank is not None else CreditSystem()
+        self.ordered = False
+        self.started_at: float | None = None  # the tick CWs were started
+        self.cws: dict[HostId, CloudWorker] = {}
+        self.prediction: Prediction | None = None
+        self.completed_at: float | None = None
+        self.refund = 0.0
+        self._alive: list[HostId] = []
+        self._idle: set[HostId] = set()
+        self._served = False
+        self._k = 0
+        self._timer: Handle | None = None
+
+    # -- callbacks --------------------------------------------------------------------------
+    def on_start(self, env: Environment) -> None:
+        if not isinstance(env, TailEnvironment):
+            raise TypeError("SpeQuloS needs a TailEnvironment (progress, completion times, serve_cloud)")
+        self._reset()
+        self.env = env
+        self._t0 = env.now
+        if self._bank is None:
+            self.bank.deposit(self.user, self.credits)
+        self.ordered = self.bank.order(self.user, self.bot, self.credits)
+        if env.pending() == 0:
+            self._complete()
+        elif self.oracle is not None and self.ordered:
+            self._schedule()
+
+    def on_host_idle(self, host: HostView) -> None:
+        if host.id in self.cws:
+            self._idle.add(host.id)
+
+    def on_task_done(self, task: Task, host: HostView, runtime: float) -> None:
+        env = self.env
+        if env is None or self.completed_at is not None:
+            return
+        if self.prediction is None and self.predict_at is not None:
+            self._maybe_predict(env)
+        if env.pending() == 0:
+            self._complete()
+
+    # -- the scheduler ----------------------------------------------------------------------
+    @property
+    def spent(self) -> float:
+        """Credits billed to this bag so far."""
+        return self.bank.get(self.bot).spent if self.ordered else 0.0
+
+    def _schedule(self) -> None:
+        assert self.env is not None
+        self._k += 1
+        self._timer = self.env.call_at(self._t0 + self._k * self.tick, self._on_tick)
+
+    def _on_tick(self) -> None:
+        env = self.env
+        assert env is not None and self.oracle is not None
+        self._timer = None
+        if self.completed_at is not None:
+            return
+        if self.started_at is None:
+            self._monitor_bot(env, self.oracle)
+        self._monitor_cloud_workers(env)
+        # keep ticking while CWs run (the next tick stops or bills them) or may still be started
+        if self._alive or (self.started_at is None and self.bank.has_credits(self.bot, self.tick_credits)):
+            self._schedule()
+
+    def _snapshot(self, env: TailEnvironment, oracle: Oracle) -> Snapshot:
+        pr = env.progress()
+        if oracle.needs_times:
+            return Snapshot(env.now - self._t0, pr.submitted, pr.assigned, pr.completed,
+                            env.completion_times(), env.assignment_times())
+        return Snapshot(env.now - self._t0, pr.submitted, pr.assigned, pr.completed)
+
+    def _monitor_bot(self, env: TailEnvironment, oracle: Oracle) -> None:
+        """Algorithm 1: start the CWs once, when the WHEN rule holds and credits remain."""
+        if env.pending() == 0 or not self.bank.has_credits(self.bot, self.tick_credits):
+            return
+        snap = self._snapshot(env, oracle)
+        if not oracle.should_use_cloud(snap):
+            return
+        remaining = self.bank.get(self.bot).remaining
+        n = min(oracle.cloud_workers_to_start(snap, remaining), int(remaining // self.tick_credits))
+        if n < 1:
+            return  # e.g. C before any completion: look again at the next tick
+        if not self._served:
+            assert self.strategy is not None
+            env.serve_cloud(self.strategy.usage)
+            self._served = True
+        ids = env.acquire(self.pool, n)
+        if not ids:
+            return
+        now = env.now
+        self.started_at = now
+        for hid in ids:
+            self.cws[hid] = CloudWorker(hid, now)
+            self._alive.append(hid)
+
+    def _monitor_cloud_workers(self, env: TailEnvironment) -> None:
+        """Algorithm 2: stop or bill every running CW."""
+        complete = env.pending() == 0
+        keep: list[HostId] = []
+        for hid in self._alive:
+            state = env.host(hid).state
+            if state is HostState.RELEASED:
+                self._stopped(hid, "external")
+            elif complete:
+                self._stop(hid, "complete")
+            elif not self.bank.has_credits(self.bot, self.tick_credits):
+                self._stop(hid, "credits")
+            elif self.stop_idle_cw and hid in self._idle and state is not HostState.BUSY:
+                self._stop(hid, "idle")
+            else:
+                self.bank.bill(self.bot, hid, self.tick_credits)
+                self.cws[hid].billed += self.tick_credits
+                keep.append(hid)
+        self._alive = keep
+        self._idle.clear()
+
+    def _stopped(self, hid: HostId, reason: str) -> None:
+        assert self.env is not None
+        cw = self.cws[hid]
+        cw.stopped, cw.reason = self.env.now, reason
+        self._idle.discard(hid)
+
+    def _stop(self, hid: HostId, reason: str) -> None:
+        assert self.env is not None
+        self.env.release(hid)
+        self._stopped(hid, reason)
+
+    def _complete(self) -> None:
+        """The bag is done: stop every CW and pay (refunding what is left)."""
+        env = self.env
+        assert env is not None
+        self.completed_at = env.now
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for hid in self._alive:
+            if env.host(hid).state is HostState.RELEASED:
+                self._stopped(hid, "external")
+            else:
+                self._stop(hid, "complete")
+        self._alive = []
+        if self.ordered:
+            self.refund = self.bank.pay(self.bot)
+
+    def _maybe_predict(self, env: TailEnvironment) -> None:
+        assert self.predict_at is not None
+        pr = env.progress()
+        if pr.submitted == 0 or pr.completed < rank(self.predict_at, pr.submitted):
+            return
+        t_c_r = t_c(env.completion_times(), self.predict_at, pr.submitted)
+        self.prediction = self.alpha.predict(env.now - self._t0, t_c_r, self.predict_at)
+
+    # -- results ----------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        """What an experiment records of the run (plain values)."""
+        p = self.prediction
+        return {
+            "strategy": self.strategy.name if self.strategy is not None else "none",
+            "credits_ordered": self.credits if self.ordered else 0.0,
+            "credits_spent": self.spent,
+            "refund": self.refund,
+            "cw_started_at": self.started_at,
+            "cws": len(self.cws),
+            "cws_stopped_idle": sum(1 for c in self.cws.values() if c.reason == "idle"),
+            "completed_at": self.completed_at,
+            "predict_r": p.r if p else None,
+            "predict_p": p.p if p else None,
+            "predict_alpha": p.alpha if p else None,
+            "t_pred": p.t_pred if p else None,
+        }
+
+    def __repr__(self) -> str:
+        name = self.strategy.name if self.strategy is not None else "none"
+        return f"SpeQuloS({name!r}, credits={self.credits:g}, tick={self.tick:g})"
