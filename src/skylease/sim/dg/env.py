@@ -57,8 +57,12 @@ Choices where the spec is silent ([R], also in the module's report)
 * BOINC: "one result per user per WU" is kept for the WU's life (a client whose replica was re-sent
   after the deadline never gets that WU again). A replica is one result: the first of its copies
   to return (the late original after a resend, the DG client or the CW under Reschedule) makes it
-  DONE; later copies are ignored. Clients keep computing replicas of validated WUs (the server
-  only stops sending them), so a client asks for work when its whole buffer is done.
+  DONE; later copies are ignored. Volunteer clients keep computing replicas of validated WUs (the
+  server only stops sending them), so a client asks for work when its whole buffer is done. A cloud
+  worker, which is paid for, skips buffered copies of WUs validated meanwhile.
+* Reschedule (BOINC): a CW copies the first IN_PROGRESS replica of a WU that no live CW is
+  already copying (and of which this CW holds none), so two CWs complete the two results a
+  stuck WU still needs instead of both copying the same replica, whose results count once.
 * Cloud duplication: BOINC cloud copies are sent up to ``buffer`` per request, FIFO; both
   middlewares copy the tasks arrived and not completed at the first ``acquire``.
 * ``queued()``: XWHEP WAITING jobs; BOINC WUs none of whose replicas is out (all UNSENT).
@@ -1113,6 +1117,7 @@ class BOINCEnv(DesktopGridEnv):
         self._fin_k: dict[int, int] = {}
         self._cloud: list[int] = []
         self._cw_sent: dict[int, float] = {}
+        self._cw_dup: set[int] = set()  # replica slots (w*R + r) a live CW is computing a copy of
 
     def _task_state(self, i: int) -> tuple[int | None, float | None]:
         buf = self._buf.get(i)
@@ -1341,11 +1346,13 @@ class BOINCEnv(DesktopGridEnv):
             if hid in hs:
                 continue
             base = w * R
+            dup = self._cw_dup
             for r in range(R):
-                if slot[base + r] == _INPROG:
+                if slot[base + r] == _INPROG and base + r not in dup:
                     break
             else:
                 continue
+            dup.add(base + r)
             hs.add(hid)
             out.append((w, r))
             if len(out) == want:
@@ -1373,9 +1380,12 @@ class BOINCEnv(DesktopGridEnv):
         hid = self.n_nodes + c
         buf = self._buf[hid]
         w, r = buf.popleft()
+        self._drop_cw_copy(w, r)
         self._got_result(w, r, hid, self._run_start[hid])
         if self._finished or self._cws[c].state is HostState.RELEASED:
             return
+        while buf and self._valid[buf[0][0]]:  # [R] a CW skips copies of WUs validated meanwhile
+            self._drop_cw_copy(*buf.popleft())
         if buf:
             self._start_cw(c)
             return
@@ -1389,8 +1399,13 @@ class BOINCEnv(DesktopGridEnv):
         if buf:
             when = self._cw_sent.get(c, self.kernel.now) + self.p.delay_bound
             for w, r in buf:
+                self._drop_cw_copy(w, r)
                 if r < 0:
                     self.kernel.schedule(when, self._cloud_requeue, w)
+
+    def _drop_cw_copy(self, w: int, r: int) -> None:
+        if r >= 0:
+            self._cw_dup.discard(w * self._R + r)
 
     def _cloud_requeue(self, w: int) -> None:
         if not self._valid[w]:
