@@ -117,6 +117,7 @@ def demo(
     _demo_mapping()
     _demo_provisioning()
     _demo_a2ha()
+    _demo_spequlos()
     out.print(f"[dim]demo took {time.perf_counter() - t0:.1f} s[/dim]")
 
 
@@ -165,6 +166,23 @@ def _demo_a2ha() -> None:
     out.print(table)
     out.print(f"   Without knowing a single task time, A2HA lands near the optimal "
               f"{res['optimal_hosts']} hosts; Dask's rule, blind to billing, rents a host per task.")
+
+
+def _demo_spequlos() -> None:
+    from skylease.experiments.demo import spequlos_demo
+
+    out.print("\n5. SpeQuloS on a volatile desktop grid (Notre Dame-like, 183 nodes): 1000 tasks of 1 h; "
+              "cloud workers bought with 10 % of the workload in credits; 5 paired seeds:")
+    t = spequlos_demo()
+    table = Table("middleware", "strategy", "hours", "slowdown", "tail removed", "credits",
+                  "cloud tasks")
+    for r in t.itertuples(index=False):
+        table.add_row(r.middleware, r.strategy, f"{r.completion_h:.1f}", f"{r.slowdown:.2f}",
+                      "-" if r.tre is None or r.tre != r.tre else f"{r.tre:.0%}",
+                      f"{r.credits_share:.0%}", f"{r.cloud_tasks:.1%}")
+    out.print(table)
+    out.print("   Reschedule (R) and Cloud Duplication (D) remove the tail; Flat (F) cloud workers only "
+              "join the queue, which is empty by the time the tail starts.")
 
 
 def _fail_if_cells_failed(failed: list[dict]) -> None:
@@ -555,6 +573,69 @@ def simulate_a2ha_cmd(
     if res["unfinished_runs"]:
         out.print(f"{res['unfinished_runs']} of {res['orderings']} runs stopped with tasks unfinished "
                   f"(on average {res['unfinished']['mean']:.1f}): the budget could not buy another unit")
+
+
+@simulate_app.command("spequlos")
+def simulate_spequlos_cmd(
+    middleware: Annotated[str, typer.Option(help="boinc or xwhep.")],
+    trace: Annotated[str, typer.Option(help="seti, nd, g5klyo, g5kgre, spot10, spot100, lanl, or a "
+                                       "trace file (FTA .tab, spot .json, SWF .swf, .tr directory).")],
+    bot: Annotated[str, typer.Option(help="small (1000 x 1 h), big (10000 x 1 min) or random "
+                                     "(Table 6 of the paper).")],
+    strategy: Annotated[str, typer.Option(help="WHEN-HOWMANY-HOW: WHEN 9C|9A|V, HOWMANY G|C, "
+                                          "HOW F|R|D (e.g. 9A-G-D), or none.")] = "9C-C-R",
+    seed: Annotated[int, typer.Option(help="Seed: submission time, BoT draw, node powers, boots.")] = 0,
+    credits: Annotated[float | None, typer.Option(help="Credits ordered for the BoT (default: 10 % "
+                                                  "of its workload, 15 credits per CPU hour).")] = None,
+    alpha: Annotated[float, typer.Option(help="Correction factor of the completion-time "
+                                         "prediction (fitted from past runs).")] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """SpeQuloS: a bag of tasks on a volatile desktop grid, its tail cut with cloud workers."""
+    from skylease.experiments.spequlos import simulate
+
+    res = simulate(middleware, trace, bot, strategy, seed, credits=credits, alpha=alpha)
+    if as_json:
+        print(json.dumps(res, default=float, allow_nan=False) if _all_finite(res)
+              else json.dumps(_finite_or_none(res)))
+        return
+    base = res["baseline"]
+
+    def t(x: float) -> str:
+        return f"{x:,.0f}" if x == x and x not in (float("inf"), float("-inf")) else "not finished"
+
+    out.print(f"{res['middleware']} on {res['trace']}: {res['n_tasks']} {res['bot']} tasks submitted at "
+              f"{res['submit_s'] / 86400:.2f} days into the trace; strategy {res['strategy']}, "
+              f"{res['credits_ordered']:.0f} credits ordered")
+    table = Table("", "without QoS", res["strategy"])
+    table.add_row("completion (s)", t(base["completion_s"]), t(res["completion_s"]))
+    table.add_row("ideal time (s)", t(base["ideal_s"]), t(res["ideal_s"]))
+    table.add_row("tail slowdown", f"{base['tail_slowdown']:.2f}", f"{res['tail_slowdown']:.2f}")
+    table.add_row("tasks in tail", f"{base['tail_task_share']:.1%}", f"{res['tail_task_share']:.1%}")
+    table.add_row("credits used", "0", f"{res['credits_used']:.0f} ({res['credits_share']:.0%})")
+    table.add_row("cloud workers", "0", str(res["cws"]))
+    table.add_row("tasks done in the cloud", "0", f"{res['cloud_work_share']:.1%}")
+    table.add_row("predicted at 50 % (s)", t(base["predicted_s"]) if base["predicted_s"] else "-",
+                  t(res["predicted_s"]) if res["predicted_s"] else "-")
+    out.print(table)
+    if res["tre"] is None:
+        out.print("The run without QoS had no tail, so there was nothing to remove.")
+    else:
+        out.print(f"Tail removal efficiency {res['tre']:.0%}; completion {res['speedup']:.2f}x faster.")
+
+
+def _all_finite(d: dict) -> bool:
+    import math
+
+    return all(not isinstance(v, float) or math.isfinite(v) for v in d.values()) and all(
+        _all_finite(v) for v in d.values() if isinstance(v, dict))
+
+
+def _finite_or_none(d: dict) -> dict:
+    import math
+
+    return {k: (_finite_or_none(v) if isinstance(v, dict) else
+                None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
 
 
 # -- entry point -----------------------------------------------------------------------------

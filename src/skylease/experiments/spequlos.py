@@ -44,7 +44,9 @@ __all__ = [
     "TRACES",
     "environment_cell",
     "run_once",
+    "simulate",
     "submission_time",
+    "tail_removal",
     "trace_for",
 ]
 
@@ -137,5 +139,41 @@ def environment_cell(middleware: str, trace: str, bot: str, strategies: Sequence
     return [run_once(middleware, trace, bot, s, seed, data_dir=data_dir) for s in ("none", *strategies)]
 
 
-def finite(x: float | None) -> bool:
-    return x is not None and math.isfinite(x)
+def tail_removal(t_speq: float, t_nospeq: float, t_ideal: float, eps: float = 1.0) -> float | None:
+    """TRE ``1 - (t_speq - t_ideal)/(t_nospeq - t_ideal)``, clipped at 1; None when the baseline
+    had no tail (``t_nospeq - t_ideal <= eps`` seconds, spec A16)."""
+    gap = t_nospeq - t_ideal
+    if not (math.isfinite(gap) and gap > eps):
+        return None
+    if not math.isfinite(t_speq):
+        return -math.inf
+    return min(1.0, 1.0 - (t_speq - t_ideal) / gap)
+
+
+#: What ``skylease simulate spequlos --json`` prints per run.
+JSON_KEYS = ("completion_s", "ideal_s", "tail_slowdown", "tail_task_share", "credits_used",
+             "cloud_work_share", "predicted_s")
+
+
+def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", seed: int = 0, *,
+             data_dir: str | os.PathLike[str] | None = None, alpha: float = 1.0,
+             credits: float | None = None, sigma: str = "literal") -> dict[str, Any]:
+    """One strategy's run and its paired baseline (same seed): the CLI's result.
+
+    Top-level keys are the strategy's run (:data:`JSON_KEYS` and more); ``baseline`` holds the run
+    without QoS; ``tre`` is the tail removal efficiency against it (None: the baseline had no tail).
+    """
+    if sigma not in ("literal", "std"):
+        raise UserError(f"sigma must be 'literal' or 'std', got {sigma!r}", field="sigma")
+    if not alpha > 0:
+        raise UserError(f"alpha must be > 0, got {alpha!r}", field="alpha")
+    if credits is not None and not credits >= 0:
+        raise UserError(f"credits must be >= 0, got {credits!r}", field="credits")
+    kw = dict(data_dir=data_dir, alpha=alpha, credits=credits, sigma=sigma)
+    row = run_once(middleware, trace, bot, strategy, seed, **kw)
+    base = row if row["strategy"] == "none" else run_once(middleware, trace, bot, "none", seed, **kw)
+    row["baseline"] = {k: base[k] for k in (*JSON_KEYS, "tail_tasks", "tail_time_share")}
+    row["tre"] = tail_removal(row["completion_s"], base["completion_s"], base["ideal_s"])
+    row["speedup"] = (base["completion_s"] / row["completion_s"]
+                      if math.isfinite(row["completion_s"]) and row["completion_s"] > 0 else None)
+    return row
