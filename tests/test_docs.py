@@ -12,7 +12,8 @@ def python_blocks(name):
     return re.findall(r"```python\n(.*?)```", (DOCS / name).read_text(), flags=re.S)
 
 
-@pytest.mark.parametrize("name", ["simulate.md", "campaigns.md", "map.md", "a2ha.md", "traces.md"])
+@pytest.mark.parametrize("name", ["simulate.md", "campaigns.md", "map.md", "a2ha.md", "traces.md",
+                                  "spequlos.md"])
 def test_howto_examples_run(name, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     blocks = python_blocks(name)
