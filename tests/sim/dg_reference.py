@@ -129,6 +129,7 @@ def ref_xwhep(env, log: list | None = None) -> tuple[list[float], list[float]]:
 
     _start(loop, env, arrive, on, off)
     loop.run(lambda: len(ctimes) == nt)
+    env.ref_events = loop.events  # for benchmarks/bench_spequlos.py
     return ctimes, atimes
 
 
@@ -226,4 +227,5 @@ def ref_boinc(env) -> tuple[list[float], list[float]]:
 
     _start(loop, env, arrive, on, off)
     loop.run(lambda: len(ctimes) == nt)
+    env.ref_events = loop.events  # for benchmarks/bench_spequlos.py
     return ctimes, atimes
