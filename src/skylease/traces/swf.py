@@ -265,3 +265,39 @@ def best_effort_availability(
     }
     origin = float(unix) + t0 if unix is not None else None
     return AvailabilityTrace(name, tuple(nodes), 0.0, t1 - t0, origin, meta)
+
+
+def blue_horizon_filter(df: pd.DataFrame, *, days: float = 30.0, procs_per_node: int = 8) -> pd.DataFrame:
+    """The Haizea paper's cut of a raw Blue Horizon log (spec 001 §8.1): queues 1-4, submit times
+    rebased to the first kept job, requested processors turned into nodes (÷ ``procs_per_node``),
+    the first ``days`` days. The shipped ``blue_*.swf`` files are already cut this way."""
+    kept = df[df["queue_number"].isin([1, 2, 3, 4])].copy()
+    if kept.empty:
+        return kept
+    kept["submit_time"] -= kept["submit_time"].iloc[0]
+    kept["requested_processors"] //= procs_per_node
+    return kept[kept["submit_time"] < days * 86400].reset_index(drop=True)
+
+
+def best_effort_requests(df: pd.DataFrame) -> pd.DataFrame:
+    """Best-effort lease requests from a cut SWF log (spec 001 §8.1, [C] ``readers.SWF``).
+
+    Columns: ``job``, ``submit``, ``nodes`` (the requested-processors field of the cut log),
+    ``requested`` (requested time), ``run`` (the run time clamped to ``[1, requested]``). Jobs
+    cancelled while queued (run time < 0 and status 5) never ran and are dropped (spec 001 §12-D:
+    437 of the 5,545 jobs of ``blue_30days.swf``).
+    """
+    cancelled = (df["run_time"] < 0) & (df["status"] == 5)
+    d = df[~cancelled]
+    requested = d["requested_time"].astype(np.int64)
+    run = np.minimum(np.maximum(d["run_time"].astype(np.int64), 1), requested)
+    out = pd.DataFrame({"job": d["job_number"].astype(np.int64), "submit": d["submit_time"].astype(np.int64),
+                        "nodes": d["requested_processors"].astype(np.int64), "requested": requested,
+                        "run": run}).reset_index(drop=True)
+    bad = out[(out["nodes"] < 1) | (out["requested"] < 1)]
+    if len(bad):
+        r = bad.iloc[0]
+        src = df.attrs.get("source", "SWF log")
+        field_ = "requested_processors" if r["nodes"] < 1 else "requested_time"
+        raise UserError(f"job {r['job']} has no {field_.replace('_', ' ')}", file=src, field=field_)
+    return out
