@@ -99,23 +99,23 @@ class LeaseScheduler:
     # -- best-effort scheduling -------------------------------------------------------------------
     def _schedule_queue(self, now: int) -> None:
         waiting: list[Lease] = []
+        free_now = self.table.free_count_at(now)
         for i, lease in enumerate(self.queue):
-            if self.reserved >= self.max_reservations and self.table.free_count_at(now) == 0:
+            if self.reserved >= self.max_reservations and free_now == 0:
                 waiting.extend(self.queue[i:])  # nothing can start now and nothing can reserve
                 break
-            if not self._fit_be(lease, now):
+            if lease.nodes <= free_now and self._try_at(lease, now, backfill=False):
+                free_now -= lease.nodes
+            elif not (self.reserved < self.max_reservations and self._reserve(lease, now)):
                 waiting.append(lease)
         self.queue = waiting
 
-    def _fit_be(self, lease: Lease, now: int) -> bool:
-        """Start ``lease`` now, or give it the future reservation if one is left (spec §6.3)."""
-        if self._try_at(lease, now, backfill=False):
-            return True
-        if self.reserved < self.max_reservations:
-            for t in self.table.changepoints_after(now):
-                if self._try_at(lease, t, backfill=True):
-                    self.reserved += 1
-                    return True
+    def _reserve(self, lease: Lease, now: int) -> bool:
+        """Give ``lease`` the future reservation: the first change point where it fits (spec §6.3)."""
+        for t in self.table.changepoints_after(now):
+            if self._try_at(lease, t, backfill=True):
+                self.reserved += 1
+                return True
         return False
 
     def _try_at(self, lease: Lease, t: int, *, backfill: bool) -> bool:

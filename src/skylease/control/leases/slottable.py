@@ -51,8 +51,17 @@ class SlotTable:
                 ignore: Reservation | None = None) -> list[int]:
         """Nodes (ascending) with no reservation overlapping ``[a, b)``."""
         out = []
+        key = (b,)
         for k in range(self.n_nodes) if nodes is None else nodes:
-            if all(rr is ignore or not rr.overlaps(a, b) for _, _, rr in self._by_node[k]):
+            row = self._by_node[k]
+            if ignore is not None:
+                if all(rr is ignore or not rr.overlaps(a, b) for _, _, rr in row):
+                    out.append(k)
+                continue
+            # a node's reservations never overlap, so sorted by start they are sorted by end too:
+            # only the last one starting before b can reach into [a, b)
+            i = bisect.bisect_left(row, key) - 1
+            if i < 0 or row[i][2].end <= a:
                 out.append(k)
         return out
 
