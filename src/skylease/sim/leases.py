@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from skylease.control.leases import Lease, LeaseKind, LeaseScheduler
+from skylease.control.leases import Lease, LeaseKind, LeaseScheduler, LeaseState
 
-__all__ = ["LeaseRun", "be_leases", "simulate_leases"]
+__all__ = ["LeaseRun", "ar_leases", "be_leases", "simulate_leases"]
 
 #: The Blue Horizon cluster of the paper: 144 single-CPU nodes.
 BLUE_HORIZON_NODES = 144
@@ -52,13 +52,27 @@ class LeaseRun:
         return {"all_best_effort_s": self.all_best_effort,
                 "mean_wait_s": float(np.mean(waits)) if waits else math.nan,
                 "mean_bounded_slowdown": float(np.mean(slow)) if slow else math.nan,
-                "best_effort_leases": len(be), "events": self.events, "wall_s": self.wall_s}
+                "best_effort_leases": len(be),
+                "ar_accepted": sum(1 for le in self.leases if le.kind is LeaseKind.ADVANCE_RESERVATION
+                                   and le.state is not LeaseState.REJECTED),
+                "ar_rejected": sum(1 for le in self.leases if le.kind is LeaseKind.ADVANCE_RESERVATION
+                                   and le.state is LeaseState.REJECTED),
+                "events": self.events, "wall_s": self.wall_s}
 
 
 def be_leases(requests: pd.DataFrame) -> list[Lease]:
     """Best-effort leases from :func:`skylease.traces.swf.best_effort_requests` rows (ids in trace order)."""
     return [Lease(i, LeaseKind.BEST_EFFORT, int(r.submit), int(r.nodes), int(r.requested), int(r.run),
                   int(r.run)) for i, r in enumerate(requests.itertuples(index=False))]
+
+
+def ar_leases(rows: pd.DataFrame, first_id: int = 0) -> list[Lease]:
+    """Advance-reservation leases from :func:`skylease.traces.lwf.read_plain_lwf` rows (ids from
+    ``first_id``, after the best-effort ones, spec 001 §4)."""
+    return [Lease(first_id + i, LeaseKind.ADVANCE_RESERVATION, int(r.submit), int(r.nodes), int(r.duration),
+                  int(r.real_duration), int(r.real_duration), start=int(r.start), memory=int(r.memory),
+                  preemptible=False)
+            for i, r in enumerate(rows.itertuples(index=False))]
 
 
 def clip_time(leases: Sequence[Lease], fraction: float = CLIP_FRACTION) -> int:

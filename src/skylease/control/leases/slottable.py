@@ -65,6 +65,10 @@ class SlotTable:
                 out.append(k)
         return out
 
+    def on_node(self, k: int) -> list[Reservation]:
+        """Node ``k``'s reservations, by start."""
+        return [rr for _, _, rr in self._by_node[k]]
+
     def free_count_at(self, t: int) -> int:
         return len(self.free_on(t, t + 1))
 
