@@ -359,8 +359,11 @@ class SimEnvironment:
         if not self._running[tid]:
             del self._running[tid]
         self._copies[tid] -= 1
-        if requeue and self._copies[tid] == 0:
-            self._copies[tid] = 1
+        # Requeue unless another copy runs or waits in the shared queue: a duplicate waiting in a
+        # pool's own queue does not count, as that pool may have no host to run it (found by
+        # hypothesis: dup to an empty pool, then release the only running host -> a stall).
+        if requeue and tid not in self._running and tid not in self._queue_any:
+            self._copies[tid] += 1
             self._queue_any.appendleft(tid)
         self._set_idle(h)
         if not self._finished:
