@@ -323,7 +323,82 @@ def test_method_argument():
     with pytest.raises(UserError):
         solve_multimodel(SCENARIO_A, MM_TYPES, 100, method="simplex")
     with pytest.raises(UserError):
-        solve_multimodel(SCENARIO_A, MM_TYPES, 100, method="dp", capacity="fluid")
-    with pytest.raises(UserError):
         solve_multimodel(SCENARIO_A, HYBRID, 100, method="dp")  # more than two usable types
+    with pytest.raises(UserError):
+        solve_multimodel(SCENARIO_A, HYBRID, 100, method="dp", capacity="fluid")
+    assert solve_multimodel(SCENARIO_A, MM_TYPES, 100, capacity="fluid").detail.get("method") != "dp"
     assert solve_multimodel(SCENARIO_A, HYBRID, 100).detail.get("method") != "dp"
+
+
+# --- fluid capacity: the minute-billing DP against the ILP -----------------------------------------
+
+def _check_fluid_counts(models, types, plan, deadline):
+    """The DP's counts satisfy eqs. 29-33: per-type totals within availability and never rising,
+    and every model's work (eq. 31 with machines = the most it runs at once) covers its tasks."""
+    per_type = {t.name: counts for t, counts in zip(types, [None] * len(types), strict=True)}
+    for t in types:
+        per_type[t.name] = plan.instances.get(t.name, [])
+        counts = per_type[t.name]
+        assert all(c <= t.max_count for c in counts)
+        assert all(a >= b for a, b in itertools.pairwise(counts))
+    assert plan.makespan_min <= deadline + 1e-9
+    for m in models:
+        assert sum(a["tasks"] for a in plan.detail["assignment"][m.name].values()) >= m.n_tasks - 1e-7
+
+
+def _same_fluid(dp, ilp, tiebreak):
+    assert dp.status == ilp.status
+    if dp.ok:
+        assert dp.detail["method"] == "dp"
+        assert dp.cost == pytest.approx(ilp.cost, abs=1e-9)
+        if tiebreak:
+            assert dp.makespan_s == ilp.makespan_s
+
+
+@pytest.mark.parametrize("tiebreak", [True, False])
+@pytest.mark.parametrize("models", [SCENARIO_A, SCENARIO_B], ids=["A", "B"])
+def test_fluid_dp_equals_the_ilp_on_the_scenarios(models, tiebreak):
+    for deadline in (30, 60, 100, 170):
+        dp = solve_multimodel(models, MM_TYPES, deadline, capacity="fluid", tiebreak=tiebreak, method="dp")
+        ilp = solve_multimodel(models, MM_TYPES, deadline, capacity="fluid", tiebreak=tiebreak, method="ilp")
+        _same_fluid(dp, ilp, tiebreak)
+        if dp.ok:
+            _check_fluid_counts(models, MM_TYPES, dp, deadline)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 60), st.sampled_from([1.0, 2.5, 4.25, 7.5]), st.integers(0, 2)),
+                min_size=1, max_size=3),
+       st.sampled_from([20, 40, 70]), st.booleans(), st.sampled_from([None, 2.0]))
+def test_fluid_dp_equals_the_ilp_on_random_models(spec, deadline, tiebreak, penalty):
+    where = [frozenset({LOCAL}), frozenset({AZURE}), BOTH]
+    models = [WatershedModel(f"m{i}", n, tau, 1.0, where[w]) for i, (n, tau, w) in enumerate(spec)]
+    kw = {"capacity": "fluid", "tiebreak": tiebreak, "init_penalty_tasks": penalty}
+    dp = solve_multimodel(models, MM_TYPES, deadline, method="dp", **kw)
+    ilp = solve_multimodel(models, MM_TYPES, deadline, method="ilp", **kw)
+    _same_fluid(dp, ilp, tiebreak)
+    if dp.ok:
+        _check_fluid_counts(models, MM_TYPES, dp, deadline)
+
+
+def test_fluid_hourly_and_capture_stay_on_the_ilp():
+    plan = solve_multimodel(SCENARIO_A, MM_TYPES, 100, capacity="fluid", billing="hourly")
+    assert plan.ok and plan.detail.get("method") != "dp" and plan.detail["variables"] > 0
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 60), st.sampled_from([1.0, 2.5, 4.25, 7.5]), st.integers(0, 2)),
+                min_size=1, max_size=3),
+       st.sampled_from([20, 50, 70, 130]), st.booleans())
+def test_fluid_hourly_start_and_bound_keep_the_optimum(spec, deadline, tiebreak):
+    """Hourly billing stays the ILP, with the minute-rate DP as first incumbent and lower bound."""
+    where = [frozenset({LOCAL}), frozenset({AZURE}), BOTH]
+    models = [WatershedModel(f"m{i}", n, tau, 1.0, where[w]) for i, (n, tau, w) in enumerate(spec)]
+    kw = {"capacity": "fluid", "tiebreak": tiebreak, "billing": "hourly"}
+    fast = solve_multimodel(models, MM_TYPES, deadline, method="dp", **kw)
+    ilp = solve_multimodel(models, MM_TYPES, deadline, method="ilp", **kw)
+    assert fast.status == ilp.status
+    if fast.ok:
+        assert fast.cost == pytest.approx(ilp.cost, abs=1e-9)
+        if tiebreak:
+            assert fast.makespan_s == ilp.makespan_s

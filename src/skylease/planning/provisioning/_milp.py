@@ -56,6 +56,7 @@ class Milp:
         self._idx: list[list[int]] = []
         self._val: list[list[float]] = []
         self._h: highspy.Highs | None = None
+        self.start: dict[int, float] | None = None  # a feasible point to hand HiGHS as its first incumbent
 
     def var(self, lb: float = 0.0, ub: float = INF, cost: float = 0.0, *, integer: bool = False) -> int:
         self.cost.append(float(cost))
@@ -112,6 +113,9 @@ class Milp:
             ints = np.array(self.integer, dtype=np.int32)
             h.changeColsIntegrality(len(ints), ints,
                                     np.full(len(ints), highspy.HighsVarType.kInteger.value, dtype=np.uint8))
+        if self.start:
+            idx = np.array(list(self.start), dtype=np.int32)
+            h.setSolution(len(idx), idx, np.array(list(self.start.values()), dtype=np.float64))
         return h
 
     def solve(self) -> MilpResult:
