@@ -6,6 +6,9 @@ the seed (:func:`~skylease.experiments.spequlos.environment_cell`). From those r
 Table 1 and Fig. 2 (baseline tails), Figs. 6-7 (tail removal efficiency and credits of the 18
 strategies), Figs. 8-9 (9C-C-R completion times and stability) and Table 7 (prediction success),
 and writes ``report.md`` with the paper's values beside ours, CSVs and PNGs.
+:func:`report_from_runs` rebuilds everything from a saved ``runs.csv`` without simulating. The full
+campaign (6 traces, 10 seeds: 6840 runs) takes about 5 minutes on 2 worker processes; ``quick``
+(nd and spot10, 2 seeds: 456 runs) about 20-30 s.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +29,9 @@ from skylease.experiments.report import md_table, save_figure, write_report
 from skylease.experiments.spequlos import MIDDLEWARES, TRACES, run_once, tail_removal
 from skylease.experiments.sweep import run_campaign
 from skylease.model.errors import UserError
-from skylease.sim.dg.workload import BOT_CATEGORIES
+from skylease.sim.dg.workload import BOT_CATEGORIES, make_bot
 
-__all__ = ["campaign_cell", "reproduce_spequlos"]
+__all__ = ["campaign_cell", "report_from_runs", "reproduce_spequlos", "with_tre"]
 
 FULL_SEEDS = 10
 QUICK_SEEDS = 2
@@ -180,6 +184,9 @@ def fig8_table(runs: pd.DataFrame) -> pd.DataFrame:
         index=["middleware", "bot", "trace"], columns="strategy", values="completion_s", aggfunc="mean"
     ).reset_index()
     m = m.rename(columns={"none": "without_s", "9C-C-R": "with_s"})
+    order = {t: i for i, t in enumerate((*MIDDLEWARES, *TRACES, *BOT_CATEGORIES))}
+    m = m.sort_values(["middleware", "bot", "trace"], key=lambda c: c.map(lambda v: order.get(v, 99)))
+    m = m.reset_index(drop=True)
     m["speedup"] = m["without_s"] / m["with_s"]
     m["paper_without_s"] = [
         PAPER_FIG8.get((a, c, b), (math.nan, math.nan))[0]
@@ -201,38 +208,80 @@ def stability(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def prediction_table(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 7: success of α·t_c(0.5)/0.5 within ±20 %, α fitted (L1) per environment on 9C-C-R runs."""
+    """Table 7: success of α·t_c(0.5)/0.5 within ±20 %, α fitted (L1) per environment on 9C-C-R runs.
+
+    Returns the table and the per-run frame; its ``loo_ok`` is the environment's leave-one-out
+    success rate, so the mean of ``loo_ok`` over any set of environments is their run-weighted
+    (pooled) leave-one-out success.
+    """
     q = runs[(runs["strategy"] == "9C-C-R") & runs["predict_p"].notna()].copy()
     per_run = []
     for (mw, trace, bot), g in q.groupby(["middleware", "trace", "bot"]):
         p, t = g["predict_p"].to_numpy(float), g["completion_s"].to_numpy(float)
         alpha = fit_alpha(p, t)
         loo = loo_success_rate(p, t) if len(p) > 1 else math.nan
-        for pi, ti in zip(p, t, strict=True):
-            per_run.append(
-                {
-                    "middleware": mw,
-                    "trace": trace,
-                    "bot": bot,
-                    "alpha": alpha,
-                    "ok": bool(succeeded(alpha * pi, ti, TOLERANCE)),
-                    "loo_env": loo,
-                }
-            )
+        ok = succeeded(alpha * p, t, TOLERANCE)
+        per_run += [
+            {"middleware": mw, "trace": trace, "bot": bot, "alpha": alpha, "ok": bool(o), "loo_ok": loo}
+            for o in ok
+        ]
     pr = pd.DataFrame(per_run)
-    if pr.empty:
-        return pr, pr
+    return (prediction_cells(pr, "ok") if len(pr) else pr), pr
+
+
+def prediction_cells(pr: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Table 7's layout: % success per trace x (BoT, middleware), with run-weighted Mixed marginals."""
     rows = []
     for trace in [*[t for t in TRACES if t in set(pr["trace"])], "Mixed"]:
         g = pr if trace == "Mixed" else pr[pr["trace"] == trace]
         row: dict[str, Any] = {"trace": trace}
         for bot in BOT_CATEGORIES:
             for mw in MIDDLEWARES:
-                h = g[(g["bot"] == bot) & (g["middleware"] == mw)]
-                row[f"{bot} {mw}"] = float(h["ok"].mean() * 100) if len(h) else math.nan
-        row["Mixed"] = float(g["ok"].mean() * 100)
+                h = g[(g["bot"] == bot) & (g["middleware"] == mw)][column].astype(float)
+                row[f"{bot} {mw}"] = float(h.mean() * 100) if len(h) else math.nan
+        row["Mixed"] = float(g[column].astype(float).mean() * 100)
         rows.append(row)
-    return pd.DataFrame(rows), pr
+    return pd.DataFrame(rows)
+
+
+def random_arrivals(seeds: Sequence[int], task_s: float = 20.0) -> pd.DataFrame:
+    """The RANDOM BoTs of ``seeds`` (as :func:`run_once` draws them) and the tail their arrivals alone
+    make: the slowdown of a grid where every task runs ``task_s`` seconds as soon as it arrives
+    (20 s = 60000 nops on a 3000 nops/s node, the fastest in the evaluation)."""
+    rows = []
+    for seed in seeds:
+        ss_bot, _ = np.random.SeedSequence([int(seed), 0xB07]).spawn(2)
+        a = make_bot("RANDOM", seed=int(ss_bot.generate_state(1)[0])).arrival
+        k = math.ceil(0.9 * len(a)) - 1
+        ideal = (a[k] + task_s) / 0.9
+        rows.append(
+            {
+                "run_seed": int(seed),
+                "tasks": len(a),
+                "arrival_90pct_s": float(a[k]),
+                "last_arrival_s": float(a[-1]),
+                "ideal_s": ideal,
+                "arrival_slowdown": float((a[-1] + task_s) / ideal),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class Derived:
+    """Everything the report is written from."""
+
+    base: pd.DataFrame
+    t1: pd.DataFrame
+    sd: pd.DataFrame
+    arr: pd.DataFrame
+    st: pd.DataFrame
+    q: pd.DataFrame
+    f8: pd.DataFrame
+    stab: pd.DataFrame
+    t7: pd.DataFrame
+    t7_loo: pd.DataFrame
+    pr: pd.DataFrame
 
 
 # -- checks ---------------------------------------------------------------------------------------
@@ -273,10 +322,10 @@ def baseline_checks(sd: pd.DataFrame, t1: pd.DataFrame) -> list[dict[str, Any]]:
         )
         out.append(
             _claim(
-                f"{mw}: tail-task share in the paper's range (Table 1: 2.9-6.4 %)",
-                "2.9-6.4 %",
-                f"{r['tail tasks %']:.1f} %",
-                2.9 <= r["tail tasks %"] <= 6.4,
+                f"{mw}: tail-task share within Table 1's range (§7.2: 3-6.4 %)",
+                "2.94-6.40 %",
+                f"{r['tail tasks %']:.2f} %",
+                2.94 <= r["tail tasks %"] <= 6.40,
             )
         )
         nr = sd[(sd["middleware"] == mw) & sd["bot"].isin(["SMALL", "BIG"])]
@@ -430,9 +479,10 @@ def performance_checks(f8: pd.DataFrame, stab: pd.DataFrame) -> list[dict[str, A
         _claim(
             "Fig. 8: 9C-C-R never raises the average completion time",
             "always lower",
-            f"lower in {int(strict.sum())}, equal in {int((lower & ~strict).sum())}, "
-            f"higher in {int((~lower).sum())} of {len(f8)} environments",
-            bool(lower.all()),
+            f"lower in {int(strict.sum())}, equal (within 0.1 %) in {int((lower & ~strict).sum())}, "
+            f"higher in {int((~lower).sum())} of {len(f8)} environments"
+            + (f" (by at most {(f8['with_s'] / f8['without_s']).max() - 1:.2%})" if (~lower).any() else ""),
+            bool(strict.all()),
         )
     )
     for (mw, trace, bot), (pw, pq) in PAPER_FIG8.items():
@@ -484,6 +534,15 @@ def prediction_checks(t7: pd.DataFrame, pr: pd.DataFrame) -> list[dict[str, Any]
             overall >= 85,
         )
     ]
+    loo = float(pr["loo_ok"].mean() * 100)
+    out.append(
+        _claim(
+            "Table 7, leave-one-out α (A15 variant): within ±20 % overall (>= 85 %)",
+            "90.2 % (in-sample)",
+            f"{loo:.1f} %",
+            loo >= 85,
+        )
+    )
     by_bot = pr.groupby("bot")["ok"].mean() * 100
     sb = [by_bot.get(b, math.nan) for b in ("SMALL", "BIG")]
     out.append(
@@ -590,6 +649,11 @@ def _fig8(f8: pd.DataFrame, out: Path) -> str:
             x = np.arange(len(g))
             ax.bar(x - 0.2, g["without_s"], 0.4, label="without SpeQuloS")
             ax.bar(x + 0.2, g["with_s"], 0.4, label="9C-C-R")
+            paper = g["paper_without_s"].notna().to_numpy()
+            if paper.any():
+                ax.plot(x[paper] - 0.2, g["paper_without_s"][paper], "kx", label="paper (without)")
+                ax.plot(x[paper] + 0.2, g["paper_with_s"][paper], "k+", label="paper (9C-C-R)")
+                ax.legend(fontsize=7)
             ax.set_xticks(x, g["trace"], fontsize=8)
             ax.set_yscale("log")
             ax.set_title(f"{mw} / {bot}", fontsize=9)
@@ -633,7 +697,9 @@ def reproduce_spequlos(
 
     ``seeds``: runs per environment (default 10; 2 with ``quick``); ``traces``: default all six
     (``nd`` and ``spot10`` with ``quick``). Returns a summary with the ``claims`` rows
-    (claim / paper / ours / holds) for the CLI.
+    (claim / paper / ours / holds) for the CLI, and the timings (``campaign_s``, ``seconds``).
+    ``mode``/``workers``/``scheduler``/``progress`` go to :func:`run_campaign` (one cell = one
+    environment at one seed, the baseline and the 18 strategies paired on it).
     """
     t0 = time.perf_counter()
     out = Path(out)
@@ -668,16 +734,40 @@ def reproduce_spequlos(
             if c in camp.table.columns
         ]
     )
+    return report_from_runs(runs, out, seeds=n, quick=quick, campaign_s=camp.elapsed_s, started=t0)
+
+
+def report_from_runs(
+    runs: pd.DataFrame | str | Path,
+    out: Path | str,
+    *,
+    seeds: int | None = None,
+    quick: bool = False,
+    campaign_s: float = math.nan,
+    started: float | None = None,
+) -> dict[str, Any]:
+    """Derive every table, figure and check from the campaign's rows (a frame or a ``runs.csv``)
+    and write them into ``out``; returns the summary :func:`reproduce_spequlos` returns."""
+    t0 = time.perf_counter() if started is None else started
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not isinstance(runs, pd.DataFrame):
+        runs = pd.read_csv(runs)
     runs = runs.sort_values(["middleware", "trace", "bot", "run_seed", "strategy"]).reset_index(drop=True)
-    campaign_s = camp.elapsed_s
+    chosen = tuple(t for t in TRACES if t in set(runs["trace"])) + tuple(
+        sorted(set(runs["trace"]) - set(TRACES))
+    )
+    n = int(seeds) if seeds is not None else int(runs["run_seed"].nunique())
     base = runs[runs["strategy"] == "none"]
     q = with_tre(runs)
     t1 = table1(base)
     sd = slowdown_stats(base)
+    arr = random_arrivals(sorted(set(base.loc[base["bot"] == "RANDOM", "run_seed"])))
     st = strategy_table(q)
     f8 = fig8_table(runs)
     stab = stability(runs)
     t7, pr = prediction_table(runs)
+    t7_loo = prediction_cells(pr, "loo_ok") if len(pr) else pr
     claims = (
         baseline_checks(sd, t1)
         + strategy_checks(st, q)
@@ -689,10 +779,12 @@ def reproduce_spequlos(
         ("runs", runs),
         ("table1", t1),
         ("fig2_slowdown", sd),
+        ("fig2_random_arrivals", arr),
         ("fig6_fig7_strategies", st),
         ("fig8_completion", f8),
         ("fig9_stability", stab),
         ("table7_prediction", t7),
+        ("table7_prediction_loo", t7_loo),
         ("claims", claims_df),
     ):
         df.to_csv(out / f"{name}.csv", index=False)
@@ -704,9 +796,9 @@ def reproduce_spequlos(
         "fig9": _fig9(stab, out),
     }
     seconds = time.perf_counter() - t0
-    text = _report(
-        n, quick, chosen, len(runs), campaign_s, seconds, t1, sd, st, q, f8, t7, pr, claims_df, figs
-    )
+    data = Derived(base=base, t1=t1, sd=sd, arr=arr, st=st, q=q, f8=f8, stab=stab, t7=t7, t7_loo=t7_loo,
+                   pr=pr)
+    text = _report(n, quick, chosen, len(runs), campaign_s, seconds, data, claims_df, figs)
     write_report(out / "report.md", text)
     return {
         "out": str(out),
@@ -726,6 +818,50 @@ def _claims_md(df: pd.DataFrame) -> str:
     return md_table(df, ["claim", "paper", "ours", "holds"])
 
 
+DECISIONS = (
+    "Traces (spec A18-A19): seti and nd are generated (per-node alternating renewal processes fitted to "
+    "Tables 2-3, with a daily cycle for seti; seed 2013); g5klyo and g5kgre are the best-effort nodes of two "
+    "SWF batch logs (Blue Horizon, 144 nodes; NASA iPSC, 128 nodes); spot10 and spot100 come from a 2016 EC2 "
+    "c1.xlarge spot-price history with the paper's bid ladder, about 1.8x the paper's node counts. "
+    "`skylease traces stats` prints their Table 2/3 rows beside the paper's. Traces are built once per "
+    "process, so every run of the campaign sees the same traces.",
+    "Submissions (A21): uniform over the trace minus a 10-day margin (a third of a shorter trace); a run's "
+    "seed fixes its submission time, its BoT draw, node powers, ON offsets and CW boot delays, so the "
+    "baseline and the 18 strategies of one seed are paired and identical until the policy first acts. "
+    "Runs that never finish would be reported as `completion_s = inf` (none did here).",
+    "BoTs (A9): RANDOM reads Table 6's σ² literally (σ = 14.1 tasks, 100 nops) and its Weibull(91.98 s, "
+    "0.57) values as i.i.d. per-task arrival offsets; node powers are Table 4's normals clamped to "
+    "[mean/3, 3 mean] (A8), homogeneous 3000 nops/s on the g5k grids.",
+    "Middleware (A11-A13): work requests back off 30, 60, 120, 240, then every 300 s; a node up at "
+    "submission comes ON then (plus its [RC] 0-300 s offset); requests due at the same instant are served "
+    "in node order. XWHEP: a job whose node leaves is re-queued at its next ON or after the 900 s "
+    "keep-alive timeout. BOINC: 3 tasks per CPU buffer, suspended replicas resume at the next ON and are "
+    "re-sent after the 1-day deadline; 'one result per user per WU' holds for the WU's life. A duplicate "
+    "result is ignored and the slower copy keeps running.",
+    "Cloud workers (A6-A7, A13-A14): 3000 nops/s, boot N(150, 15) s clamped to [75, 300], never fail; a "
+    "stopped CW is a worker switched OFF (XWHEP re-queues its job after the timeout, BOINC waits for the "
+    "deadline). BOINC Reschedule: a CW copies the first IN_PROGRESS replica no live CW is copying, so two "
+    "CWs complete a WU that still needs two results; a CW skips buffered copies of WUs validated "
+    "meanwhile. Duplication copies the tasks arrived and not completed at the start (quorum 1).",
+    "SpeQuloS (A2-A6, A24): a 240 s tick, each running CW billed 1 credit per tick from its start tick "
+    "(boot billed); CWs started once per BoT; an idle CW stops at the next tick for every strategy (A4); "
+    "if HOW MANY gives 0 the start is retried at the next tick; Conservative = floor(S / max(t_r, 1)); "
+    "Greedy = floor(S). The order is 10 % of the BoT's wall-clock bound in CPU.hours x 15 credits.",
+    "Metrics: tail slowdown = actual / ideal (A1), T_ideal = t_c(0.9)/0.9 over the final BoT size (A10); "
+    "Table 1 and Fig. 2 come from the baseline runs (A25). TRE against the paired baseline; a run whose "
+    "baseline had no tail (t_nospeq − t_ideal ≤ 1 s) is excluded and the excluded share reported; TRE is "
+    "clipped at 1 (A16). `cloud_work_share` is the measured share of tasks whose first result came from "
+    "a CW (the paper's proxy is 0.10 x the share of credits spent). The prediction p = t_c(0.5)/0.5 is "
+    "made in the completion callback that reaches ceil(0.5 x submitted); α is fitted with L1 in-sample "
+    "per (trace, middleware, BoT) on the 9C-C-R runs, and leave-one-out beside it (A15). Table 1 rows "
+    "and Table 7's Mixed cells pool the runs (A22).",
+)
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}" if math.isfinite(x) else "–"
+
+
 def _report(
     n: int,
     quick: bool,
@@ -733,41 +869,35 @@ def _report(
     n_runs: int,
     campaign_s: float,
     seconds: float,
-    t1: pd.DataFrame,
-    sd: pd.DataFrame,
-    st: pd.DataFrame,
-    q: pd.DataFrame,
-    f8: pd.DataFrame,
-    t7: pd.DataFrame,
-    pr: pd.DataFrame,
+    d: Derived,
     claims: pd.DataFrame,
     figs: dict[str, str],
 ) -> str:
     held, total = int(claims["holds"].sum()), len(claims)
-    rand = sd[sd["bot"] == "RANDOM"]
-    rand_txt = ", ".join(
-        f"{r['middleware']} median {r['median']:.1f}, P(>=2) {r['P(>=2)']:.2f}"
-        for r in rand.to_dict("records")
-    )
-    f8r = f8.copy()
+    f8r = d.f8.copy()
     for c in ("without_s", "with_s", "paper_without_s", "paper_with_s"):
         f8r[c] = f8r[c].round(0)
-    pr_loo = (
-        pr.drop_duplicates(["middleware", "trace", "bot"])["loo_env"] if len(pr) else pd.Series(dtype=float)
+    t1p = pd.DataFrame(
+        [{"BE-DCI": k, "BOINC tasks %": v[0], "XWHEP tasks %": v[1], "BOINC time %": v[2],
+          "XWHEP time %": v[3]} for k, v in PAPER_TABLE1.items()]
     )
-    loo_overall = float(np.nanmean(pr_loo)) * 100 if len(pr_loo) else math.nan
+    t7p = pd.DataFrame([{"trace": k, **dict(zip(d.t7.columns[1:], v, strict=False))}
+                        for k, v in PAPER_TABLE7.items()]) if len(d.t7) else pd.DataFrame()
+    loo = float(d.pr["loo_ok"].mean() * 100) if len(d.pr) else math.nan
+    stab_sd = d.stab.groupby(["middleware", "strategy"])["normalized"].std().unstack()
+    mode = " --quick" if quick else ""
     lines = [
         "# SpeQuloS reproduced: cutting the tail of bags of tasks on best-effort infrastructures",
         "",
-        'Source: S. Delamare, G. Fedak, D. Kondo, O. Lodygensky, "SpeQuloS: a QoS service for BoT '
-        'applications using best effort distributed computing infrastructures" (seed 003); implementation '
-        "spec `003_spequlos.md`. Generated by `skylease reproduce spequlos`"
-        + (" --quick" if quick else "")
-        + ".",
+        'Source: S. Delamare, G. Fedak, D. Kondo, O. Lodygensky, "SpeQuloS: a QoS service for hybrid and '
+        'elastic computing infrastructures", Cluster Computing 2013 (seed 003); implementation spec '
+        f"`003_spequlos.md`. Generated by `skylease reproduce spequlos{mode}`.",
         "",
         f"**{len(traces)} traces ({', '.join(traces)}) x 2 middleware x 3 BoT categories x {n} seeds x "
-        f"(baseline + 18 strategies) = {n_runs} runs** (the paper: more than 25,000). Campaign: "
-        f"{campaign_s:.0f} s on the campaign runner; whole report {seconds:.0f} s. Each seed fixes the "
+        f"(baseline + 18 strategies) = {n_runs} runs** (the paper: more than 25,000). "
+        + (f"Campaign: {campaign_s:.0f} s on the campaign runner; whole report {seconds:.0f} s. "
+           if math.isfinite(campaign_s) else f"Report rebuilt from runs.csv in {seconds:.0f} s. ")
+        + "Each seed fixes the "
         "submission time, the BoT, node powers, ON offsets and CW boots; the baseline and the 18 "
         "strategies of one seed are paired on it (the paper's fairness rule).",
         "",
@@ -777,106 +907,313 @@ def _report(
         "",
         "## Table 1 and Fig. 2: the tail without SpeQuloS",
         "",
-        md_table(t1, digits=2),
+        "Ours (baseline runs, pooled over the two traces of each BE-DCI type; `paper` columns are Table 1):",
         "",
-        md_table(sd, digits=2),
+        md_table(d.t1, digits=2),
+        "",
+        "The paper's Table 1 (% of BoT in tail, % of time in tail):",
+        "",
+        md_table(t1p, digits=2),
+        "",
+        "Fig. 2's statistics per middleware, pooled (`all`) and per BoT category (paper: median ≤ 1.33; "
+        "P(≥ 2) 0.33 BOINC, 0.25 XWHEP; p95 10 BOINC, 4 XWHEP):",
+        "",
+        md_table(d.sd, digits=2),
         "",
         f"![Fig. 2]({figs['fig2']})",
         "",
-        "RANDOM BoTs arrive over time: task offsets are i.i.d. Weibull(91.98 s, 0.57) (spec A9b), so 90 % "
-        "of the tasks have arrived after about 400 s but the last one arrives after 2000-5000 s. "
-        "T_ideal = t_c(0.9)/0.9 is then a fraction of the arrival span, and the BoT's completion is "
-        "the last arrival plus one task: an inherent tail no volatility explains and no cloud worker "
-        f"can cut ({rand_txt}). "
-        "This is why the pooled Fig. 2 statistics are above the paper's while SMALL and BIG alone are at "
-        "or below them.",
+        *_random_text(d),
         "",
         "## Figs. 6-7: the 18 strategies",
         "",
-        md_table(st, digits=2),
+        "TRE = 1 − (t_speq − t_ideal)/(t_nospeq − t_ideal), t_ideal from the paired baseline (A16): a "
+        "run whose baseline had no tail (t_nospeq − t_ideal ≤ 1 s) is excluded (column `excluded`: "
+        f"{d.q['tre'].isna().mean():.1%} of the QoS runs overall), TRE is clipped at 1. `credits_pct` is "
+        "the average share of the order spent (Fig. 7); `cloud_tasks_pct` the share of tasks a CW "
+        "completed first.",
+        "",
+        md_table(d.st, digits=2),
         "",
         f"![Fig. 6]({figs['fig6']})",
         "",
         f"![Fig. 7]({figs['fig7']})",
         "",
-        "TRE = 1 − (t_speq − t_ideal)/(t_nospeq − t_ideal), t_ideal from the paired baseline (A16): a "
-        "run whose baseline had no tail (t_nospeq − t_ideal ≤ 1 s) is excluded (column `excluded`), TRE "
-        "is clipped at 1. The RANDOM runs pull every strategy's TRE down, for the reason above: "
-        + ", ".join(
-            f"{b}: mean TRE of 9A-C-D {q[(q['strategy'] == '9A-C-D') & (q['bot'] == b)]['tre'].mean():.2f}"
-            for b in BOT_CATEGORIES
-            if len(q[(q["strategy"] == "9A-C-D") & (q["bot"] == b)])
-        )
-        + ".",
+        "Mean TRE per BoT category (the RANDOM runs pull every strategy down, for the reason above):",
+        "",
+        md_table(
+            d.q.groupby(["how", "bot"])["tre"].mean().unstack().reset_index(), digits=2
+        ),
         "",
         "## Figs. 8-9: SpeQuloS 9C-C-R",
         "",
+        "Average completion time (s) per environment without SpeQuloS and with 9C-C-R; the paper prints "
+        "two of them: BOINC / seti / RANDOM 28818 -> 3195 s and XWHEP / spot10 / BIG 2524 -> 2521 s.",
+        "",
         md_table(
             f8r,
-            [
-                "middleware",
-                "bot",
-                "trace",
-                "without_s",
-                "with_s",
-                "speedup",
-                "paper_without_s",
-                "paper_with_s",
-            ],
+            ["middleware", "bot", "trace", "without_s", "with_s", "speedup", "paper_without_s",
+             "paper_with_s"],
             digits=2,
         ),
         "",
         f"![Fig. 8]({figs['fig8']})",
+        "",
+        "Fig. 9: each run's completion time over its environment's mean. Standard deviation of that ratio "
+        "(paper: SpeQuloS makes BOINC markedly more stable, and BOINC more stable than XWHEP):",
+        "",
+        md_table(stab_sd.reset_index(), digits=3),
         "",
         f"![Fig. 9]({figs['fig9']})",
         "",
         "## Table 7: completion-time prediction at 50 %",
         "",
         "α is fitted per (trace, middleware, BoT) on the 9C-C-R runs with the L1 objective, in-sample "
-        "(A15); a prediction succeeds within ±20 %. Leave-one-out, the overall success is "
-        f"{loo_overall:.1f} %.",
+        f"(A15), {n} runs per cell; a prediction succeeds when the completion time is within ±20 % of "
+        "α·t_c(0.5)/0.5. Ours, in-sample:",
         "",
-        md_table(t7, digits=1),
+        md_table(d.t7, digits=1),
+        "",
+        f"Leave-one-out (α fitted on the other {n - 1} runs of the cell), overall {loo:.1f} %:",
+        "",
+        md_table(d.t7_loo, digits=1),
         "",
         "The paper's Table 7:",
         "",
-        md_table(
-            pd.DataFrame(
-                [{"trace": k, **dict(zip(t7.columns[1:], v, strict=False))} for k, v in PAPER_TABLE7.items()]
-            ),
-            digits=1,
-        )
-        if len(t7)
-        else "",
+        md_table(t7p, digits=1) if len(t7p) else "",
         "",
         "## Decisions where the paper and the spec are silent",
         "",
-        "- Traces: seti and nd are generated (renewal processes fitted to Tables 2-3, seed 2013); g5klyo "
-        "and g5kgre are best-effort nodes of the Blue Horizon (144 nodes) and NASA iPSC (128 nodes) batch "
-        "logs; spot10/spot100 come from a 2016 EC2 c1.xlarge price history with the bid ladder (about 1.8x "
-        "the paper's node counts). `skylease traces stats` prints their Table 2/3 rows beside the paper's.",
-        "- Submission times: uniform over the trace minus a 10-day margin (or a third of a shorter trace).",
-        "- Middleware: back-off 30, 60, 120, 240, then 300 s; nodes up at submission come ON then; "
-        "same-instant requests served in node order; a duplicate result is ignored and the slower copy "
-        "keeps running; BOINC keeps 'one result per user per WU' for the WU's life; a stopped CW is a "
-        "worker switched OFF (XWHEP re-queues its job after the timeout, BOINC waits for the deadline).",
-        "- BOINC Reschedule: a CW copies the first IN_PROGRESS replica no live CW is copying, so two CWs "
-        "complete a WU that still needs two results; CWs skip buffered copies of WUs validated meanwhile.",
-        "- SpeQuloS: a 240 s tick, each running CW billed 1 credit per tick from the start tick; CWs are "
-        "started once per BoT; idle CWs stop at the next tick (A4, for every strategy); if HOW MANY gives "
-        "0 the start is retried at the next tick; the prediction is made in the completion callback that "
-        "reaches ceil(0.5 x submitted).",
-        "- `cloud_work_share` in runs.csv is the measured share of tasks whose first result came from a "
-        "CW (the paper's proxy is 0.10 x the share of credits spent).",
+        "Every [R] choice of `skylease.experiments.spequlos`, `skylease.sim.dg` and "
+        "`skylease.control.qos` (their docstrings give the details):",
+        "",
+        *[f"- {x}" for x in DECISIONS],
         "",
         "## Where we differ, and why",
         "",
-        "Each check that fails is in the headline table with our figure. The main causes, from the data:",
-        "",
-        "- RANDOM's arrival span (above) dominates its tail, so pooled Fig. 2 statistics, TRE and "
-        "prediction success are all weaker than the paper's where RANDOM is included; SMALL and BIG "
-        "behave as the paper describes.",
-        "- The trace substitutes differ from the paper's traces (generated or derived, see Decisions); "
-        "absolute completion times and the per-trace cells of Table 7 follow our traces, not theirs.",
+        *_differences(d, claims),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _random_text(d: Derived) -> list[str]:
+    """The RANDOM paragraph: its arrivals alone make a tail, with our numbers."""
+    if d.arr.empty:
+        return []
+    a = d.arr
+    rnd = d.sd[d.sd["bot"] == "RANDOM"]
+    oth = d.sd[d.sd["bot"].isin(["SMALL", "BIG"])]
+    meas = "; ".join(
+        f"{r['middleware']}: median {r['median']:.2f}, P(≥ 2) {r['P(>=2)']:.2f}, p95 {r['p95']:.1f}"
+        for r in rnd.to_dict("records")
+    )
+    other = "; ".join(
+        f"{r['middleware']} {r['bot']}: median {r['median']:.2f}, P(≥ 2) {r['P(>=2)']:.2f}"
+        for r in oth.to_dict("records")
+    )
+    return [
+        "**RANDOM's slowdown is mostly its arrivals, not volatility.** Its tasks arrive at i.i.d. "
+        f"Weibull(91.98 s, 0.57) offsets (A9b): over our {len(a)} seeds, 90 % of the tasks have arrived "
+        f"after {a['arrival_90pct_s'].median():.0f} s (median; {a['arrival_90pct_s'].min():.0f}-"
+        f"{a['arrival_90pct_s'].max():.0f} s) but the last one only after "
+        f"{a['last_arrival_s'].median():.0f} s ({a['last_arrival_s'].min():.0f}-"
+        f"{a['last_arrival_s'].max():.0f} s). Even on a perfect grid where each task runs 20 s as soon as it "
+        f"arrives, T / T_ideal would be {a['arrival_slowdown'].median():.1f} (median; "
+        f"{a['arrival_slowdown'].min():.1f}-{a['arrival_slowdown'].max():.1f}): T_ideal = t_c(0.9)/0.9 "
+        "sits at the 90 % arrival while the BoT ends after its last arrival. No QoS can remove that tail. "
+        f"Measured RANDOM baselines: {meas}. SMALL and BIG: {other}. The pooled Fig. 2 statistics "
+        "therefore mix two populations; the checks are made on both (see the headline).",
+        "",
+        md_table(a, digits=1),
+    ]
+
+
+def _failed(claims: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    return claims[~claims["holds"].astype(bool) & claims["claim"].str.startswith(prefix)]
+
+
+def _differences(d: Derived, claims: pd.DataFrame) -> list[str]:
+    """'Where we differ': one bullet per group of failed checks, with the numbers that explain it."""
+    failed = claims[~claims["holds"].astype(bool)]
+    if failed.empty:
+        out = ["Every check of the headline holds at this scale."]
+    else:
+        out = [
+            f"{len(failed)} of {len(claims)} checks fail: "
+            + "; ".join(f"*{c}* (paper {p}, ours {o})" for c, p, o in
+                        zip(failed["claim"], failed["paper"], failed["ours"], strict=True))
+            + ". From the data:"
+        ]
+    out.append("")
+    if any(len(_failed(claims, k)) for k in ("Fig. 2", "boinc: tail", "xwhep: tail", "Table 1")):
+        out.append(_diff_fig2(d))
+    if len(_failed(claims, "Fig. 6")) and len(d.st):
+        out.append(_diff_fig6(d))
+    if len(_failed(claims, "Fig. 7")):
+        cr = d.q.groupby("how")[["credits_share", "cloud_work_share"]].mean() * 100
+        started = float((d.q["cws"] > 0).mean())
+        out.append(
+            "- **Fig. 7 (credits).** Per HOW, % of the order spent and % of the tasks a CW completed "
+            "first: "
+            + "; ".join(f"{h}: {r['credits_share']:.1f} % / {r['cloud_work_share']:.1f} %"
+                        for h, r in cr.iterrows())
+            + f". The CWs start at the same tick and in the same number for every HOW ({started:.0%} of "
+            "the QoS runs start any), so the spending follows how long they stay busy: an idle CW stops "
+            "at the next tick for every strategy (A4, the [RC] rule); under Flat a CW only gets what the "
+            "DG queue still holds and runs out of work first (it completes the fewest tasks), while "
+            "Duplication feeds it every uncompleted task. The paper stops idle CWs under Greedy only, "
+            "which would keep Flat's CWs billed while idle; `run_once` does not expose the policy's "
+            "`stop_idle_cw` switch, so that variant is not measured here."
+        )
+    if len(_failed(claims, "Fig. 8")) or len(_failed(claims, "Fig. 9")):
+        out.append(_diff_fig8(d))
+    if len(_failed(claims, "Table 7")) and len(d.pr):
+        out.append(_diff_table7(d))
+    out.append(
+        "- **Traces.** seti and nd are generated, g5klyo/g5kgre come from SWF batch logs (144 and 128 "
+        "nodes) and spot10/spot100 from a 2016 spot-price history (about 1.8x the paper's node counts): "
+        "absolute completion times and the per-trace cells follow our traces, not the paper's."
+    )
+    return out
+
+
+def _diff_fig2(d: Derived) -> str:
+    sd = d.sd.set_index(["middleware", "bot"])
+    parts = [
+        f"{mw}: pooled median {sd.loc[(mw, 'all'), 'median']:.2f}, "
+        f"P(≥ 2) {sd.loc[(mw, 'all'), 'P(>=2)']:.2f}, "
+        f"p95 {sd.loc[(mw, 'all'), 'p95']:.1f}; RANDOM alone {sd.loc[(mw, 'RANDOM'), 'median']:.2f}, "
+        f"{sd.loc[(mw, 'RANDOM'), 'P(>=2)']:.2f}, {sd.loc[(mw, 'RANDOM'), 'p95']:.1f}"
+        for mw in MIDDLEWARES
+        if (mw, "all") in sd.index and (mw, "RANDOM") in sd.index
+    ]
+    cell = d.base.groupby(["middleware", "bot", "trace"]).agg(
+        slowdown=("tail_slowdown", "mean"), ideal=("ideal_s", "mean")
+    )
+    worst = cell[cell.index.get_level_values("bot") != "RANDOM"].sort_values("slowdown").tail(3)
+    arr = f"{d.arr['arrival_slowdown'].median():.1f}x on a perfect grid" if len(d.arr) else "see above"
+    return (
+        "- **Fig. 2 / Table 1 (baseline tails).** RANDOM's arrival tail (" + arr + ") is a third of the "
+        "runs and pushes the pooled statistics up (" + "; ".join(parts) + "). Outside RANDOM, the "
+        "largest mean slowdowns are "
+        + ", ".join(f"{m}/{b}/{t} {r['slowdown']:.1f}x on T_ideal = {r['ideal']:.0f} s"
+                    for (m, b, t), r in worst.iterrows())
+        + ". The tail-task share per BoT: "
+        + "; ".join(
+            f"{mw} " + ", ".join(f"{b} {sd.loc[(mw, b), 'tail tasks %']:.2f} %" for b in BOT_CATEGORIES
+                                 if (mw, b) in sd.index)
+            for mw in MIDDLEWARES
+        )
+        + " (a BIG BoT has 10000 tasks, so a tail of a few hundred tasks is a small share of it)"
+        + ". When T_ideal is a few minutes (seti's many nodes and 60 s BIG tasks), a few tasks lost on "
+        "departing nodes make the tail: XWHEP re-queues a lost job only at the node's next ON or after "
+        "its 900 s keep-alive timeout, then a volatile node must pick it up (back-off up to 300 s); "
+        f"xwhep/seti/BIG's baseline ends {_tail_s(d, 'xwhep', 'BIG', 'seti'):.0f} s after T_ideal on "
+        "average, of the order of one timeout plus a back-off or two. That is what lifts our XWHEP p95 "
+        "above the paper's 4. Our traces are stand-ins "
+        "(Decisions), so how much of the time the tail takes per BE-DCI type follows their availability."
+    )
+
+
+def _diff_fig6(d: Derived) -> str:
+    s = d.st.set_index("strategy")
+    by_bot = d.q.groupby(["how", "bot"])["tre"].mean().unstack()
+    dd = d.q[d.q["strategy"].isin(["9A-G-D", "9A-C-D"])]
+    p50 = (dd["tre"] > 0.5).groupby(dd["bot"]).mean()
+    top = s["tre_mean"].sort_values(ascending=False).head(4)
+    return (
+        "- **Fig. 6 (TRE).** Our best strategies by mean TRE: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in top.items())
+        + ". Mean TRE per HOW and BoT: "
+        + "; ".join(f"{h}: " + ", ".join(f"{b} {by_bot.loc[h, b]:.2f}" for b in by_bot.columns)
+                    for h in by_bot.index)
+        + ". P(TRE > 0.5) of 9A-G-D and 9A-C-D per BoT: "
+        + ", ".join(f"{b} {v:.2f}" for b, v in p50.items())
+        + ". A RANDOM BoT's tail is its late arrivals, which a CW can only run as they come, so every "
+        "HOW is capped there; the orderings (D ≈ R ≫ F, V worst, 9A ≥ 9C) are the paper's."
+    )
+
+
+def _diff_fig8(d: Derived) -> str:
+    f8 = d.f8
+    flat = f8[~(f8["with_s"] < f8["without_s"] * (1 - 1e-3))]
+    qr = d.q[d.q["strategy"] == "9C-C-R"].copy()
+    qr["left_s"] = qr["completion_s"] - qr["cw_started_s"]
+    env = qr.groupby(["middleware", "bot", "trace"]).agg(
+        started=("cws", lambda c: float((c > 0).mean())),
+        credits=("credits_share", "mean"),
+        cw_tasks=("cloud_work_share", "mean"),
+        left=("left_s", "mean"),
+        slowdown=("base_tail_slowdown", "mean"),
+    )
+    text = "- **Fig. 8 (9C-C-R).** "
+    if len(flat):
+        rows = []
+        for r in flat.to_dict("records"):
+            e = env.loc[(r["middleware"], r["bot"], r["trace"])]
+            rows.append(
+                f"{r['middleware']}/{r['trace']}/{r['bot']} {r['without_s']:.0f} -> {r['with_s']:.0f} s "
+                f"(baseline slowdown {e['slowdown']:.1f}x; CWs started in {e['started']:.0%} of the runs, "
+                f"{e['credits']:.0%} of the order spent, {e['cw_tasks']:.1%} of the tasks completed first "
+                "by a CW"
+                + (f", {e['left']:.0f} s left after the CW start" if math.isfinite(e["left"]) else "")
+                + ")"
+            )
+        text += (
+            "Environments not lower by 0.1 % or more: " + "; ".join(rows) + ". Three cases: no tail "
+            "(slowdown about 1: the WHEN rule never fires or nothing is left to cut); RANDOM, whose tail "
+            "is its own arrivals (a CW can only run a task once it has arrived); and tails shorter than "
+            "a CW's boot (about 150 s) plus one task on it (SMALL: 3.6e6 nops at 3000 nops/s = 1200 s), "
+            "where the rented CWs finish no copy first and the order is spent for nothing. "
+        )
+    for (mw, trace, bot), (pw, pq) in PAPER_FIG8.items():
+        r = f8[(f8["middleware"] == mw) & (f8["trace"] == trace) & (f8["bot"] == bot)]
+        if r.empty:
+            continue
+        r = r.iloc[0]
+        text += f"Anchor {mw}/{trace}/{bot}: paper {pw:.0f} -> {pq:.0f} s, ours {r['without_s']:.0f} -> " \
+            f"{r['with_s']:.0f} s"
+        if bot == "RANDOM" and len(d.arr):
+            text += (
+                f" (our mean last arrival is {d.arr['last_arrival_s'].mean():.0f} s: with SpeQuloS both "
+                "the paper and we end near the arrival span, but our seti stand-in leaves no multi-hour "
+                "BOINC tail to cut, so our baseline is close to it too)"
+            )
+        elif (mw, bot, trace) in env.index:
+            text += f" (baseline slowdown {env.loc[(mw, bot, trace), 'slowdown']:.2f}x: little tail to cut)"
+        text += "; "
+    return text.rstrip("; ") + ". Absolute times follow our stand-in traces."
+
+
+def _tail_s(d: Derived, mw: str, bot: str, trace: str) -> float:
+    b = d.base
+    sel = (b["middleware"] == mw) & (b["bot"] == bot) & (b["trace"] == trace)
+    return float((b.loc[sel, "completion_s"] - b.loc[sel, "ideal_s"]).mean())
+
+
+def _diff_table7(d: Derived) -> str:
+    qr = d.q[(d.q["strategy"] == "9C-C-R") & d.q["predict_p"].notna()]
+    ratio = (qr["completion_s"] / qr["predict_p"]).groupby([qr["trace"], qr["bot"] != "RANDOM"])
+    cv = (ratio.std() / ratio.mean()).unstack()
+    by = d.pr.groupby(["bot", "middleware"])["ok"].mean().unstack() * 100
+    per_trace = d.pr[d.pr["bot"] != "RANDOM"].groupby("trace")["ok"].mean() * 100
+    text = (
+        "- **Table 7 (prediction).** Success per BoT x middleware: "
+        + "; ".join(f"{b}: " + ", ".join(f"{m} {by.loc[b, m]:.0f} %" for m in by.columns) for b in by.index)
+        + ". SMALL and BIG per trace: "
+        + ", ".join(f"{t} {v:.0f} %" for t, v in per_trace.items())
+        + ". A ±20 % band needs T / p (actual over naive prediction) to vary by less than about ±20 % "
+        "within a cell; its coefficient of variation per trace (SMALL+BIG / RANDOM) is "
+        + ", ".join(f"{t} {r.get(True, math.nan):.2f} / {r.get(False, math.nan):.2f}"
+                    for t, r in cv.iterrows())
+        + ". On our g5k stand-ins the best-effort nodes come and go with the batch load within one BoT, "
+        "so the speed at 50 % says little about the rest."
+    )
+    if len(d.arr):
+        la = d.arr["last_arrival_s"]
+        text += (
+            f" A RANDOM BoT ends after its last arrival, whose coefficient of variation over our seeds is "
+            f"{la.std() / la.mean():.2f} ({la.min():.0f}-{la.max():.0f} s), while at 50 % only the first "
+            f"few minutes are seen (arrival of the 90 % task: {d.arr['arrival_90pct_s'].median():.0f} s): "
+            "no α fits that within ±20 %."
+        )
+    return text
