@@ -1,10 +1,15 @@
-"""Simulated enactment of the lease scheduler: a clock that jumps between slot-table change points
-and request arrivals (spec 001 §5), and the paper's metrics (§9).
+"""Simulated enactment of the lease scheduler (spec 001 §5) and the paper's metrics (§9).
+
+The clock is the event kernel (:class:`skylease.sim.kernel.Kernel`): one tick per event time
+(a request arrival or a slot-table change point: a reservation start, end or real end). At a tick
+the arrivals are submitted, then the scheduler does its step, then the next tick is set.
+:class:`SimulatedEnactment` books the scheduler's start/stop commands on simulated nodes and
+refuses to overcommit one (a second check, independent of the slot table).
 
 ``simulate_leases(leases, n_nodes)`` runs until every best-effort lease has completed (the
-original's ``stop-when: best-effort-done``) and returns a :class:`LeaseRun` with the per-lease
-records, all-best-effort (the last best-effort completion), and the average wait and bounded
-slowdown with the first 5 % discarded.
+original's ``stop-when: best-effort-done``) and returns a :class:`LeaseRun`: per-lease records,
+all-best-effort (the last best-effort completion), and the average wait and bounded slowdown with
+the first 5 % discarded.
 """
 
 from __future__ import annotations
@@ -13,19 +18,69 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from skylease.control.leases import Lease, LeaseKind, LeaseScheduler, LeaseState
+from skylease.control.leases import (
+    BLUE_HORIZON_NODE,
+    Lease,
+    LeaseKind,
+    LeaseScheduler,
+    LeaseState,
+    Reservation,
+    ResourceTuple,
+    SchedulerConfig,
+)
+from skylease.sim.kernel import Kernel
 
-__all__ = ["LeaseRun", "ar_leases", "be_leases", "simulate_leases"]
+__all__ = ["BLUE_HORIZON_NODES", "LeaseRun", "Run", "SimulatedEnactment", "ar_leases", "assign_images",
+           "be_leases", "clip_time", "simulate_leases", "site_capacity", "xml_leases"]
 
 #: The Blue Horizon cluster of the paper: 144 single-CPU nodes.
 BLUE_HORIZON_NODES = 144
 #: Measurements recorded before the submission of the lease at 5 % of the BE leases are dropped.
 CLIP_FRACTION = 0.05
+
+
+class Run(NamedTuple):
+    """One reservation carried out: a VM run, a suspension or a resumption (a Gantt chart's bar)."""
+
+    lease: int
+    kind: str  # "vm", "suspend", "resume"
+    start: int
+    stop: int
+    nodes: tuple[int, ...]
+
+
+class SimulatedEnactment:
+    """Simulated nodes: what runs where, checked against the nodes' capacities.
+
+    ``runs`` lists every reservation carried out, in the order they stopped.
+    """
+
+    def __init__(self, capacity: Sequence[ResourceTuple]) -> None:
+        self.capacity = list(capacity)
+        self.used = [ResourceTuple(0.0, 0, 0, 0.0)] * len(self.capacity)
+        self.runs: list[Run] = []
+        self._open: dict[int, tuple[int, Reservation]] = {}  # id(rr) -> (start, rr)
+
+    def start(self, rr: Reservation, now: int) -> None:
+        for k in rr.nodes:
+            u = self.used[k].plus(rr.usage)
+            if not u.fits_in(self.capacity[k]):
+                raise RuntimeError(f"node {k} overcommitted at {now} by lease {rr.lease.id}: {tuple(u)} > "
+                                   f"{tuple(self.capacity[k])}")
+            self.used[k] = u
+        self._open[id(rr)] = (now, rr)
+
+    def stop(self, rr: Reservation, now: int) -> None:
+        start, _ = self._open.pop(id(rr))
+        neg = ResourceTuple(-rr.usage.cpu, -rr.usage.memory, -rr.usage.disk, -rr.usage.net)
+        for k in rr.nodes:
+            self.used[k] = self.used[k].plus(neg)
+        self.runs.append(Run(rr.lease.id, rr.kind.value, start, now, rr.nodes))
 
 
 @dataclass
@@ -37,42 +92,89 @@ class LeaseRun:
     clip_time: int
     events: int
     wall_s: float
+    runs: list[Run] = field(default_factory=list, repr=False)
 
     def table(self) -> pd.DataFrame:
-        """One row per lease: id, kind, submit, first start, end, wait, bounded slowdown, state."""
+        """One row per lease: id, kind, submit, requested start, first start, end, wait, bounded
+        slowdown, state, rejection reason, preemptions, suspensions, resumptions."""
         return pd.DataFrame([{"id": le.id, "kind": le.kind.value, "submit": le.submit, "nodes": le.nodes,
-                              "requested_s": le.duration, "start": le.first_start, "end": le.end,
-                              "wait_s": le.wait, "bounded_slowdown": le.bounded_slowdown(),
-                              "state": le.state.value} for le in self.leases])
+                              "requested_s": le.duration, "requested_start": le.start,
+                              "start": le.first_start, "end": le.end, "wait_s": le.wait,
+                              "bounded_slowdown": le.bounded_slowdown(), "state": le.state.value,
+                              "reason": le.reason,
+                              "preemptions": sum(1 for w, _ in le.history if w == "preempt"),
+                              "suspensions": sum(1 for w, _ in le.history if w == "suspend"),
+                              "resumptions": sum(1 for w, _ in le.history if w == "resume")}
+                             for le in self.leases])
 
     def summary(self) -> dict[str, Any]:
         be = [le for le in self.leases if le.kind is LeaseKind.BEST_EFFORT]
         waits = [le.wait for le in be if le.first_start is not None and le.first_start >= self.clip_time]
         slow = [le.bounded_slowdown() for le in be if le.end is not None and le.end >= self.clip_time]
+        ar = [le for le in self.leases if le.kind is LeaseKind.ADVANCE_RESERVATION]
         return {"all_best_effort_s": self.all_best_effort,
                 "mean_wait_s": float(np.mean(waits)) if waits else math.nan,
                 "mean_bounded_slowdown": float(np.mean(slow)) if slow else math.nan,
                 "best_effort_leases": len(be),
-                "ar_accepted": sum(1 for le in self.leases if le.kind is LeaseKind.ADVANCE_RESERVATION
-                                   and le.state is not LeaseState.REJECTED),
-                "ar_rejected": sum(1 for le in self.leases if le.kind is LeaseKind.ADVANCE_RESERVATION
-                                   and le.state is LeaseState.REJECTED),
+                "ar_accepted": sum(1 for le in ar if le.state is not LeaseState.REJECTED),
+                "ar_rejected": sum(1 for le in ar if le.state is LeaseState.REJECTED),
                 "events": self.events, "wall_s": self.wall_s}
 
 
 def be_leases(requests: pd.DataFrame) -> list[Lease]:
-    """Best-effort leases from :func:`skylease.traces.swf.best_effort_requests` rows (ids in trace order)."""
-    return [Lease(i, LeaseKind.BEST_EFFORT, int(r.submit), int(r.nodes), int(r.requested), int(r.run),
-                  int(r.run)) for i, r in enumerate(requests.itertuples(index=False))]
+    """Best-effort leases from :func:`skylease.traces.swf.best_effort_requests` rows (ids in trace
+    order, 1 CPU and 1024 MB per node, spec 001 §8.1)."""
+    return [Lease(i, LeaseKind.BEST_EFFORT, s, k, d, r, r)
+            for i, (s, k, d, r) in enumerate(zip(requests["submit"].tolist(), requests["nodes"].tolist(),
+                                                 requests["requested"].tolist(), requests["run"].tolist(),
+                                                 strict=True))]
 
 
 def ar_leases(rows: pd.DataFrame, first_id: int = 0) -> list[Lease]:
     """Advance-reservation leases from :func:`skylease.traces.lwf.read_plain_lwf` rows (ids from
-    ``first_id``, after the best-effort ones, spec 001 §4)."""
+    ``first_id``, after the best-effort ones, spec 001 §4); non-preemptible."""
     return [Lease(first_id + i, LeaseKind.ADVANCE_RESERVATION, int(r.submit), int(r.nodes), int(r.duration),
-                  int(r.real_duration), int(r.real_duration), start=int(r.start), memory=int(r.memory),
-                  preemptible=False)
+                  int(r.real_duration), int(r.real_duration), start=int(r.start), cpu=float(r.cpu),
+                  memory=int(r.memory), preemptible=False)
             for i, r in enumerate(rows.itertuples(index=False))]
+
+
+def xml_leases(requests: pd.DataFrame) -> list[Lease]:
+    """Leases from the rows of :func:`skylease.traces.lwf.read_xml_lwf` (``XmlWorkload.requests``)."""
+    kinds = {"BE": LeaseKind.BEST_EFFORT, "AR": LeaseKind.ADVANCE_RESERVATION, "IM": LeaseKind.IMMEDIATE}
+    return [Lease(int(r.id), kinds[r.kind], int(r.submit), int(r.nodes), int(r.duration),
+                  int(r.real_duration), int(r.real_duration),
+                  start=None if pd.isna(r.start) else int(r.start), cpu=float(r.cpu),
+                  memory=int(r.memory), disk=int(r.disk), net=float(r.net), image=r.image,
+                  image_size=int(r.image_size), preemptible=bool(r.preemptible))
+            for r in requests.itertuples(index=False)]
+
+
+def site_capacity(node_resources: dict[str, float]) -> ResourceTuple:
+    """A node's capacity from an XML workload's ``<site>`` resources (missing ones unbounded)."""
+    big = 2**62
+    return ResourceTuple(float(node_resources.get("CPU", big)), int(node_resources.get("Memory", big)),
+                         int(node_resources.get("Disk", big)), float(node_resources.get("Net-in", big)))
+
+
+def assign_images(leases: Sequence[Lease], distribution: str = "uniform", seed: int = 0, *,
+                  n_images: int = 37, size_mb: int = 4096, draws: int = 10_000) -> None:
+    """Give every lease a VM image (spec 001 §8.3): ``draws`` images are drawn up front, then handed
+    out in submission order (BE before AR on ties: ids). ``uniform``: each of ``n_images`` equally
+    likely; ``skewed``: 7 images at 10 % and 30 at 1 % (``7,10 30,1``, 37 images); ``single``: one."""
+    rng = np.random.default_rng(seed)
+    if distribution == "uniform":
+        seq = rng.integers(0, n_images, size=draws)
+    elif distribution == "skewed":
+        p = np.array([0.10] * 7 + [0.01] * 30)
+        seq = rng.choice(37, size=draws, p=p / p.sum())
+    elif distribution == "single":
+        seq = np.zeros(draws, dtype=np.int64)
+    else:
+        raise ValueError(f"unknown image distribution {distribution!r}: uniform, skewed or single")
+    order = sorted(leases, key=lambda le: (le.submit, le.id))
+    for i, le in enumerate(order):
+        le.image, le.image_size = f"image{int(seq[i % draws]):02d}.img", size_mb
 
 
 def clip_time(leases: Sequence[Lease], fraction: float = CLIP_FRACTION) -> int:
@@ -84,25 +186,36 @@ def clip_time(leases: Sequence[Lease], fraction: float = CLIP_FRACTION) -> int:
 
 
 def simulate_leases(leases: Sequence[Lease], n_nodes: int = BLUE_HORIZON_NODES, *,
-                    max_reservations: int = 1) -> LeaseRun:
-    """Run the lease scheduler on ``leases`` (each submitted at its ``submit`` time) until the BE leases
-    are done."""
+                    capacity: ResourceTuple = BLUE_HORIZON_NODE, config: SchedulerConfig | None = None,
+                    max_reservations: float | None = None) -> LeaseRun:
+    """Run the lease scheduler on ``leases`` (each submitted at its ``submit`` time) until the BE
+    leases are done. ``config`` (or just ``max_reservations``) sets the backfilling."""
     t0 = time.perf_counter()
     order = sorted(leases, key=lambda le: (le.submit, le.id))  # stable: trace order on ties
-    sched = LeaseScheduler(n_nodes, max_reservations=max_reservations)
-    i, now, events = 0, 0, 0
-    while True:
+    enact = SimulatedEnactment([capacity] * n_nodes)
+    sched = LeaseScheduler(n_nodes, capacity=capacity, config=config, max_reservations=max_reservations,
+                           enactment=enact)
+    kernel = Kernel()
+    i = 0
+    ticks = 0
+
+    def tick() -> None:
+        nonlocal i, ticks
+        now = int(kernel.now)
         while i < len(order) and order[i].submit <= now:
             sched.submit(order[i])
             i += 1
         sched.step(now)
-        events += 1
+        ticks += 1
         if not sched.busy and i == len(order):
-            break
+            kernel.stop()
         nxt = min(sched.next_event(now), order[i].submit if i < len(order) else math.inf)
         if nxt == math.inf:
             raise RuntimeError(f"{len(sched.queue)} leases can never be scheduled")
-        now = int(nxt)
+        kernel.schedule(nxt, tick)
+
+    kernel.schedule(0, tick)
+    kernel.run()
     done_be = [le.end for le in sched.completed if le.kind is LeaseKind.BEST_EFFORT and le.end is not None]
-    return LeaseRun(list(leases), max(done_be, default=0), clip_time(leases), events,
-                    time.perf_counter() - t0)
+    return LeaseRun(list(leases), max(done_be, default=0), clip_time(leases), ticks,
+                    time.perf_counter() - t0, enact.runs)

@@ -1,11 +1,46 @@
 """The lease manager (Haizea, spec 001): leases, the slot table and the lease scheduler.
 
-Enactment is the caller's: the simulator (:mod:`skylease.sim.leases`) drives the scheduler's
-event steps now; a real enactment can drive the same scheduler later.
+Enactment is an interface (:class:`Enactment`): the simulator (:mod:`skylease.sim.leases`) carries
+the scheduler's commands out on simulated nodes now; a real enactment can drive the same
+scheduler later.
 """
 
-from skylease.control.leases.lease import Lease, LeaseKind, LeaseState, Reservation
+from skylease.control.leases.config import SchedulerConfig
+from skylease.control.leases.enact import Enactment, NullEnactment
+from skylease.control.leases.images import ImagePool, ImagePools, Transfer, TransferState, edf_times
+from skylease.control.leases.lease import (
+    BLUE_HORIZON_NODE,
+    NO_RESOURCES,
+    Lease,
+    LeaseKind,
+    LeaseState,
+    Reservation,
+    ResourceTuple,
+    RRKind,
+)
+from skylease.control.leases.preparation import ImagePreparation
 from skylease.control.leases.scheduler import LeaseScheduler
-from skylease.control.leases.slottable import SlotTable
+from skylease.control.leases.slottable import AvailabilityWindow, SlotTable
 
-__all__ = ["Lease", "LeaseKind", "LeaseScheduler", "LeaseState", "Reservation", "SlotTable"]
+__all__ = [
+    "BLUE_HORIZON_NODE",
+    "NO_RESOURCES",
+    "AvailabilityWindow",
+    "Enactment",
+    "ImagePool",
+    "ImagePools",
+    "ImagePreparation",
+    "Lease",
+    "LeaseKind",
+    "LeaseScheduler",
+    "LeaseState",
+    "NullEnactment",
+    "RRKind",
+    "Reservation",
+    "ResourceTuple",
+    "SchedulerConfig",
+    "SlotTable",
+    "Transfer",
+    "TransferState",
+    "edf_times",
+]

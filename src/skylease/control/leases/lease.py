@@ -3,12 +3,41 @@
 Times are integer seconds from the start of the simulation (spec 001 §12-P). A best-effort (BE)
 lease carries two durations: the requested one, which the scheduler plans with, and the actual
 one (at most the requested), which the simulator learns only when the lease ends early.
+
+Resources are per-node tuples (:class:`ResourceTuple`: CPUs, memory MB, disk MB, network MB/s).
+A lease asks for ``nodes`` VMs, each with the same tuple; a node's capacity is a tuple too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
+
+
+class ResourceTuple(NamedTuple):
+    """Per-node resources: CPUs, memory (MB), disk (MB), network bandwidth (MB/s)."""
+
+    cpu: float = 1.0
+    memory: int = 1024
+    disk: int = 0
+    net: float = 0.0
+
+    def plus(self, other: ResourceTuple) -> ResourceTuple:
+        return ResourceTuple(self.cpu + other.cpu, self.memory + other.memory, self.disk + other.disk,
+                             self.net + other.net)
+
+    def fits_in(self, capacity: ResourceTuple) -> bool:
+        """Whether every component is at most ``capacity``'s."""
+        return (self.cpu <= capacity.cpu and self.memory <= capacity.memory and self.disk <= capacity.disk
+                and self.net <= capacity.net)
+
+
+#: Nothing reserved.
+NO_RESOURCES = ResourceTuple(0.0, 0, 0, 0.0)
+#: A node of the paper's cluster (spec 001 §2.3): 1 CPU, 1 GB memory, 20,000 MB working disk,
+#: 100 Mbit/s = 12.5 MB/s network.
+BLUE_HORIZON_NODE = ResourceTuple(1.0, 1024, 20000, 12.5)
 
 
 class LeaseKind(StrEnum):
@@ -26,9 +55,24 @@ class LeaseState(StrEnum):
     REJECTED = "rejected"
 
 
+class RRKind(StrEnum):
+    """What a resource reservation does (spec 001 §4). Image transfers are kept by the scheduler's
+    transfer channels (:mod:`skylease.control.leases.images`), not as node reservations."""
+
+    VM = "vm"
+    SUSPEND = "suspend"
+    RESUME = "resume"
+    TRANSFER = "transfer"
+
+
 @dataclass(eq=False)
 class Lease:
-    """One lease request and what happened to it."""
+    """One lease request and what happened to it.
+
+    ``nodes`` VMs, each with ``(cpu, memory, disk, net)``; software is a VM image ``image`` of
+    ``image_size`` MB, or none (``image=None``). ``start`` is the exact start of an advance
+    reservation (``None`` for best-effort and immediate leases).
+    """
 
     id: int
     kind: LeaseKind
@@ -38,15 +82,34 @@ class Lease:
     real_duration: int  # actual duration (<= duration), overheads included
     dedicated: int  # run time on a dedicated physical machine (bounded slowdown)
     start: int | None = None  # AR: the exact start requested
-    cpu: int = 1
+    cpu: float = 1.0
     memory: int = 1024
+    disk: int = 0
+    net: float = 0.0
     image: str | None = None
     image_size: int = 0
     preemptible: bool = True
     state: LeaseState = LeaseState.PENDING
     first_start: int | None = None
     end: int | None = None
+    reason: str | None = None  # why it was rejected
     history: list[tuple[str, int]] = field(default_factory=list)  # (event, time)
+    # what is left to run (planned and actual): less than the durations once a run was suspended
+    remaining: int = field(init=False, repr=False)
+    real_remaining: int = field(init=False, repr=False)
+    last_nodes: tuple[int, ...] = field(default=(), init=False, repr=False)  # where it was suspended
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1 or self.duration < 1 or not 0 < self.real_duration <= self.duration:
+            raise ValueError(f"lease {self.id}: needs nodes >= 1 and 1 <= real_duration <= duration, got "
+                             f"nodes={self.nodes}, duration={self.duration}, real={self.real_duration}")
+        self.remaining = self.duration
+        self.real_remaining = self.real_duration
+
+    @property
+    def per_node(self) -> ResourceTuple:
+        """The resources each of the lease's VMs asks for."""
+        return ResourceTuple(self.cpu, self.memory, self.disk, self.net)
 
     @property
     def wait(self) -> int | None:
@@ -61,10 +124,11 @@ class Lease:
 
 @dataclass(eq=False)
 class Reservation:
-    """A VM resource reservation (RR) of a lease on a set of nodes, ``[start, end)``.
+    """A resource reservation (RR) of a lease on a set of nodes, ``[start, end)``.
 
-    ``end`` is planned from the requested duration; ``real_end`` (<= ``end``) is when the lease
-    actually ends. ``backfill`` marks the one future reservation aggressive backfilling allows.
+    ``nodes`` holds one physical node per VM; ``usage`` is what each VM reserves there. ``end``
+    is planned from the requested duration; ``real_end`` (<= ``end``) is when the lease actually
+    ends. ``backfill`` marks a future reservation of the backfilling budget (spec §6.3).
     """
 
     lease: Lease
@@ -74,6 +138,16 @@ class Reservation:
     nodes: tuple[int, ...]
     backfill: bool = False
     state: LeaseState = LeaseState.SCHEDULED
+    kind: RRKind = RRKind.VM
+    usage: ResourceTuple = field(default=ResourceTuple())
+    # a VM RR's companions: the resumption before it and the planned suspension after it
+    resume: Reservation | None = field(default=None, repr=False)
+    suspend: Reservation | None = field(default=None, repr=False)
+
+    @property
+    def preemptible(self) -> bool:
+        """Only the VM reservations of preemptible (best-effort) leases can be preempted (spec §6.2)."""
+        return self.kind is RRKind.VM and self.lease.preemptible
 
     def overlaps(self, a: int, b: int) -> bool:
         """Whether the reservation occupies some of ``[a, b)``."""

@@ -1,24 +1,54 @@
-"""The lease scheduler: a best-effort queue with aggressive backfilling (spec 001 §6.1, §6.3, §6.5, §6.6).
+"""The lease scheduler (spec 001 §6): advance reservations, immediate leases and a best-effort queue
+with backfilling and (optionally) suspension/resumption, on a :class:`SlotTable`.
 
-This first part covers best-effort leases without suspension (the NOVM-NOSR configuration, the
-paper's baseline). The rules are the 2008 code's, as the spec resolves them:
+The paper's six configurations are :class:`SchedulerConfig` presets: NOVM-NOSR (the baseline),
+NOVM-SR (suspend/resume, memory-only migration), VM-PREDEPLOY (VM overheads: every duration becomes
+``ceil(1.05 d) + 20`` s when submitted; memory+image migration), VM-MULT (plus image transfers) and
+VM-REUSE (plus per-node image pools; uniform or skewed is the workload's image draw). The rules
+are the 2008 code's, as the spec resolves them:
 
-* The queue is FIFO. At every event time each queued lease tries to start **now** on nodes
-  continuously free for its requested duration. A lease that cannot start may instead take the
-  one **future reservation** aggressive backfilling allows (``max_reservations = 1``): the first
-  slot-table change point where it fits. The others wait.
-* The reservation counter is released when the reserved lease's VM reservation *ends*, not when
-  it starts (spec §6.3 [C][V]: releasing at start gives 2,669,567 s instead of 2,674,265 s).
-* VMs go to the free nodes of lowest id.
-* When a lease ends before its requested time, the next scheduled lease on its nodes slides back
-  to the earliest point its nodes are free (spec §6.6; without it the baseline is 2,662,424 s).
+* **Event step** (§6.1): end the RRs that end now, start those that start now, admit the advance
+  reservations (AR) and immediate (IM) leases that arrived, schedule the best-effort (BE) queue,
+  then start what was scheduled to start now.
+* **BE queue** (§6.3): FIFO; suspended or preempted leases go back in submission (id) order. Each
+  queued lease tries its earliest start (now; now + migration for a suspended lease) on nodes
+  free long enough (Step A-C). A lease that cannot may instead take a **future reservation** at
+  the first slot-table change point where it fits, while fewer than ``max_reservations`` are held
+  (aggressive backfilling: 1; conservative: unlimited). The counter is released when the reserved
+  lease's VM reservation *ends* (completion, premature end or suspension), not when it starts
+  (§6.3 [C][V]: releasing at start gives 2,669,567 s instead of 2,674,265 s).
+* **Suspension** (§6.3 step C-D, §6.4): with ``suspension``, a lease may start where it cannot run
+  its whole remaining time if it can run longer than the suspend threshold; it is then suspended
+  (a SUSPEND RR) before the blocking reservation and requeued when that ends. A suspended lease
+  resumes (a RESUME RR, then its VM) no earlier than now + migration time, on its old nodes first.
+* VMs go to the usable nodes of lowest id.
+* **Slideback** (§6.6): when a lease ends before its requested time, the next scheduled BE
+  lease on its nodes moves to the earliest point its nodes are free (without it the baseline is
+  2,662,424 s). ARs never move.
+* **AR admission** (§6.2, "accept all"): on nodes free for the whole interval first (lowest id),
+  then on nodes whose preemptible (BE VM) reservations overlapping the AR are preempted, fewest
+  victims first, most recently submitted victim first. A victim not started by the AR's start is
+  unscheduled and requeued; a running one is suspended at the AR's start if suspension is on and
+  it has run at least the resume threshold by then, else cancelled and requeued, losing the work
+  of its current run (NOVM-NOSR). [ours] It is also cancelled when the suspension would have to
+  begin before now (an AR with less notice than the suspend time). RESUME and SUSPEND RRs are not
+  preemptible (spec §6.2), so a suspended lease's future plan blocks an AR; the option
+  ``preempt_future_resumptions`` lets the AR unschedule such a plan whole. Rejected, with the
+  reason, when even preemption is not enough, when the start is past, or the lease is larger than
+  the cluster.
+* **IM leases**: start now on free nodes, or are rejected; they preempt nothing.
+* **Images** (§6.2 step 6, §6.3 steps A/E, §6.7): a new BE lease's nodes are usable from the end
+  of a new multicast on the FIFO channel (ASAP after the channel's last transfer), or from the end
+  of a scheduled, not started transfer of the same image it joins (piggybacking), or now where the
+  node's pool holds the image. An AR's image goes on the EDF channel, due by the AR's start and
+  pushed as late as possible; an AR whose image cannot arrive in time is rejected. A lease that is
+  unscheduled leaves its transfers (one with no users left is deleted). Arrived images enter the
+  destination pools (reference counted, LRU eviction). Slideback never moves a lease before its
+  image is there. Transfers are change points of the slot table but reserve no node capacity.
 
-Advance reservations are admitted before the queue at every step: on free nodes first (lowest
-id), else on nodes whose best-effort reservations overlapping the AR are cancelled and requeued
-in submission order (NOVM-NOSR's preemption); rejected, with the reason, when even that is not
-enough, when the start is past or the lease is larger than the cluster. Status: with ARs, Table 1's
-NOVM-NOSR rows are not reproduced yet ([ρ/3H/medium] ρ = 10/20/30 %: ours −0.12 / +7.68 / +13.77 %
-against the paper's +3.91 / +8.66 / +23.93 %); some AR rule of the 2008 code is still missing.
+Not yet: transfers are not passed to the :class:`Enactment` (the simulator needs only their
+times); the paper-strict variants (one shared repository channel, migration charged only when the
+nodes change) are not options yet.
 
 The scheduler never reads a clock: the caller (the simulator now, a real enactment later) calls
 :meth:`LeaseScheduler.step` at each event time and asks :meth:`next_event` for the next one.
@@ -26,207 +56,438 @@ The scheduler never reads a clock: the caller (the simulator now, a real enactme
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable
 
-from skylease.control.leases.lease import Lease, LeaseKind, LeaseState, Reservation
+from skylease.control.leases.config import SchedulerConfig
+from skylease.control.leases.enact import Enactment, NullEnactment
+from skylease.control.leases.images import Transfer
+from skylease.control.leases.lease import (
+    BLUE_HORIZON_NODE,
+    Lease,
+    LeaseKind,
+    LeaseState,
+    Reservation,
+    ResourceTuple,
+    RRKind,
+)
+from skylease.control.leases.preparation import ImagePreparation
 from skylease.control.leases.slottable import SlotTable
 
 Hook = Callable[[str, Lease, int], None]
 
 
 class LeaseScheduler:
-    """Best-effort leases on ``n_nodes`` single-VM nodes with aggressive backfilling."""
+    """Leases on ``n_nodes`` nodes of capacity ``capacity`` (the paper: 144 single-VM nodes)."""
 
-    def __init__(self, n_nodes: int, *, max_reservations: int = 1, on_event: Hook | None = None) -> None:
-        if max_reservations < 0:
-            raise ValueError(f"max_reservations must be >= 0, got {max_reservations}")
-        self.table = SlotTable(n_nodes)
-        self.max_reservations = max_reservations
+    def __init__(self, n_nodes: int, *, capacity: ResourceTuple = BLUE_HORIZON_NODE,
+                 config: SchedulerConfig | None = None, max_reservations: float | None = None,
+                 enactment: Enactment | None = None, on_event: Hook | None = None) -> None:
+        if config is None:
+            config = SchedulerConfig()
+        if max_reservations is not None:
+            config = config.with_(max_reservations=max_reservations)
+        self.config = config
+        self.table = SlotTable(n_nodes, capacity)
+        self.max_reservations = config.max_reservations
         self.queue: list[Lease] = []
-        self.rr: dict[int, Reservation] = {}  # lease id -> its current VM reservation
+        self.rr: dict[int, Reservation] = {}  # lease id -> its current VM reservation (plan)
         self.reserved = 0  # future (backfill) reservations held
         self.completed: list[Lease] = []
         self.rejected: list[tuple[Lease, str]] = []
-        self._ars: list[Lease] = []  # advance reservations submitted, handled at the next step
+        self._arrived: list[Lease] = []  # AR and IM leases submitted, handled at the next step
+        self._ids: set[int] = set()
+        self._be_placed = 0  # BE leases holding a plan (VM, resume or suspend reservations)
+        self.enactment: Enactment = NullEnactment() if enactment is None else enactment
         self.on_event = on_event
+        self.images = ImagePreparation(config, self.table)  # transfers and pools
 
-    # -- requests ---------------------------------------------------------------------------------
+    # -- requests -----------------------------------------------------------------------------------
     def submit(self, lease: Lease) -> None:
-        """A new request: best-effort leases join the queue, advance reservations are admitted at the
-        next :meth:`step`; a request the cluster can never satisfy is rejected with its reason."""
+        """A new request: BE leases join the queue, AR and IM leases are admitted at the next
+        :meth:`step`; a request the cluster can never satisfy is rejected with its reason."""
+        if lease.id in self._ids:
+            self._reject(lease, f"lease id {lease.id} is already in use")
+            return
+        self._ids.add(lease.id)
+        best = max(self.table.capacity, key=lambda c: c.memory)
         if lease.nodes > self.table.n_nodes:
             self._reject(lease, f"asks for {lease.nodes} nodes; the cluster has {self.table.n_nodes}")
-        elif lease.kind is LeaseKind.BEST_EFFORT:
+            return
+        if not any(lease.per_node.fits_in(c) for c in self.table.capacity):
+            self._reject(lease, f"asks for {tuple(lease.per_node)} per node; the largest node has "
+                                f"{tuple(best)}")
+            return
+        if lease.kind is LeaseKind.ADVANCE_RESERVATION and (lease.start is None
+                                                                or lease.start < lease.submit):
+            self._reject(lease, "its start time is before its submission (in the past)")
+            return
+        # plan with the VM overheads of the configuration (none without VMs, spec §5)
+        lease.remaining = self.config.planned(lease.duration)
+        lease.real_remaining = self.config.planned(lease.real_duration)
+        if lease.kind is LeaseKind.BEST_EFFORT:
             self.queue.append(lease)
-        elif lease.kind is LeaseKind.ADVANCE_RESERVATION:
-            if lease.start is None or lease.start < lease.submit:
-                self._reject(lease, "its start time is before its submission (in the past)")
-            else:
-                self._ars.append(lease)
         else:
-            raise NotImplementedError(f"{lease.kind.value} leases are not scheduled yet")
+            self._arrived.append(lease)
 
     def _reject(self, lease: Lease, why: str) -> None:
         lease.state = LeaseState.REJECTED
+        lease.reason = why
         self.rejected.append((lease, why))
         self._emit("reject", lease, lease.submit)
 
     @property
     def busy(self) -> bool:
         """Best-effort work is queued or scheduled (ARs do not keep a run going, spec §5)."""
-        return bool(self.queue) or any(le.kind is LeaseKind.BEST_EFFORT for le in
-                                       (rr.lease for rr in self.rr.values()))
+        return bool(self.queue) or self._be_placed > 0
 
-    # -- the event step ---------------------------------------------------------------------------
+    # -- the event step -----------------------------------------------------------------------------
     def step(self, now: int) -> None:
-        """Everything due at ``now``: ends, starts, then the queue (spec §6.1)."""
+        """Everything due at ``now``: ends, starts, AR/IM admission, then the BE queue (spec §6.1)."""
         self._process(now)
-        ars, self._ars = self._ars, []
-        for ar in ars:  # ARs before the best-effort queue
-            self._schedule_ar(ar, now)
+        arrived, self._arrived = self._arrived, []
+        for lease in arrived:  # ARs before the best-effort queue
+            if lease.kind is LeaseKind.ADVANCE_RESERVATION:
+                self._schedule_ar(lease, now)
+            else:
+                self._schedule_im(lease, now)
         self._schedule_queue(now)
         self._process(now)
 
     def next_event(self, now: int) -> float:
+        """The next time something is due (a reservation start, end or real end)."""
         return self.table.next_changepoint(now)
 
     def _process(self, now: int) -> None:
-        ending = sorted((rr for rr in self.rr.values()
-                         if rr.state is LeaseState.ACTIVE and rr.real_end == now),
-                        key=lambda rr: rr.lease.id)
+        if self.images.fifo or self.images.edf:
+            self.images.process(now, self._vm_end)
+        ending = sorted((rr for rr in self.table.ending_at(now) if rr.state is LeaseState.ACTIVE),
+                        key=lambda rr: (rr.lease.id, rr.start))
         for rr in ending:
-            self._end(rr, now)
-        starting = sorted((rr for rr in self.rr.values()
-                           if rr.state is LeaseState.SCHEDULED and rr.start == now),
-                          key=lambda rr: rr.lease.id)
+            if rr.kind is RRKind.VM:
+                self._end_vm(rr, now)
+            elif rr.kind is RRKind.SUSPEND:
+                self._end_suspend(rr, now)
+            else:  # the resumption is over: the VM starts now
+                self.table.remove(rr)
+                rr.state = LeaseState.DONE
+                self.enactment.stop(rr, now)
+        starting = sorted((rr for rr in self.table.starting_at(now) if rr.state is LeaseState.SCHEDULED),
+                          key=lambda rr: (rr.lease.id, rr.start))
         for rr in starting:
             rr.state = LeaseState.ACTIVE
             lease = rr.lease
-            lease.state = LeaseState.ACTIVE
-            if lease.first_start is None:
-                lease.first_start = now
-            self._emit("start", lease, now)
+            self.enactment.start(rr, now)
+            if rr.kind is RRKind.VM:
+                lease.state = LeaseState.ACTIVE
+                if lease.first_start is None:
+                    lease.first_start = now
+                self._emit("start", lease, now)
+            elif rr.kind is RRKind.RESUME:
+                lease.state = LeaseState.ACTIVE
+                self._emit("resume", lease, now)
+            else:
+                self._emit("suspend", lease, now)
 
-    def _end(self, rr: Reservation, now: int) -> None:
+    def _end_vm(self, rr: Reservation, now: int) -> None:
         lease = rr.lease
         premature = rr.real_end < rr.end
         self.table.remove(rr)
-        del self.rr[lease.id]
-        rr.state = lease.state = LeaseState.DONE
+        rr.state = LeaseState.DONE
+        self.enactment.stop(rr, now)
+        self._release_reservation(rr)
+        self.images.drop(lease.id)
+        if rr.suspend is not None and not premature and lease.real_remaining > now - rr.start:
+            # planned suspension: the SUSPEND RR starts now
+            lease.remaining -= now - rr.start
+            lease.real_remaining -= now - rr.start
+            lease.last_nodes = rr.nodes
+            return
+        if rr.suspend is not None:  # it finished by its planned suspension
+            self.table.remove(rr.suspend)
+            rr.suspend.state = LeaseState.DONE
+        self._forget(lease)
+        lease.state = LeaseState.DONE
         lease.end = now
+        lease.remaining = lease.real_remaining = 0
         self.completed.append(lease)
-        if rr.backfill:
-            self.reserved -= 1
         self._emit("end", lease, now)
-        if premature:
+        if premature and self.config.backfilling:  # (an AR may end early too: XML workloads)
             self._slideback(now, rr.nodes)
 
-    # -- best-effort scheduling -------------------------------------------------------------------
+    def _end_suspend(self, rr: Reservation, now: int) -> None:
+        self.table.remove(rr)
+        rr.state = LeaseState.DONE
+        self.enactment.stop(rr, now)
+        lease = rr.lease
+        self._forget(lease)
+        lease.state = LeaseState.SUSPENDED
+        self._requeue(lease)
+
+    def _vm_end(self, lid: int) -> int | None:
+        vm = self.rr.get(lid)
+        return None if vm is None else vm.end
+
+    def _release_reservation(self, rr: Reservation) -> None:
+        if rr.backfill:
+            rr.backfill = False
+            self.reserved -= 1
+
+    def _forget(self, lease: Lease) -> None:
+        del self.rr[lease.id]
+        if lease.kind is LeaseKind.BEST_EFFORT:
+            self._be_placed -= 1
+
+    def _requeue(self, lease: Lease) -> None:
+        """Back into the queue in submission (id) order (spec §6.3)."""
+        q = self.queue
+        lo, hi = 0, len(q)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if q[mid].id < lease.id:
+                lo = mid + 1
+            else:
+                hi = mid
+        q.insert(lo, lease)
+
+    def _place(self, lease: Lease, start: int, end: int, real_end: int, nodes: tuple[int, ...], *,
+               backfill: bool = False, resume_s: int = 0, suspend_s: int = 0) -> Reservation:
+        """Book a lease's plan: [RESUME on [start - resume_s, start)], VM on [start, end),
+        [SUSPEND on [end, end + suspend_s)]."""
+        usage = lease.per_node
+        rr = Reservation(lease, start, end, real_end, nodes, backfill=backfill, usage=usage)
+        side = ResourceTuple(0.0, usage.memory, usage.disk, 0.0)  # memory state on disk: no CPU
+        if resume_s:
+            rr.resume = Reservation(lease, start - resume_s, start, start, nodes, kind=RRKind.RESUME,
+                                    usage=side)
+            self.table.add(rr.resume)
+        self.table.add(rr)
+        if suspend_s:
+            rr.suspend = Reservation(lease, end, end + suspend_s, end + suspend_s, nodes, kind=RRKind.SUSPEND,
+                                     usage=side)
+            self.table.add(rr.suspend)
+        self.rr[lease.id] = rr
+        if backfill:
+            self.reserved += 1
+        if lease.kind is LeaseKind.BEST_EFFORT:
+            self._be_placed += 1
+        lease.state = LeaseState.SCHEDULED
+        return rr
+
+    def _unplace(self, rr: Reservation, now: int) -> None:
+        """Take a lease's whole plan out of the table (stopping what runs of it)."""
+        for part in (rr.resume, rr, rr.suspend):
+            if part is None or part.state is LeaseState.DONE:
+                continue
+            self.table.remove(part)
+            if part.state is LeaseState.ACTIVE:
+                self.enactment.stop(part, now)
+            part.state = LeaseState.DONE
+        self._release_reservation(rr)
+        self.images.drop(rr.lease.id)
+        self._forget(rr.lease)
+
+    # -- best-effort leases -------------------------------------------------------------------------
     def _schedule_queue(self, now: int) -> None:
         waiting: list[Lease] = []
-        free_now = self.table.free_count_at(now)
-        for i, lease in enumerate(self.queue):
-            if self.reserved >= self.max_reservations and free_now == 0:
-                waiting.extend(self.queue[i:])  # nothing can start now and nothing can reserve
+        queue = self.queue
+        for i, lease in enumerate(queue):
+            if self.reserved >= self.max_reservations and not self.table.has_free_cpu(now):
+                waiting.extend(queue[i:])  # nothing can start now and nothing can reserve
                 break
-            if lease.nodes <= free_now and self._try_at(lease, now, backfill=False):
-                free_now -= lease.nodes
-            elif not (self.reserved < self.max_reservations and self._reserve(lease, now)):
+            if not self._fit_be(lease, now):
                 waiting.append(lease)
+                if not self.config.backfilling:
+                    waiting.extend(queue[i + 1:])
+                    break
         self.queue = waiting
 
-    def _reserve(self, lease: Lease, now: int) -> bool:
-        """Give ``lease`` the future reservation: the first change point where it fits (spec §6.3)."""
-        for t in self.table.changepoints_after(now):
-            if self._try_at(lease, t, backfill=True):
-                self.reserved += 1
-                return True
+    def _fit_be(self, lease: Lease, now: int) -> bool:
+        """Schedule ``lease`` at its earliest start, or give it a future reservation (spec §6.3,
+        steps A-D). Without suspension a lease is accepted at a point only if it runs its whole
+        remaining time there; with it, also if it runs longer than the suspend threshold."""
+        cfg = self.config
+        resuming = lease.state is LeaseState.SUSPENDED
+        resume_s = cfg.resume_s(lease) if resuming else 0
+        suspend_s = cfg.suspend_s(lease) if cfg.suspension else 0
+        threshold = cfg.resume_threshold(lease) if resuming else cfg.initial_threshold(lease)
+        # Step A/B: every node's earliest time: a suspended lease migrates first; a new one waits
+        # for its image (FIFO channel, or a scheduled transfer it can join), unless pooled
+        need = lease.remaining + resume_s
+        req = lease.per_node
+        piggy: Transfer | None = None
+        pool_nodes: set[int] = set()
+        points: list[tuple[int, set[int] | None]]  # (start, the nodes usable then; None: all)
+        if cfg.transfers and not resuming:
+            points, piggy, pool_nodes = self.images.earliest(lease, now)
+        else:
+            points = [(now + (cfg.migrate_s(lease) if resuming else 0), None)]
+        first_points = len(points)
+        if self.reserved < self.max_reservations:
+            points += [(p, None) for p in self.table.changepoints_after(points[-1][0])]
+        for i, (t, usable) in enumerate(points):
+            w = self.table.window(t, req)
+            if usable is not None:
+                w = w.restricted(usable)
+            if len(w.until) < lease.nodes:
+                continue
+            maxend = t + need
+            end, nodes = w.find_nodes(lease.nodes, maxend)
+            if end >= maxend:
+                suspend = False
+            elif cfg.suspension and end - t > threshold:
+                suspend = True
+            else:
+                continue
+            if resuming and lease.last_nodes:  # its old nodes first
+                old = set(lease.last_nodes)
+                nodes = sorted(nodes, key=lambda k: (k not in old, k))
+            vm_start = t + resume_s
+            vm_end = int(end) - suspend_s if suspend else vm_start + lease.remaining
+            if vm_end <= vm_start:
+                continue
+            real_end = min(vm_start + lease.real_remaining, vm_end)
+            backfill = i >= first_points
+            chosen = tuple(sorted(nodes[: lease.nodes]))
+            self._place(lease, vm_start, vm_end, real_end, chosen,
+                        backfill=backfill, resume_s=resume_s, suspend_s=suspend_s if suspend else 0)
+            if cfg.transfers and not resuming:
+                self.images.stage_be(lease, chosen, now, pool_nodes, piggy, vm_end)
+            self._emit("reserve" if backfill else "schedule", lease, t)
+            return True
         return False
 
-    def _try_at(self, lease: Lease, t: int, *, backfill: bool) -> bool:
-        """Fit ``lease`` at ``t`` on the lowest-id nodes free for its whole requested duration."""
-        free = self.table.free_on(t, t + lease.duration)
-        if len(free) < lease.nodes:
-            return False
-        rr = Reservation(lease, t, t + lease.duration, t + lease.real_duration, tuple(free[: lease.nodes]),
-                         backfill=backfill)
-        self.table.add(rr)
-        self.rr[lease.id] = rr
-        lease.state = LeaseState.SCHEDULED
-        self._emit("reserve" if backfill else "schedule", lease, t)
-        return True
+    def _slideback(self, t: int, nodes: tuple[int, ...]) -> None:
+        """Move the next scheduled BE lease on ``nodes`` earlier after a premature end (spec §6.6)."""
+        keep: dict[int, Reservation] = {}
+        for k in set(nodes):
+            plans: dict[int, Reservation] = {}
+            for part in self.table.on_node(k):
+                vm = self.rr.get(part.lease.id)
+                if part.start <= t or vm is None or vm.state is not LeaseState.SCHEDULED:
+                    continue
+                first = vm.resume or vm
+                if first.state is LeaseState.SCHEDULED and first.start > t:
+                    plans[part.lease.id] = vm
+            if not plans:
+                continue
+            first_end = min((vm.suspend or vm).end for vm in plans.values())
+            for lid, vm in plans.items():
+                if (vm.resume or vm).start < first_end:
+                    keep[lid] = vm
+        for _, vm in sorted(keep.items()):
+            if vm.lease.kind is LeaseKind.BEST_EFFORT:  # an AR starts exactly on time
+                self._slide(vm, t)
 
-    # -- advance reservations (spec §6.2, no images yet) ------------------------------------------------
+    def _slide(self, vm: Reservation, t: int) -> None:
+        lease = vm.lease
+        first = vm.resume or vm
+        orig = first.start
+        t = max(t, self.images.ready.get(lease.id, t))  # not before its image is there
+        points = [t, *(p for p in self.table.changepoints_after(t, vm.nodes) if p < orig)]
+        for p in points:  # (the plan itself, from orig on, cannot overlap [p, orig))
+            if not all(self.table.fits(k, p, orig, vm.usage) for k in vm.nodes):
+                continue
+            diff = orig - p
+            start = vm.start - diff
+            if vm.suspend is None:
+                end, real_end = vm.end - diff, vm.real_end - diff
+            elif vm.end - start < lease.remaining:  # still cannot finish: keep the suspension
+                end, real_end = vm.end, min(start + lease.real_remaining, vm.end)
+            else:  # it can now finish: no suspension
+                self.table.remove(vm.suspend)
+                vm.suspend = None
+                end, real_end = start + lease.remaining, start + lease.real_remaining
+            if vm.resume is not None:
+                self.table.reschedule(vm.resume, p, p + (vm.resume.end - vm.resume.start), start)
+            self.table.reschedule(vm, start, end, real_end)
+            self._emit("slideback", lease, p)
+            return
+
+    # -- advance reservations and immediate leases (spec §6.2, no images yet) ---------------------
     def _schedule_ar(self, lease: Lease, now: int) -> None:
         assert lease.start is not None
-        start, end = lease.start, lease.start + lease.duration
+        start, end = lease.start, lease.start + lease.remaining
         if start < now:
             self._reject(lease, "its start time has passed")
             return
-        nodes = range(self.table.n_nodes)
-        free = set(self.table.free_on(start, end))
+        req = lease.per_node
+        free = self.table.free_on(start, end, req)
+        free_set = set(free)
         victims: dict[int, list[Reservation]] = {}
-        for k in nodes:
-            if k in free:
-                continue
-            on_k = [rr for rr in self.table.on_node(k) if rr.overlaps(start, end)]
-            if all(rr.lease.preemptible for rr in on_k):
-                victims[k] = on_k
+        can_go = _preemptible_or_future_resume if self.config.preempt_future_resumptions else _preemptible
+        for k in self.table.free_on(start, end, req, skip=can_go):
+            if k not in free_set:
+                victims[k] = [self.rr[rr.lease.id] for rr in self.table.on_node(k)
+                              if can_go(rr) and rr.overlaps(start, end)]
         if len(free) + len(victims) < lease.nodes:
             self._reject(lease, f"only {len(free) + len(victims)} of {lease.nodes} nodes can be free "
                                 f"on [{start}, {end})")
             return
-        # nodes needing no preemption first (ascending id), then fewest preemptions (spec §6.2 step 2)
-        order = sorted(free) + sorted(victims, key=lambda k: (len(victims[k]), k))
-        chosen = order[: lease.nodes]
+        # nodes needing no preemption first (ascending id; with reuse, those with the image pooled
+        # first), then fewest preemptions (spec §6.2 step 2)
+        pooled = self.images.pooled_at(lease, start)
+        order = (sorted(free, key=lambda k: (k not in pooled, k))
+                 + sorted(victims, key=lambda k: (len(victims[k]), k not in pooled, k)))
+        chosen = tuple(sorted(order[: lease.nodes]))
+        staged = self.images.stage_ar(lease, chosen, pooled, now) if self.config.transfers else None
+        if staged is not None:
+            self._reject(lease, staged)
+            return
         preempt = {id(rr): rr for k in chosen if k in victims for rr in victims[k]}
         for rr in sorted(preempt.values(), key=lambda rr: -rr.lease.submit):  # most recent first
             self._preempt(rr, start, now)
-        rr = Reservation(lease, start, end, start + lease.real_duration, tuple(sorted(chosen)))
-        self.table.add(rr)
-        self.rr[lease.id] = rr
-        lease.state = LeaseState.SCHEDULED
+        self._place(lease, start, end, start + lease.real_remaining, chosen)
+        self.images.pin(lease, chosen, pooled, end)
         self._emit("reserve", lease, start)
 
-    def _preempt(self, rr: Reservation, t: int, now: int) -> None:
-        """Make room at ``t`` for an AR: without suspension the lease is cancelled and requeued in
-        submission order, losing the work of its current run (NOVM-NOSR, spec §6.4)."""
-        lease = rr.lease
-        self.table.remove(rr)
-        del self.rr[lease.id]
-        if rr.backfill:
-            self.reserved -= 1
-        lease.state = LeaseState.PENDING
-        self._emit("preempt", lease, now)
-        ids = [q.id for q in self.queue]
-        self.queue.insert(bisect.bisect_left(ids, lease.id), lease)
+    def _schedule_im(self, lease: Lease, now: int) -> None:
+        """An immediate lease starts now on free nodes or is rejected (it preempts nothing)."""
+        w = self.table.window(now, lease.per_node)
+        until = now + lease.remaining
+        end, nodes = w.find_nodes(lease.nodes, until)
+        if end < until:
+            self._reject(lease, f"{len(w.nodes_free_until(until))} of {lease.nodes} nodes are free for "
+                                f"[{now}, {until})")
+            return
+        self._place(lease, now, until, now + lease.real_remaining, tuple(nodes[: lease.nodes]))
+        self._emit("schedule", lease, now)
 
-    def _slideback(self, t: int, nodes: tuple[int, ...]) -> None:
-        """Move the next scheduled lease on ``nodes`` earlier after a premature end (spec §6.6)."""
-        node_set = set(nodes)
-        later = [rr for rr in self.rr.values()
-                 if rr.state is LeaseState.SCHEDULED and rr.start > t and node_set.intersection(rr.nodes)]
-        keep: dict[int, Reservation] = {}
-        for k in nodes:
-            on_k = [rr for rr in later if k in rr.nodes]
-            if not on_k:
-                continue
-            first_end = min(rr.end for rr in on_k)
-            for rr in on_k:
-                if rr.start < first_end:
-                    keep[rr.lease.id] = rr
-        for _, rr in sorted(keep.items()):
-            orig = rr.start
-            points = [t, *(p for p in self.table.changepoints_after(t, rr.nodes, ignore=rr) if p < orig)]
-            for p in points:
-                if len(self.table.free_on(p, orig, rr.nodes, ignore=rr)) == len(rr.nodes):
-                    diff = orig - p
-                    self.table.reschedule(rr, p, rr.end - diff, rr.real_end - diff)
-                    self._emit("slideback", rr.lease, p)
-                    break
+    def _preempt(self, vm: Reservation, t: int, now: int) -> None:
+        """Free ``vm``'s nodes from ``t`` on for an AR (spec §6.4)."""
+        lease = vm.lease
+        cfg = self.config
+        if vm.state is LeaseState.SCHEDULED and vm.start >= t:  # not started by then: unschedule
+            self._unplace(vm, now)
+            self._emit("preempt", lease, now)
+        elif (cfg.suspension and t - vm.start >= cfg.resume_threshold(lease)
+              and t - cfg.suspend_s(lease) >= now):  # suspend so as to be off the nodes at t
+            suspend_s = cfg.suspend_s(lease)
+            if vm.suspend is not None:
+                self.table.remove(vm.suspend)
+            self.table.reschedule(vm, vm.start, t - suspend_s, min(vm.real_end, t - suspend_s))
+            vm.suspend = Reservation(lease, t - suspend_s, t, t, vm.nodes, kind=RRKind.SUSPEND,
+                                     usage=ResourceTuple(0.0, vm.usage.memory, vm.usage.disk, 0.0))
+            self.table.add(vm.suspend)
+            self._emit("preempt", lease, now)
+            return
+        else:  # cancel: the work of the current run is lost (NOVM-NOSR; or too late to suspend)
+            self._unplace(vm, now)
+            self._emit("preempt", lease, now)
+        # a lease with a resumption in its plan was suspended before: it still has to resume
+        lease.state = LeaseState.SUSPENDED if vm.resume is not None else LeaseState.PENDING
+        self._requeue(lease)
 
     def _emit(self, what: str, lease: Lease, t: int) -> None:
         lease.history.append((what, t))
         if self.on_event is not None:
             self.on_event(what, lease, t)
+
+
+def _preemptible(rr: Reservation) -> bool:
+    return rr.preemptible
+
+
+def _preemptible_or_future_resume(rr: Reservation) -> bool:
+    """Also the resumption of a BE lease's plan that has not started: unscheduling the plan frees it."""
+    return rr.preemptible or (rr.kind is RRKind.RESUME and rr.state is LeaseState.SCHEDULED
+                              and rr.lease.preemptible)

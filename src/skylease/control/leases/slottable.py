@@ -1,90 +1,359 @@
-"""The slot table: reservations in time per node (spec 001 §2.4, §4), one VM per node.
+"""The slot table: resource reservations in time per node, with capacity checks (spec 001 §2.4, §4).
 
-Per node, the reservations are kept sorted by start; at most a few hundred are live at once
-(one running per node plus the future ones), so queries scan them. The table answers: which
-nodes are continuously free on ``[a, b)``, and the change points after ``t``.
+Every node has a capacity :class:`ResourceTuple`; a reservation (RR) reserves ``rr.usage`` on each
+of its nodes over ``[start, end)``. :meth:`SlotTable.add` refuses an RR that would exceed a node's
+capacity at any instant. Indexes, all kept sorted with ``bisect`` so that no query scans every
+reservation:
+
+* per node, the RRs by start (a node holds its running RR plus a few future ones);
+* the planned change points (starts and ends, as a multiset) and the real ends (``real_end``);
+* the RRs starting and ending (really) at each time, for the event step.
+
+Queries answer the scheduler's questions: how long a request fits continuously on a node from
+``t`` (:meth:`SlotTable.free_until`), the availability window at ``t``
+(:class:`AvailabilityWindow`: "continuously free from ``t`` until ``x``", spec §4), the change
+points after ``t`` (all, or on some nodes), and the next event time.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
-from skylease.control.leases.lease import Reservation
+from skylease.control.leases.lease import BLUE_HORIZON_NODE, Reservation, ResourceTuple
+
+Skip = Callable[[Reservation], bool]
+
+_INF = math.inf
+
+
+def _start_key(rr: Reservation) -> int:
+    return rr.start
+
+
+class _Multiset:
+    """Sorted distinct integers with multiplicities (the change points)."""
+
+    __slots__ = ("count", "keys")
+
+    def __init__(self) -> None:
+        self.keys: list[int] = []
+        self.count: dict[int, int] = {}
+
+    def add(self, p: int) -> None:
+        c = self.count.get(p, 0)
+        if c == 0:
+            bisect.insort(self.keys, p)
+        self.count[p] = c + 1
+
+    def remove(self, p: int) -> None:
+        c = self.count[p] - 1
+        if c == 0:
+            del self.count[p]
+            del self.keys[bisect.bisect_left(self.keys, p)]
+        else:
+            self.count[p] = c
+
+    def after(self, t: float) -> list[int]:
+        return self.keys[bisect.bisect_right(self.keys, t):]
+
+    def next_after(self, t: float) -> float:
+        i = bisect.bisect_right(self.keys, t)
+        return self.keys[i] if i < len(self.keys) else _INF
+
+
+@dataclass(frozen=True)
+class AvailabilityWindow:
+    """Which nodes can host one more VM of ``request`` at ``t``, and until when, continuously.
+
+    A node that becomes too full later is lost for the rest of the window even if it frees up
+    again (spec 001 §4, "continuously free from ``t`` until ``x``").
+    """
+
+    t: int
+    request: ResourceTuple
+    until: dict[int, float]  # node -> the first time after t it can no longer host the VM
+
+    def nodes_free_until(self, x: float) -> list[int]:
+        """Nodes (ascending id) free on ``[t, x)``."""
+        return sorted(k for k, u in self.until.items() if u >= x)
+
+    def restricted(self, nodes: set[int]) -> AvailabilityWindow:
+        """The window on ``nodes`` only."""
+        return AvailabilityWindow(self.t, self.request, {k: u for k, u in self.until.items() if k in nodes})
+
+    def count_free_until(self, x: float) -> int:
+        return sum(1 for u in self.until.values() if u >= x)
+
+    def find_nodes(self, n: int, maxend: float) -> tuple[float, list[int]]:
+        """``(end, nodes)``: the latest ``end <= maxend`` such that ``n`` nodes stay free on
+        ``[t, end)``, and those nodes (ascending id); ``end == t`` when fewer than ``n`` are free at
+        ``t`` (spec 001 §6.3 step C, ``find_nodes``)."""
+        if len(self.until) < n:
+            return self.t, []
+        end = min(maxend, sorted(self.until.values(), reverse=True)[n - 1])
+        return end, self.nodes_free_until(end)
 
 
 class SlotTable:
-    """Reservations of ``n_nodes`` single-VM nodes (the paper's P = 1, one VM per node)."""
+    """Reservations of ``n_nodes`` nodes, each of capacity ``capacity`` (one tuple, or one per node)."""
 
-    def __init__(self, n_nodes: int) -> None:
+    def __init__(self, n_nodes: int, capacity: ResourceTuple | Sequence[ResourceTuple] = BLUE_HORIZON_NODE
+                 ) -> None:
         if n_nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got {n_nodes}")
+        if isinstance(capacity, ResourceTuple):
+            caps = [capacity] * n_nodes
+        else:
+            caps = [ResourceTuple(*c) for c in capacity]
+            if len(caps) != n_nodes:
+                raise ValueError(f"{len(caps)} node capacities for {n_nodes} nodes")
         self.n_nodes = n_nodes
-        self._by_node: list[list[tuple[int, int, Reservation]]] = [[] for _ in range(n_nodes)]
+        self.capacity: list[ResourceTuple] = caps
+        self._rows: list[list[Reservation]] = [[] for _ in range(n_nodes)]
+        self._points = _Multiset()  # planned starts and ends
+        self._real_ends = _Multiset()
+        self._starting: dict[int, list[Reservation]] = {}
+        self._ending: dict[int, list[Reservation]] = {}
         self.reservations: dict[int, Reservation] = {}  # id(rr) -> rr
+        self.version = 0  # bumped by every change (caches key on it)
+        self._uniform = all(c == caps[0] for c in caps)
+        self._usages: dict[ResourceTuple, int] = {}  # distinct per-VM usages in the table
+        self._exclusive_cache: dict[ResourceTuple, bool] = {}
+        self._window_cache: dict[tuple[int, ResourceTuple], AvailabilityWindow] = {}
+        self._cpu_cache: dict[int, bool] = {}
 
+    # -- changes ------------------------------------------------------------------------------------
     def add(self, rr: Reservation) -> None:
-        for k in rr.nodes:
-            row = self._by_node[k]
-            for _, _, other in row:
-                if other.overlaps(rr.start, rr.end):
-                    raise ValueError(f"node {k} is already reserved by lease {other.lease.id} on "
-                                     f"[{other.start}, {other.end}), lease {rr.lease.id} wants "
-                                     f"[{rr.start}, {rr.end})")
-            bisect.insort(row, (rr.start, id(rr), rr))
-        self.reservations[id(rr)] = rr
+        """Insert ``rr``; raises ``ValueError`` if a node would be over capacity during it."""
+        if rr.end <= rr.start or not rr.start <= rr.real_end <= rr.end:
+            raise ValueError(f"bad reservation times [{rr.start}, {rr.end}) real end {rr.real_end}")
+        for k in set(rr.nodes):
+            need = rr.usage
+            for _ in range(rr.nodes.count(k) - 1):
+                need = need.plus(rr.usage)
+            if self.free_until(k, rr.start, need) < rr.end:
+                raise ValueError(f"node {k} cannot host lease {rr.lease.id} on [{rr.start}, {rr.end}): "
+                                 f"over capacity {tuple(self.capacity[k])}")
+        for k in set(rr.nodes):
+            bisect.insort(self._rows[k], rr, key=_start_key)
+        self._index(rr)
 
     def remove(self, rr: Reservation) -> None:
-        for k in rr.nodes:
-            row = self._by_node[k]
-            row.remove((rr.start, id(rr), rr))
-        del self.reservations[id(rr)]
+        for k in set(rr.nodes):
+            row = self._rows[k]
+            i = bisect.bisect_left(row, rr.start, key=_start_key)
+            while row[i] is not rr:
+                i += 1
+            del row[i]
+        self._unindex(rr)
 
     def reschedule(self, rr: Reservation, start: int, end: int, real_end: int) -> None:
-        """Move ``rr`` (same nodes) to ``[start, end)``."""
+        """Move ``rr`` (same nodes) to ``[start, end)``; restores it if that does not fit."""
+        old = (rr.start, rr.end, rr.real_end)
         self.remove(rr)
         rr.start, rr.end, rr.real_end = start, end, real_end
-        self.add(rr)
+        try:
+            self.add(rr)
+        except ValueError:
+            rr.start, rr.end, rr.real_end = old
+            self.add(rr)
+            raise
 
-    def free_on(self, a: int, b: int, nodes: Iterable[int] | None = None,
-                ignore: Reservation | None = None) -> list[int]:
-        """Nodes (ascending) with no reservation overlapping ``[a, b)``."""
-        out = []
-        key = (b,)
-        for k in range(self.n_nodes) if nodes is None else nodes:
-            row = self._by_node[k]
-            if ignore is not None:
-                if all(rr is ignore or not rr.overlaps(a, b) for _, _, rr in row):
-                    out.append(k)
-                continue
-            # a node's reservations never overlap, so sorted by start they are sorted by end too:
-            # only the last one starting before b can reach into [a, b)
-            i = bisect.bisect_left(row, key) - 1
-            if i < 0 or row[i][2].end <= a:
-                out.append(k)
-        return out
+    def add_marker(self, start: int, end: int) -> None:
+        """Change points of something outside the nodes' capacity (an image transfer on the
+        repository's link: its network reservations are not checked, spec §2.4)."""
+        self._points.add(start)
+        self._points.add(end)
+
+    def remove_marker(self, start: int, end: int) -> None:
+        self._points.remove(start)
+        self._points.remove(end)
+
+    def _index(self, rr: Reservation) -> None:
+        self._points.add(rr.start)
+        self._points.add(rr.end)
+        self._real_ends.add(rr.real_end)
+        self._starting.setdefault(rr.start, []).append(rr)
+        self._ending.setdefault(rr.real_end, []).append(rr)
+        self.reservations[id(rr)] = rr
+        c = self._usages.get(rr.usage, 0)
+        if c == 0:
+            self._exclusive_cache.clear()
+        self._usages[rr.usage] = c + 1
+        self._changed()
+
+    def _unindex(self, rr: Reservation) -> None:
+        self._points.remove(rr.start)
+        self._points.remove(rr.end)
+        self._real_ends.remove(rr.real_end)
+        for index, p in ((self._starting, rr.start), (self._ending, rr.real_end)):
+            lst = index[p]
+            lst.remove(rr)
+            if not lst:
+                del index[p]
+        del self.reservations[id(rr)]
+        c = self._usages[rr.usage] - 1
+        if c == 0:
+            del self._usages[rr.usage]
+            self._exclusive_cache.clear()
+        else:
+            self._usages[rr.usage] = c
+        self._changed()
+
+    def _changed(self) -> None:
+        self.version += 1
+        if self._window_cache:
+            self._window_cache.clear()
+        if self._cpu_cache:
+            self._cpu_cache.clear()
+
+    # -- per-node queries ---------------------------------------------------------------------------
+    def _exclusive(self, request: ResourceTuple) -> bool:
+        """Whether ``request`` fits an empty node but shares one with no RR of the table (nodes of
+        one capacity): then a node is free for it exactly while no RR covers the node, and the
+        queries need no usage sweep (the paper's case: one VM per node)."""
+        hit = self._exclusive_cache.get(request)
+        if hit is None:
+            cap = self.capacity[0]
+            hit = (self._uniform and request.fits_in(cap)
+                   and not any(request.plus(u).fits_in(cap) for u in self._usages))
+            self._exclusive_cache[request] = hit
+        return hit
 
     def on_node(self, k: int) -> list[Reservation]:
         """Node ``k``'s reservations, by start."""
-        return [rr for _, _, rr in self._by_node[k]]
+        return list(self._rows[k])
 
-    def free_count_at(self, t: int) -> int:
-        return len(self.free_on(t, t + 1))
+    def free_until(self, k: int, t: int, request: ResourceTuple, skip: Skip | None = None) -> float:
+        """The first time ``>= t`` at which ``request`` no longer fits on node ``k`` beside its
+        reservations (``t`` if it does not fit at ``t``; ``inf`` if it always fits). RRs for which
+        ``skip(rr)`` is true are ignored."""
+        if skip is None and self._exclusive(request):
+            # rows are by start: the first one still running after t starts earliest
+            for rr in self._rows[k]:
+                if rr.end > t:
+                    return rr.start if rr.start > t else t
+            return _INF
+        cap = self.capacity[k]
+        if not request.fits_in(cap):
+            return t
+        live = [rr for rr in self._rows[k] if rr.end > t and (skip is None or not skip(rr))]
+        if not live:
+            return _INF
+        if len(live) == 1:  # the common case: no sweep needed
+            rr = live[0]
+            return _INF if request.plus(rr.usage).fits_in(cap) else max(t, rr.start)
+        # sweep the usage profile from t: ends (-) before starts (+) at equal times
+        events = []
+        for rr in live:
+            events.append((max(rr.start, t), 1, rr.usage))
+            events.append((rr.end, 0, rr.usage))
+        events.sort(key=lambda e: (e[0], e[1]))
+        cpu, mem, disk, net = request
+        i = 0
+        while i < len(events):
+            p = events[i][0]
+            while i < len(events) and events[i][0] == p:
+                _, sign, u = events[i]
+                s = 1 if sign else -1
+                cpu += s * u.cpu
+                mem += s * u.memory
+                disk += s * u.disk
+                net += s * u.net
+                i += 1
+            if not ResourceTuple(cpu, mem, disk, net).fits_in(cap):
+                return max(p, t)
+        return _INF
 
-    def changepoints_after(self, t: int, nodes: Iterable[int] | None = None,
-                           ignore: Reservation | None = None) -> list[int]:
-        """Sorted distinct reservation starts and ends (planned, not real) after ``t``."""
-        rrs = (self.reservations.values() if nodes is None
-               else {id(rr): rr for k in nodes for _, _, rr in self._by_node[k]}.values())
-        pts = {p for rr in rrs if rr is not ignore for p in (rr.start, rr.end) if p > t}
+    def fits(self, k: int, a: int, b: int, request: ResourceTuple, skip: Skip | None = None) -> bool:
+        """Whether ``request`` fits on node ``k`` during all of ``[a, b)``."""
+        return self.free_until(k, a, request, skip) >= b
+
+    def free_on(self, a: int, b: int, request: ResourceTuple, nodes: Iterable[int] | None = None,
+                skip: Skip | None = None) -> list[int]:
+        """Nodes (ascending, or in ``nodes`` order) where ``request`` fits during all of ``[a, b)``."""
+        ks = range(self.n_nodes) if nodes is None else nodes
+        return [k for k in ks if self.free_until(k, a, request, skip) >= b]
+
+    def window(self, t: int, request: ResourceTuple, skip: Skip | None = None) -> AvailabilityWindow:
+        """The availability window at ``t`` for one VM of ``request`` on every node (cached until
+        the table changes, unless ``skip`` is given)."""
+        key = (t, request)
+        if skip is None:
+            hit = self._window_cache.get(key)
+            if hit is not None:
+                return hit
+        until: dict[int, float] = {}
+        if skip is None and self._exclusive(request):
+            for k, row in enumerate(self._rows):
+                u = _INF
+                for rr in row:
+                    if rr.end > t:
+                        u = rr.start
+                        break
+                if u > t:
+                    until[k] = u
+        else:
+            for k in range(self.n_nodes):
+                u = self.free_until(k, t, request, skip)
+                if u > t:
+                    until[k] = u
+        w = AvailabilityWindow(t, request, until)
+        if skip is None:
+            self._window_cache[key] = w
+        return w
+
+    def has_free_cpu(self, t: int) -> bool:
+        """Whether some node has CPU left at ``t`` (the queue's shortcut, spec §6.1); cached until
+        the table changes."""
+        hit = self._cpu_cache.get(t)
+        if hit is None:
+            hit = False
+            for k, row in enumerate(self._rows):
+                used = 0.0
+                for rr in row:
+                    if rr.start > t:
+                        break
+                    if rr.end > t:
+                        used += rr.usage.cpu
+                if used < self.capacity[k].cpu:
+                    hit = True
+                    break
+            self._cpu_cache[t] = hit
+        return hit
+
+    def reservations_at(self, t: int) -> list[Reservation]:
+        """RRs with ``start <= t < end`` (planned end), in node order, each once."""
+        seen: dict[int, Reservation] = {}
+        for row in self._rows:
+            for rr in row:
+                if rr.start > t:
+                    break
+                if rr.end > t:
+                    seen.setdefault(id(rr), rr)
+        return list(seen.values())
+
+    # -- change points ------------------------------------------------------------------------------
+    def changepoints_after(self, t: float, nodes: Iterable[int] | None = None,
+                           skip: Reservation | None = None) -> list[int]:
+        """Sorted distinct reservation starts and ends (planned, not real) after ``t``; on ``nodes``
+        only if given (then ignoring ``skip``)."""
+        if nodes is None:
+            return self._points.after(t)
+        pts = {p for k in nodes for rr in self._rows[k] if rr is not skip
+               for p in (rr.start, rr.end) if p > t}
         return sorted(pts)
 
-    def next_changepoint(self, t: int) -> float:
+    def next_changepoint(self, t: float) -> float:
         """The next start, end or real end after ``t`` (what drives the simulation clock)."""
-        best = math.inf
-        for rr in self.reservations.values():
-            for p in (rr.start, rr.end, rr.real_end):
-                if t < p < best:
-                    best = p
-        return best
+        return min(self._points.next_after(t), self._real_ends.next_after(t))
+
+    def starting_at(self, t: int) -> list[Reservation]:
+        return list(self._starting.get(t, ()))
+
+    def ending_at(self, t: int) -> list[Reservation]:
+        """RRs whose real end is ``t``."""
+        return list(self._ending.get(t, ()))

@@ -1,0 +1,148 @@
+"""Image preparation for the lease scheduler (spec 001 §6.2 step 6, §6.3 steps A/E, §6.7).
+
+:class:`ImagePreparation` keeps the two transfer channels (BE: FIFO, as soon as possible; AR: EDF,
+as late as the deadlines allow), which leases wait for which transfer, and the per-node image
+pools. The scheduler asks it when a lease's nodes can be ready (Step A) and tells it where leases
+were placed (Step E); transfers appear in the slot table as change points only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from skylease.control.leases.config import SchedulerConfig
+from skylease.control.leases.images import ImagePools, Transfer, TransferState, edf_times
+from skylease.control.leases.lease import Lease
+from skylease.control.leases.slottable import SlotTable
+
+#: ``(start, the nodes usable from then on; None: all)``: a lease's first candidate start points.
+Points = list[tuple[int, set[int] | None]]
+
+
+class ImagePreparation:
+    """Transfers and pools of one cluster, under ``config`` (``transfers``, ``piggyback``, ``reuse``)."""
+
+    def __init__(self, config: SchedulerConfig, table: SlotTable) -> None:
+        self.config = config
+        self.table = table
+        self.fifo: list[Transfer] = []  # BE transfers not done yet, in channel order
+        self.edf: list[Transfer] = []  # AR transfers not done yet
+        self.pools = ImagePools(table.n_nodes if config.reuse else 0, config.pool_mb)
+        self._uses: dict[int, list[Transfer]] = {}  # lease id -> the transfers it waits for
+        self.ready: dict[int, int] = {}  # lease id -> when its image is on all its nodes
+        self._pooled: dict[int, list[tuple[str, int]]] = {}  # lease id -> its pool references
+
+    # -- events ---------------------------------------------------------------------------------------
+    def process(self, now: int, vm_end: Callable[[int], int | None]) -> None:
+        """Transfers starting and ending now; an arrived image enters its nodes' pools (reuse), held
+        until the end (``vm_end(lease id)``) of the leases using it."""
+        for channel in (self.fifo, self.edf):
+            keep = []
+            for tr in channel:
+                if tr.state is TransferState.SCHEDULED and tr.start <= now:
+                    tr.state = TransferState.ACTIVE
+                if tr.end <= now:
+                    tr.state = TransferState.DONE
+                    if self.pools:
+                        self._pool(tr, vm_end)
+                else:
+                    keep.append(tr)
+            channel[:] = keep
+
+    def _pool(self, tr: Transfer, vm_end: Callable[[int], int | None]) -> None:
+        for lid, nodes in tr.users.items():
+            end = vm_end(lid)
+            for k in nodes:
+                if self.pools.add(k, tr.image, tr.size_mb, lid, end if end is not None else tr.end):
+                    self._pooled.setdefault(lid, []).append((tr.image, k))
+
+    def drop(self, lid: int) -> None:
+        """The lease no longer needs its transfers (one with no users left and not started is
+        deleted) nor its pool references."""
+        for tr in self._uses.pop(lid, ()):
+            tr.users.pop(lid, None)
+            if not tr.users and tr.state is TransferState.SCHEDULED:
+                (self.fifo if tr.deadline is None else self.edf).remove(tr)
+                self.table.remove_marker(tr.start, tr.end)
+        self.ready.pop(lid, None)
+        for image, k in self._pooled.pop(lid, ()):
+            self.pools.release(k, image, lid)
+
+    # -- best-effort leases -----------------------------------------------------------------------------
+    def next_fifo(self, now: int) -> int:
+        """When the BE channel is free: the end of its last transfer not done, or now."""
+        return max([now, *(tr.end for tr in self.fifo)])
+
+    def earliest(self, lease: Lease, now: int) -> tuple[Points, Transfer | None, set[int]]:
+        """Step A/B for a new lease: its first start points, the scheduled transfer of its image it
+        can join (piggyback), and the nodes whose pool holds its image."""
+        cfg, img = self.config, lease.image or ""
+        base = self.next_fifo(now) + cfg.transfer_s(lease)
+        piggy = None
+        if cfg.piggyback:
+            for tr in self.fifo:
+                if tr.state is TransferState.SCHEDULED and tr.image == img and now < tr.end < base:
+                    base, piggy = tr.end, tr
+        pool_nodes = set(self.pools.nodes_with(img)) if self.pools else set()
+        points: Points = [(now, pool_nodes), (base, None)] if pool_nodes else [(base, None)]
+        return points, piggy, pool_nodes
+
+    def stage_be(self, lease: Lease, nodes: tuple[int, ...], now: int, pool_nodes: set[int],
+                 piggy: Transfer | None, vm_end: int) -> None:
+        """Step E: pool hits are referenced, the other nodes join ``piggy`` or one new FIFO multicast."""
+        img, cfg = lease.image or "", self.config
+        rest = [k for k in nodes if k not in pool_nodes]
+        for k in nodes:
+            if k in pool_nodes and self.pools.add(k, img, cfg.image_mb(lease), lease.id, vm_end):
+                self._pooled.setdefault(lease.id, []).append((img, k))
+        if not rest:
+            self.ready[lease.id] = now
+            return
+        if piggy is None:
+            start = self.next_fifo(now)
+            piggy = Transfer(img, start, start + cfg.transfer_s(lease), size_mb=cfg.image_mb(lease))
+            self.fifo.append(piggy)
+            self.table.add_marker(piggy.start, piggy.end)
+        piggy.users.setdefault(lease.id, set()).update(rest)
+        self._uses[lease.id] = [piggy]
+        self.ready[lease.id] = piggy.end
+
+    # -- advance reservations ---------------------------------------------------------------------------
+    def pooled_at(self, lease: Lease, start: int) -> set[int]:
+        """Nodes whose pool holds the AR's image and keeps it until ``start`` at least."""
+        img = lease.image or ""
+        return {k for k in self.pools.nodes_with(img) if self.pools.has(k, img, valid_at=start)}
+
+    def stage_ar(self, lease: Lease, nodes: tuple[int, ...], pooled: set[int], now: int) -> str | None:
+        """One multicast of the AR's image to its nodes without it, due by its start, on the EDF
+        channel (spec §6.2 step 6); the reason if that cannot be done in time."""
+        assert lease.start is not None
+        must = {k for k in nodes if k not in pooled}
+        if not must:
+            return None
+        dur = self.config.transfer_s(lease)
+        t0 = max([now, *(tr.end for tr in self.edf if tr.state is TransferState.ACTIVE)])
+        pending = [tr for tr in self.edf if tr.state is TransferState.SCHEDULED]
+        times = edf_times(pending, dur, lease.start, t0)
+        if times is None:
+            return f"its image ({dur} s to transfer) cannot reach its nodes by its start {lease.start}"
+        for tr, (a, b) in zip(pending, times, strict=False):  # re-timed, never past their deadlines
+            if (a, b) != (tr.start, tr.end):
+                self.table.remove_marker(tr.start, tr.end)
+                tr.start, tr.end = a, b
+                self.table.add_marker(a, b)
+        a, b = times[-1]
+        tr = Transfer(lease.image or "", a, b, deadline=lease.start, users={lease.id: must},
+                      size_mb=self.config.image_mb(lease))
+        self.edf.append(tr)
+        self.table.add_marker(a, b)
+        self._uses[lease.id] = [tr]
+        self.ready[lease.id] = b
+        return None
+
+    def pin(self, lease: Lease, nodes: tuple[int, ...], pooled: set[int], end: int) -> None:
+        """Reference the pooled copies an AR uses, valid until it ends (spec §6.7 [R])."""
+        img = lease.image or ""
+        for k in nodes:
+            if k in pooled and self.pools.add(k, img, self.config.image_mb(lease), lease.id, end):
+                self._pooled.setdefault(lease.id, []).append((img, k))
