@@ -5,7 +5,7 @@ the scheduler's commands out on simulated nodes now; a real enactment can drive 
 scheduler later.
 """
 
-from skylease.control.leases.config import SchedulerConfig
+from skylease.control.leases.config import PAPER_CONFIGURATIONS, SchedulerConfig, paper_configuration
 from skylease.control.leases.enact import Enactment, NullEnactment
 from skylease.control.leases.images import ImagePool, ImagePools, Transfer, TransferState, edf_times
 from skylease.control.leases.lease import (
@@ -25,6 +25,7 @@ from skylease.control.leases.slottable import AvailabilityWindow, SlotTable
 __all__ = [
     "BLUE_HORIZON_NODE",
     "NO_RESOURCES",
+    "PAPER_CONFIGURATIONS",
     "AvailabilityWindow",
     "Enactment",
     "ImagePool",
@@ -43,4 +44,5 @@ __all__ = [
     "Transfer",
     "TransferState",
     "edf_times",
+    "paper_configuration",
 ]

@@ -128,3 +128,23 @@ class SchedulerConfig:
         """Minimum run before a planned suspension of a resumed lease, or before suspending a
         lease an AR preempts."""
         return (1 + self.threshold_factor) * (self.migrate_s(lease) + 2 * self.suspend_s(lease))
+
+
+#: The paper's six configurations (spec 001 §7): name -> (scheduler options, image draw of the
+#: workload; ``None`` where images play no part).
+PAPER_CONFIGURATIONS: dict[str, tuple[SchedulerConfig, str | None]] = {
+    "NOVM-NOSR": (SchedulerConfig.novm_nosr(), None),
+    "NOVM-SR": (SchedulerConfig.novm_sr(), None),
+    "VM-PREDEPLOY": (SchedulerConfig.vm_predeploy(), None),
+    "VM-MULT": (SchedulerConfig.vm_mult(), "uniform"),
+    "VM-REUSE-UNIFORM": (SchedulerConfig.vm_reuse(), "uniform"),
+    "VM-REUSE-SKEWED": (SchedulerConfig.vm_reuse(), "skewed"),
+}
+
+
+def paper_configuration(name: str) -> tuple[SchedulerConfig, str | None]:
+    """One of :data:`PAPER_CONFIGURATIONS`, by name (case and ``_``/``-`` insensitive)."""
+    key = name.strip().upper().replace("_", "-")
+    if key not in PAPER_CONFIGURATIONS:
+        raise KeyError(f"unknown configuration {name!r}; known: {', '.join(PAPER_CONFIGURATIONS)}")
+    return PAPER_CONFIGURATIONS[key]
