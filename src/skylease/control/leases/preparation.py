@@ -71,7 +71,8 @@ class ImagePreparation:
     # -- best-effort leases -----------------------------------------------------------------------------
     def next_fifo(self, now: int) -> int:
         """When the BE channel is free: the end of its last transfer not done, or now."""
-        return max([now, *(tr.end for tr in self.fifo)])
+        # each transfer starts when the one before it ends, so the last one ends last
+        return max(now, self.fifo[-1].end) if self.fifo else now
 
     def earliest(self, lease: Lease, now: int) -> tuple[Points, Transfer | None, set[int]]:
         """Step A/B for a new lease: its first start points, the scheduled transfer of its image it

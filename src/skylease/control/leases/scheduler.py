@@ -290,21 +290,30 @@ class LeaseScheduler:
     def _schedule_queue(self, now: int) -> None:
         waiting: list[Lease] = []
         queue = self.queue
+        failed: dict[tuple, list[tuple[int, int]]] = {}  # see _fit_be
         for i, lease in enumerate(queue):
             if self.reserved >= self.max_reservations and not self.table.has_free_cpu(now):
                 waiting.extend(queue[i:])  # nothing can start now and nothing can reserve
                 break
-            if not self._fit_be(lease, now):
+            if not self._fit_be(lease, now, failed):
                 waiting.append(lease)
                 if not self.config.backfilling:
                     waiting.extend(queue[i + 1:])
                     break
         self.queue = waiting
 
-    def _fit_be(self, lease: Lease, now: int) -> bool:
+    def _fit_be(self, lease: Lease, now: int,
+                failed: dict[tuple, list[tuple[int, int]]] | None = None) -> bool:
         """Schedule ``lease`` at its earliest start, or give it a future reservation (spec §6.3,
         steps A-D). Without suspension a lease is accepted at a point only if it runs its whole
-        remaining time there; with it, also if it runs longer than the suspend threshold."""
+        remaining time there; with it, also if it runs longer than the suspend threshold.
+
+        ``failed`` (one queue pass) records the (nodes, time needed) of the leases that did not
+        fit, by everything else the fit depends on (start points, request, threshold, whether a
+        reservation is possible). Within a pass the table only gains reservations and transfers,
+        so a lease that asks for at least as many nodes for at least as long under the same key
+        cannot fit either: it is skipped without a search (same decisions; the 30 % VM-MULT run
+        tries 1.7 million fits on 17,777 events otherwise)."""
         cfg = self.config
         resuming = lease.state is LeaseState.SUSPENDED
         resume_s = cfg.resume_s(lease) if resuming else 0
@@ -322,7 +331,15 @@ class LeaseScheduler:
         else:
             points = [(now + (cfg.migrate_s(lease) if resuming else 0), None)]
         first_points = len(points)
-        if self.reserved < self.max_reservations:
+        can_reserve = self.reserved < self.max_reservations
+        key = None
+        if failed is not None:
+            key = (tuple((t, None if u is None else frozenset(u)) for t, u in points), req, threshold,
+                   can_reserve, resume_s)
+            for n, d in failed.get(key, ()):
+                if n <= lease.nodes and d <= need:
+                    return False
+        if can_reserve:
             points += [(p, None) for p in self.table.changepoints_after(points[-1][0])]
         for i, (t, usable) in enumerate(points):
             w = self.table.window(t, req)
@@ -354,6 +371,8 @@ class LeaseScheduler:
                 self.images.stage_be(lease, chosen, now, pool_nodes, piggy, vm_end)
             self._emit("reserve" if backfill else "schedule", lease, t)
             return True
+        if key is not None:
+            failed.setdefault(key, []).append((lease.nodes, need))
         return False
 
     def _slideback(self, t: int, nodes: tuple[int, ...]) -> None:
