@@ -7,9 +7,11 @@ the arrivals are submitted, then the scheduler does its step, then the next tick
 refuses to overcommit one (a second check, independent of the slot table).
 
 ``simulate_leases(leases, n_nodes)`` runs until every best-effort lease has completed (the
-original's ``stop-when: best-effort-done``) and returns a :class:`LeaseRun`: per-lease records,
-all-best-effort (the last best-effort completion), and the average wait and bounded slowdown with
-the first 5 % discarded.
+original's ``stop-when: best-effort-done``; ``until="all"`` also runs the accepted reservations
+still planned then) and returns a :class:`LeaseRun`: per-lease records, all-best-effort (the last
+best-effort completion), and the average wait and bounded slowdown with the first 5 % discarded;
+``runs`` (every VM, suspend and resume reservation carried out), ``log`` (every scheduler event
+with the time it was decided) and ``transfers`` (every image transfer carried out).
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from skylease.control.leases import (
 )
 from skylease.sim.kernel import Kernel
 
-__all__ = ["BLUE_HORIZON_NODES", "LeaseRun", "Run", "SimulatedEnactment", "ar_leases", "assign_images",
-           "be_leases", "clip_time", "simulate_leases", "site_capacity", "xml_leases"]
+__all__ = ["BLUE_HORIZON_NODES", "Event", "LeaseRun", "Run", "SimulatedEnactment", "TransferRun", "ar_leases",
+           "assign_images", "be_leases", "clip_time", "simulate_leases", "site_capacity", "xml_leases"]
 
 #: The Blue Horizon cluster of the paper: 144 single-CPU nodes.
 BLUE_HORIZON_NODES = 144
@@ -52,6 +54,28 @@ class Run(NamedTuple):
     start: int
     stop: int
     nodes: tuple[int, ...]
+
+
+class Event(NamedTuple):
+    """A scheduler event (:attr:`Lease.history`) with the simulation time ``now`` it was decided at;
+    ``at`` is the event's own time (for "schedule", "reserve" and "slideback": the planned start)."""
+
+    lease: int
+    what: str
+    at: int
+    now: int
+
+
+class TransferRun(NamedTuple):
+    """An image transfer carried out: ``image`` multicast on ``[start, end)`` on the best-effort
+    ("be", FIFO) or advance-reservation ("ar", EDF) channel; ``users``: (lease id, its nodes) of the
+    leases waiting for it when it ended."""
+
+    image: str
+    start: int
+    end: int
+    channel: str
+    users: tuple[tuple[int, tuple[int, ...]], ...]
 
 
 class SimulatedEnactment:
@@ -93,6 +117,8 @@ class LeaseRun:
     events: int
     wall_s: float
     runs: list[Run] = field(default_factory=list, repr=False)
+    log: list[Event] = field(default_factory=list, repr=False)
+    transfers: list[TransferRun] = field(default_factory=list, repr=False)
 
     def table(self) -> pd.DataFrame:
         """One row per lease: id, kind, submit, requested start, first start, end, wait, bounded
@@ -187,27 +213,43 @@ def clip_time(leases: Sequence[Lease], fraction: float = CLIP_FRACTION) -> int:
 
 def simulate_leases(leases: Sequence[Lease], n_nodes: int = BLUE_HORIZON_NODES, *,
                     capacity: ResourceTuple = BLUE_HORIZON_NODE, config: SchedulerConfig | None = None,
-                    max_reservations: float | None = None) -> LeaseRun:
+                    max_reservations: float | None = None, until: str = "best-effort") -> LeaseRun:
     """Run the lease scheduler on ``leases`` (each submitted at its ``submit`` time) until the BE
-    leases are done. ``config`` (or just ``max_reservations``) sets the backfilling."""
+    leases are done (``until="all"``: until every accepted lease is done too). ``config`` (or just
+    ``max_reservations``) sets the backfilling."""
+    if until not in ("best-effort", "all"):
+        raise ValueError(f"until must be 'best-effort' or 'all', got {until!r}")
     t0 = time.perf_counter()
     order = sorted(leases, key=lambda le: (le.submit, le.id))  # stable: trace order on ties
     enact = SimulatedEnactment([capacity] * n_nodes)
-    sched = LeaseScheduler(n_nodes, capacity=capacity, config=config, max_reservations=max_reservations,
-                           enactment=enact)
     kernel = Kernel()
+    log: list[Event] = []
+
+    def record(what: str, lease: Lease, t: int) -> None:
+        log.append(Event(lease.id, what, t, int(kernel.now)))
+
+    sched = LeaseScheduler(n_nodes, capacity=capacity, config=config, max_reservations=max_reservations,
+                           enactment=enact, on_event=record)
+    watch_transfers = sched.config.transfers
+    transfers: list[TransferRun] = []
     i = 0
     ticks = 0
 
     def tick() -> None:
         nonlocal i, ticks
         now = int(kernel.now)
+        if watch_transfers:  # the transfers that end now (the step below retires them)
+            for channel, chan in ((sched.images.fifo, "be"), (sched.images.edf, "ar")):
+                transfers.extend(
+                    TransferRun(tr.image, tr.start, tr.end, chan,
+                                tuple((lid, tuple(sorted(ns))) for lid, ns in sorted(tr.users.items())))
+                    for tr in channel if tr.end <= now)
         while i < len(order) and order[i].submit <= now:
             sched.submit(order[i])
             i += 1
         sched.step(now)
         ticks += 1
-        if not sched.busy and i == len(order):
+        if not sched.busy and i == len(order) and (until == "best-effort" or not sched.rr):
             kernel.stop()
         nxt = min(sched.next_event(now), order[i].submit if i < len(order) else math.inf)
         if nxt == math.inf:
@@ -218,4 +260,4 @@ def simulate_leases(leases: Sequence[Lease], n_nodes: int = BLUE_HORIZON_NODES, 
     kernel.run()
     done_be = [le.end for le in sched.completed if le.kind is LeaseKind.BEST_EFFORT and le.end is not None]
     return LeaseRun(list(leases), max(done_be, default=0), clip_time(leases), ticks,
-                    time.perf_counter() - t0, enact.runs)
+                    time.perf_counter() - t0, enact.runs, log, transfers)
