@@ -43,6 +43,9 @@ app.add_typer(simulate_app, name="simulate")
 reproduce_app = typer.Typer(help="Regenerate a paper's tables and figures, ours beside theirs.",
                             no_args_is_help=True)
 app.add_typer(reproduce_app, name="reproduce")
+leases_app = typer.Typer(help="Simulate lease workloads (best-effort, advance-reservation and immediate "
+                         "leases) with the lease scheduler.", no_args_is_help=True)
+app.add_typer(leases_app, name="leases")
 
 out = Console()
 err = Console(stderr=True)
@@ -703,6 +706,64 @@ def _finite_or_none(d: dict) -> dict:
 
     return {k: (_finite_or_none(v) if isinstance(v, dict) else
                 None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+
+# -- leases ----------------------------------------------------------------------------------
+@leases_app.command("simulate")
+def leases_simulate_cmd(
+    workload: Annotated[Path, typer.Option(help="Lease workload: SWF (best-effort leases, e.g. "
+                                           "blue_30days.swf), plain LWF (advance reservations) or XML LWF "
+                                           "(Haizea 1.0, with its site).")],
+    inject: Annotated[Path | None, typer.Option(help="Plain LWF file of advance reservations to add "
+                                                "(as the Haizea experiments inject them).")] = None,
+    config: Annotated[str, typer.Option(help="NOVM-NOSR, NOVM-SR, VM-PREDEPLOY, VM-MULT, VM-REUSE-UNIFORM, "
+                                        "VM-REUSE-SKEWED, or a TOML file of scheduler options.")]
+    = "NOVM-NOSR",
+    image_seed: Annotated[int | None, typer.Option(min=0, help="Seed of the image draw (configurations "
+                                                   "that move images; default: the TOML's seed, or 0).")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document: leases and summary.")]
+    = False,
+    gantt: Annotated[Path | None, typer.Option(help="Also draw a Gantt chart (.png, .pdf or .svg).")] = None,
+) -> None:
+    """Simulate a lease workload: what happened to each lease, and the paper's metrics."""
+    from skylease.experiments.gantt import check_output
+    from skylease.experiments.leases import clock, simulate_workload
+
+    if gantt is not None:
+        check_output(gantt)  # before a long run
+    sim = simulate_workload(workload, inject, config, image_seed)
+    if gantt is not None:
+        sim.gantt(gantt)
+    if as_json:
+        print(json.dumps(sim.to_json(), allow_nan=False))
+        return
+    s = sim.summary()
+    out.print(f"{s['workload']} ({s['format']}, {s['nodes']} nodes) under {s['configuration']}: "
+              f"{s['leases']:,} leases, simulated in {s['wall_s']:.2f} s", markup=False, highlight=False,
+              soft_wrap=True)
+    table = Table("metric", "value")
+    table.add_row("all best-effort done", f"{s['all_best_effort_s']:,} s ({clock(s['all_best_effort_s'])})")
+    for key, label in (("mean_wait_s", "mean wait (s)"), ("mean_bounded_slowdown", "mean bounded slowdown")):
+        v = s[key]
+        table.add_row(label, "-" if v != v else f"{v:,.2f}")
+    table.add_row("advance reservations accepted / rejected", f"{s['ar_accepted']} / {s['ar_rejected']}")
+    if s["transfers"]:
+        table.add_row("image transfers", f"{s['transfers']:,}")
+    out.print(table)
+    out.print("Leases by state: " + ", ".join(f"{k} {v:,}" for k, v in s["states"].items()))
+    if s["leases"] <= 12:  # every lease's story, rejected ones with their reason
+        for line in sim.timeline():
+            out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    rejected = sim.rejected()
+    if rejected and s["leases"] > 12:
+        out.print(f"Rejected ({len(rejected)}):")
+        for lid, why in rejected[:10]:
+            out.print(f"  lease {lid}: {why}", markup=False, highlight=False, soft_wrap=True)
+        if len(rejected) > 10:
+            out.print(f"  and {len(rejected) - 10} more")
+    if gantt is not None:
+        out.print(f"Gantt chart: {gantt}", markup=False, highlight=False)
 
 
 # -- entry point -----------------------------------------------------------------------------

@@ -1,0 +1,363 @@
+"""``skylease leases simulate``: one lease workload through the lease scheduler, lease by lease.
+
+The workload is a file in one of three formats, told apart by name and content:
+
+* **SWF** (``.swf``, ``.swf.gz``, or 18 numbers a line): best-effort leases, one per job, as the
+  Haizea experiments read the Blue Horizon log (spec 001 §8.1, :func:`best_effort_requests`);
+* **XML LWF** (the content starts with ``<``): Haizea 1.0's lease workloads, with their
+  ``<site>`` (node count and per-node resources);
+* **plain LWF** (anything else): one advance reservation per line (the ``lwf/injected`` files).
+
+``inject`` adds the ARs of a plain LWF file, as the paper injects them into the Blue Horizon
+trace (ids after the workload's). A workload without a site runs on the paper's cluster: 144
+nodes of 1 CPU and 1,024 MB. Leases without a VM image get one drawn (uniform or skewed, spec
+§8.3) when the configuration moves images; XML leases keep their own.
+
+The configuration is one of the paper's six by name (:data:`PAPER_CONFIGURATIONS`) or a TOML
+file: :class:`SchedulerConfig` fields, plus ``base`` (a configuration to start from), ``images``
+and ``seed`` (the image draw). Every accepted lease is simulated to its end (not only until the
+best-effort work is done, as the paper's metrics do; the metrics are the same).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import tomllib
+import typing
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skylease.control.leases import (
+    BLUE_HORIZON_NODE,
+    PAPER_CONFIGURATIONS,
+    Lease,
+    LeaseKind,
+    LeaseState,
+    ResourceTuple,
+    SchedulerConfig,
+)
+from skylease.model.errors import UserError
+from skylease.sim.leases import (
+    BLUE_HORIZON_NODES,
+    LeaseRun,
+    ar_leases,
+    assign_images,
+    be_leases,
+    simulate_leases,
+    site_capacity,
+    xml_leases,
+)
+from skylease.traces.lwf import read_plain_lwf, read_xml_lwf
+from skylease.traces.swf import SWF_FIELDS, best_effort_requests, read_swf
+from skylease.traces.textio import read_text
+
+__all__ = ["IMAGE_DRAWS", "KIND_NAMES", "LeaseConfig", "LeaseSimulation", "Workload", "clock",
+           "detect_format", "lease_events", "load_config", "load_workload", "simulate_workload"]
+
+#: How a lease's kind is written in the output.
+KIND_NAMES = {LeaseKind.BEST_EFFORT: "best-effort", LeaseKind.ADVANCE_RESERVATION: "advance-reservation",
+              LeaseKind.IMMEDIATE: "immediate"}
+#: The image draws a TOML configuration may ask for ("none": leases keep no image).
+IMAGE_DRAWS = ("uniform", "skewed", "single", "none")
+DEFAULT_CONFIG = "NOVM-NOSR"
+
+
+# -- configuration ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LeaseConfig:
+    """A scheduler configuration, the image draw for leases without an image, and its seed."""
+
+    name: str
+    scheduler: SchedulerConfig
+    images: str | None = None
+    seed: int | None = None
+
+
+def load_config(spec: str | Path | None = None) -> LeaseConfig:
+    """One of the paper's six configurations by name (case-insensitive), or a TOML file."""
+    if spec is None:
+        spec = DEFAULT_CONFIG
+    key = str(spec).strip().upper().replace("_", "-")
+    if key in PAPER_CONFIGURATIONS:
+        cfg, images = PAPER_CONFIGURATIONS[key]
+        return LeaseConfig(key, cfg, images)
+    path = Path(spec)
+    if path.suffix.lower() == ".toml" or path.exists():
+        return _load_toml(path)
+    raise UserError(f"unknown configuration {str(spec)!r}: one of {', '.join(PAPER_CONFIGURATIONS)}, "
+                    "or a .toml file", field="--config")
+
+
+_EXTRA_KEYS = ("base", "images", "seed")
+
+
+def _load_toml(path: Path) -> LeaseConfig:
+    text = read_text(path)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"not valid TOML: {' '.join(str(e).split())}", file=path) from None
+    hints = typing.get_type_hints(SchedulerConfig)
+    fields = [f.name for f in dataclasses.fields(SchedulerConfig)]
+
+    def bad(key: str, message: str) -> UserError:
+        return UserError(message, file=path, line=_line_of(text, key), field=key)
+
+    for key in doc:
+        if key not in hints and key not in _EXTRA_KEYS:
+            raise bad(key, f"unknown key; known: {', '.join([*_EXTRA_KEYS, *fields])}")
+    base = doc.get("base", DEFAULT_CONFIG)
+    if not isinstance(base, str) or base.strip().upper().replace("_", "-") not in PAPER_CONFIGURATIONS:
+        raise bad("base", f"must be one of {', '.join(PAPER_CONFIGURATIONS)}, got {base!r}")
+    cfg, images = PAPER_CONFIGURATIONS[base.strip().upper().replace("_", "-")]
+    if "images" in doc:
+        if doc["images"] not in IMAGE_DRAWS:
+            raise bad("images", f"must be one of {', '.join(IMAGE_DRAWS)}, got {doc['images']!r}")
+        images = None if doc["images"] == "none" else doc["images"]
+    seed = doc.get("seed")
+    if seed is not None and (type(seed) is not int or seed < 0):
+        raise bad("seed", f"must be a whole number >= 0, got {seed!r}")
+    changes: dict[str, Any] = {}
+    for key, value in doc.items():
+        if key in _EXTRA_KEYS:
+            continue
+        changes[key] = _field_value(key, value, hints[key], bad)
+    try:
+        cfg = cfg.with_(**changes)
+    except ValueError as e:  # the config's own checks (e.g. suspend_rate and bandwidth > 0)
+        raise UserError(str(e), file=path) from None
+    return LeaseConfig(path.name, cfg, images, seed)
+
+
+def _field_value(key: str, value: Any, hint: Any, bad: Any) -> Any:
+    """``value`` checked against the type of the :class:`SchedulerConfig` field ``key``."""
+    if typing.get_origin(hint) is typing.Literal:
+        choices = typing.get_args(hint)
+        if value not in choices:
+            raise bad(key, f"must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        return value
+    if hint is bool:
+        if type(value) is not bool:
+            raise bad(key, f"must be true or false, got {value!r}")
+        return value
+    if hint is int and type(value) is not int:
+        raise bad(key, f"must be a whole number, got {value!r}")
+    if hint is float and type(value) not in (int, float):
+        raise bad(key, f"must be a number, got {value!r}")
+    if not value >= 0 or (math.isinf(value) and key != "max_reservations"):
+        raise bad(key, f"must be a finite number >= 0, got {value!r}")
+    return value
+
+
+def _line_of(text: str, key: str) -> int | None:
+    pattern = re.compile(rf"^\s*(?:{re.escape(key)}|\"{re.escape(key)}\")\s*=")
+    return next((i for i, line in enumerate(text.splitlines(), 1) if pattern.match(line)), None)
+
+
+# -- workload --------------------------------------------------------------------------------------
+@dataclass
+class Workload:
+    """Leases and the site they run on."""
+
+    name: str
+    format: str  # "swf", "lwf" (plain) or "xml"
+    leases: list[Lease]
+    n_nodes: int = BLUE_HORIZON_NODES
+    capacity: ResourceTuple = BLUE_HORIZON_NODE
+    injected: int = 0  # ARs added from an injected plain LWF file
+
+
+def detect_format(path: Path) -> str:
+    """``swf``, ``xml`` or ``lwf`` (plain), from the name and the first line with data."""
+    name = path.name.lower()
+    if name.endswith((".swf", ".swf.gz")):
+        return "swf"
+    text = read_text(path)
+    if text.lstrip().startswith("<"):
+        return "xml"
+    for line in text.splitlines():
+        data = line.split(";", 1)[0].split("#", 1)[0].strip()
+        if data:
+            return "swf" if len(data.split()) == len(SWF_FIELDS) else "lwf"
+    return "lwf"
+
+
+def load_workload(path: str | Path, inject: str | Path | None = None) -> Workload:
+    """The leases of a workload file (SWF, plain or XML LWF), plus the ARs of ``inject`` (plain LWF)."""
+    path = Path(path)
+    fmt = detect_format(path)
+    if fmt == "swf":
+        w = Workload(path.name, fmt, be_leases(best_effort_requests(read_swf(path))))
+    elif fmt == "lwf":
+        w = Workload(path.name, fmt, ar_leases(read_plain_lwf(path)))
+    else:
+        xml = read_xml_lwf(path)
+        w = Workload(xml.name, fmt, xml_leases(xml.requests))
+        if xml.n_nodes is not None:
+            w.n_nodes, w.capacity = xml.n_nodes, site_capacity(xml.node_resources)
+    if inject is not None:
+        inject = Path(inject)
+        if detect_format(inject) != "lwf":
+            raise UserError("--inject takes a plain LWF file (one advance reservation a line)", file=inject)
+        first = max((le.id for le in w.leases), default=-1) + 1
+        ars = ar_leases(read_plain_lwf(inject), first)
+        w.leases += ars
+        w.injected = len(ars)
+        w.name += f" + {inject.name}"
+    return w
+
+
+# -- the run ---------------------------------------------------------------------------------------
+@dataclass
+class LeaseSimulation:
+    """A workload simulated under a configuration: :meth:`records` (one per lease), :meth:`summary`."""
+
+    workload: Workload
+    config: LeaseConfig
+    image_seed: int | None
+    run: LeaseRun
+
+    def records(self) -> list[dict[str, Any]]:
+        """One record per lease, in workload order: its request, what happened and its events."""
+        events = lease_events(self.run)
+        return [{"id": le.id, "type": KIND_NAMES[le.kind], "submit": le.submit, "requested_start": le.start,
+                 "requested_duration": le.duration, "nodes": le.nodes, "image": le.image,
+                 "start": le.first_start, "end": le.end, "state": le.state.value, "reason": le.reason,
+                 "events": events.get(le.id, [])}
+                for le in self.workload.leases]
+
+    def summary(self) -> dict[str, Any]:
+        s = self.run.summary()
+        states = Counter(le.state for le in self.workload.leases)
+        return {"workload": self.workload.name, "format": self.workload.format,
+                "configuration": self.config.name, "nodes": self.workload.n_nodes,
+                "leases": len(self.workload.leases), "injected_ars": self.workload.injected,
+                **s, "states": {st.value: states[st] for st in LeaseState if states[st]},
+                "transfers": len(self.run.transfers), "image_seed": self.image_seed}
+
+    def rejected(self) -> list[tuple[int, str]]:
+        return [(le.id, le.reason or "") for le in self.workload.leases if le.state is LeaseState.REJECTED]
+
+    def gantt(self, path: str | Path) -> Path:
+        """The run's Gantt chart (:func:`skylease.experiments.gantt.gantt_chart`), titled with the
+        workload, the configuration and the main results."""
+        from skylease.experiments.gantt import gantt_chart
+
+        s = self.summary()
+        title = (f"{s['workload']} under {s['configuration']}: {s['leases']:,} leases on {s['nodes']} nodes; "
+                 f"best-effort done at {clock(s['all_best_effort_s'])}; {len(self.rejected())} rejected")
+        return gantt_chart(self.run, self.workload.n_nodes, path, title=title, leases=self.workload.leases)
+
+    def timeline(self, limit: int | None = None) -> list[str]:
+        """One line per lease (the first ``limit``): what happened to it, and when."""
+        lines = []
+        for rec in self.records()[:limit]:
+            head = f"lease {rec['id']} ({rec['type']}, {rec['nodes']} node{'s' * (rec['nodes'] > 1)})"
+            if rec["state"] == "rejected":
+                lines.append(f"{head}: rejected at {clock(rec['submit'])}: {rec['reason']}")
+                continue
+            steps = [_step(ev) for ev in rec["events"] if ev["event"] in _TIMELINE]
+            if rec["state"] != "done":
+                steps.append(f"still {rec['state']}")
+            lines.append(f"{head}: " + ", ".join(steps))
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"leases": [...], "summary": {...}}`` with NaN and infinities as ``None``."""
+        return _finite({"leases": self.records(), "summary": self.summary()})
+
+
+def simulate_workload(workload: str | Path | Workload, inject: str | Path | None = None,
+                      config: str | Path | LeaseConfig | None = None,
+                      image_seed: int | None = None) -> LeaseSimulation:
+    """Simulate a workload file (or a loaded :class:`Workload`) under a configuration (a name, a
+    TOML file, or a :class:`LeaseConfig`); ``image_seed`` overrides the configuration's seed."""
+    if image_seed is not None and image_seed < 0:
+        raise UserError(f"must be >= 0, got {image_seed}", field="--image-seed")
+    cfg = config if isinstance(config, LeaseConfig) else load_config(config)
+    w = workload if isinstance(workload, Workload) else load_workload(workload, inject)
+    seed = None
+    imageless = [le for le in w.leases if le.image is None]
+    if cfg.images is not None and imageless:
+        seed = image_seed if image_seed is not None else cfg.seed if cfg.seed is not None else 0
+        assign_images(imageless, cfg.images, seed=seed)
+    run = simulate_leases(w.leases, w.n_nodes, capacity=w.capacity, config=cfg.scheduler, until="all")
+    return LeaseSimulation(w, cfg, seed, run)
+
+
+_RUN_KIND = {"start": "vm", "resume": "resume", "suspend": "suspend"}
+
+
+def lease_events(run: LeaseRun) -> dict[int, list[dict[str, Any]]]:
+    """Each lease's events, in time order: the scheduler's (``time`` is when it happened;
+    ``planned_start`` for schedule/reserve/slideback), with the nodes and end (``until``) of each run,
+    suspension and resumption; ``migrate`` where a lease resumes on other nodes than it was
+    suspended on; ``transfer`` for each image transfer it waited for."""
+    runs = {(r.lease, r.kind, r.start): r for r in run.runs}
+    out: dict[int, list[dict[str, Any]]] = {}
+    suspended_on: dict[int, tuple[int, ...]] = {}
+    for e in run.log:
+        rec: dict[str, Any] = {"time": e.now, "event": e.what}
+        evs = out.setdefault(e.lease, [])
+        if e.what in ("schedule", "reserve", "slideback"):
+            rec["planned_start"] = e.at
+        elif e.what in _RUN_KIND:
+            rec["time"] = e.at
+            r = runs.get((e.lease, _RUN_KIND[e.what], e.at))
+            if r is not None:
+                rec["nodes"], rec["until"] = list(r.nodes), r.stop
+                if e.what == "suspend":
+                    suspended_on[e.lease] = r.nodes
+                elif e.what == "resume" and suspended_on.get(e.lease, r.nodes) != r.nodes:
+                    evs.append({"time": e.at, "event": "migrate", "from": list(suspended_on[e.lease]),
+                                "to": list(r.nodes)})
+        evs.append(rec)
+    for tr in run.transfers:
+        for lid, nodes in tr.users:
+            out.setdefault(lid, []).append({"time": tr.start, "event": "transfer", "until": tr.end,
+                                            "image": tr.image, "nodes": list(nodes), "channel": tr.channel})
+    for evs in out.values():
+        evs.sort(key=lambda ev: ev["time"])  # stable: the scheduler's order at equal times
+    return out
+
+
+_TIMELINE = {"start": "runs", "preempt": "preempted", "suspend": "suspends", "resume": "resumes",
+             "migrate": "migrates", "transfer": "image", "reject": "rejected"}
+
+
+def _step(ev: dict[str, Any]) -> str:
+    what, t = ev["event"], clock(ev["time"])
+    if what == "start" and "nodes" in ev:
+        return f"runs {t}-{clock(ev['until'])} on {_nodes(ev['nodes'])}"
+    if what == "migrate":
+        return f"migrates {t} from {_nodes(ev['from'])} to {_nodes(ev['to'])}"
+    if what == "transfer":
+        return f"image {t}-{clock(ev['until'])}"
+    return f"{_TIMELINE[what]} {t}"
+
+
+def _nodes(nodes: list[int]) -> str:
+    return f"node {nodes[0]}" if len(nodes) == 1 else f"nodes {','.join(map(str, nodes))}"
+
+
+def clock(t: float | None) -> str:
+    """Seconds from the start as ``hh:mm:ss`` (``Nd hh:mm:ss`` from one day on)."""
+    if t is None or not math.isfinite(t):
+        return "-"
+    d, rest = divmod(int(t), 86400)
+    hms = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{d}d {hms}" if d else hms
+
+
+def _finite(x: Any) -> Any:
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite(v) for v in x]
+    return x
