@@ -121,6 +121,7 @@ def demo(
     _demo_provisioning()
     _demo_a2ha()
     _demo_spequlos()
+    _demo_leases()
     out.print(f"[dim]demo took {time.perf_counter() - t0:.1f} s[/dim]")
 
 
@@ -186,6 +187,19 @@ def _demo_spequlos() -> None:
     out.print(table)
     out.print("   Reschedule (R) and Cloud Duplication (D) remove the tail; Flat (F) cloud workers only "
               "join the queue, which is empty by the time the tail starts.")
+
+
+def _demo_leases() -> None:
+    from skylease.experiments.demo import leases_demo
+
+    out.print("\n6. Leases (Haizea): 4 nodes; best-effort leases of 1 node x 1 h at 00:00 and 2 nodes x "
+              "40 min at 00:05; at 00:15 an advance reservation asks for all 4 nodes from 00:30 to 01:00:")
+    sr, nosr = leases_demo("NOVM-SR"), leases_demo("NOVM-NOSR")
+    for line in sr.timeline():
+        out.print(f"   {line}", markup=False, highlight=False, soft_wrap=True)
+    out.print(f"   With suspend/resume (NOVM-SR) the best-effort work is done at "
+              f"{sr.summary()['all_best_effort_s'] / 3600:.2f} h; cancelled and restarted (NOVM-NOSR), at "
+              f"{nosr.summary()['all_best_effort_s'] / 3600:.2f} h. Try: skylease leases simulate --help")
 
 
 def _fail_if_cells_failed(failed: list[dict]) -> None:

@@ -124,3 +124,18 @@ def spequlos_demo(seeds: int = 5, trace: str = "nd", bot: str = "small") -> pd.D
                          "credits_share": float(np.mean([r["credits_share"] for r in runs])),
                          "cloud_tasks": float(np.mean([r["cloud_work_share"] for r in runs]))})
     return pd.DataFrame(rows)
+
+
+def leases_demo(config: str = "NOVM-SR") -> Any:
+    """The lease scheduler on a tiny workload built here (no data needed): 4 nodes; a 1-node
+    best-effort lease of 1 h at 00:00, a 2-node one of 40 min at 00:05, and at 00:15 an advance
+    reservation of all 4 nodes for 00:30-01:00, which preempts both."""
+    from skylease.control.leases import BLUE_HORIZON_NODE, Lease, LeaseKind
+    from skylease.experiments.leases import Workload, simulate_workload
+
+    def be(i: int, submit: int, nodes: int, dur: int) -> Lease:
+        return Lease(i, LeaseKind.BEST_EFFORT, submit, nodes, dur, dur, dur)
+
+    ar = Lease(3, LeaseKind.ADVANCE_RESERVATION, 900, 4, 1800, 1800, 1800, start=1800, preemptible=False)
+    leases = [be(1, 0, 1, 3600), be(2, 300, 2, 2400), ar]
+    return simulate_workload(Workload("demo", "code", leases, 4, BLUE_HORIZON_NODE), config=config)
