@@ -777,7 +777,7 @@ def leases_simulate_cmd(
         if len(rejected) > 10:
             out.print(f"  and {len(rejected) - 10} more")
     if gantt is not None:
-        out.print(f"Gantt chart: {gantt}", markup=False, highlight=False)
+        out.print(f"Gantt chart: {gantt}", markup=False, highlight=False, soft_wrap=True)
 
 
 # -- entry point -----------------------------------------------------------------------------
