@@ -154,7 +154,8 @@ def _field_value(key: str, value: Any, hint: Any, bad: Any) -> Any:
 
 
 def _line_of(text: str, key: str) -> int | None:
-    pattern = re.compile(rf"^\s*(?:{re.escape(key)}|\"{re.escape(key)}\")\s*=")
+    k = re.escape(key)
+    pattern = re.compile(rf"^\s*(?:(?:{k}|\"{k}\")\s*=|\[+\s*(?:{k}|\"{k}\")\s*[\].])")  # key = or [key]
     return next((i for i, line in enumerate(text.splitlines(), 1) if pattern.match(line)), None)
 
 
