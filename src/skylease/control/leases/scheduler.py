@@ -104,6 +104,7 @@ class LeaseScheduler:
         self.enactment: Enactment = NullEnactment() if enactment is None else enactment
         self.on_event = on_event
         self.images = ImagePreparation(config, self.table)  # transfers and pools
+        self._consts: dict[int, tuple] = {}  # lease id -> per-node request and overheads (_fit_be)
 
     # -- requests -----------------------------------------------------------------------------------
     def submit(self, lease: Lease) -> None:
@@ -320,20 +321,24 @@ class LeaseScheduler:
         tries 1.7 million fits on 17,777 events otherwise)."""
         cfg = self.config
         resuming = lease.state is LeaseState.SUSPENDED
-        resume_s = cfg.resume_s(lease) if resuming else 0
-        suspend_s = cfg.suspend_s(lease) if cfg.suspension else 0
-        threshold = cfg.resume_threshold(lease) if resuming else cfg.initial_threshold(lease)
+        consts = self._consts.get(lease.id)
+        if consts is None:  # the lease's overheads never change: worked out once (a hot path)
+            consts = self._consts[lease.id] = (
+                lease.per_node, cfg.resume_s(lease), cfg.suspend_s(lease) if cfg.suspension else 0,
+                cfg.resume_threshold(lease), cfg.initial_threshold(lease), cfg.migrate_s(lease))
+        req, resume_s, suspend_s, threshold, initial, migrate_s = consts
+        if not resuming:
+            resume_s, threshold = 0, initial
         # Step A/B: every node's earliest time: a suspended lease migrates first; a new one waits
         # for its image (FIFO channel, or a scheduled transfer it can join), unless pooled
         need = lease.remaining + resume_s
-        req = lease.per_node
         piggy: Transfer | None = None
         pool_nodes: set[int] = set()
         points: list[tuple[int, set[int] | None]]  # (start, the nodes usable then; None: all)
         if cfg.transfers and not resuming:
             points, piggy, pool_nodes = self.images.earliest(lease, now)
         else:
-            points = [(now + (cfg.migrate_s(lease) if resuming else 0), None)]
+            points = [(now + (migrate_s if resuming else 0), None)]
         first_points = len(points)
         can_reserve = self.reserved < self.max_reservations
         key = None
