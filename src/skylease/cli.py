@@ -765,7 +765,7 @@ def leases_simulate_cmd(
     if s["transfers"]:
         table.add_row("image transfers", f"{s['transfers']:,}")
     out.print(table)
-    out.print("Leases by state: " + ", ".join(f"{k} {v:,}" for k, v in s["states"].items()))
+    out.print("Leases by state: " + (", ".join(f"{k} {v:,}" for k, v in s["states"].items()) or "none"))
     if s["leases"] <= 12:  # every lease's story, rejected ones with their reason
         for line in sim.timeline():
             out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
