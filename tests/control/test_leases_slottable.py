@@ -59,6 +59,14 @@ def test_availability_window_is_continuously_free_until():
     assert w.find_nodes(1, 500) == (500, [3])
     assert w.find_nodes(4, 500)[1] == []
     assert t.window(10, VM) is w  # cached until the table changes
+    t2 = SlotTable(5, NODE)
+    for k in (0, 1, 2):
+        t2.add(_rr(50, 60, (k,)))
+    t2.add(_rr(80, 90, (3,)))
+    # a lease that must stop at 50 gets the n nodes free longest (2008 findPhysNodesForVMs): node 4,
+    # then node 3, then the highest id among those that stop at 50
+    assert t2.window(0, VM).find_nodes(3, 500) == (50, [2, 3, 4])
+    assert t2.window(0, VM).find_nodes(3, 40) == (40, [0, 1, 2, 3, 4])  # a full fit: all free nodes
     t.add(_rr(300, 400, (3,)))
     assert t.window(10, VM).until[3] == 300
 

@@ -270,15 +270,15 @@ def test_table1_novm_nosr_rows(blue, shared_data, rho, paper, ours):
 
 # -- Table 1, NOVM-SR rows ---------------------------------------------------------------------------
 # (rho, option preempt_future_resumptions, paper, ours pinned). The spec's re-simulation gave
-# -0.84 / 0.35 / 4.11 %, 5.99 / 8.26 / 13.60 ks, 32.36 / 50.86 / 128.72. Strictly following the
-# spec (RESUME RRs never preemptible), two ARs of [30 %/3H/medium] are rejected and the 30 % wait is
-# 15.9 % above the paper's (tolerance 15 %); letting an AR unschedule a suspended lease's future
-# plan accepts them and brings every cell within tolerance.
+# -0.84 / 0.35 / 4.11 %, 5.99 / 8.26 / 13.60 ks, 32.36 / 50.86 / 128.72. A lease that must be
+# suspended takes the nodes free longest (the 2008 findPhysNodesForVMs): before we did so, a 140-node
+# suspended lease's planned resumption blocked two ARs of [30 %/3H/medium] and the wait was 17.20 ks
+# (+15.9 %). No AR is rejected now, with or without the option (which then changes nothing).
 TABLE1_NOVM_SR = [
-    (10, False, (-0.76, 6.18, 31.05), (-0.84, 5.86, 28.84)),
-    pytest.param(20, False, (0.10, 8.14, 49.56), (0.65, 8.29, 46.08), marks=pytest.mark.slow),
-    pytest.param(30, False, (4.14, 14.84, 134.91), (3.68, 17.20, 121.28), marks=pytest.mark.slow),
-    pytest.param(30, True, (4.14, 14.84, 134.91), (4.00, 14.30, 116.49), marks=pytest.mark.slow),
+    (10, False, (-0.76, 6.18, 31.05), (-0.76, 5.88, 29.57)),
+    pytest.param(20, False, (0.10, 8.14, 49.56), (0.48, 7.84, 50.52), marks=pytest.mark.slow),
+    pytest.param(30, False, (4.14, 14.84, 134.91), (3.86, 14.35, 131.51), marks=pytest.mark.slow),
+    pytest.param(30, True, (4.14, 14.84, 134.91), (3.86, 14.35, 131.51), marks=pytest.mark.slow),
 ]
 
 
@@ -295,19 +295,17 @@ def test_table1_novm_sr_rows(blue, shared_data, rho, unschedule_resumes, paper, 
     assert (round(rel, 2), round(wait, 2), round(slow, 2)) == ours
     tol = 0.15 if rho == 30 else 0.10
     assert abs(rel - paper[0]) <= 1.1 and abs(slow / paper[2] - 1) <= tol
-    if rho == 30 and not unschedule_resumes:
-        assert s["ar_rejected"] == 2 and abs(wait / paper[1] - 1) <= 0.16  # the known gap
-    else:
-        assert s["ar_rejected"] == 0 and abs(wait / paper[1] - 1) <= tol
+    assert s["ar_rejected"] == 0 and abs(wait / paper[1] - 1) <= tol
 
 
 # -- Table 1, VM-PREDEPLOY rows (VM overheads, mem+vm migration, no image transfers) -----------------
 # The spec's re-simulation gave -0.26 / 1.05 / 7.42 %, 7.81 / 11.80 / 21.04 ks, 39.52 / 60.20 / 124.06.
-# Ours: within tolerance except the 10 % slowdown (35.31, 10.8 % under the paper's 39.60).
+# Ours are within the spec's tolerances (with the nodes free longest for a lease that must be suspended;
+# before, the 10 % slowdown was 35.31, 10.8 % under the paper's).
 TABLE1_VM_PREDEPLOY = [
-    (10, (-0.27, 8.05, 39.60), (-0.18, 8.00, 35.31), 0),
-    pytest.param(20, (1.58, 12.17, 62.45), (1.54, 13.35, 67.18), 1, marks=pytest.mark.slow),
-    pytest.param(30, (7.19, 22.89, 133.59), (7.79, 23.20, 124.26), 7, marks=pytest.mark.slow),
+    (10, (-0.27, 8.05, 39.60), (-0.51, 8.18, 40.61), 0),
+    pytest.param(20, (1.58, 12.17, 62.45), (1.53, 11.81, 57.46), 1, marks=pytest.mark.slow),
+    pytest.param(30, (7.19, 22.89, 133.59), (8.06, 25.17, 151.04), 6, marks=pytest.mark.slow),
 ]
 
 
@@ -325,7 +323,7 @@ def test_table1_vm_predeploy_rows(blue, shared_data, rho, paper, ours, rejected)
     assert s["ar_rejected"] == rejected
     tol = 0.15 if rho == 30 else 0.10
     assert abs(rel - paper[0]) <= 1.1 and abs(wait / paper[1] - 1) <= tol
-    assert abs(slow / paper[2] - 1) <= (0.11 if rho == 10 else tol)  # 10 %: the known gap
+    assert abs(slow / paper[2] - 1) <= tol
 
 
 # -- the XML scenarios of Haizea 1.0 --------------------------------------------------------------------
@@ -369,25 +367,25 @@ def test_preemption_scenario_timelines(shared_data):
 
 # -- Table 1, VM-MULT and VM-REUSE-* rows (image transfers; images drawn with seed 0) ---------------------
 # Pinned at seed 0 (spec §12-M: the original image lists are lost; the spread over seeds is about
-# ±0.4 pp run time, ±5 % wait, ±5 % slowdown). Beyond the spec's tolerances at this seed: VM-MULT
-# 20 % slowdown (-11 %), VM-MULT 30 % wait (-16 %), VM-REUSE-UNIFORM 30 % run time (+1.34 pp).
+# ±0.5 pp run time, ±5 % wait, ±5 % slowdown). At this seed every cell is within the spec's
+# tolerances (VM-REUSE-* were not re-simulated by the spec: reported, not required, but they hold).
 TABLE1_IMAGES = [
-    ("vm_mult", "uniform", 10, (0.60, 15.69, 91.94), (-0.44, 15.41, 86.88), 1),
-    pytest.param("vm_mult", "uniform", 20, (3.95, 34.56, 203.39), (4.06, 31.67, 180.22), 1,
+    ("vm_mult", "uniform", 10, (0.60, 15.69, 91.94), (0.35, 15.59, 89.19), 1),
+    pytest.param("vm_mult", "uniform", 20, (3.95, 34.56, 203.39), (3.22, 36.13, 208.75), 1,
                  marks=pytest.mark.slow),
-    pytest.param("vm_mult", "uniform", 30, (12.21, 78.83, 441.10), (13.06, 66.31, 383.80), 7,
+    pytest.param("vm_mult", "uniform", 30, (12.21, 78.83, 441.10), (12.53, 73.02, 424.87), 7,
                  marks=pytest.mark.slow),
-    pytest.param("vm_reuse", "uniform", 10, (0.03, 12.31, 62.24), (0.32, 11.58, 57.19), 1,
+    pytest.param("vm_reuse", "uniform", 10, (0.03, 12.31, 62.24), (0.03, 12.15, 63.90), 1,
                  marks=pytest.mark.slow),
-    pytest.param("vm_reuse", "uniform", 20, (3.15, 25.68, 140.42), (3.09, 25.37, 138.66), 1,
+    pytest.param("vm_reuse", "uniform", 20, (3.15, 25.68, 140.42), (2.55, 25.11, 138.96), 1,
                  marks=pytest.mark.slow),
-    pytest.param("vm_reuse", "uniform", 30, (10.74, 62.52, 338.60), (12.08, 61.15, 324.14), 5,
+    pytest.param("vm_reuse", "uniform", 30, (10.74, 62.52, 338.60), (11.07, 59.98, 328.99), 7,
                  marks=pytest.mark.slow),
-    pytest.param("vm_reuse", "skewed", 10, (-0.36, 10.69, 50.46), (-0.15, 10.95, 53.71), 1,
+    pytest.param("vm_reuse", "skewed", 10, (-0.36, 10.69, 50.46), (-0.39, 10.95, 51.06), 1,
                  marks=pytest.mark.slow),
-    pytest.param("vm_reuse", "skewed", 20, (2.48, 22.85, 115.99), (2.49, 21.62, 109.56), 1,
+    pytest.param("vm_reuse", "skewed", 20, (2.48, 22.85, 115.99), (1.92, 22.92, 113.13), 1,
                  marks=pytest.mark.slow),
-    pytest.param("vm_reuse", "skewed", 30, (10.43, 58.44, 309.67), (10.89, 52.08, 279.72), 6,
+    pytest.param("vm_reuse", "skewed", 30, (10.43, 58.44, 309.67), (9.69, 58.89, 328.65), 6,
                  marks=pytest.mark.slow),
 ]
 
@@ -405,5 +403,6 @@ def test_table1_image_transfer_rows(blue, shared_data, config, images, rho, pape
     wait, slow = s["mean_wait_s"] / 1000, s["mean_bounded_slowdown"]
     assert (round(rel, 2), round(wait, 2), round(slow, 2)) == ours
     assert s["ar_rejected"] == rejected  # EDF: an AR whose image cannot arrive in time (spec §12-N)
-    assert abs(rel - paper[0]) <= 1.4 and abs(wait / paper[1] - 1) <= 0.16
-    assert abs(slow / paper[2] - 1) <= (0.15 if rho == 30 else 0.12)
+    tol = 0.15 if rho == 30 else 0.10
+    assert abs(rel - paper[0]) <= 1.1 and abs(wait / paper[1] - 1) <= tol
+    assert abs(slow / paper[2] - 1) <= tol

@@ -411,17 +411,15 @@ def plot_table1(t1: pd.DataFrame, path: Path) -> str:
 
 # -- the report ----------------------------------------------------------------------------------------
 DIFFERENCES = (
-    "**NOVM-SR at 30 % (wait).** With RESUME reservations non-preemptible (spec §2.4, as the 2008 code), a "
-    "suspended lease's resumption plan can block an AR; two ARs of [30 %/3H/medium] are then rejected and "
-    "their nodes stay busy, so the mean wait is about 16 % above the paper's (tolerance 15 %). The option "
-    "`preempt_future_resumptions` (ours, off by default) lets an AR unschedule such a plan whole: no AR is "
-    "rejected and the wait comes within tolerance (14.30 ks against 14.84 ks; pinned in "
-    "`tests/sim/test_leases_sim.py`). We keep the spec's rule as the default.",
-    "**VM-PREDEPLOY at 10 % (slowdown).** 35.3 against 39.6 (−10.8 %); the spec's re-simulation got 39.52. "
-    "The run time and wait agree. The bounded slowdown is dominated by short leases (t_u ≥ 10 s) whose "
-    "wait is inflated by the +20 s boot and the 904 s resume threshold; the gap says one of the rules "
-    "that decide whether a short lease backfills before an AR under the VM overheads differs from the "
-    "spec's re-simulation. Not found yet.",
+    "**Which nodes a lease that must be suspended gets.** The spec (§6.3 step C) says `find_nodes` keeps "
+    "the nodes that stay free longest; the 2008 code (`AvailabilityWindow.findPhysNodesForVMs`) keeps "
+    "exactly n of them: every node free beyond the suspension point, then the highest ids among those "
+    "that stop being free there. Taking the n lowest-id nodes free until the suspension point instead "
+    "(our first reading) left NOVM-SR at 30 % with two ARs rejected behind a 140-node lease's planned "
+    "resumption (wait 17.20 ks, +15.9 %) and VM-PREDEPLOY at 10 % with a slowdown of 35.31 (−10.8 %). "
+    "Full fits, and so NOVM-NOSR and the baseline, are unchanged. RESUME and SUSPEND reservations stay "
+    "non-preemptible, as in the 2008 code; the option `preempt_future_resumptions` (ours, off) lets an AR "
+    "unschedule a suspended lease's future plan and changes nothing in Table 1.",
     "**VM-MULT and VM-REUSE (image draws).** The original image lists are lost (spec §12-M); one draw moves "
     "run time by about ±0.5 pp and wait and slowdown by ±5-10 %, so these rows are compared on the mean of "
     "5 draws and the range is shown. VM-REUSE was not re-simulated by the spec; its tolerances are "

@@ -21,7 +21,8 @@ are the 2008 code's, as the spec resolves them:
   its whole remaining time if it can run longer than the suspend threshold; it is then suspended
   (a SUSPEND RR) before the blocking reservation and requeued when that ends. A suspended lease
   resumes (a RESUME RR, then its VM) no earlier than now + migration time, on its old nodes first.
-* VMs go to the usable nodes of lowest id.
+* VMs go to the usable nodes of lowest id; a lease that must be suspended takes the nodes free
+  longest (the 2008 ``findPhysNodesForVMs``, see :meth:`AvailabilityWindow.find_nodes`).
 * **Slideback** (§6.6): when a lease ends before its requested time, the next scheduled BE
   lease on its nodes moves to the earliest point its nodes are free (without it the baseline is
   2,662,424 s). ARs never move.

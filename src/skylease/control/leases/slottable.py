@@ -90,11 +90,20 @@ class AvailabilityWindow:
     def find_nodes(self, n: int, maxend: float) -> tuple[float, list[int]]:
         """``(end, nodes)``: the latest ``end <= maxend`` such that ``n`` nodes stay free on
         ``[t, end)``, and those nodes (ascending id); ``end == t`` when fewer than ``n`` are free at
-        ``t`` (spec 001 §6.3 step C, ``find_nodes``)."""
+        ``t`` (spec 001 §6.3 step C, ``find_nodes``).
+
+        When ``end == maxend`` the nodes are all those free until ``maxend``. When ``end < maxend``
+        (the lease would have to be suspended at ``end``) they are exactly the ``n`` nodes free
+        longest, as the 2008 ``AvailabilityWindow.findPhysNodesForVMs`` leaves them: its scan in
+        time order (ties in ascending node id) drops nodes until the ``n``-th would go, so among
+        the nodes that stop being free at ``end`` it keeps the highest ids (spec §6.3 step C: "the
+        nodes that stay free longest"). The others stay free for the leases after it."""
         if len(self.until) < n:
             return self.t, []
         end = min(maxend, sorted(self.until.values(), reverse=True)[n - 1])
-        return end, self.nodes_free_until(end)
+        if end >= maxend:
+            return end, self.nodes_free_until(end)
+        return end, sorted(sorted(self.until, key=lambda k: (-self.until[k], -k))[:n])
 
 
 class SlotTable:
