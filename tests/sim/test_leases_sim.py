@@ -327,26 +327,49 @@ def test_table1_vm_predeploy_rows(blue, shared_data, rho, paper, ours, rejected)
 
 
 # -- the XML scenarios of Haizea 1.0 --------------------------------------------------------------------
-def _scenario(shared_data, name: str, config: str) -> tuple[list[Lease], LeaseRun]:
+def _scenario(shared_data, name: str, config: str,
+              until: str = "best-effort") -> tuple[list[Lease], LeaseRun]:
     w = read_xml_lwf(shared_data / "lwf" / "scenarios" / f"{name}.lwf")
     leases = xml_leases(w.requests)
     run = simulate_leases(leases, w.n_nodes or 1, capacity=site_capacity(w.node_resources),
-                          config=getattr(SchedulerConfig, config)())
+                          config=getattr(SchedulerConfig, config)(), until=until)
     return leases, run
 
 
-@pytest.mark.parametrize("config", ["novm_nosr", "novm_sr", "vm_predeploy"])
+# no transfer (no VM; VMs with the image predeployed), transfer, transfer + reuse
+@pytest.mark.parametrize("config", ["novm_nosr", "novm_sr", "vm_predeploy", "vm_mult", "vm_reuse"])
 def test_every_xml_scenario_runs(shared_data, config):
     cfg = getattr(SchedulerConfig, config)()
     for f in sorted((shared_data / "lwf" / "scenarios").glob("*.lwf")):
-        leases, run = _scenario(shared_data, f.stem, config)
+        leases, run = _scenario(shared_data, f.stem, config, until="all")
         assert run.summary()["ar_rejected"] == 0, f.name
+        needs = {le.id: le for le in leases}
         for le in leases:
+            assert le.state is LeaseState.DONE and le.first_start is not None, f.name
             if le.kind is LeaseKind.ADVANCE_RESERVATION:
-                assert le.first_start == le.start and le.end is not None
+                assert le.first_start == le.start, f.name
                 assert le.end - le.start <= cfg.planned(le.duration), f.name
-            else:
-                assert le.state is LeaseState.DONE and le.first_start is not None, f.name
+        # an image arrives before the VMs that need it start; none moves without transfers
+        assert bool(run.transfers) == cfg.transfers, f.name
+        for tr in run.transfers:
+            for lid, _ in tr.users:
+                assert tr.end <= needs[lid].first_start, f.name
+                assert tr.image == needs[lid].image, f.name
+
+
+def test_reuse_scenarios_skip_the_second_transfer(shared_data):
+    # reuse1: an AR (00:15-00:30) and, at 00:45, a BE lease with the same 1 GB image (82 s at 12.5 MB/s)
+    (_, be), run = _scenario(shared_data, "reuse1", "vm_mult")
+    assert [(t.start, t.end, t.channel) for t in run.transfers] == [(818, 900, "ar"), (2700, 2782, "be")]
+    assert be.first_start == 2782  # without reuse it waits for its own copy
+    (_, be), run = _scenario(shared_data, "reuse1", "vm_reuse")
+    assert [(t.start, t.end, t.channel) for t in run.transfers] == [(818, 900, "ar")]  # pushed late (EDF)
+    assert be.first_start == be.submit == 2700  # the cached image is reused: no wait
+    # reuse2: two ARs with different images; the BE lease reuses the second one's
+    (_, _, be), run = _scenario(shared_data, "reuse2", "vm_reuse")
+    assert len(run.transfers) == 2 and be.first_start == be.submit
+    (_, _, be), run = _scenario(shared_data, "reuse2", "vm_mult")
+    assert len(run.transfers) == 3 and be.first_start == be.submit + 82
 
 
 def test_preemption_scenario_timelines(shared_data):
@@ -363,6 +386,12 @@ def test_preemption_scenario_timelines(shared_data):
     (be, ar), _ = _scenario(shared_data, "preemption_prematureend2", "novm_sr")
     assert ar.end == 2400 and ("slideback", 2400) in be.history and ("resume", 2400) in be.history
     assert be.end == 2400 + 21 + (2700 - 1779)
+    # with image transfers: the BE lease waits 82 s for its image, the AR's image arrives just in time
+    (be, ar), run = _scenario(shared_data, "preemption", "vm_mult")
+    assert [(t.start, t.end, t.channel) for t in run.transfers] == [(0, 82, "be"), (1718, 1800, "ar")]
+    assert ("suspend", 1779) in be.history and be.first_start == 82
+    assert (ar.first_start, ar.end) == (1800, 1800 + -(-1800 * 105 // 100) + 20)  # +5 %, +20 s
+    assert ("resume", ar.end) in be.history
 
 
 # -- Table 1, VM-MULT and VM-REUSE-* rows (image transfers; images drawn with seed 0) ---------------------
