@@ -126,7 +126,9 @@ def test_rejected_leases_carry_their_reason(capsys, tmp_path):
     doc = simulate_json(capsys, "--workload", f)
     by_id = {r["id"]: r for r in doc["leases"]}
     assert by_id[1]["state"] == "rejected" and "3 nodes; the cluster has 2" in by_id[1]["reason"]
-    assert by_id[2]["state"] == "rejected" and "4096" in by_id[2]["reason"]
+    assert by_id[2]["state"] == "rejected" and by_id[2]["reason"] == (
+        "asks for cpu 1, memory 4096 MB per node; the largest node has cpu 1, memory 1024 MB "
+        "(too little memory)")
     assert by_id[3]["state"] == "rejected" and "in the past" in by_id[3]["reason"]
     assert [e["event"] for e in by_id[3]["events"]] == ["reject"] and by_id[3]["events"][0]["time"] == 1800
     assert by_id[4]["state"] == "done" and by_id[4]["reason"] is None

@@ -27,6 +27,13 @@ class ResourceTuple(NamedTuple):
         return ResourceTuple(self.cpu + other.cpu, self.memory + other.memory, self.disk + other.disk,
                              self.net + other.net)
 
+    def describe(self) -> str:
+        """``cpu 1, memory 2048 MB`` (unbounded and zero components left out)."""
+        units = {"cpu": "", "memory": " MB", "disk": " MB", "net": " MB/s"}
+        parts = [f"{name} {value:g}{units[name]}" for name, value in self._asdict().items()
+                 if 0 < value < 2**61]
+        return ", ".join(parts) or "nothing"
+
     def fits_in(self, capacity: ResourceTuple) -> bool:
         """Whether every component is at most ``capacity``'s."""
         return (self.cpu <= capacity.cpu and self.memory <= capacity.memory and self.disk <= capacity.disk

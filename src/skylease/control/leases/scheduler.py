@@ -120,8 +120,9 @@ class LeaseScheduler:
             self._reject(lease, f"asks for {lease.nodes} nodes; the cluster has {self.table.n_nodes}")
             return
         if not any(lease.per_node.fits_in(c) for c in self.table.capacity):
-            self._reject(lease, f"asks for {tuple(lease.per_node)} per node; the largest node has "
-                                f"{tuple(best)}")
+            too_big = [name for name, v in lease.per_node._asdict().items() if v > getattr(best, name)]
+            self._reject(lease, f"asks for {lease.per_node.describe()} per node; the largest node has "
+                                f"{best.describe()} (too little {', '.join(too_big)})")
             return
         if lease.kind is LeaseKind.ADVANCE_RESERVATION and (lease.start is None
                                                                 or lease.start < lease.submit):
