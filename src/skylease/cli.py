@@ -528,7 +528,7 @@ def reproduce_spequlos_cmd(
 def reproduce_haizea_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for runs.csv, tables, plots and report.md.")],
     quick: Annotated[bool, typer.Option(help="The three Table 1 workloads only, one image draw "
-                                        "(about 2 minutes instead of about 25).")] = False,
+                                        "(about 2.5 minutes instead of about 31 on 2 cores).")] = False,
     workloads: Annotated[str | None, typer.Option(help="Comma-separated RHO/DELTA/SIZE workloads, e.g. "
                                                   "10/3/medium,30/1/small (default: all 72).")] = None,
     configs: Annotated[str | None, typer.Option(help="Comma-separated configurations (default: all six: "

@@ -287,12 +287,16 @@ def fig2_claims(f2: pd.DataFrame) -> list[dict[str, Any]]:
                           "case'; spec §12-B(vi): near-ties at 5 %)", f"{int(p_beat.sum())} of {len(p_beat)}",
                           f"{int(o_beat.sum())} of {len(o_beat)}", bool(o_beat.sum() >= p_beat.sum() - 2),
                           "pass mark: at most 2 fewer workloads than the paper's figure"))
-        worst1 = []
-        for (_size, rho), g in f2[f2["config"] == "NOVM-NOSR"].groupby(["size", "rho"]):
+        worst1, p_worst1 = [], []
+        for (size, rho), g in f2[f2["config"] == "NOVM-NOSR"].groupby(["size", "rho"]):
             if rho >= 15:
                 worst1.append(g.set_index("delta")["x"].idxmax() == 1)
+                pg = PAPER_FIG2[(PAPER_FIG2["config"] == "NOVM-NOSR") & (PAPER_FIG2["size"] == size)
+                                & (PAPER_FIG2["rho"] == rho)]
+                p_worst1.append(pg.set_index("delta")["paper_x"].idxmax() == 1)
         if worst1:
-            out.append(_claim("NOVM-NOSR is worst with 1 h ARs (rho >= 15 %)", "15 of 15 (size x rho)",
+            out.append(_claim("NOVM-NOSR is worst with 1 h ARs (rho >= 15 %)",
+                              f"{sum(p_worst1)} of {len(p_worst1)} (size x rho)",
                               f"{sum(worst1)} of {len(worst1)}", sum(worst1) >= len(worst1) - 1,
                               "pass mark: all but one"))
         nosr = f2[f2["config"] == "NOVM-NOSR"]
@@ -424,6 +428,11 @@ DIFFERENCES = (
     "run time by about ±0.5 pp and wait and slowdown by ±5-10 %, so these rows are compared on the mean of "
     "5 draws and the range is shown. VM-REUSE was not re-simulated by the spec; its tolerances are "
     "reported, not required.",
+    "**Figure 2 (one image draw per workload).** The Table 1 workloads are averaged over 5 image draws; the "
+    "other 69 run one draw each. The configurations without images are within ±1.1 pp of the digitised "
+    "figure at 90-96 % of the points; those that draw images at 85-88 %, since one draw moves the run "
+    "time by up to ±0.7 pp (the ranges in Table 1) on top of the paper's own single draw. The 90 % pass "
+    "mark is ours: the spec gives tolerances for Table 1 only. The trends the spec lists all hold.",
     "**Rejected ARs.** The paper does not report them (spec §12-N). Under the VM configurations a few ARs "
     "of the high-ρ workloads overlap once their durations get +5 % and +20 s, or their image cannot "
     "arrive by their start (EDF); the per-workload counts are in `fig2.csv`. Two ARs starting in the past "
