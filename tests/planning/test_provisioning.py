@@ -308,11 +308,11 @@ def test_one_solve_tiebreak_equals_two_stage(deadline, interval, billing):
     lexicographic two-solve tie-break."""
     import skylease.planning.provisioning.watershed as wsmod
 
-    one = solve_watershed(WS, WS_TYPES, deadline, interval_min=interval, billing=billing)
+    one = solve_watershed(WS, WS_TYPES, deadline, interval_min=interval, billing=billing, method="ilp")
     saved = wsmod._tiebreak_weight
     wsmod._tiebreak_weight = lambda *a: None
     try:
-        two = solve_watershed(WS, WS_TYPES, deadline, interval_min=interval, billing=billing)
+        two = solve_watershed(WS, WS_TYPES, deadline, interval_min=interval, billing=billing, method="ilp")
     finally:
         wsmod._tiebreak_weight = saved
     assert one.status == two.status

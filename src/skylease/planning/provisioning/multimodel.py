@@ -21,6 +21,7 @@ import numpy as np
 
 from skylease.model.errors import UserError
 
+from ._lanes import cover_runs, cover_table, least_horizon, run_price
 from ._milp import Milp
 from .catalog import CloudType
 from .plan import Plan, infeasible
@@ -357,8 +358,8 @@ def _fluid_dp(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], 
             return np.zeros(1)
         if not hour_rate:
             return price[d] * np.arange(room + 1)
-        runs = [_run_price(types[j], length, interval_min, "hourly") for length in range(horizon + 1)]
-        return _cover_table(list(range(horizon + 1)), runs, room_of[d], room, horizon)[room_of[d]]
+        runs = [run_price(types[j], length, interval_min, "hourly") for length in range(horizon + 1)]
+        return cover_table(list(range(horizon + 1)), runs, room_of[d], room, horizon)[room_of[d]]
 
     def evaluate(horizon: int):
         room = [r * horizon for r in room_of]
@@ -436,22 +437,12 @@ def _fluid_dp(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], 
                 total, arg = float(c[i]), (key, i)
         return total, layers, picks, arg
 
-    evals = 1
-    best_cost, layers, picks, arg = evaluate(n_int)
-    horizon = n_int
+    full = evaluate(n_int)
+    best_cost, evals, horizon = full[0], 1, n_int
     if math.isfinite(best_cost) and tiebreak and n_int > 1:
-        tol = 1e-6 + 1e-9 * abs(best_cost)
-        # the cheapest plans mostly need the whole horizon: try one interval less first
-        lo, hi = 1, n_int
-        probe = n_int - 1
-        while lo < hi:
-            c, lay, pk, ar = evaluate(probe)
-            evals += 1
-            if c <= best_cost + tol:
-                hi, horizon, layers, picks, arg = probe, probe, lay, pk, ar
-            else:
-                lo = probe + 1
-            probe = (lo + hi) // 2
+        horizon, full, more = least_horizon(evaluate, n_int, full)
+        evals += more
+    _, layers, picks, arg = full
     if not math.isfinite(best_cost):
         return None, (time.perf_counter() - t0) * 1000.0, evals, best_cost
     # walk back: each model's machine-intervals per type
@@ -593,53 +584,6 @@ def _solve_whole(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...
                        model_name, deadline_s, init_penalty_tasks, size)
 
 
-def _run_price(t: CloudType, length: int, interval_min: float, billing: str) -> float:
-    """What one machine of type ``t`` running from t=0 for ``length`` intervals adds to the ILP's
-    cost: eq. 36 (minute billing), or with hourly billing the hours whose first interval it is
-    alive in (eq. 23: counts never rise, so an hour's first interval holds its maximum)."""
-    if billing == "minute":
-        return length * interval_min * t.minute_price
-    return t.price_hour * math.ceil(length / round(60.0 / interval_min))
-
-
-def _cover_table(work: list[int], price: list[float], n_max: int, need: int, longest: int) -> np.ndarray:
-    """G[n, r]: least cost of at most ``n`` machines (each one run from t=0 of at most ``longest``
-    intervals) doing at least ``r`` tasks, r = 0..need; inf where they cannot."""
-    # a run no longer than another with the same work costs no more (prices never fall with length)
-    opts = [length for length in range(1, longest + 1) if work[length] > work[length - 1]]
-    g = np.full((n_max + 1, need + 1), np.inf)
-    g[0, 0] = 0.0
-    if not opts:
-        g[:, 0] = 0.0
-        return g
-    w = np.array([work[length] for length in opts])
-    c = np.array([price[length] for length in opts])
-    back = np.maximum(0, np.arange(need + 1)[None, :] - w[:, None])  # (options, need + 1)
-    for n in range(1, n_max + 1):
-        prev = g[n - 1]
-        g[n] = np.minimum(prev, (c[:, None] + prev[back]).min(axis=0))
-        if np.array_equal(g[n], prev):  # more machines cannot help any more
-            g[n + 1:] = prev
-            break
-    return g
-
-
-def _cover_runs(g: np.ndarray, work: list[int], price: list[float], longest: int, n: int,
-                r: int) -> list[int]:
-    """The run lengths behind ``g[n, r]`` (``_cover_table``'s argmin)."""
-    runs = []
-    while r > 0:
-        v = g[n, r]
-        if g[n - 1, r] <= v:
-            n -= 1
-            continue
-        length = next(length for length in range(1, longest + 1) if work[length] > work[length - 1]
-                      and abs(price[length] + g[n - 1, max(0, r - work[length])] - v) <= 1e-9)
-        runs.append(length)
-        r, n = max(0, r - work[length]), n - 1
-    return runs
-
-
 def _whole_dp(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], n_int: int,
               interval_min: float, billing: str, avail: list[int], work: list[list[list[int]]],
               tr_price: dict[tuple[int, str], float], usable: list[int], tiebreak: bool
@@ -664,7 +608,7 @@ def _whole_dp(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], 
     t0 = time.perf_counter()
     cap = [min(avail[j], sum(m.n_tasks for m in models)) for j in usable] + [0] * (2 - len(usable))
     dims: list[int | None] = [*usable, None, None][:2]
-    price = {j: [_run_price(types[j], length, interval_min, billing) for length in range(n_int + 1)]
+    price = {j: [run_price(types[j], length, interval_min, billing) for length in range(n_int + 1)]
              for j in usable}
     none_table = {m.n_tasks: np.r_[0.0, np.full(m.n_tasks, np.inf)][None, :] for m in models}
 
@@ -683,7 +627,7 @@ def _whole_dp(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], 
     def evaluate(longest: int):
         tabs, totals = [], []
         for k, m in enumerate(models):
-            g = [_cover_table(work[j][k], price[j], cap[d], m.n_tasks, longest) if j is not None
+            g = [cover_table(work[j][k], price[j], cap[d], m.n_tasks, longest) if j is not None
                  else none_table[m.n_tasks] for d, j in enumerate(dims)]
             h = np.full((cap[0] + 1, cap[1] + 1), np.inf)
             for ok, extra in options(k):
@@ -739,7 +683,7 @@ def _whole_dp(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], 
         for d, (j, n, need) in enumerate(((dims[0], a, m.n_tasks - r), (dims[1], b, r))):
             if j is None or not ok[d]:
                 continue
-            for length in _cover_runs(g[d], work[j][k], price[j], longest, n, need):
+            for length in cover_runs(g[d], work[j][k], price[j], longest, n, need):
                 yv[j, k, 0, length] = yv.get((j, k, 0, length), 0) + 1
     return yv, (time.perf_counter() - t0) * 1000.0, evals
 
