@@ -326,7 +326,11 @@ def test_method_argument():
         solve_multimodel(SCENARIO_A, HYBRID, 100, method="dp")  # more than two usable types
     with pytest.raises(UserError):
         solve_multimodel(SCENARIO_A, HYBRID, 100, method="dp", capacity="fluid")
-    assert solve_multimodel(SCENARIO_A, MM_TYPES, 100, capacity="fluid").detail.get("method") != "dp"
+    # fluid: "auto" is the DP with minute billing and two usable types, else the ILP
+    assert solve_multimodel(SCENARIO_A, MM_TYPES, 100, capacity="fluid").detail["method"] == "dp"
+    ilp = solve_multimodel(SCENARIO_A, MM_TYPES, 100, capacity="fluid", method="ilp")
+    assert ilp.detail.get("method") != "dp"
+    assert solve_multimodel(SCENARIO_A, HYBRID, 100, capacity="fluid").detail.get("method") != "dp"
     assert solve_multimodel(SCENARIO_A, HYBRID, 100).detail.get("method") != "dp"
 
 
