@@ -11,11 +11,14 @@ for PuLP, median of >= 5 runs. The Pareto front sweeps deadlines 60..180 min in 
 would not be meaningful); the 10-minute-interval sweep is printed for reference.
 
 Multi-model Watershed (spec §4.3, scenarios A and B on local + azure-medium, minute billing, tie-break):
-whole-task capacity (the default) at D=150 min, which skylease solves exactly by DP and PuLP/CBC as
-the whole-task ILP (the same ILP skylease's ``method="ilp"`` solves; costs asserted equal), and the
-paper's fluid capacity at D=100 min (both sides the same ILP). CBC needs 2-50 s on a fluid model, so
-the fluid PuLP rows are timed once. A sweep of D=100..240 min step 10 reports skylease's median and
-max per scenario and capacity.
+whole-task capacity (the default) at D=150 min and the paper's fluid capacity at D=100 min. CBC needs
+2-50 s on a fluid model, so the fluid PuLP rows are timed once.
+
+Where skylease's default route is not the ILP (MapReduce per-phase: enumeration; Watershed with whole
+tasks and both multi-model capacities: DP over lanes), PuLP/CBC solves the ILP that skylease's
+``method="ilp"`` solves; the row says which route skylease took, and the table also gives the HiGHS
+ILP route's time and its ratio to CBC. Costs (and, with the tie-break, makespans) are asserted equal.
+A sweep of D=100..240 min step 10 reports skylease's median and max per scenario and capacity.
 
     python benchmarks/bench_provisioning.py [--repeat 20] [--pulp-repeat 5]
 """
@@ -133,8 +136,12 @@ def main() -> None:
     ilp_routes = {
         "MR per-phase D=3h": lambda: solve_mapreduce(mr, emr, 3.0, method="ilp"),
         "MR per-phase D=5h": lambda: solve_mapreduce(mr, emr, 5.0, method="ilp"),
+        "WS 10-min D=70min": lambda: solve_watershed(ws, hyb, 70, method="ilp"),
+        "WS 1-min D=61min": lambda: solve_watershed(ws, hyb, 61, interval_min=1, method="ilp"),
         "MM A whole D=150": lambda: solve_multimodel(SCENARIO_A, mmt, 150, method="ilp"),
         "MM B whole D=150": lambda: solve_multimodel(SCENARIO_B, mmt, 150, method="ilp"),
+        "MM A fluid D=100": lambda: solve_multimodel(SCENARIO_A, mmt, 100, capacity="fluid", method="ilp"),
+        "MM B fluid D=100": lambda: solve_multimodel(SCENARIO_B, mmt, 100, capacity="fluid", method="ilp"),
     }
     print(f"skylease provisioning ILPs vs PuLP/CBC: skylease median of {rep}, PuLP/CBC median of {prep}")
     for line in machine():
@@ -153,33 +160,37 @@ def main() -> None:
         rest_med = statistics.median(t - p.solve_ms for t, p in zip(s_ts, plans, strict=True))
         p_med, _, pouts = timed(pl, 1 if name in pulp_once else prep)
         p_cost, p_vars, p_rows = pouts[-1]
-        if plan.detail.get("method") in ("enumerate", "dp"):
+        route = {"enumerate": "enumeration", "dp": "DP"}.get(plan.detail.get("method"), "ILP")
+        if route != "ILP":
             # skylease solved the model exactly by decomposition (MapReduce eqs. 1-17: enumeration;
-            # multi-model whole tasks: DP); the model PuLP mirrors is its ILP route, whose size we
-            # compare (and whose cost must agree as well)
+            # Watershed and multi-model: DP over lanes); the model PuLP mirrors is its ILP route, whose
+            # size we compare, whose cost (and, with the tie-break, makespan) must agree, and whose
+            # HiGHS time is reported beside it
             ilp = ilp_routes[name]()
             assert abs(ilp.cost - plan.cost) <= 1e-6, (name, ilp.cost, plan.cost)
+            assert not tb or ilp.makespan_s == plan.makespan_s, (name, ilp.makespan_s, plan.makespan_s)
             ilp_med = timed(ilp_routes[name], max(5, rep // 4))[0]
-            how = "enumeration" if plan.detail["method"] == "enumerate" else "dynamic programming"
-            print(f"  {name}: skylease solved it by {how}; its HiGHS ILP route takes "
+            print(f"  {name}: skylease solved it by {route}; its HiGHS ILP route takes "
                   f"{ilp_med:.2f} ms (same cost)")
             n_vars, n_rows = ilp.detail["variables"], ilp.detail["constraints"]
         else:
+            ilp_med = s_med
             n_vars, n_rows = plan.detail["variables"], plan.detail["constraints"]
         # Milp.num_rows excludes the tie-break's extra row (cost <= cost*), which PuLP counts.
         assert (p_vars, p_rows) == (n_vars, n_rows + int(tb)), (name, (p_vars, p_rows), (n_vars, n_rows))
         agree = abs(p_cost - plan.cost) <= 1e-6
         assert agree, f"{name}: skylease ${plan.cost} != PuLP/CBC ${p_cost}"
         s1 = statistics.median(p.solve_ms for p in timed(stage1, rep)[2]) if stage1 else None
-        rows.append((name, n_vars, n_rows, s_med, p_med, p_med / s_med, agree, plan.cost))
+        rows.append((name, n_vars, n_rows, s_med, p_med, p_med / s_med, agree, plan.cost, route, ilp_med))
         prof.append((name, s_med, solve_med, rest_med, s1))
 
-    hdr = (f"{'model':<24}{'vars':>6}{'rows':>6}{'skylease ms':>13}{'PuLP/CBC ms':>13}{'ratio':>8}"
-           f"{'cost $':>8}  costs agree")
+    hdr = (f"{'model':<24}{'vars':>6}{'rows':>6}{'route':>7}{'skylease ms':>13}{'PuLP/CBC ms':>13}"
+           f"{'ratio':>8}{'HiGHS ILP ms':>14}{'ILP ratio':>10}{'cost $':>8}  costs agree")
     print(hdr)
     print("-" * len(hdr))
-    for name, nv, nr, s, p, r, ok, c in rows:
-        print(f"{name:<24}{nv:>6}{nr:>6}{s:>13.2f}{p:>13.2f}{r:>7.1f}x{c:>8.2f}  {'yes' if ok else 'NO'}")
+    for name, nv, nr, s, p, r, ok, c, route, im in rows:
+        print(f"{name:<24}{nv:>6}{nr:>6}{route:>7}{s:>13.2f}{p:>13.2f}{r:>7.1f}x{im:>14.2f}{p / im:>9.1f}x"
+              f"{c:>8.2f}  {'yes' if ok else 'NO'}")
     print("(rows: skylease's count; the Watershed tie-break adds one row, cost <= cost*, for its 2nd solve)")
     print()
 
@@ -277,11 +288,13 @@ def main() -> None:
     print()
     print(f"Median wall time of build + solve; skylease over {rep} runs, PuLP/CBC over {prep} runs.")
     print()
-    print("| model | variables | constraints | skylease ms | PuLP/CBC ms | ratio | costs agree |")
-    print("|---|---:|---:|---:|---:|---:|---|")
-    for name, nv, nr, s, p, r, ok, c in rows:
+    print("| model | variables | constraints | skylease route | skylease ms | PuLP/CBC ms | ratio "
+          "| HiGHS ILP route ms | ILP vs CBC | costs agree |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---|")
+    for name, nv, nr, s, p, r, ok, c, route, im in rows:
         pn = f"{p:.2f}" + (" (1 run)" if name in pulp_once else "")
-        print(f"| {name} | {nv} | {nr} | {s:.2f} | {pn} | {r:.1f}x | {'yes' if ok else 'NO'} (${c:.2f}) |")
+        print(f"| {name} | {nv} | {nr} | {route} | {s:.2f} | {pn} | {r:.1f}x | {im:.2f} | {p / im:.1f}x "
+              f"| {'yes' if ok else 'NO'} (${c:.2f}) |")
     print()
     print(f"Watershed Pareto front, deadlines 60-180 min in 1-min steps, 1-min intervals: {par_s:.2f} s, "
           f"{len(fr)} frontier points (10-min intervals: {par10_s:.2f} s, {len(fr10)} points).")

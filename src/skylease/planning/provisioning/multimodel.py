@@ -608,7 +608,7 @@ def _whole_dp(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], 
     cost c(M) = a min-plus convolution of the h_k over the machine counts, at the availability.
     c(M) never rises with M; the tie-break (fewest active intervals, i.e. the shortest longest
     run, as the ILP's second solve) is the least M with c(M) within the ILP's tolerance of
-    c(n_int), found by bisection. A machine that does no task is never needed, so n <= sum n_k.
+    c(n_int) (``least_horizon``). A machine that does no task is never needed, so n <= sum n_k.
     """
     t0 = time.perf_counter()
     cap = [min(avail[j], sum(m.n_tasks for m in models)) for j in usable] + [0] * (2 - len(usable))
@@ -652,20 +652,12 @@ def _whole_dp(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], 
             totals.append(new)
         return float(totals[-1][cap[0], cap[1]]), tabs, totals
 
-    evals = 1
-    best, tabs, totals = evaluate(n_int)
-    longest = n_int
-    if math.isfinite(best) and tiebreak:
-        tol = 1e-6 + 1e-9 * abs(best)
-        lo, hi = 1, n_int
-        while lo < hi:
-            mid = (lo + hi) // 2
-            c, t_mid, tot_mid = evaluate(mid)
-            evals += 1
-            if c <= best + tol:
-                hi, tabs, totals, longest = mid, t_mid, tot_mid, mid
-            else:
-                lo = mid + 1
+    full = evaluate(n_int)
+    best, evals, longest = full[0], 1, n_int
+    if math.isfinite(best) and tiebreak and n_int > 1:
+        longest, full, more = least_horizon(evaluate, n_int, full)
+        evals += more
+    _, tabs, totals = full
     if not math.isfinite(best):
         return None, (time.perf_counter() - t0) * 1000.0, evals
     # walk back: each model's machine counts, then its split of tasks and its runs
