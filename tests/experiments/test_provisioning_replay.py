@@ -98,7 +98,10 @@ def test_whole_task_plans_replay_by_their_end_at_their_cost(deadline, interval, 
         assert r.makespan <= plan.makespan_s + 1e-6
 
 
+@pytest.mark.parametrize("capacity", ["whole", "fluid"])
 @pytest.mark.parametrize("deadline, interval, cost", [(70, 10, 2.16), (60, 10, 2.88), (61, 1, 2.76)])
-def test_whole_task_capacity_keeps_the_papers_ilp_points(deadline, interval, cost):
-    plan = solve_watershed(JOB, TYPES, deadline, interval_min=interval, capacity="whole")
+def test_whole_task_capacity_keeps_the_papers_ilp_points(deadline, interval, cost, capacity):
+    """R12-R14's ILP points are the same with whole tasks (the default, by the DP) and fluid ones."""
+    plan = solve_watershed(JOB, TYPES, deadline, interval_min=interval, capacity=capacity)
     assert plan.cost == pytest.approx(cost) and plan.makespan_s == deadline * 60
+    assert plan.detail.get("method") == ("dp" if capacity == "whole" else None)
