@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tempfile
 import time
@@ -709,15 +710,11 @@ def simulate_spequlos_cmd(
 
 
 def _all_finite(d: dict) -> bool:
-    import math
-
     return all(not isinstance(v, float) or math.isfinite(v) for v in d.values()) and all(
         _all_finite(v) for v in d.values() if isinstance(v, dict))
 
 
 def _finite_or_none(d: dict) -> dict:
-    import math
-
     return {k: (_finite_or_none(v) if isinstance(v, dict) else
                 None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
 
@@ -760,7 +757,7 @@ def leases_simulate_cmd(
     table.add_row("all best-effort done", f"{s['all_best_effort_s']:,} s ({clock(s['all_best_effort_s'])})")
     for key, label in (("mean_wait_s", "mean wait (s)"), ("mean_bounded_slowdown", "mean bounded slowdown")):
         v = s[key]
-        table.add_row(label, "-" if v != v else f"{v:,.2f}")
+        table.add_row(label, "-" if math.isnan(v) else f"{v:,.2f}")
     table.add_row("advance reservations accepted / rejected", f"{s['ar_accepted']} / {s['ar_rejected']}")
     if s["transfers"]:
         table.add_row("image transfers", f"{s['transfers']:,}")

@@ -40,6 +40,7 @@ from skylease.control.leases import (
     ResourceTuple,
     SchedulerConfig,
 )
+from skylease.control.leases.config import configuration_key
 from skylease.model.errors import UserError
 from skylease.sim.leases import (
     BLUE_HORIZON_NODES,
@@ -81,7 +82,7 @@ def load_config(spec: str | Path | None = None) -> LeaseConfig:
     """One of the paper's six configurations by name (case-insensitive), or a TOML file."""
     if spec is None:
         spec = DEFAULT_CONFIG
-    key = str(spec).strip().upper().replace("_", "-")
+    key = configuration_key(str(spec))
     if key in PAPER_CONFIGURATIONS:
         cfg, images = PAPER_CONFIGURATIONS[key]
         return LeaseConfig(key, cfg, images)
@@ -111,9 +112,9 @@ def _load_toml(path: Path) -> LeaseConfig:
         if key not in hints and key not in _EXTRA_KEYS:
             raise bad(key, f"unknown key; known: {', '.join([*_EXTRA_KEYS, *fields])}")
     base = doc.get("base", DEFAULT_CONFIG)
-    if not isinstance(base, str) or base.strip().upper().replace("_", "-") not in PAPER_CONFIGURATIONS:
+    if not isinstance(base, str) or configuration_key(base) not in PAPER_CONFIGURATIONS:
         raise bad("base", f"must be one of {', '.join(PAPER_CONFIGURATIONS)}, got {base!r}")
-    cfg, images = PAPER_CONFIGURATIONS[base.strip().upper().replace("_", "-")]
+    cfg, images = PAPER_CONFIGURATIONS[configuration_key(base)]
     if "images" in doc:
         if doc["images"] not in IMAGE_DRAWS:
             raise bad("images", f"must be one of {', '.join(IMAGE_DRAWS)}, got {doc['images']!r}")

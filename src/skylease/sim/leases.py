@@ -34,6 +34,7 @@ from skylease.control.leases import (
     Reservation,
     ResourceTuple,
     SchedulerConfig,
+    Transfer,
 )
 from skylease.sim.kernel import Kernel
 
@@ -230,20 +231,19 @@ def simulate_leases(leases: Sequence[Lease], n_nodes: int = BLUE_HORIZON_NODES, 
 
     sched = LeaseScheduler(n_nodes, capacity=capacity, config=config, max_reservations=max_reservations,
                            enactment=enact, on_event=record)
-    watch_transfers = sched.config.transfers
     transfers: list[TransferRun] = []
+
+    def transferred(tr: Transfer) -> None:
+        transfers.append(TransferRun(tr.image, tr.start, tr.end, "be" if tr.deadline is None else "ar",
+                                     tuple((lid, tuple(sorted(ns))) for lid, ns in sorted(tr.users.items()))))
+
+    sched.images.on_done = transferred
     i = 0
     ticks = 0
 
     def tick() -> None:
         nonlocal i, ticks
         now = int(kernel.now)
-        if watch_transfers:  # the transfers that end now (the step below retires them)
-            for channel, chan in ((sched.images.fifo, "be"), (sched.images.edf, "ar")):
-                transfers.extend(
-                    TransferRun(tr.image, tr.start, tr.end, chan,
-                                tuple((lid, tuple(sorted(ns))) for lid, ns in sorted(tr.users.items())))
-                    for tr in channel if tr.end <= now)
         while i < len(order) and order[i].submit <= now:
             sched.submit(order[i])
             i += 1

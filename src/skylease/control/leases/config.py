@@ -142,9 +142,14 @@ PAPER_CONFIGURATIONS: dict[str, tuple[SchedulerConfig, str | None]] = {
 }
 
 
+def configuration_key(name: str) -> str:
+    """A configuration name as :data:`PAPER_CONFIGURATIONS` spells it (case and ``_``/``-`` free)."""
+    return name.strip().upper().replace("_", "-")
+
+
 def paper_configuration(name: str) -> tuple[SchedulerConfig, str | None]:
     """One of :data:`PAPER_CONFIGURATIONS`, by name (case and ``_``/``-`` insensitive)."""
-    key = name.strip().upper().replace("_", "-")
+    key = configuration_key(name)
     if key not in PAPER_CONFIGURATIONS:
         raise KeyError(f"unknown configuration {name!r}; known: {', '.join(PAPER_CONFIGURATIONS)}")
     return PAPER_CONFIGURATIONS[key]

@@ -31,6 +31,9 @@ class ImagePreparation:
         self._uses: dict[int, list[Transfer]] = {}  # lease id -> the transfers it waits for
         self.ready: dict[int, int] = {}  # lease id -> when its image is on all its nodes
         self._pooled: dict[int, list[tuple[str, int]]] = {}  # lease id -> its pool references
+        #: Called with each transfer as it completes, before its users can leave it (a simulator
+        #: records transfers through this; the scheduler needs nothing of it).
+        self.on_done: Callable[[Transfer], None] | None = None
 
     # -- events ---------------------------------------------------------------------------------------
     def process(self, now: int, vm_end: Callable[[int], int | None]) -> None:
@@ -43,6 +46,8 @@ class ImagePreparation:
                     tr.state = TransferState.ACTIVE
                 if tr.end <= now:
                     tr.state = TransferState.DONE
+                    if self.on_done is not None:
+                        self.on_done(tr)
                     if self.pools:
                         self._pool(tr, vm_end)
                 else:
