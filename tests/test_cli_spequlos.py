@@ -59,6 +59,8 @@ def test_credits_option_bounds_spending(capsys):
         (["--middleware", "boinc", "--trace", "nd", "--bot", "small", "--credits", "-1"], "credits"),
         (["--middleware", "boinc", "--trace", "nd", "--bot", "small", "--alpha", "0"], "alpha"),
         (["--middleware", "boinc", "--bot", "small"], "--trace"),
+        (["--middleware", "boinc", "--trace", "nd", "--bot", "random", "--random-epsilon", "0"],
+         "random-epsilon"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):

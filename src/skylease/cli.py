@@ -674,12 +674,18 @@ def simulate_spequlos_cmd(
                                                   "of its workload, 15 credits per CPU hour).")] = None,
     alpha: Annotated[float, typer.Option(help="Correction factor of the completion-time "
                                          "prediction (fitted from past runs).")] = 1.0,
+    random_epsilon: Annotated[float | None, typer.Option(help="RANDOM only: cap every gap between "
+                                                         "two task arrivals at this many seconds "
+                                                         "(the paper's epsilon, typically 60; "
+                                                         "default: not enforced, as the spec).")]
+    = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """SpeQuloS: a bag of tasks on a volatile desktop grid, its tail cut with cloud workers."""
     from skylease.experiments.spequlos import simulate
 
-    res = simulate(middleware, trace, bot, strategy, seed, credits=credits, alpha=alpha)
+    res = simulate(middleware, trace, bot, strategy, seed, credits=credits, alpha=alpha,
+                   epsilon=random_epsilon)
     if as_json:
         print(json.dumps(res, default=float, allow_nan=False) if _all_finite(res)
               else json.dumps(_finite_or_none(res)))

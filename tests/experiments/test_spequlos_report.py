@@ -9,7 +9,7 @@ from skylease.experiments.spequlos_report import report_from_runs, with_tre
 FILES = ("report.md", "runs.csv", "table1.csv", "fig2_slowdown.csv", "fig2_random_arrivals.csv",
          "fig6_fig7_strategies.csv", "fig8_completion.csv", "fig9_stability.csv", "table7_prediction.csv",
          "table7_prediction_loo.csv", "claims.csv", "fig2_slowdown_cdf.png", "fig6_tre_ccdf.png",
-         "fig7_credits.png", "fig8_completion.png", "fig9_stability.png")
+         "fig7_credits.png", "fig8_completion.png", "fig9_stability.png", "variant_random_epsilon.csv")
 
 
 def test_quick_reproduction_writes_the_report_beside_the_paper(shared_data, tmp_path, capsys, monkeypatch):
@@ -30,9 +30,26 @@ def test_quick_reproduction_writes_the_report_beside_the_paper(shared_data, tmp_
     # the RANDOM explanation is written from numbers, and the stand-in traces are named
     assert "RANDOM's slowdown is mostly its arrivals" in text and "1.8x" in text
 
-    runs = pd.read_csv(tmp_path / "runs.csv")
+    all_runs = pd.read_csv(tmp_path / "runs.csv")
+    eps = all_runs["epsilon_s"].notna()
+    runs = all_runs[~eps]
     # 2 traces x 2 middleware x 3 BoTs x 2 seeds x (baseline + 18 strategies)
     assert len(runs) == 2 * 2 * 3 * 2 * 19
+    # and RANDOM again under the paper's epsilon: 2 traces x 2 middleware x 2 seeds x (baseline + 9C-C-R)
+    variant = all_runs[eps]
+    assert len(variant) == 2 * 2 * 2 * 2 and set(variant["bot"]) == {"RANDOM"}
+    assert set(variant["strategy"]) == {"none", "9C-C-R"} and (variant["epsilon_s"] == 60).all()
+    # same seeds, same BoT sizes: only the arrivals differ
+    key = ["middleware", "trace", "run_seed", "strategy"]
+    spec_random = runs[runs["bot"] == "RANDOM"].set_index(key)
+    paired = variant.set_index(key).join(spec_random[["n_tasks", "submit_s"]], rsuffix="_spec")
+    assert (paired["n_tasks"] == paired["n_tasks_spec"]).all()
+    assert (paired["submit_s"] == paired["submit_s_spec"]).all()
+    assert "### RANDOM under the paper's epsilon" in text
+    ev = pd.read_csv(tmp_path / "variant_random_epsilon.csv").set_index(["reading", "middleware"])
+    # the cap shortens RANDOM's arrival tail, so its median slowdown falls
+    assert ev.loc[("paper epsilon = 60 s", "all"), "RANDOM median"] < ev.loc[("spec A9b (no cap)", "all"),
+                                                                             "RANDOM median"]
     assert set(runs["strategy"]) == {"none", *STRATEGIES}
     assert (runs["completed"] == runs["n_tasks"]).all()  # nothing lost, every BoT completes
     assert (runs["credits_used"] <= runs["credits_ordered"] + 1e-9).all()

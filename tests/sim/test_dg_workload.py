@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from skylease.sim.dg.workload import credits_for, make_bot, node_powers
+from skylease.sim.dg.workload import cap_arrival_gaps, credits_for, make_bot, node_powers
 
 
 def test_small_and_big_are_table6() -> None:
@@ -42,3 +44,28 @@ def test_credits_are_ten_percent_of_workload() -> None:
     assert credits_for("BIG", 10000) == pytest.approx(750.0)
     assert credits_for("RANDOM", 1000) == pytest.approx(916.667, rel=1e-5)
     assert make_bot("SMALL").credits == pytest.approx(4583.333, rel=1e-6)
+
+
+def test_random_epsilon_caps_gaps_and_keeps_the_draw() -> None:
+    spec = make_bot("RANDOM", seed=3)
+    capped = make_bot("RANDOM", seed=3, epsilon=60.0)
+    assert capped.nops.tolist() == spec.nops.tolist()  # only the arrivals change
+    assert capped.arrival[0] == spec.arrival[0]
+    assert np.diff(capped.arrival).max() <= 60.0 + 1e-9
+    assert np.diff(spec.arrival).max() > 60.0  # the spec's reading has longer gaps at this seed
+    assert capped.arrival[-1] < spec.arrival[-1]
+    with pytest.raises(ValueError, match="epsilon"):
+        make_bot("RANDOM", seed=3, epsilon=0.0)
+
+
+@given(st.lists(st.floats(0, 1e5), min_size=0, max_size=50), st.floats(0.1, 1e4))
+def test_cap_arrival_gaps_properties(xs, eps) -> None:
+    a = np.sort(np.array(xs, dtype=float))
+    c = cap_arrival_gaps(a, eps)
+    assert len(c) == len(a)
+    if len(a):
+        assert c[0] == a[0]
+        d, g = np.diff(c), np.diff(a)
+        assert (d >= 0).all() and (d <= eps + 1e-6).all()
+        # gaps below epsilon are kept as they are
+        assert np.allclose(d[g < eps], g[g < eps])

@@ -97,19 +97,21 @@ def _middleware(mw: str) -> str:
 
 def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", seed: int = 0, *,
              data_dir: str | os.PathLike[str] | None = None, alpha: float = 1.0,
-             sigma: str = "literal", credits: float | None = None) -> dict[str, Any]:
+             sigma: str = "literal", credits: float | None = None,
+             epsilon: float | None = None) -> dict[str, Any]:
     """One BoT run: the row of metrics an experiment records (times in seconds after submission).
 
     ``strategy``: a SpeQuloS strategy (``9C-C-R``...) or ``none`` (the policy still predicts,
     without renting anything); ``alpha``: the prediction's correction factor; ``credits``: the
-    order (default: the spec's 10 % of the BoT's workload).
+    order (default: the spec's 10 % of the BoT's workload); ``epsilon``: RANDOM's maximal gap
+    between arrivals (:func:`~skylease.sim.dg.workload.make_bot`; None: not enforced, spec A9b).
     """
     mw, cat = _middleware(middleware), _category(bot)
     strat = parse_strategy(strategy)
     flat = trace_for(trace, data_dir)
     ss = np.random.SeedSequence([seed, 0xB07])
     ss_bot, ss_env = ss.spawn(2)
-    b = make_bot(cat, seed=int(ss_bot.generate_state(1)[0]), sigma=sigma)
+    b = make_bot(cat, seed=int(ss_bot.generate_state(1)[0]), sigma=sigma, epsilon=epsilon)
     order = b.credits if credits is None else float(credits)
     submit = submission_time(flat, seed)
     env = DesktopGridEnv(mw, flat, b, submit_at=submit, seed=ss_env)
@@ -157,7 +159,8 @@ JSON_KEYS = ("completion_s", "ideal_s", "tail_slowdown", "tail_task_share", "cre
 
 def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", seed: int = 0, *,
              data_dir: str | os.PathLike[str] | None = None, alpha: float = 1.0,
-             credits: float | None = None, sigma: str = "literal") -> dict[str, Any]:
+             credits: float | None = None, sigma: str = "literal",
+             epsilon: float | None = None) -> dict[str, Any]:
     """One strategy's run and its paired baseline (same seed): the CLI's result.
 
     Top-level keys are the strategy's run (:data:`JSON_KEYS` and more); ``baseline`` holds the run
@@ -169,7 +172,10 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
         raise UserError(f"alpha must be > 0, got {alpha!r}", field="alpha")
     if credits is not None and not credits >= 0:
         raise UserError(f"credits must be >= 0, got {credits!r}", field="credits")
-    kw = dict(data_dir=data_dir, alpha=alpha, credits=credits, sigma=sigma)
+    if epsilon is not None and not epsilon > 0:
+        raise UserError(f"the maximal gap between arrivals must be > 0 s, got {epsilon!r}",
+                        field="random-epsilon")
+    kw = dict(data_dir=data_dir, alpha=alpha, credits=credits, sigma=sigma, epsilon=epsilon)
     row = run_once(middleware, trace, bot, strategy, seed, **kw)
     base = row if row["strategy"] == "none" else run_once(middleware, trace, bot, "none", seed, **kw)
     row["baseline"] = {k: base[k] for k in (*JSON_KEYS, "tail_tasks", "tail_time_share")}
