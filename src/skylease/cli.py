@@ -783,11 +783,149 @@ def leases_simulate_cmd(
         out.print(f"Gantt chart: {gantt}", markup=False, highlight=False, soft_wrap=True)
 
 
+# -- run (real workers) ---------------------------------------------------------------------
+@app.command("run")
+def run_cmd(
+    job: Annotated[str, typer.Argument(help="A text file (one shell command per line), a .toml job "
+                                       "(command template + grid or CSV), or package.module:function.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder: results.sqlite, summary.json, "
+                                          "report.md and plots.")] = Path("skylease-out"),
+    policy: Annotated[str, typer.Option(help="fixed:N | a2ha[:conservative|aggressive] | "
+                                        "dask-adaptive[:MAX].")] = "fixed:2",
+    args: Annotated[str | None, typer.Option(help="For a callable: a JSON file with the list of "
+                                             "arguments (one item per task).")] = None,
+    pools: Annotated[Path | None, typer.Option(help="A TOML file of [pools.NAME] tables (price, "
+                                               "billing_unit, boot_time, max_count; cluster + kwargs "
+                                               "or address for other Dask clusters).")] = None,
+    pool: Annotated[str | None, typer.Option(help="The pool the policy rents (default: the first).")]
+    = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Most workers of the default local pool "
+                                                "(default: the cores).")] = None,
+    price: Annotated[float, typer.Option(min=0, help="Price per billing unit of the default pool.")] = 0.0,
+    billing_unit: Annotated[float, typer.Option(help="Billing unit of the default pool, seconds.")] = 60.0,
+    budget: Annotated[float | None, typer.Option(help="Hard cap on money (A2HA): the charged cost "
+                                                 "never exceeds it.")] = None,
+    retries: Annotated[int, typer.Option(min=0, help="Retries of a task that exits non-zero.")] = 0,
+    timeout: Annotated[float | None, typer.Option(help="Seconds before a task is killed (exit 124).")]
+    = None,
+    tail_qos: Annotated[str | None, typer.Option(help="Cut the tail with a QoS strategy, e.g. 9A-C-D "
+                                                 "(needs --reliable-pool).")] = None,
+    reliable_pool: Annotated[str | None, typer.Option(help="The pool the QoS policy rents.")] = None,
+    tail_credits: Annotated[float | None, typer.Option(help="Credits for the QoS policy (15 per CPU "
+                                                       "hour; default: from the budget).")] = None,
+    volatility: Annotated[str | None, typer.Option(help="Kill and restart workers following an "
+                                                   "availability trace (name or file).")] = None,
+    volatile_pool: Annotated[str | None, typer.Option(help="The pool --volatility plays on.")] = None,
+    time_scale: Annotated[float, typer.Option(help="Trace seconds per real second for --volatility.")]
+    = 60.0,
+    seed: Annotated[int, typer.Option(help="Seed of the task order (A2HA) and of the trace offset.")] = 0,
+    resume: Annotated[bool, typer.Option("--resume", help="Finish a run that stopped: only tasks "
+                                         "without a recorded result run again.")] = False,
+) -> None:
+    """Run a bag of tasks on real Dask workers, with the same policies as the simulator."""
+    from skylease.experiments.run import RunOptions, run_job
+
+    for name, v in (("--billing-unit", billing_unit), ("--timeout", timeout), ("--time-scale", time_scale)):
+        if v is not None and not v > 0:
+            raise UserError(f"must be > 0, got {v:g}", field=name)
+    opts = RunOptions(out=out_dir, policy=policy, pools_file=pools, pool=pool, max_workers=workers,
+                      price=price, billing_unit=billing_unit, budget=budget, retries=retries,
+                      task_timeout_s=timeout, tail_qos=tail_qos, reliable_pool=reliable_pool,
+                      tail_credits=tail_credits, volatility=volatility, volatile_pool=volatile_pool,
+                      time_scale=time_scale, seed=seed, resume=resume, args=args)
+    if err.is_terminal:
+        from rich.live import Live
+
+        with Live(console=err, refresh_per_second=4, transient=True) as live:
+            res = run_job(job, opts, on_progress=lambda env: live.update(_run_progress(env, budget)))
+    else:
+        res = run_job(job, opts)
+    table = Table("", "value", title=f"{res['job']} ({res['outcome']})")
+    for k, label in (("tasks", "tasks"), ("ok", "succeeded"), ("failed", "failed"), ("left", "not run"),
+                     ("wall_s", "wall time (s)"), ("cost", "cost"), ("hosts", "workers rented"),
+                     ("peak_hosts", "most at once"), ("lost", "tasks interrupted"), ("retried", "retries")):
+        v = res[k]
+        table.add_row(label, f"{v:,.2f}" if isinstance(v, float) else str(v))
+    out.print(table)
+    out.print(f"Results: {Path(res['out']) / 'results.sqlite'}; report: {Path(res['out']) / 'report.md'}")
+    if res["failed"] or res["left"]:
+        raise typer.Exit(1)
+
+
+def _run_progress(env, budget: float | None) -> Table:
+    """The live display of a real run."""
+    pr = env.progress()
+    running = sum(1 for h in env.hosts() if h.task is not None)
+    t = Table("", "now", title=f"skylease run, {env.now:,.0f} s")
+    t.add_row("tasks done / running / left", f"{pr.completed} / {running} / {env.pending() - running}")
+    for p in env.pools():
+        hs = env.hosts(p)
+        up = sum(1 for h in hs if h.up_at is not None and h.state.value in ("idle", "busy"))
+        t.add_row(f"workers {p} (up / rented)", f"{up} / {len(hs)}")
+    spent = env.spent()
+    t.add_row("spent" + (" / budget" if budget is not None else ""),
+              f"{spent:,.2f}" + (f" / {budget:,.2f}" if budget is not None else ""))
+    pred = _predicted(env.policy)
+    if pred is not None:
+        t.add_row("predicted completion (QoS oracle)", f"{pred:,.0f} s")
+    return t
+
+
+def _predicted(policy) -> float | None:
+    for p in getattr(policy, "policies", (policy,)):
+        pr = getattr(p, "prediction", None)
+        if pr is not None:
+            return float(pr.t_pred)
+    return None
+
+
+@app.command("status")
+def status_cmd(
+    out_dir: Annotated[Path, typer.Argument(help="The output folder of a run.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Show a running or finished run: tasks done, failed and left, money, workers."""
+    from skylease.experiments.run import status
+
+    st = status(out_dir)
+    if as_json:
+        print(json.dumps(st))
+        return
+    t = Table("", "value", title=f"{st['out']}: {st['state']}")
+    for k in ("job", "tasks", "ok", "failed", "left", "cost", "budget", "segments"):
+        t.add_row(k, str(st[k]))
+    for p, n in st["workers"].items():
+        t.add_row(f"workers {p}", str(n))
+    out.print(t)
+
+
+@simulate_app.command("replay")
+def simulate_replay_cmd(
+    out_dir: Annotated[Path, typer.Argument(help="The output folder of a finished real run.")],
+    seeds: Annotated[int, typer.Option(min=1, help="Task orderings to simulate (A2HA).")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Simulate a finished real run again: its measured task times, its policy and pools."""
+    from skylease.experiments.run import replay
+
+    res = replay(out_dir, seeds=range(seeds))
+    if as_json:
+        print(json.dumps(res))
+        return
+    t = Table("", "real", *(f"sim seed {s['seed']}" for s in res["simulated"]),
+              title=f"{res['policy']}: {res['tasks']} tasks, boot {res['boot_s']:.1f} s")
+    t.add_row("workers rented", str(res["real"]["hosts"]), *(str(s["hosts"]) for s in res["simulated"]))
+    t.add_row("cost", f"{res['real']['cost']:.2f}", *(f"{s['cost']:.2f}" for s in res["simulated"]))
+    t.add_row("makespan (s)", f"{res['real']['elapsed_s']:.1f}",
+              *(f"{s['makespan_s']:.1f}" for s in res["simulated"]))
+    out.print(t)
+
+
 # -- entry point -----------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user mistakes become one line on stderr and exit code 2."""
     try:
-        app(args=argv, prog_name="skylease", standalone_mode=False)
+        rv = app(args=argv, prog_name="skylease", standalone_mode=False)
     except UserError as e:
         err.print(f"skylease: error: {e}", markup=False, highlight=False, soft_wrap=True)
         return 2
@@ -804,7 +942,7 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"skylease{cmd}: error: {msg} (see --help)", markup=False, highlight=False,
                   soft_wrap=True)
         return 2
-    return 0
+    return rv if isinstance(rv, int) else 0  # typer.Exit(code) inside a command
 
 
 # Recent typer vendors click (its errors derive from typer.TyperException); older typer raises

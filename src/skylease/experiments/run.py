@@ -1,0 +1,450 @@
+"""``skylease run``: a real bag of tasks on Dask workers, driven by the same policies as the simulator.
+
+:func:`run_job` builds the pools (a local pool by default, or those of a pools file), the policy
+(``fixed:N``, ``a2ha[:conservative|aggressive]``, ``dask-adaptive``, optionally with the QoS tail
+policy on a reliable pool), opens the crash-safe store in the output folder, runs the
+:class:`~skylease.runtime.env.DaskEnvironment` and writes ``summary.json`` and ``report.md``.
+
+Decisions of ours (the issue is silent):
+
+* The default local pool is named ``local``: at most as many workers as this machine has cores,
+  billed ``--price`` per started ``--billing-unit`` (default free, 60 s), boot estimate 2 s.
+* A2HA's adjustment period is a twelfth of the billing unit (the paper's 300 s for an hour).
+* Tasks are dispatched in the job's order, except under A2HA, which takes them in a random order
+  drawn from ``--seed`` (its random task selection, as in the simulator).
+* With ``--tail-qos``, the main policy runs the volatile pools and the QoS policy rents the
+  reliable pool with credits: ``--tail-credits`` (default: the budget left, in the pool's price
+  units converted at 15 credits per CPU hour).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from skylease.control.env import Environment, HostView, Policy
+from skylease.model.catalog import InstanceType
+from skylease.model.errors import UserError
+from skylease.model.task import Task
+
+DEFAULT_POOL = "local"
+DEFAULT_BOOT_S = 2.0
+
+
+@dataclass
+class RunOptions:
+    """Everything ``skylease run`` takes besides the job."""
+
+    out: Path = Path("skylease-out")
+    policy: str = "fixed:2"
+    pools_file: Path | None = None
+    pool: str | None = None
+    max_workers: int | None = None
+    price: float = 0.0
+    billing_unit: float = 60.0
+    min_units: int = 1
+    budget: float | None = None
+    retries: int = 0
+    task_timeout_s: float | None = None
+    tail_qos: str | None = None
+    reliable_pool: str | None = None
+    tail_credits: float | None = None
+    tail_tick_s: float = 2.0
+    volatility: str | None = None
+    volatile_pool: str | None = None
+    time_scale: float = 60.0
+    seed: int = 0
+    resume: bool = False
+    args: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Policies(Policy):
+    """Two policies on one environment: the main one and the tail one (each sees every callback)."""
+
+    def __init__(self, *policies: Policy) -> None:
+        self.policies = policies
+
+    def on_start(self, env: Environment) -> None:
+        for p in self.policies:
+            p.on_start(env)
+
+    def on_host_up(self, host: HostView) -> None:
+        for p in self.policies:
+            p.on_host_up(host)
+
+    def on_host_down(self, host: HostView) -> None:
+        for p in self.policies:
+            p.on_host_down(host)
+
+    def on_host_idle(self, host: HostView) -> None:
+        for p in self.policies:
+            p.on_host_idle(host)
+
+    def on_task_done(self, task: Task, host: HostView, runtime: float) -> None:
+        for p in self.policies:
+            p.on_task_done(task, host, runtime)
+
+    def on_task_lost(self, task: Task, host: HostView) -> None:
+        for p in self.policies:
+            p.on_task_lost(task, host)
+
+
+# -- pools ------------------------------------------------------------------------------------------
+def pool_types(opts: RunOptions) -> dict[str, dict[str, Any]]:
+    """Pool name -> its description (instance type fields plus ``cluster``/``kwargs``/``address``)."""
+    if opts.pools_file is None:
+        cores = os.cpu_count() or 2
+        return {DEFAULT_POOL: {"price": opts.price, "billing_unit": opts.billing_unit,
+                               "min_units": opts.min_units, "boot_time": DEFAULT_BOOT_S,
+                               "max_count": opts.max_workers or cores}}
+    path = Path(opts.pools_file)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError("no such file", file=path) from None
+    except tomllib.TOMLDecodeError as e:
+        line = _toml_line(str(e))
+        raise UserError(f"not valid TOML: {e}", file=path, line=line) from None
+    pools = data.get("pools")
+    if not isinstance(pools, dict) or not pools:
+        raise UserError("expected one or more [pools.NAME] tables", file=path, field="pools")
+    out = {}
+    allowed = {"price", "billing_unit", "min_units", "boot_time", "max_count", "speed", "kind",
+               "cluster", "kwargs", "address"}
+    for name, spec in pools.items():
+        if not isinstance(spec, dict):
+            raise UserError("must be a table", file=path, field=f"pools.{name}")
+        unknown = set(spec) - allowed
+        if unknown:
+            raise UserError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}", file=path,
+                            field=f"pools.{name}")
+        out[name] = dict(spec)
+    return out
+
+
+def _toml_line(msg: str) -> int | None:
+    import re
+
+    m = re.search(r"line (\d+)", msg)
+    return int(m.group(1)) if m else None
+
+
+def _itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:
+    fields = {k: spec[k] for k in ("price", "billing_unit", "min_units", "boot_time", "max_count", "speed")
+              if k in spec}
+    try:
+        return InstanceType(name, **fields)
+    except (TypeError, ValueError) as e:
+        raise UserError(str(e), file=where, field=f"pools.{name}") from None
+
+
+def make_backends(opts: RunOptions) -> tuple[dict[str, Any], Any]:
+    """The pools' backends (connected) and the local scheduler (or None)."""
+    from skylease.runtime.pools import ClusterPool, LocalPool, LocalScheduler
+
+    specs = pool_types(opts)
+    where = str(opts.pools_file) if opts.pools_file else "--price/--billing-unit"
+    backends: dict[str, Any] = {}
+    local: LocalScheduler | None = None
+    for name, spec in specs.items():
+        itype = _itype(name, spec, where)
+        if "cluster" in spec or "address" in spec:
+            backends[name] = ClusterPool(itype, cluster=spec.get("cluster"), kwargs=spec.get("kwargs", {}),
+                                         address=spec.get("address"))
+        else:
+            backends[name] = LocalPool(itype)
+    try:
+        for b in backends.values():
+            if isinstance(b, LocalPool):
+                local = local or LocalScheduler()
+                b.connect(local)
+            else:
+                b.connect()
+    except BaseException:
+        close_backends(backends, local)
+        raise
+    return backends, local
+
+
+def close_backends(backends: Mapping[str, Any], local: Any) -> None:
+    for b in backends.values():
+        try:
+            b.close()
+        except Exception:
+            pass
+    if local is not None:
+        local.close()
+
+
+# -- policies ---------------------------------------------------------------------------------------
+def parse_policy(spec: str, pool: str, budget: float | None, unit: float) -> tuple[Policy, str]:
+    """``fixed:N``, ``a2ha[:conservative|aggressive]`` or ``dask-adaptive[:MAX]``; returns the policy
+    and the dispatch order it needs (``fifo`` or ``random``)."""
+    from skylease.control.a2ha import A2HA, PRESETS
+    from skylease.control.dask_rule import DaskAdaptive
+    from skylease.control.fixed import FixedPool
+
+    name, _, arg = spec.strip().partition(":")
+    name = name.lower()
+    if name == "fixed":
+        try:
+            n = int(arg)
+        except ValueError:
+            raise UserError(f"expected fixed:N with N a number of workers, got {spec!r}",
+                            field="--policy") from None
+        if n < 1:
+            raise UserError(f"fixed:N needs N >= 1, got {n}", field="--policy")
+        if budget is not None:
+            raise UserError("a fixed pool does not watch a budget; use --policy a2ha with --budget",
+                            field="--budget")
+        return FixedPool(n, pool=pool), "fifo"
+    if name == "a2ha":
+        preset = arg or "conservative"
+        if preset not in PRESETS:
+            raise UserError(f"unknown A2HA preset {preset!r}; one of {sorted(PRESETS)}", field="--policy")
+        return A2HA.preset(preset, pool=pool, budget=budget, adjust_period=unit / 12.0), "random"
+    if name in ("dask-adaptive", "adaptive"):
+        if budget is not None:
+            raise UserError("Dask's adaptive rule does not watch a budget; use --policy a2ha",
+                            field="--budget")
+        maximum: int | float = math.inf
+        if arg:
+            try:
+                maximum = int(arg)
+            except ValueError:
+                raise UserError(f"expected dask-adaptive[:MAX], got {spec!r}", field="--policy") from None
+        return DaskAdaptive(pool=pool, minimum=1, maximum=maximum), "fifo"
+    raise UserError(f"unknown policy {spec!r}; one of fixed:N, a2ha[:conservative|aggressive], "
+                    "dask-adaptive[:MAX]", field="--policy")
+
+
+# -- the run ----------------------------------------------------------------------------------------
+def run_job(job_spec: str, opts: RunOptions,
+            on_progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) a job; returns the summary also written to ``OUT/summary.json``."""
+    from skylease.runtime.env import DaskEnvironment
+    from skylease.runtime.jobs import load_job
+    from skylease.runtime.store import STORE_NAME, ResultStore
+
+    job = load_job(job_spec, args=opts.args)
+    out = Path(opts.out)
+    store_path = out / STORE_NAME
+    if store_path.exists() and not opts.resume:
+        raise UserError("already holds a run; pass --resume to finish it, or choose another --out",
+                        file=out)
+    if opts.resume and not store_path.exists():
+        raise UserError("no run to resume here", file=out)
+    specs = pool_types(opts)  # validates the pools before anything is started
+    names = list(specs)
+    main_pool = opts.pool or next((n for n in names if n != opts.reliable_pool), names[0])
+    for label, p in (("--pool", main_pool), ("--reliable-pool", opts.reliable_pool),
+                     ("--volatile-pool", opts.volatile_pool)):
+        if p is not None and p not in specs:
+            raise UserError(f"no pool {p!r}; pools are {names}", field=label)
+    if opts.tail_qos and opts.reliable_pool is None:
+        raise UserError("--tail-qos needs --reliable-pool NAME (a pool of the pools file)",
+                        field="--reliable-pool")
+    itype0 = _itype(main_pool, specs[main_pool], "pools")
+    policy, order = parse_policy(opts.policy, main_pool, opts.budget, itype0.billing_unit)
+    qos = _tail_policy(opts, specs) if opts.tail_qos else None
+    volatility = _volatility(opts, specs, main_pool) if opts.volatility else None
+
+    out.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(store_path)
+    try:
+        meta = store.meta()
+        if opts.resume:
+            if meta.get("fingerprint") != job.fingerprint():
+                raise UserError(f"the job differs from the one this run started ({meta.get('job')})",
+                                file=out)
+        else:
+            store.set_meta({"job": job.source, "fingerprint": job.fingerprint(), "tasks": len(job.tasks),
+                            "options": _jsonable(asdict(opts)), "started_unix": time.time()})
+            store.add_tasks((t.id, t.to_json(), t.label) for t in job.tasks)
+        segment = store.start_segment(os.getpid())
+        spent_before = store.spent_before(segment)
+        done = store.done_tasks()
+        todo = [t for t in job.tasks if t.id not in done]
+        if order == "random":
+            rng = np.random.default_rng(opts.seed + segment)
+            todo = [todo[i] for i in rng.permutation(len(todo))]
+        if opts.budget is not None and hasattr(policy, "budget"):
+            left = opts.budget - spent_before
+            if left < 0:
+                raise UserError(f"the budget is spent ({spent_before:g} of {opts.budget:g})", field="--budget")
+            policy.budget = left
+        policies: Policy = policy if qos is None else Policies(policy, qos)
+        backends, local = make_backends(opts)
+        try:
+            env = DaskEnvironment(backends, [t.to_json() for t in job.tasks], store, policies,
+                                  retries=opts.retries, task_timeout_s=opts.task_timeout_s,
+                                  on_progress=on_progress)
+            if qos is not None:
+                env.set_tail_pool(opts.reliable_pool)
+            if volatility is not None:
+                volatility.attach(env)
+            started = time.time()
+            res = env.run([Task(t.id, 0.0) for t in todo])
+        finally:
+            close_backends(backends, local)
+        store.end_segment(res.cost, res.outcome)
+        summary = _summary(store, res, opts, job, segment, spent_before, time.time() - started, qos)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+        from skylease.experiments.run_report import write_run_report
+
+        write_run_report(out, store, summary)
+        return summary
+    finally:
+        store.close()
+
+
+def _jsonable(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
+
+
+def _tail_policy(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> Policy:
+    from skylease.control.qos import SpeQuloS, parse_strategy
+    from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR
+
+    try:
+        strategy = parse_strategy(opts.tail_qos or "")
+    except ValueError as e:
+        raise UserError(str(e), field="--tail-qos") from None
+    assert opts.reliable_pool is not None
+    it = _itype(opts.reliable_pool, specs[opts.reliable_pool], "pools")
+    if opts.tail_credits is not None:
+        credits = opts.tail_credits
+    elif opts.budget is not None and it.price > 0:
+        credits = opts.budget / it.price * it.billing_unit / 3600.0 * CREDITS_PER_CPU_HOUR
+    else:
+        credits = 1e9  # no budget on a free pool: credits do not bind
+    qos = SpeQuloS(strategy, credits, tick=opts.tail_tick_s, pool=opts.reliable_pool, predict_at=0.5)
+    qos.tail_pool = opts.reliable_pool  # type: ignore[attr-defined]
+    return qos
+
+
+def _volatility(opts: RunOptions, specs: Mapping[str, Any], main_pool: str) -> Any:
+    from skylease.runtime.volatility import Volatility
+
+    pool = opts.volatile_pool or main_pool
+    if "cluster" in specs[pool] or "address" in specs[pool]:
+        raise UserError("volatility can only be played on local pools", field="--volatile-pool")
+    if not opts.time_scale > 0:
+        raise UserError(f"must be > 0, got {opts.time_scale}", field="--time-scale")
+    return Volatility.from_trace(opts.volatility or "", pool, opts.time_scale, seed=opts.seed)
+
+
+def _summary(store: Any, res: Any, opts: RunOptions, job: Any, segment: int, spent_before: float,
+             wall_s: float, qos: Policy | None) -> dict[str, Any]:
+    counts = store.counts()
+    failed = [dict(r) for r in store.query(
+        "SELECT task, exit_code, attempt, stderr_tail FROM results WHERE status = 'failed' ORDER BY task")]
+    pools: dict[str, int] = {}
+    for h in res.host_table:
+        pools[h.pool] = pools.get(h.pool, 0) + 1
+    s = {
+        "job": job.source, "out": str(opts.out), "policy": opts.policy, "tail_qos": opts.tail_qos,
+        "segment": segment, "outcome": res.outcome if counts["left"] == 0 or res.outcome != "done"
+        else "incomplete",
+        "tasks": counts["tasks"], "ok": counts["ok"], "failed": counts["failed"], "left": counts["left"],
+        "wall_s": wall_s, "elapsed_s": res.elapsed_s, "cost": spent_before + res.cost,
+        "cost_this_segment": res.cost, "budget": opts.budget, "hosts": res.hosts,
+        "hosts_per_pool": pools, "peak_hosts": res.peak_hosts, "lost": res.lost, "retried": res.retried,
+        "duplicate_races": res.duplicates_won, "max_release_lag_s": res.max_release_lag_s,
+        "failed_tasks": failed[:50],
+    }
+    if qos is not None:
+        s["qos"] = qos.summary()  # type: ignore[attr-defined]
+    return s
+
+
+def status(out: str | Path) -> dict[str, Any]:
+    """What ``skylease status`` shows of a running or finished run."""
+    from skylease.runtime.store import STORE_NAME, ResultStore
+
+    path = Path(out) / STORE_NAME
+    if not path.exists():
+        raise UserError("no run here (no results.sqlite)", file=out)
+    store = ResultStore(path)
+    try:
+        meta = store.meta()
+        counts = store.counts()
+        seg = store.query("SELECT * FROM segments ORDER BY segment DESC LIMIT 1")
+        last = dict(seg[0]) if seg else {}
+        running = bool(last) and last.get("ended_unix") is None and _pid_alive(int(last["pid"])) \
+            and time.time() - float(last.get("heartbeat_unix") or 0) < 10
+        spent = float(store.query("SELECT COALESCE(SUM(spent), 0) AS s FROM segments")[0]["s"])
+        live = store.query("SELECT pool, COUNT(*) AS n FROM hosts WHERE released_s IS NULL AND segment = ? "
+                           "GROUP BY pool", (last.get("segment", -1),)) if running else []
+        return {"out": str(out), "job": meta.get("job"), "state": "running" if running else
+                ("finished" if counts["left"] == 0 else "stopped"), "segments": (last.get("segment", -1) + 1),
+                **counts, "cost": spent, "budget": (meta.get("options") or {}).get("budget"),
+                "workers": {r["pool"]: r["n"] for r in live}}
+    finally:
+        store.close()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def replay(out: str | Path, seeds: Sequence[int] = (0,)) -> dict[str, Any]:
+    """Simulate a finished real run again: its measured task runtimes, its policy and pools.
+
+    Boot time is the run's measured mean boot; the simulated hosts and cost sit beside the real.
+    """
+    from skylease.runtime.store import STORE_NAME, ResultStore
+    from skylease.sim.env import simulate
+
+    path = Path(out) / STORE_NAME
+    if not path.exists():
+        raise UserError("no run here (no results.sqlite)", file=out)
+    store = ResultStore(path)
+    try:
+        meta = store.meta()
+        rows = store.query("SELECT task, runtime_s FROM results ORDER BY task")
+        hosts = store.query("SELECT pool, requested_s, up_s FROM hosts WHERE up_s IS NOT NULL")
+        summary = json.loads((Path(out) / "summary.json").read_text()) if (Path(out) / "summary.json").exists() \
+            else {}
+    finally:
+        store.close()
+    if not rows:
+        raise UserError("the run has no recorded task", file=out)
+    o = meta.get("options") or {}
+    opts = RunOptions(**{k: v for k, v in o.items() if k in RunOptions.__dataclass_fields__})
+    opts.pools_file = Path(o["pools_file"]) if o.get("pools_file") else None
+    specs = pool_types(opts)
+    boots = [h["up_s"] - h["requested_s"] for h in hosts]
+    boot = float(np.mean(boots)) if boots else DEFAULT_BOOT_S
+    pools = {}
+    for name, spec in specs.items():
+        spec = dict(spec, boot_time=boot)
+        pools[name] = _itype(name, spec, "pools")
+    main_pool = opts.pool or next(iter(pools))
+    from skylease.model.task import Bag
+
+    bag = Bag.from_runtimes([max(0.0, float(r["runtime_s"] or 0.0)) for r in rows], name="replay")
+    sims = []
+    for seed in seeds:
+        policy, order = parse_policy(opts.policy, main_pool, opts.budget, pools[main_pool].billing_unit)
+        r = simulate(policy, bag, pools, order=order, seed=seed)
+        sims.append({"seed": seed, "hosts": r.hosts, "peak_hosts": r.peak_hosts, "cost": r.cost,
+                     "makespan_s": r.makespan, "charged_units": r.charged_units})
+    return {"out": str(out), "policy": opts.policy, "boot_s": boot, "tasks": len(rows),
+            "real": {"hosts": summary.get("hosts"), "peak_hosts": summary.get("peak_hosts"),
+                     "cost": summary.get("cost"), "elapsed_s": summary.get("elapsed_s")},
+            "simulated": sims}

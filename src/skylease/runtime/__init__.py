@@ -1,0 +1,1 @@
+"""The real runtime: the Environment protocol on Dask distributed (pools, store, volatility)."""

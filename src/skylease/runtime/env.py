@@ -1,0 +1,585 @@
+"""The real Environment: the same policies rent, use and release Dask workers.
+
+:class:`DaskEnvironment` implements :class:`~skylease.control.env.Environment` (and the tail
+environment of the QoS policy) on real worker processes, with the semantics the simulator keeps
+(:mod:`skylease.control.env`): hosts are charged from the rent request, boot, come up; tasks are
+dispatched by skylease itself, FIFO, one per idle host (one worker = one slot), so that a policy
+sees the same sequence of decisions as in simulation; the first copy of a task to finish wins.
+
+The driver is one thread: Dask calls back (from its own thread) into a queue, and the loop here
+takes completions from it, fires the policy's timers and watches the workers. Time is wall-clock
+seconds since the start of the run segment.
+
+Decisions of ours (the issue is silent):
+
+* A host released within :data:`RELEASE_GRACE_S` after a billing-unit boundary is billed as if
+  released at the boundary: the policy asked for a release at the boundary and the driver's
+  reaction time (milliseconds) must not buy a new unit. The lateness is measured
+  (``max_release_lag_s``).
+* A worker that dies on its own (not killed by ``--volatility``) is started again under the same
+  host: the rent goes on, its task is requeued at the head of the queue.
+* A task that exits non-zero is retried (at the back of the queue) up to ``retries`` times, then
+  recorded as failed. It counts as finished for the policy (``on_task_done``), never as lost.
+* A losing copy of a task is stopped: its worker's child processes are killed (shell tasks); a
+  Python callable cannot be interrupted, so its host stays busy until the call returns.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import queue
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from skylease.control.env import CLOUD_USAGE, BotProgress, Policy
+from skylease.model.catalog import InstanceType
+from skylease.model.host import Host, HostId, HostState
+from skylease.model.task import Task
+from skylease.runtime.execute import run_task
+from skylease.runtime.pools import kill_children
+from skylease.runtime.store import ResultStore
+
+RELEASE_GRACE_S = 0.5
+POLL_S = 0.1
+
+
+class RealTimer:
+    """A policy timer of the real clock."""
+
+    __slots__ = ("args", "background", "cancelled", "due", "fn")
+
+    def __init__(self, due: float, fn: Callable[..., Any], args: tuple, background: bool = False) -> None:
+        self.due, self.fn, self.args = due, fn, args
+        self.cancelled = False
+        self.background = background  # does not keep a stalled run alive (volatility's clock)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+@dataclass
+class RealResult:
+    """What one run segment did."""
+
+    outcome: str  # "done", "stalled" or "interrupted"
+    elapsed_s: float
+    cost: float
+    done: int
+    failed: int
+    unfinished: tuple[int, ...]
+    hosts: int
+    peak_hosts: int
+    lost: int
+    retried: int
+    duplicates_won: int
+    max_release_lag_s: float
+    host_table: tuple[Host, ...]
+
+
+class DaskEnvironment:
+    """An Environment on real Dask workers (see the module docstring)."""
+
+    def __init__(
+        self,
+        pools: Mapping[str, Any],
+        tasks: Sequence[Mapping[str, Any]],
+        store: ResultStore,
+        policy: Policy,
+        *,
+        retries: int = 0,
+        task_timeout_s: float | None = None,
+        on_progress: Callable[[DaskEnvironment], None] | None = None,
+        progress_every_s: float = 0.5,
+    ) -> None:
+        if not pools:
+            raise ValueError("at least one pool is needed")
+        self.backends = dict(pools)
+        self._types: dict[str, InstanceType] = {name: b.itype for name, b in self.backends.items()}
+        self.store, self.policy = store, policy
+        self.retries, self.task_timeout_s = int(retries), task_timeout_s
+        self.on_progress, self.progress_every_s = on_progress, progress_every_s
+        self._specs = {int(t["id"]): dict(t) for t in tasks}
+        self._tasks = {tid: Task(tid, 0.0) for tid in self._specs}
+        self._t0 = time.monotonic()
+        self._clock = 0.0
+        self._timers: list[tuple[float, int, RealTimer]] = []
+        self._seq = itertools.count()
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._hosts: list[Host] = []
+        self._live: dict[HostId, Host] = {}
+        self._addr: dict[HostId, str] = {}
+        self._future: dict[HostId, Any] = {}
+        self._epoch: list[int] = []
+        self._draining: set[HostId] = set()
+        self._down_by_trace: set[HostId] = set()
+        self._queue_any: deque[int] = deque()
+        self._queue_pool: dict[str, deque[int]] = {p: deque() for p in self.backends}
+        self._running: dict[int, list[HostId]] = {}
+        self._closed: set[int] = set()
+        self._attempts: dict[int, int] = {}
+        self._assigned: set[int] = set()
+        self._completion_t: list[float] = []
+        self._assign_t: list[float] = []
+        self._released_costs: list[float] = []
+        self._pending = 0
+        self._done = self._failed = self._lost = self._retried = self._dup_won = 0
+        self._peak = 0
+        self._lag = 0.0
+        self._usage = "flat"
+        self._tail_pool: str | None = None
+        self._finished = False
+        self._outcome = "done"
+        self._busy_loop = False
+
+    # -- clock ------------------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self._clock
+
+    def _tick_clock(self) -> float:
+        self._clock = max(self._clock, time.monotonic() - self._t0)
+        return self._clock
+
+    def call_at(self, t: float, fn: Callable[..., Any], *args: Any) -> RealTimer:
+        timer = RealTimer(float(t), fn, args)
+        heapq.heappush(self._timers, (timer.due, next(self._seq), timer))
+        return timer
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> RealTimer:
+        return self.call_at(self.now + delay, fn, *args)
+
+    def call_background(self, t: float, fn: Callable[..., Any], *args: Any) -> RealTimer:
+        """A timer of the environment's own machinery (volatility): it cannot rent hosts."""
+        timer = RealTimer(float(t), fn, args, background=True)
+        heapq.heappush(self._timers, (timer.due, next(self._seq), timer))
+        return timer
+
+    # -- hosts ------------------------------------------------------------------------------
+    def pools(self) -> list[str]:
+        return list(self.backends)
+
+    def pool_type(self, pool: str) -> InstanceType:
+        return self._types[pool]
+
+    def acquire(self, pool: str, n: int = 1) -> list[HostId]:
+        itype = self._types[pool]
+        if self._finished or n <= 0:
+            return []
+        live_in_pool = sum(1 for h in self._live.values() if h.pool == pool)
+        if itype.max_count is not None:
+            n = min(n, itype.max_count - live_in_pool)
+        ids = []
+        now = self.now
+        for _ in range(max(n, 0)):
+            hid = len(self._hosts)
+            host = Host(hid, pool, itype, requested_at=now)
+            self._hosts.append(host)
+            self._epoch.append(0)
+            self._live[hid] = host
+            self.backends[pool].start(self._name(hid))
+            self.store.record_host(hid, pool, now)
+            self.store.record_event(now, "acquire", host=hid)
+            ids.append(hid)
+        self._peak = max(self._peak, len(self._live))
+        return ids
+
+    def _name(self, hid: HostId) -> str:
+        return f"{self._hosts[hid].pool}-{hid}"
+
+    def release(self, host: HostId) -> None:
+        h = self._live.get(host)
+        if h is None:
+            return
+        self._stop_work(h, "released")
+        self._epoch[host] += 1
+        now = self.now
+        unit = h.itype.billing.unit
+        boundary = h.requested_at + math.floor((now - h.requested_at) / unit) * unit
+        released_at = boundary if 0 < now - boundary <= RELEASE_GRACE_S and boundary > h.requested_at else now
+        self._lag = max(self._lag, now - released_at)
+        h.state, h.released_at, h.task = HostState.RELEASED, released_at, None
+        del self._live[host]
+        self._released_costs.append(h.cost(released_at))
+        self.backends[h.pool].stop(self._name(host), self._addr.pop(host, None))
+        self.store.record_host(host, h.pool, h.requested_at, h.up_at, released_at, h.cost(released_at))
+        self.store.record_event(released_at, "release", host=host, value=h.cost(released_at))
+        self._settle()
+
+    def hosts(self, pool: str | None = None) -> list[Host]:
+        return [h for h in self._live.values() if pool is None or h.pool == pool]
+
+    def host(self, host: HostId) -> Host:
+        return self._hosts[host]
+
+    # -- volatility: a host vanishes and comes back (its rent goes on) -------------------------
+    def host_down(self, host: HostId) -> None:
+        """Kill the host's worker now (a volatile node leaves); see :meth:`host_back`."""
+        h = self._live.get(host)
+        if h is None or h.state is HostState.DOWN:
+            return
+        self._down_by_trace.add(host)
+        self.backends[h.pool].kill(self._name(host))
+        self._lose(h)
+
+    def host_back(self, host: HostId) -> None:
+        """Start the host's worker again; it comes up when it reconnects."""
+        h = self._live.get(host)
+        self._down_by_trace.discard(host)
+        if h is None or h.state is not HostState.DOWN:
+            return
+        h.state = HostState.BOOTING
+        self.backends[h.pool].start(self._name(host))
+
+    def _stop_work(self, h: Host, why: str) -> None:
+        """The host stops: its task (if any) is requeued; a losing copy it still runs is dropped."""
+        if h.state is HostState.BUSY and h.task is not None:
+            self._interrupt(h, why)
+        if h.id in self._draining:
+            self._draining.discard(h.id)
+            fut = self._future.pop(h.id, None)
+            if fut is not None:
+                fut.cancel()
+
+    def _lose(self, h: Host) -> None:
+        self._stop_work(h, "lost")
+        self._epoch[h.id] += 1
+        self._future.pop(h.id, None)
+        self._addr.pop(h.id, None)
+        h.state = HostState.DOWN
+        self.store.record_event(self.now, "down", host=h.id)
+        self.policy.on_host_down(h)
+
+    # -- tasks ------------------------------------------------------------------------------
+    def submit(self, tasks: Iterable[Task], pool: str | None = None) -> None:
+        q = self._queue_any if pool is None else self._queue_pool[pool]
+        for t in tasks:
+            if t.id not in self._specs:
+                raise ValueError(f"task {t.id} is not in the job")
+            self._tasks[t.id] = t
+            self._pending += 1
+            q.append(t.id)
+        self._settle()
+
+    def duplicate(self, task: int, pool: str) -> None:
+        if task in self._closed or task not in self._tasks:
+            return
+        self._queue_pool[pool].append(task)
+        self._settle()
+
+    def cancel(self, task: int) -> None:
+        if task in self._closed or task not in self._tasks:
+            return
+        self._close(task)
+        self._settle()
+
+    def queued(self) -> int:
+        return self._pending - len(self._running)
+
+    def pending(self) -> int:
+        return self._pending
+
+    def spent(self) -> float:
+        now = self.now
+        return math.fsum([*self._released_costs, *(h.cost(now) for h in self._live.values())])
+
+    def finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        for hid in list(self._live):
+            self.release(hid)
+
+    # -- the tail environment (QoS policy) ------------------------------------------------------
+    def progress(self) -> BotProgress:
+        return BotProgress(len(self._tasks), len(self._assigned), self._done + self._failed)
+
+    def completion_times(self) -> np.ndarray:
+        return np.asarray(self._completion_t, float)
+
+    def assignment_times(self) -> np.ndarray:
+        return np.asarray(self._assign_t, float)
+
+    def serve_cloud(self, how: str) -> None:
+        if how not in CLOUD_USAGE:
+            raise ValueError(f"cloud usage must be one of {CLOUD_USAGE}, got {how!r}")
+        self._usage = how
+        self._tail_pool = getattr(self.policy, "tail_pool", None) or self._tail_pool
+        if how == "duplicate" and self._tail_pool is not None:
+            for tid in self._tasks:
+                if tid not in self._closed:
+                    self._queue_pool[self._tail_pool].append(tid)
+
+    def set_tail_pool(self, pool: str) -> None:
+        """The reliable pool the QoS policy rents (``reschedule``/``duplicate`` serve it)."""
+        self._tail_pool = pool
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self, tasks: Iterable[Task]) -> RealResult:
+        """Submit ``tasks`` (in that order), start the policy and run until nothing is pending."""
+        self.submit(tasks)
+        self.policy.on_start(self)
+        self._settle()
+        last_progress = last_beat = -math.inf
+        try:
+            while not self._finished:
+                if self._pending == 0:
+                    self.finish()
+                    break
+                now = self._tick_clock()
+                due = self._timers[0][0] if self._timers else math.inf
+                wait = min(max(due - now, 0.0), POLL_S)
+                try:
+                    item = self._inbox.get(timeout=wait) if wait > 0 else self._inbox.get_nowait()
+                except queue.Empty:
+                    item = None
+                while item is not None:
+                    self._tick_clock()
+                    self._on_result(*item)
+                    try:
+                        item = self._inbox.get_nowait()
+                    except queue.Empty:
+                        item = None
+                self._fire_timers()
+                self._watch_workers()
+                now = self.now
+                if now - last_progress >= self.progress_every_s and self.on_progress is not None:
+                    self.on_progress(self)
+                    last_progress = now
+                if now - last_beat >= 1.0:
+                    self.store.heartbeat(self.spent())
+                    last_beat = now
+                if self._stalled():
+                    self._outcome = "stalled"
+                    self.finish()
+        except KeyboardInterrupt:
+            self._outcome = "interrupted"
+            self.finish()
+            raise
+        finally:
+            if not self._finished:
+                self.finish()
+        return self.result()
+
+    def _stalled(self) -> bool:
+        """Tasks pending, no host alive, no timer that could rent one: nothing can progress."""
+        return self._pending > 0 and not self._live and not any(
+            not t.cancelled and not t.background for _, _, t in self._timers)
+
+    def _fire_timers(self) -> None:
+        while self._timers and self._timers[0][0] <= time.monotonic() - self._t0 and not self._finished:
+            due, _, timer = heapq.heappop(self._timers)
+            if timer.cancelled:
+                continue
+            timer.cancelled = True
+            self._clock = max(self._clock, due)
+            timer.fn(*timer.args)
+            self._settle()
+
+    def _watch_workers(self) -> None:
+        """Hosts that came up, and hosts whose worker died on its own."""
+        if not self._live:
+            return
+        by_pool: dict[str, dict[str, str]] = {}
+        for h in list(self._live.values()):
+            backend = self.backends[h.pool]
+            name = self._name(h.id)
+            if h.state is HostState.BOOTING:
+                if h.pool not in by_pool:
+                    by_pool[h.pool] = backend.workers()
+                addr = by_pool[h.pool].get(name)
+                if addr is None and backend.claimed:
+                    addr = self._claim(h, by_pool[h.pool])
+                if addr is not None:
+                    self._host_up(h, addr)
+            elif h.state in (HostState.IDLE, HostState.BUSY) and not backend.alive(name):
+                self._lose(h)
+                if h.id not in self._down_by_trace:  # died on its own: start it again
+                    h.state = HostState.BOOTING
+                    backend.start(name)
+
+    def _claim(self, h: Host, workers: dict[str, str]) -> str | None:
+        """A worker of an external cluster not yet bound to a host."""
+        taken = set(self._addr.values())
+        for _name, addr in sorted(workers.items()):
+            if addr not in taken:
+                return addr
+        return None
+
+    def _host_up(self, h: Host, addr: str) -> None:
+        now = self.now
+        self._addr[h.id] = addr
+        first = h.up_at is None
+        h.state = HostState.IDLE
+        if first:
+            h.up_at = now
+            self.store.record_host(h.id, h.pool, h.requested_at, now)
+        self.store.record_event(now, "up", host=h.id)
+        self.policy.on_host_up(h)
+        self._settle()
+
+    # -- dispatch -------------------------------------------------------------------------------
+    def _settle(self) -> None:
+        if self._finished or self._busy_loop:
+            return
+        self._busy_loop = True
+        try:
+            for h in list(self._live.values()):
+                if h.state is not HostState.IDLE or h.id in self._draining:
+                    continue
+                tid = self._next_task(h.pool)
+                if tid is None:
+                    self.policy.on_host_idle(h)
+                    continue
+                self._start(h, tid)
+        finally:
+            self._busy_loop = False
+
+    def _next_task(self, pool: str) -> int | None:
+        for q in (self._queue_pool[pool], self._queue_any):
+            while q:
+                tid = q.popleft()
+                if tid not in self._closed and pool not in self._on_pools(tid):
+                    return tid
+        if self._usage == "reschedule" and pool == self._tail_pool:
+            # a copy of the task running longest on another pool (the likely straggler)
+            best, best_t = None, math.inf
+            for tid, hids in self._running.items():
+                if any(self._hosts[x].pool == pool for x in hids):
+                    continue
+                t = min(self._hosts[x].task_started_at or math.inf for x in hids)
+                if t < best_t:
+                    best, best_t = tid, t
+            return best
+        return None
+
+    def _on_pools(self, tid: int) -> set[str]:
+        return {self._hosts[x].pool for x in self._running.get(tid, ())}
+
+    def _start(self, h: Host, tid: int) -> None:
+        now = self.now
+        h.state, h.task, h.task_started_at = HostState.BUSY, tid, now
+        self._running.setdefault(tid, []).append(h.id)
+        if tid not in self._assigned:
+            self._assigned.add(tid)
+            self._assign_t.append(now)
+        attempt = self._attempts.get(tid, 0) + 1
+        epoch = self._epoch[h.id]
+        backend = self.backends[h.pool]
+        fut = backend.client.submit(run_task, self._specs[tid], attempt, self.task_timeout_s,
+                                    workers=[self._addr[h.id]], allow_other_workers=False, pure=False)
+        self._future[h.id] = fut
+        fut.add_done_callback(lambda f, hid=h.id, e=epoch: self._inbox.put((hid, e, f)))
+
+    def _on_result(self, hid: HostId, epoch: int, fut: Any) -> None:
+        h = self._hosts[hid]
+        if hid in self._draining and self._future.get(hid) is fut:
+            self._draining.discard(hid)
+            self._future.pop(hid, None)
+            if h.state is HostState.BUSY:
+                h.state, h.task, h.task_started_at = HostState.IDLE, None, None
+            self._settle()
+            return
+        if epoch != self._epoch[hid] or self._finished or h.state is not HostState.BUSY:
+            return
+        tid = h.task
+        assert tid is not None
+        started = h.task_started_at or 0.0
+        now = self.now
+        self._future.pop(hid, None)
+        self._running[tid].remove(hid)
+        if not self._running[tid]:
+            del self._running[tid]
+        h.state, h.task, h.task_started_at = HostState.IDLE, None, None
+        try:
+            out = fut.result()
+        except Exception as e:
+            if not self.backends[h.pool].alive(self._name(hid)) or hid in self._down_by_trace:
+                return  # the watcher handles the host; the task was requeued with it
+            out = {"exit_code": -1, "stderr_tail": f"{type(e).__name__}: {e}"[-2048:],
+                   "runtime_s": now - started}
+        attempt = self._attempts.get(tid, 0) + 1
+        if tid in self._closed:
+            self._settle()
+            return
+        if out.get("exit_code") == 0 or attempt > self.retries:
+            status = "ok" if out.get("exit_code") == 0 else "failed"
+            won = self.store.record_result(tid, status, out, attempt=attempt, host=hid, pool=h.pool,
+                                           worker=self._addr.get(hid), started_s=started, ended_s=now)
+            if won and len(self._on_pools_all(tid)) > 0:
+                self._dup_won += 1
+            self._close(tid)
+            if status == "ok":
+                self._done += 1
+            else:
+                self._failed += 1
+            self._completion_t.append(now)
+            self.store.record_event(now, status, host=hid, task=tid, value=out.get("runtime_s"))
+            self.policy.on_task_done(self._tasks[tid], h, float(out.get("runtime_s") or now - started))
+        else:
+            self._attempts[tid] = attempt
+            self._retried += 1
+            self.store.record_attempt(tid, attempt, "failed", now, exit_code=out.get("exit_code"),
+                                      host=hid, stderr_tail=out.get("stderr_tail"))
+            if tid not in self._running:
+                self._queue_any.append(tid)
+        self._settle()
+
+    def _on_pools_all(self, tid: int) -> list[HostId]:
+        return list(self._running.get(tid, ()))
+
+    def _close(self, tid: int) -> None:
+        """The task is finished: stop its other copies (first result wins)."""
+        self._closed.add(tid)
+        self._pending -= 1
+        for other in self._running.pop(tid, ()):
+            oh = self._hosts[other]
+            self.store.record_attempt(tid, self._attempts.get(tid, 0) + 1, "cancelled", self.now,
+                                      host=other)
+            fut = self._future.get(other)
+            if fut is not None:
+                self._draining.add(other)  # busy until its call returns; its result is ignored
+                addr = self._addr.get(other)
+                if addr is not None:
+                    try:
+                        self.backends[oh.pool].client.run(kill_children, workers=[addr], wait=False)
+                    except Exception:
+                        pass
+                fut.cancel()
+            oh.task, oh.task_started_at = None, None
+
+    def _interrupt(self, h: Host, why: str) -> None:
+        tid = h.task
+        assert tid is not None
+        self._epoch[h.id] += 1
+        fut = self._future.pop(h.id, None)
+        if fut is not None:
+            fut.cancel()
+        self._running[tid].remove(h.id)
+        if not self._running[tid]:
+            del self._running[tid]
+        self._lost += 1
+        self.store.record_attempt(tid, self._attempts.get(tid, 0) + 1, why, self.now, host=h.id)
+        if tid not in self._running and tid not in self._queue_any:
+            self._queue_any.appendleft(tid)
+        h.state, h.task, h.task_started_at = HostState.IDLE, None, None
+        if not self._finished:
+            self.policy.on_task_lost(self._tasks[tid], h)
+
+    # -- results --------------------------------------------------------------------------------
+    def result(self) -> RealResult:
+        now = self.now
+        hosts = tuple(self._hosts)
+        cost = math.fsum(h.cost(h.released_at if h.released_at is not None else now) for h in hosts)
+        return RealResult(
+            outcome=self._outcome, elapsed_s=now, cost=cost, done=self._done, failed=self._failed,
+            unfinished=tuple(t for t in self._tasks if t not in self._closed), hosts=len(hosts),
+            peak_hosts=self._peak, lost=self._lost, retried=self._retried, duplicates_won=self._dup_won,
+            max_release_lag_s=self._lag, host_table=hosts,
+        )

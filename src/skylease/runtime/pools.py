@@ -1,0 +1,225 @@
+"""Pools of real Dask workers: where a rented host comes from and where it goes back.
+
+A host of the Environment protocol is one Dask worker with one thread (one task slot). Renting it
+starts a worker (its boot is the worker's start-up), giving it back retires the worker gracefully.
+
+* :class:`LocalPool` (the default): worker processes on this machine, started by skylease against
+  a scheduler it runs itself, so ``skylease run jobs.txt`` needs nothing else. Each worker is a
+  ``dask worker`` process of its own, so a host can be killed and restarted (``--volatility``).
+* :class:`ClusterPool`: any other Dask cluster, by configuration: a cluster class path and its
+  keyword arguments (e.g. ``dask_jobqueue.SLURMCluster``, ``dask_cloudprovider.aws.EC2Cluster``),
+  scaled one worker at a time; or the address of a running scheduler, whose existing workers are
+  claimed as hosts (skylease does not start or stop those, it only bills them by its meter).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+from skylease.model.catalog import InstanceType
+from skylease.model.errors import UserError
+
+#: Seconds a worker survives without its scheduler: a killed driver leaves no orphans for long.
+DEATH_TIMEOUT_S = 10
+
+
+def _quiet_dask() -> None:
+    import logging
+
+    for name in ("distributed", "distributed.worker", "distributed.scheduler", "distributed.core",
+                 "distributed.nanny", "distributed.comm", "tornado"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def kill_tree(pid: int) -> None:
+    """Kill a process and all its descendants at once (SIGKILL): a host that vanishes."""
+    try:
+        proc = psutil.Process(pid)
+        procs = [*proc.children(recursive=True), proc]
+    except psutil.NoSuchProcess:
+        return
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=5)
+
+
+def kill_children() -> int:
+    """Run on a worker: kill the processes its running task started (a cancelled copy)."""
+    n = 0
+    for p in psutil.Process().children(recursive=True):
+        try:
+            p.kill()
+            n += 1
+        except psutil.NoSuchProcess:
+            pass
+    return n
+
+
+@dataclass
+class LocalPool:
+    """Worker processes on this machine, one per host, all on one local scheduler."""
+
+    itype: InstanceType
+    scheduler: Any = None  # a shared LocalScheduler; created on first use
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    claimed: bool = False
+
+    def connect(self, scheduler: LocalScheduler) -> None:
+        self.scheduler = scheduler
+
+    @property
+    def client(self) -> Any:
+        return self.scheduler.client
+
+    def start(self, name: str) -> None:
+        env = dict(os.environ)
+        # python callables are found as they are by the driver: the working folder first
+        env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
+        cmd = [sys.executable, "-m", "distributed.cli.dask_worker", self.scheduler.address,
+               "--name", name, "--nthreads", "1", "--no-nanny", "--no-dashboard",
+               "--death-timeout", str(DEATH_TIMEOUT_S)]
+        self.procs[name] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            stdin=subprocess.DEVNULL, env=env)
+
+    def stop(self, name: str, address: str | None) -> None:
+        """Retire gracefully (the scheduler closes it), then make sure the process is gone."""
+        proc = self.procs.pop(name, None)
+        if address is not None:
+            try:
+                self.client.retire_workers(workers=[address], close_workers=True, remove=True)
+            except Exception:
+                pass
+        if proc is not None and proc.poll() is None:
+            self.scheduler.reap(proc)
+
+    def kill(self, name: str) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is not None:
+            kill_tree(proc.pid)
+
+    def alive(self, name: str) -> bool:
+        proc = self.procs.get(name)
+        return proc is not None and proc.poll() is None
+
+    def workers(self) -> dict[str, str]:
+        return self.scheduler.workers()
+
+    def close(self) -> None:
+        for name in list(self.procs):
+            self.kill(name)
+
+
+class LocalScheduler:
+    """The driver's own Dask scheduler (no workers of its own) and its client."""
+
+    def __init__(self) -> None:
+        _quiet_dask()
+        from distributed import Client, LocalCluster
+
+        self.cluster = LocalCluster(n_workers=0, processes=True, threads_per_worker=1,
+                                    dashboard_address=":0", silence_logs=50)
+        self.client = Client(self.cluster)
+        self.address: str = self.cluster.scheduler_address
+        self._reaping: list[subprocess.Popen] = []
+
+    def reap(self, proc: subprocess.Popen) -> None:
+        """A retiring process: terminated at close if it has not exited by itself."""
+        self._reaping.append(proc)
+
+    def workers(self) -> dict[str, str]:
+        """Connected workers: name -> address."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        return {str(w.get("name")): addr for addr, w in info.items()}
+
+    def close(self) -> None:
+        for p in self._reaping:
+            if p.poll() is None:
+                kill_tree(p.pid)
+        try:
+            self.client.close(timeout=5)
+            self.cluster.close(timeout=5)
+        except Exception:
+            pass
+
+
+@dataclass
+class ClusterPool:
+    """Hosts from another Dask cluster: ``cluster`` (class path) + ``kwargs``, or ``address``.
+
+    Workers of such clusters are named by the cluster, not by skylease: a rented host is bound to
+    the first new worker that connects.
+    """
+
+    itype: InstanceType
+    cluster: str | None = None
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    address: str | None = None
+    claimed: bool = True
+    _cluster: Any = None
+    _client: Any = None
+    _target: int = 0
+
+    def __post_init__(self) -> None:
+        if (self.cluster is None) == (self.address is None):
+            raise UserError("give exactly one of 'cluster' (a class path) and 'address'",
+                            field=f"pools.{self.itype.name}")
+
+    def connect(self, scheduler: LocalScheduler | None = None) -> None:
+        _quiet_dask()
+        from distributed import Client
+
+        if self.cluster is not None:
+            mod, _, cls = self.cluster.rpartition(".")
+            try:
+                klass = getattr(importlib.import_module(mod), cls)
+            except (ImportError, AttributeError, ValueError) as e:
+                raise UserError(f"cannot import cluster class {self.cluster!r}: {e}",
+                                field=f"pools.{self.itype.name}.cluster") from None
+            self._cluster = klass(**dict(self.kwargs))
+            self._client = Client(self._cluster)
+        else:
+            self._client = Client(self.address, timeout=10)
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    def workers(self) -> dict[str, str]:
+        info = self._client.scheduler_info(n_workers=-1)["workers"]
+        return {str(w.get("name")): addr for addr, w in info.items()}
+
+    def start(self, name: str) -> None:
+        if self._cluster is not None:
+            self._target += 1
+            self._cluster.scale(self._target)
+
+    def stop(self, name: str, address: str | None) -> None:
+        if self._cluster is not None and address is not None:
+            self._target = max(0, self._target - 1)
+            self._client.retire_workers(workers=[address], close_workers=True, remove=True)
+            self._cluster.scale(self._target)
+
+    def kill(self, name: str) -> None:
+        raise UserError("volatility can only be played on local pools", field="--volatility")
+
+    def alive(self, name: str) -> bool:
+        return True
+
+    def close(self) -> None:
+        try:
+            self._client.close(timeout=5)
+            if self._cluster is not None:
+                self._cluster.close()
+        except Exception:
+            pass
