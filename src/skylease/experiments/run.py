@@ -19,6 +19,7 @@ Decisions of ours (the issue is silent):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -178,10 +179,8 @@ def make_backends(opts: RunOptions) -> tuple[dict[str, Any], Any]:
 
 def close_backends(backends: Mapping[str, Any], local: Any) -> None:
     for b in backends.values():
-        try:
+        with contextlib.suppress(Exception):
             b.close()
-        except Exception:
-            pass
     if local is not None:
         local.close()
 
@@ -281,7 +280,8 @@ def run_job(job_spec: str, opts: RunOptions,
         if opts.budget is not None and hasattr(policy, "budget"):
             left = opts.budget - spent_before
             if left < 0:
-                raise UserError(f"the budget is spent ({spent_before:g} of {opts.budget:g})", field="--budget")
+                raise UserError(f"the budget is spent ({spent_before:g} of {opts.budget:g})",
+                                field="--budget")
             policy.budget = left
         policies: Policy = policy if qos is None else Policies(policy, qos)
         backends, local = make_backends(opts)
@@ -418,8 +418,8 @@ def replay(out: str | Path, seeds: Sequence[int] = (0,)) -> dict[str, Any]:
         meta = store.meta()
         rows = store.query("SELECT task, runtime_s FROM results ORDER BY task")
         hosts = store.query("SELECT pool, requested_s, up_s FROM hosts WHERE up_s IS NOT NULL")
-        summary = json.loads((Path(out) / "summary.json").read_text()) if (Path(out) / "summary.json").exists() \
-            else {}
+        sfile = Path(out) / "summary.json"
+        summary = json.loads(sfile.read_text()) if sfile.exists() else {}
     finally:
         store.close()
     if not rows:

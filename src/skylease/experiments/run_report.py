@@ -73,9 +73,9 @@ def write_run_report(out: Path, store: Any, summary: dict[str, Any]) -> None:
             ax.legend(loc="lower right")
             figs["cost"] = save_figure(fig, out / "cost_over_time.png")
             plt.close(fig)
-    rows = [(k, summary.get(k)) for k in ("job", "policy", "tail_qos", "outcome", "tasks", "ok", "failed", "left",
-                                         "wall_s", "cost", "budget", "hosts", "peak_hosts", "lost", "retried",
-                                         "max_release_lag_s")]
+    keys = ("job", "policy", "tail_qos", "outcome", "tasks", "ok", "failed", "left", "wall_s", "cost",
+            "budget", "hosts", "peak_hosts", "lost", "retried", "max_release_lag_s")
+    rows = [(k, summary.get(k)) for k in keys]
     table = pd.DataFrame(rows, columns=["", "value"]).astype({"value": object})
     lines = [f"# Run of {summary.get('job')}", "", md_table(table, digits=2), ""]
     if len(seg) > 1:

@@ -26,6 +26,7 @@ Decisions of ours (the issue is silent):
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import math
@@ -547,10 +548,8 @@ class DaskEnvironment:
                 self._draining.add(other)  # busy until its call returns; its result is ignored
                 addr = self._addr.get(other)
                 if addr is not None:
-                    try:
+                    with contextlib.suppress(Exception):
                         self.backends[oh.pool].client.run(kill_children, workers=[addr], wait=False)
-                    except Exception:
-                        pass
                 fut.cancel()
             oh.task, oh.task_started_at = None, None
 

@@ -14,6 +14,7 @@ starts a worker (its boot is the worker's start-up), giving it back retires the 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import subprocess
@@ -47,10 +48,8 @@ def kill_tree(pid: int) -> None:
     except psutil.NoSuchProcess:
         return
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(procs, timeout=5)
 
 
@@ -58,11 +57,9 @@ def kill_children() -> int:
     """Run on a worker: kill the processes its running task started (a cancelled copy)."""
     n = 0
     for p in psutil.Process().children(recursive=True):
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
             n += 1
-        except psutil.NoSuchProcess:
-            pass
     return n
 
 
@@ -96,10 +93,8 @@ class LocalPool:
         """Retire gracefully (the scheduler closes it), then make sure the process is gone."""
         proc = self.procs.pop(name, None)
         if address is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self.client.retire_workers(workers=[address], close_workers=True, remove=True)
-            except Exception:
-                pass
         if proc is not None and proc.poll() is None:
             self.scheduler.reap(proc)
 
@@ -146,11 +141,9 @@ class LocalScheduler:
         for p in self._reaping:
             if p.poll() is None:
                 kill_tree(p.pid)
-        try:
+        with contextlib.suppress(Exception):
             self.client.close(timeout=5)
             self.cluster.close(timeout=5)
-        except Exception:
-            pass
 
 
 @dataclass
@@ -217,9 +210,7 @@ class ClusterPool:
         return True
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self._client.close(timeout=5)
             if self._cluster is not None:
                 self._cluster.close()
-        except Exception:
-            pass
