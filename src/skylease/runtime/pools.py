@@ -83,6 +83,8 @@ class LocalPool:
         env = dict(os.environ)
         # python callables are found as they are by the driver: the working folder first
         env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
+        # tasks may read where they run (a slow or special host in tests and demos)
+        env.update(SKYLEASE_WORKER=name, SKYLEASE_POOL=self.itype.name, SKYLEASE_SPEED=repr(self.itype.speed))
         cmd = [sys.executable, "-m", "distributed.cli.dask_worker", self.scheduler.address,
                "--name", name, "--nthreads", "1", "--no-nanny", "--no-dashboard",
                "--death-timeout", str(DEATH_TIMEOUT_S)]
