@@ -20,6 +20,11 @@ Decisions of ours (the issue is silent):
   host: the rent goes on, its task is requeued at the head of the queue.
 * A task that exits non-zero is retried (at the back of the queue) up to ``retries`` times, then
   recorded as failed. It counts as finished for the policy (``on_task_done``), never as lost.
+* Tiny tasks are batched: once 4 tasks have finished, if their mean runtime is under
+  :data:`BATCH_TARGET_S`, an idle worker gets a batch of queued tasks lasting about that long
+  (at most :data:`BATCH_MAX`, and at most the queue shared by two batches per worker, so the end
+  stays balanced). Tasks of a quarter second or more go one by one, as in the simulator. Results of
+  a batch are recorded when the batch returns.
 * A losing copy of a task is stopped: its worker's child processes are killed (shell tasks); a
   Python callable cannot be interrupted, so its host stays busy until the call returns.
 """
@@ -43,12 +48,16 @@ from skylease.control.env import CLOUD_USAGE, BotProgress, Policy
 from skylease.model.catalog import InstanceType
 from skylease.model.host import Host, HostId, HostState
 from skylease.model.task import Task
+from skylease.runtime.batch import run_batch
 from skylease.runtime.execute import run_task
 from skylease.runtime.pools import kill_children
 from skylease.runtime.store import ResultStore
 
 RELEASE_GRACE_S = 0.5
 POLL_S = 0.1
+#: Tasks shorter than this (mean measured runtime) are sent in batches lasting about this long.
+BATCH_TARGET_S = 0.25
+BATCH_MAX = 64
 
 
 class RealTimer:
@@ -117,6 +126,8 @@ class DaskEnvironment:
         self._live: dict[HostId, Host] = {}
         self._addr: dict[HostId, str] = {}
         self._future: dict[HostId, Any] = {}
+        self._batch: dict[HostId, list[int]] = {}
+        self._rt_sum, self._rt_n = 0.0, 0
         self._epoch: list[int] = []
         self._draining: set[HostId] = set()
         self._down_by_trace: set[HostId] = set()
@@ -438,7 +449,13 @@ class DaskEnvironment:
                 if tid is None:
                     self.policy.on_host_idle(h)
                     continue
-                self._start(h, tid)
+                tids = [tid]
+                for _ in range(self._batch_size() - 1):
+                    nxt = self._next_task(h.pool)
+                    if nxt is None:
+                        break
+                    tids.append(nxt)
+                self._start(h, tids)
         finally:
             self._busy_loop = False
 
@@ -460,21 +477,37 @@ class DaskEnvironment:
             return best
         return None
 
+    def _batch_size(self) -> int:
+        if self._rt_n < 4:
+            return 1
+        mean = self._rt_sum / self._rt_n
+        if mean >= BATCH_TARGET_S:
+            return 1
+        workers = max(1, sum(1 for h in self._live.values() if h.state in (HostState.IDLE, HostState.BUSY)))
+        by_queue = len(self._queue_any) // (2 * workers)
+        return max(1, min(BATCH_MAX, int(BATCH_TARGET_S / max(mean, 1e-4)), by_queue))
+
     def _on_pools(self, tid: int) -> set[str]:
         return {self._hosts[x].pool for x in self._running.get(tid, ())}
 
-    def _start(self, h: Host, tid: int) -> None:
+    def _start(self, h: Host, tids: list[int]) -> None:
         now = self.now
-        h.state, h.task, h.task_started_at = HostState.BUSY, tid, now
-        self._running.setdefault(tid, []).append(h.id)
-        if tid not in self._assigned:
-            self._assigned.add(tid)
-            self._assign_t.append(now)
-        attempt = self._attempts.get(tid, 0) + 1
+        h.state, h.task, h.task_started_at = HostState.BUSY, tids[0], now
+        for tid in tids:
+            self._running.setdefault(tid, []).append(h.id)
+            if tid not in self._assigned:
+                self._assigned.add(tid)
+                self._assign_t.append(now)
+        self._batch[h.id] = tids
+        attempts = [self._attempts.get(tid, 0) + 1 for tid in tids]
         epoch = self._epoch[h.id]
-        backend = self.backends[h.pool]
-        fut = backend.client.submit(run_task, self._specs[tid], attempt, self.task_timeout_s,
-                                    workers=[self._addr[h.id]], allow_other_workers=False, pure=False)
+        client = self.backends[h.pool].client
+        where = dict(workers=[self._addr[h.id]], allow_other_workers=False, pure=False)
+        if len(tids) == 1:
+            fut = client.submit(run_task, self._specs[tids[0]], attempts[0], self.task_timeout_s, **where)
+        else:
+            fut = client.submit(run_batch, [self._specs[t] for t in tids], attempts, self.task_timeout_s,
+                                **where)
         self._future[h.id] = fut
         fut.add_done_callback(lambda f, hid=h.id, e=epoch: self._inbox.put((hid, e, f)))
 
@@ -483,57 +516,76 @@ class DaskEnvironment:
         if hid in self._draining and self._future.get(hid) is fut:
             self._draining.discard(hid)
             self._future.pop(hid, None)
+            self._batch.pop(hid, None)
             if h.state is HostState.BUSY:
                 h.state, h.task, h.task_started_at = HostState.IDLE, None, None
             self._settle()
             return
         if epoch != self._epoch[hid] or self._finished or h.state is not HostState.BUSY:
             return
-        tid = h.task
-        assert tid is not None
+        tids = self._batch.pop(hid)
         started = h.task_started_at or 0.0
         now = self.now
         self._future.pop(hid, None)
-        self._running[tid].remove(hid)
-        if not self._running[tid]:
-            del self._running[tid]
+        for tid in tids:
+            run = self._running.get(tid)
+            if run is not None and hid in run:
+                run.remove(hid)
+                if not run:
+                    del self._running[tid]
         h.state, h.task, h.task_started_at = HostState.IDLE, None, None
         try:
-            out = fut.result()
+            res = fut.result()
+            outs = res if len(tids) > 1 else [res]
         except Exception as e:
             if not self.backends[h.pool].alive(self._name(hid)) or hid in self._down_by_trace:
-                return  # the watcher handles the host; the task was requeued with it
-            out = {"exit_code": -1, "stderr_tail": f"{type(e).__name__}: {e}"[-2048:],
-                   "runtime_s": now - started}
-        attempt = self._attempts.get(tid, 0) + 1
+                for tid in reversed(tids):  # the watcher handles the host; its tasks go back
+                    self._requeue_head(tid)
+                return
+            outs = [{"exit_code": -1, "stderr_tail": f"{type(e).__name__}: {e}"[-2048:],
+                     "runtime_s": (now - started) / len(tids)} for _ in tids]
+        t = started
+        with self.store.batch():
+            for tid, out in zip(tids, outs, strict=True):
+                rt = float(out.get("runtime_s") or 0.0)
+                end = min(now, t + rt) if len(tids) > 1 else now
+                self._finish_one(h, tid, out, t, end)
+                t = end
+        self._settle()
+
+    def _requeue_head(self, tid: int) -> None:
+        if tid not in self._closed and tid not in self._running and tid not in self._queue_any:
+            self._queue_any.appendleft(tid)
+
+    def _finish_one(self, h: Host, tid: int, out: dict[str, Any], started: float, ended: float) -> None:
+        """One task's outcome: its result (or a retry), and the policy told."""
         if tid in self._closed:
-            self._settle()
             return
+        rt = float(out.get("runtime_s") or ended - started)
+        self._rt_sum += rt
+        self._rt_n += 1
+        attempt = self._attempts.get(tid, 0) + 1
         if out.get("exit_code") == 0 or attempt > self.retries:
             status = "ok" if out.get("exit_code") == 0 else "failed"
-            won = self.store.record_result(tid, status, out, attempt=attempt, host=hid, pool=h.pool,
-                                           worker=self._addr.get(hid), started_s=started, ended_s=now)
-            if won and len(self._on_pools_all(tid)) > 0:
-                self._dup_won += 1
+            self.store.record_result(tid, status, out, attempt=attempt, host=h.id, pool=h.pool,
+                                     worker=self._addr.get(h.id), started_s=started, ended_s=ended)
+            if self._running.get(tid):
+                self._dup_won += 1  # another copy was still running: this one won the race
             self._close(tid)
             if status == "ok":
                 self._done += 1
             else:
                 self._failed += 1
-            self._completion_t.append(now)
-            self.store.record_event(now, status, host=hid, task=tid, value=out.get("runtime_s"))
-            self.policy.on_task_done(self._tasks[tid], h, float(out.get("runtime_s") or now - started))
+            self._completion_t.append(ended)
+            self.store.record_event(ended, status, host=h.id, task=tid, value=rt)
+            self.policy.on_task_done(self._tasks[tid], h, rt)
         else:
             self._attempts[tid] = attempt
             self._retried += 1
-            self.store.record_attempt(tid, attempt, "failed", now, exit_code=out.get("exit_code"),
-                                      host=hid, stderr_tail=out.get("stderr_tail"))
+            self.store.record_attempt(tid, attempt, "failed", ended, exit_code=out.get("exit_code"),
+                                      host=h.id, stderr_tail=out.get("stderr_tail"))
             if tid not in self._running:
                 self._queue_any.append(tid)
-        self._settle()
-
-    def _on_pools_all(self, tid: int) -> list[HostId]:
-        return list(self._running.get(tid, ()))
 
     def _close(self, tid: int) -> None:
         """The task is finished: stop its other copies (first result wins)."""
@@ -544,7 +596,7 @@ class DaskEnvironment:
             self.store.record_attempt(tid, self._attempts.get(tid, 0) + 1, "cancelled", self.now,
                                       host=other)
             fut = self._future.get(other)
-            if fut is not None:
+            if fut is not None and len(self._batch.get(other, ())) == 1:
                 self._draining.add(other)  # busy until its call returns; its result is ignored
                 addr = self._addr.get(other)
                 if addr is not None:
@@ -554,22 +606,27 @@ class DaskEnvironment:
             oh.task, oh.task_started_at = None, None
 
     def _interrupt(self, h: Host, why: str) -> None:
-        tid = h.task
-        assert tid is not None
+        """The host stops mid-work: every task of its batch goes back to the head of the queue."""
         self._epoch[h.id] += 1
         fut = self._future.pop(h.id, None)
         if fut is not None:
             fut.cancel()
-        self._running[tid].remove(h.id)
-        if not self._running[tid]:
-            del self._running[tid]
-        self._lost += 1
-        self.store.record_attempt(tid, self._attempts.get(tid, 0) + 1, why, self.now, host=h.id)
-        if tid not in self._running and tid not in self._queue_any:
-            self._queue_any.appendleft(tid)
+        tids = self._batch.pop(h.id, [h.task] if h.task is not None else [])
         h.state, h.task, h.task_started_at = HostState.IDLE, None, None
-        if not self._finished:
-            self.policy.on_task_lost(self._tasks[tid], h)
+        for tid in reversed(tids):
+            run = self._running.get(tid)
+            if run is None or h.id not in run:
+                continue
+            run.remove(h.id)
+            if not run:
+                del self._running[tid]
+            if tid in self._closed:
+                continue
+            self._lost += 1
+            self.store.record_attempt(tid, self._attempts.get(tid, 0) + 1, why, self.now, host=h.id)
+            self._requeue_head(tid)
+            if not self._finished:
+                self.policy.on_task_lost(self._tasks[tid], h)
 
     # -- results --------------------------------------------------------------------------------
     def result(self) -> RealResult:

@@ -13,10 +13,11 @@ maps it to wall time).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,28 @@ class ResultStore:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
         self.segment = 0
+        self._in_batch = False
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Record several things in one transaction (a batch of tiny tasks)."""
+        if self._in_batch:
+            yield
+            return
+        self.db.execute("BEGIN")
+        self._in_batch = True
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            self.db.execute("COMMIT")
+        finally:
+            self._in_batch = False
+
+    def _tx(self) -> Any:
+        return contextlib.nullcontext() if self._in_batch else self.db
 
     # -- set-up -----------------------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
@@ -97,7 +120,7 @@ class ResultStore:
                       host: int | None, pool: str | None, worker: str | None, started_s: float,
                       ended_s: float) -> bool:
         """Record the task's one result; False when it already had one (a losing duplicate)."""
-        with self.db:
+        with self._tx():
             cur = self.db.execute(
                 "INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (task, status, outcome.get("exit_code"), attempt, self.segment, host, pool, worker,
@@ -110,19 +133,19 @@ class ResultStore:
                        exit_code: int | None = None, host: int | None = None,
                        stderr_tail: str | None = None) -> None:
         """A try that did not produce the result: ``failed`` (retried), ``lost`` or ``cancelled``."""
-        with self.db:
+        with self._tx():
             self.db.execute("INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             (task, attempt, self.segment, outcome, exit_code, host, t_s, stderr_tail))
 
     def record_host(self, host: int, pool: str, requested_s: float, up_s: float | None = None,
                     released_s: float | None = None, cost: float | None = None) -> None:
-        with self.db:
+        with self._tx():
             self.db.execute("INSERT OR REPLACE INTO hosts VALUES (?, ?, ?, ?, ?, ?, ?)",
                             (self.segment, host, pool, requested_s, up_s, released_s, cost))
 
     def record_event(self, t_s: float, kind: str, host: int | None = None, task: int | None = None,
                      value: float | None = None) -> None:
-        with self.db:
+        with self._tx():
             self.db.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
                             (self.segment, t_s, kind, host, task, value))
 
