@@ -123,6 +123,7 @@ def demo(
     _demo_a2ha()
     _demo_spequlos()
     _demo_leases()
+    _demo_real_run(out_dir)
     out.print(f"[dim]demo took {time.perf_counter() - t0:.1f} s[/dim]")
 
 
@@ -201,6 +202,25 @@ def _demo_leases() -> None:
     out.print(f"   With suspend/resume (NOVM-SR) the best-effort work is done at "
               f"{sr.summary()['all_best_effort_s'] / 3600:.2f} h; cancelled and restarted (NOVM-NOSR), at "
               f"{nosr.summary()['all_best_effort_s'] / 3600:.2f} h. Try: skylease leases simulate --help")
+
+
+def _demo_real_run(out_dir: Path | None) -> None:
+    from skylease.experiments.demo import real_run_demo
+
+    out.print("\n7. A real run: 40 `sleep` commands (0.5-2 s) on worker processes of this machine, "
+              "A2HA renting them at $0.01 per started 10 s with a $0.50 budget:")
+    with tempfile.TemporaryDirectory(prefix="skylease-demo-run-") as tmp:
+        folder = (out_dir / "real-run") if out_dir is not None else Path(tmp)
+        if err.is_terminal:
+            from rich.live import Live
+
+            with Live(console=err, refresh_per_second=4, transient=True) as live:
+                res = real_run_demo(folder, on_progress=lambda env: live.update(_run_progress(env, 0.5)))
+        else:
+            res = real_run_demo(folder)
+    out.print(f"   {res['ok']} of {res['tasks']} tasks done in {res['wall_s']:.1f} s on {res['hosts']} "
+              f"workers (at most {res['peak_hosts']} at once), ${res['cost']:.2f} charged of the $0.50 "
+              f"budget. Try: skylease run --help")
 
 
 def _fail_if_cells_failed(failed: list[dict]) -> None:

@@ -139,3 +139,20 @@ def leases_demo(config: str = "NOVM-SR") -> Any:
     ar = Lease(3, LeaseKind.ADVANCE_RESERVATION, 900, 4, 1800, 1800, 1800, start=1800, preemptible=False)
     leases = [be(1, 0, 1, 3600), be(2, 300, 2, 2400), ar]
     return simulate_workload(Workload("demo", "code", leases, 4, BLUE_HORIZON_NODE), config=config)
+
+
+def real_run_demo(folder: str | Path, tasks: int = 40, seed: int = 0,
+                  on_progress: Any = None) -> dict[str, Any]:
+    """A real bag of ``sleep`` commands (about 30 s of work on 2 cores) run by A2HA on local workers."""
+    import numpy as np
+
+    from skylease.experiments.run import RunOptions, run_job
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    job = folder / "sleep-jobs.txt"
+    job.write_text("".join(f"sleep {s:.2f}\n" for s in rng.uniform(0.5, 2.0, tasks)))
+    opts = RunOptions(out=folder / "run", policy="a2ha:aggressive", price=0.01, billing_unit=10.0,
+                      budget=0.5, max_workers=2)
+    return run_job(str(job), opts, on_progress=on_progress)
