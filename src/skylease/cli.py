@@ -838,6 +838,8 @@ def run_cmd(
     volatile_pool: Annotated[str | None, typer.Option(help="The pool --volatility plays on.")] = None,
     time_scale: Annotated[float, typer.Option(help="Trace seconds per real second for --volatility.")]
     = 60.0,
+    trace_start: Annotated[float | None, typer.Option(help="Trace second at which the run starts "
+                                                      "(default: drawn from --seed).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the task order (A2HA) and of the trace offset.")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Finish a run that stopped: only tasks "
                                          "without a recorded result run again.")] = False,
@@ -852,7 +854,8 @@ def run_cmd(
                       price=price, billing_unit=billing_unit, budget=budget, retries=retries,
                       task_timeout_s=timeout, tail_qos=tail_qos, reliable_pool=reliable_pool,
                       tail_credits=tail_credits, volatility=volatility, volatile_pool=volatile_pool,
-                      time_scale=time_scale, seed=seed, resume=resume, args=args)
+                      time_scale=time_scale, trace_start=trace_start, seed=seed, resume=resume,
+                      args=args)
     if err.is_terminal:
         from rich.live import Live
 

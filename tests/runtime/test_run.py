@@ -180,3 +180,21 @@ def test_chaos_workers_killed_and_driver_killed_and_resumed(tmp_path):
     rerun = [int(f.name.split(".")[0]) for f in marks.iterdir() if int(f.name.split(".")[2]) > resumed_at]
     assert not (set(rerun) & before)
     assert set(range(300)) - before <= set(rerun) | {int(f.name.split(".")[0]) for f in marks.iterdir()}
+
+
+def test_volatility_kills_and_restarts_workers_following_a_trace(tmp_path):
+    """Node a leaves at trace second 20 and is back at 60; at 10 trace seconds per real second its
+    worker is killed 2 s into the run and restarted 4 s later: its task is requeued, none is lost."""
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    (trace / "a.tr").write_text("0 20 1\n60 100000 1\n")
+    (trace / "b.tr").write_text("0 100000 1\n")
+    job = tmp_path / "jobs.txt"
+    job.write_text("sleep 0.4\n" * 24)
+    s = run_job(str(job), RunOptions(out=tmp_path / "o", policy="fixed:2", max_workers=2,
+                                     volatility=str(trace), time_scale=10.0, trace_start=0.0))
+    assert s["ok"] == 24 and s["left"] == 0
+    with sqlite3.connect(tmp_path / "o" / "results.sqlite") as db:
+        kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY t_s")]
+        assert [t for (t,) in db.execute("SELECT task FROM results ORDER BY task")] == list(range(24))
+    assert "down" in kinds and kinds.count("up") >= 3  # two first boots, one return

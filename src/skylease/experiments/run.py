@@ -63,6 +63,7 @@ class RunOptions:
     volatility: str | None = None
     volatile_pool: str | None = None
     time_scale: float = 60.0
+    trace_start: float | None = None
     seed: int = 0
     resume: bool = False
     args: str | None = None
@@ -341,7 +342,8 @@ def _volatility(opts: RunOptions, specs: Mapping[str, Any], main_pool: str) -> A
         raise UserError("volatility can only be played on local pools", field="--volatile-pool")
     if not opts.time_scale > 0:
         raise UserError(f"must be > 0, got {opts.time_scale}", field="--time-scale")
-    return Volatility.from_trace(opts.volatility or "", pool, opts.time_scale, seed=opts.seed)
+    return Volatility.from_trace(opts.volatility or "", pool, opts.time_scale, seed=opts.seed,
+                                 start=opts.trace_start)
 
 
 def _summary(store: Any, res: Any, opts: RunOptions, job: Any, segment: int, spent_before: float,

@@ -24,14 +24,18 @@ WATCH_S = 0.25
 class Volatility:
     """Plays an availability trace on the hosts of one pool of a :class:`DaskEnvironment`."""
 
-    def __init__(self, trace: Any, pool: str, time_scale: float, seed: int = 0) -> None:
+    def __init__(self, trace: Any, pool: str, time_scale: float, seed: int = 0,
+                 start: float | None = None) -> None:
         if not time_scale > 0:
             raise ValueError(f"time_scale must be > 0, got {time_scale!r}")
         self.trace, self.pool, self.scale = trace, pool, float(time_scale)
         rng = np.random.default_rng(seed)
         span = trace.end - trace.start
         # start somewhere in the first half, so the run has trace left to play
-        self.offset = float(trace.start + rng.uniform(0, span / 2)) if span > 0 else float(trace.start)
+        if start is not None:
+            self.offset = float(trace.start + start)
+        else:
+            self.offset = float(trace.start + rng.uniform(0, span / 2)) if span > 0 else float(trace.start)
         up = [i for i, node in enumerate(trace.nodes) if node.is_available(self.offset)]
         self.nodes = [up[i] for i in rng.permutation(len(up))]
         self.env: Any = None
@@ -39,10 +43,11 @@ class Volatility:
         self.kills = 0
 
     @classmethod
-    def from_trace(cls, spec: str, pool: str, time_scale: float, seed: int = 0) -> Volatility:
+    def from_trace(cls, spec: str, pool: str, time_scale: float, seed: int = 0,
+                   start: float | None = None) -> Volatility:
         from skylease.traces.avail import load_trace
 
-        return cls(load_trace(spec, seed=seed), pool, time_scale, seed)
+        return cls(load_trace(spec, seed=seed), pool, time_scale, seed, start)
 
     def attach(self, env: Any) -> None:
         self.env = env
