@@ -845,8 +845,12 @@ def run_cmd(
                                          "without a recorded result run again.")] = False,
 ) -> None:
     """Run a bag of tasks on real Dask workers, with the same policies as the simulator."""
+    import os
+
     from skylease.experiments.run import RunOptions, run_job
 
+    if os.getcwd() not in sys.path:  # `package.module:function` is found as `python -m` finds it
+        sys.path.insert(0, os.getcwd())
     for name, v in (("--billing-unit", billing_unit), ("--timeout", timeout), ("--time-scale", time_scale)):
         if v is not None and not v > 0:
             raise UserError(f"must be > 0, got {v:g}", field=name)

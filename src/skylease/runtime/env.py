@@ -403,6 +403,9 @@ class DaskEnvironment:
             backend = self.backends[h.pool]
             name = self._name(h.id)
             if h.state is HostState.BOOTING:
+                if h.id not in self._down_by_trace and backend.gone(name):
+                    backend.start(name)  # its worker died before it came up: start it again
+                    continue
                 if h.pool not in by_pool:
                     by_pool[h.pool] = backend.workers()
                 addr = by_pool[h.pool].get(name)
@@ -539,8 +542,7 @@ class DaskEnvironment:
             outs = res if len(tids) > 1 else [res]
         except Exception as e:
             if not self.backends[h.pool].alive(self._name(hid)) or hid in self._down_by_trace:
-                for tid in reversed(tids):  # the watcher handles the host; its tasks go back
-                    self._requeue_head(tid)
+                self._lost_tasks(h, tids, "lost")  # the watcher handles the host itself
                 return
             outs = [{"exit_code": -1, "stderr_tail": f"{type(e).__name__}: {e}"[-2048:],
                      "runtime_s": (now - started) / len(tids)} for _ in tids]
@@ -613,13 +615,17 @@ class DaskEnvironment:
             fut.cancel()
         tids = self._batch.pop(h.id, [h.task] if h.task is not None else [])
         h.state, h.task, h.task_started_at = HostState.IDLE, None, None
-        for tid in reversed(tids):
+        for tid in tids:
             run = self._running.get(tid)
-            if run is None or h.id not in run:
-                continue
-            run.remove(h.id)
-            if not run:
-                del self._running[tid]
+            if run is not None and h.id in run:
+                run.remove(h.id)
+                if not run:
+                    del self._running[tid]
+        self._lost_tasks(h, tids, why)
+
+    def _lost_tasks(self, h: Host, tids: list[int], why: str) -> None:
+        """Tasks a host was running when it stopped: recorded, back to the head of the queue."""
+        for tid in reversed(tids):
             if tid in self._closed:
                 continue
             self._lost += 1

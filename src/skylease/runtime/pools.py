@@ -112,6 +112,11 @@ class LocalPool:
     def workers(self) -> dict[str, str]:
         return self.scheduler.workers()
 
+    def gone(self, name: str) -> bool:
+        """The worker process was started and has exited (killed or crashed)."""
+        proc = self.procs.get(name)
+        return proc is None or proc.poll() is not None
+
     def close(self) -> None:
         for name in list(self.procs):
             self.kill(name)
@@ -210,6 +215,9 @@ class ClusterPool:
 
     def alive(self, name: str) -> bool:
         return True
+
+    def gone(self, name: str) -> bool:
+        return False
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
