@@ -153,6 +153,7 @@ def real_run_demo(folder: str | Path, tasks: int = 40, seed: int = 0,
     rng = np.random.default_rng(seed)
     job = folder / "sleep-jobs.txt"
     job.write_text("".join(f"sleep {s:.2f}\n" for s in rng.uniform(0.5, 2.0, tasks)))
+    # a folder kept from an earlier demo holds this run already: resuming it runs nothing again
     opts = RunOptions(out=folder / "run", policy="a2ha:aggressive", price=0.01, billing_unit=10.0,
-                      budget=0.5, max_workers=2)
+                      budget=0.5, max_workers=2, resume=(folder / "run" / "results.sqlite").exists())
     return run_job(str(job), opts, on_progress=on_progress)
