@@ -45,7 +45,8 @@ def test_place_files_with_an_unplaceable_vm_and_energy_models(capsys, tmp_path):
     code, out, err = run(capsys, "place", "--desktops", lab, "--vms", vms, "--algorithm", "similar", "--json")
     assert code == 0, err
     res = json.loads(out)
-    assert res["unplaced"] == [{"vm": "huge", "cores": 16, "reason": "needs 16 cores; the largest desktop has 8"}]
+    reason = "needs 16 cores; the largest desktop has 8"
+    assert res["unplaced"] == [{"vm": "huge", "cores": 16, "reason": reason}]
     assert res["placement"] == {"c": "big", "a": "big", "b": "small"}
     energies = {}
     for m in "abc":
