@@ -11,6 +11,7 @@ A desktop's user, if any, sits at it from t = 0 for ``user_minutes`` (the thesis
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -164,6 +165,29 @@ class Desktops:
     @property
     def total_cores(self) -> int:
         return int(self.cores.sum())
+
+    @functools.cached_property
+    def watts_by_cores(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each desktop's power with 0, 1, ..., all its cores busy: (flat table, offset per desktop).
+
+        Desktop j with u cores busy draws ``table[offset[j] + u]`` watts (load x = 100 u / cores,
+        Eq. 6.6). Desktops sharing a power model and a core count share a row; computed once.
+        """
+        rows: dict[tuple[int, int], int] = {}
+        parts: list[np.ndarray] = []
+        size = 0
+        offset = np.empty(len(self), np.int64)
+        for j, key in enumerate(zip(self.power_index.tolist(), self.cores.tolist(), strict=True)):
+            if key not in rows:
+                model, c = key
+                rows[key] = size
+                parts.append(self.power_models[model].watts(100.0 * np.arange(c + 1) / c))
+                size += c + 1
+            offset[j] = rows[key]
+        table = np.concatenate(parts) if parts else np.zeros(0)
+        table.setflags(write=False)
+        offset.setflags(write=False)
+        return table, offset
 
     def with_users(self, user_minutes: np.ndarray) -> Desktops:
         """The same desktops with these users (session length per desktop, 0 = none)."""

@@ -105,9 +105,8 @@ class _Run:
         self.energy = np.zeros(m)
         self.last = np.zeros(m)
         self.extra = (lab.monitor_w - lab.user_w).tolist()  # the incremental ECR's offset, per desktop
-        # power by used cores, per desktop: the planners' loads are whole cores
-        self.watts = [lab.power_models[lab.power_index[j]].watts(100.0 * np.arange(c + 1) / c).tolist()
-                      for j, c in enumerate(self.cores)]
+        table, offset = lab.watts_by_cores  # power by whole busy cores, per desktop
+        self.watts, self.offset = table.tolist(), offset.tolist()
         self.user_events: list[tuple[list[float], list[int]]] = [([], [])] * m
         self.user_next = [0] * m
         self.to_arrive = n
@@ -122,7 +121,7 @@ class _Run:
         used = self.cores[j] - int(self.free[j])
         if used == 0:
             return 0.0
-        p = self.watts[j][used]
+        p = self.watts[self.offset[j] + used]
         if self.present[j]:
             p = max(0.0, p + self.extra[j])
         return p

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from skylease.model.desktop import Desktops, VMs
 
@@ -37,7 +38,7 @@ __all__ = ["ENERGY_MODELS", "USER_SLOWDOWN", "Energy", "energy", "run_minutes"]
 ENERGY_MODELS = ("a", "b", "c")
 #: Eq. 6.1: a VM shares the CPU with the user (L_free = 90 %): τ = 1.1·τ_user + τ_free.
 USER_SLOWDOWN = 0.1
-#: Eq. 6.4: z = 1.1 while a user competes for the desktop (Model A).
+#: Eq. 6.4: z = 1.1 while a user competes for the desktop (Model A; the kernel spells it out).
 USER_POWER_FACTOR = 1.1
 
 
@@ -62,67 +63,76 @@ def run_minutes(desktop: np.ndarray, vms: VMs, desktops: Desktops) -> np.ndarray
     return out
 
 
+_MODEL_CODES = {"a": 0, "b": 1, "c": 2}
+
+
+@njit(cache=True)
+def _energy_kernel(desk, runs, vm_cores, user, watts, offset, extra, model, out):  # pragma: no cover
+    """Eq. 6.10 per desktop: its VMs by run time, each interval at the load still running.
+
+    Fills ``out`` (Wh per desktop); returns (total Wh, desktops used).
+    """
+    n_d = out.shape[0]
+    count = np.zeros(n_d + 1, np.int64)
+    for v in range(desk.shape[0]):
+        if desk[v] >= 0:
+            count[desk[v] + 1] += 1
+    for j in range(n_d):
+        count[j + 1] += count[j]
+    members = np.empty(count[n_d], np.int64)
+    fill = count[:n_d].copy()
+    for v in range(desk.shape[0]):
+        if desk[v] >= 0:
+            members[fill[desk[v]]] = v
+            fill[desk[v]] += 1
+    total = 0.0
+    n_used = 0
+    for j in range(n_d):
+        vs = members[count[j]:count[j + 1]]
+        if vs.shape[0] == 0:
+            continue
+        n_used += 1
+        ends = runs[vs]
+        order = np.argsort(ends)  # the VM that ends first leaves first
+        used = 0
+        for v in vs:
+            used += vm_cores[v]
+        d = user[j]
+        e = 0.0
+        prev = 0.0
+        for i in range(order.shape[0]):
+            v = vs[order[i]]
+            t = runs[v]
+            p = watts[offset[j] + used]
+            if d > 0.0 and model == 2:  # Model C: the state at placement, for the whole run
+                e += max(0.0, p + extra[j]) * (t - prev)
+            elif d > 0.0 and prev < d:  # Models A and B: the user is there until d
+                split = min(d, t)
+                pu = 1.1 * p if model == 0 else max(0.0, p + extra[j])
+                e += pu * (split - prev) + p * (t - split)
+            else:
+                e += p * (t - prev)
+            prev = t
+            used -= vm_cores[v]
+        out[j] = e / 60.0
+        total += out[j]
+    return total, n_used
+
+
 def energy(placement: Placement | np.ndarray, vms: VMs, desktops: Desktops, model: str = "c") -> Energy:
     """Energy of a placement (or of a desktop-per-VM array, -1 = unplaced) under model a, b or c."""
     model = model.lower()
     if model not in ENERGY_MODELS:
         raise ValueError(f"energy model must be one of {', '.join(ENERGY_MODELS)}, got {model!r}")
-    desk = np.asarray(placement.desktop if isinstance(placement, Placement) else placement, np.int64)
+    desk = np.array(placement.desktop if isinstance(placement, Placement) else placement, dtype=np.int64)
     n_d = len(desktops)
-    if desk.shape != (len(vms),) or (desk >= n_d).any():
+    if desk.shape != (len(vms),) or (desk >= n_d).any() or (desk < -1).any():
         raise ValueError(f"placement must give a desktop index < {n_d} (or -1) for each of {len(vms)} VMs")
     runs = run_minutes(desk, vms, desktops)
-    vi = np.flatnonzero(desk >= 0)
-    dj = desk[vi]
-    used_cores = np.bincount(dj, weights=vms.cores[vi], minlength=n_d)
-    # Events: every VM end; for models a and b also the user's departure (clipped to the desktop's
-    # last VM end, so that no interval is costed after the desktop is empty).
-    ev_desk, ev_time, ev_cores = dj, runs[vi], vms.cores[vi].astype(np.float64)
-    user = desktops.user_minutes
-    if model != "c":
-        last = np.zeros(n_d)
-        np.maximum.at(last, dj, runs[vi])
-        ud = np.flatnonzero((used_cores > 0) & (user > 0))
-        ev_desk = np.concatenate([ev_desk, ud])
-        ev_time = np.concatenate([ev_time, np.minimum(user[ud], last[ud])])
-        ev_cores = np.concatenate([ev_cores, np.zeros(len(ud))])
-    o = np.lexsort((ev_time, ev_desk))  # per desktop, by time; VM ends before a tied departure
-    ev_desk, ev_time, ev_cores = ev_desk[o], ev_time[o], ev_cores[o]
-    first = np.ones(len(o), bool)
-    first[1:] = ev_desk[1:] != ev_desk[:-1]
-    # cores still running just before each event: the desktop's load minus what ended earlier
-    ended = np.cumsum(ev_cores) - ev_cores
-    ended -= np.maximum.accumulate(np.where(first, ended, 0.0))
-    running = used_cores[ev_desk] - ended
-    prev = np.empty_like(ev_time)
-    prev[0:1] = 0.0
-    prev[1:] = ev_time[:-1]
-    length = ev_time - np.where(first, 0.0, prev)
-    load = 100.0 * running / desktops.cores[ev_desk]
-    p = _watts(desktops, ev_desk, load)
-    with_user = user[ev_desk] > 0
-    if model != "c":  # the user is there during the intervals that end by the departure
-        with_user &= ev_time <= user[ev_desk]
-    if model == "a":
-        p = np.where(with_user, USER_POWER_FACTOR * p, p)
-    else:
-        incremental = np.maximum(0.0, p + desktops.monitor_w[ev_desk] - desktops.user_w[ev_desk])
-        p = np.where(with_user, incremental, p)
-    per_desktop = np.bincount(ev_desk, weights=p * length / 60.0, minlength=n_d)
+    watts, offset = desktops.watts_by_cores
+    per_desktop = np.zeros(n_d)
+    total, used = _energy_kernel(desk, runs, vms.cores, desktops.user_minutes, watts, offset,
+                                 desktops.monitor_w - desktops.user_w, _MODEL_CODES[model], per_desktop)
     per_desktop.setflags(write=False)
     runs.setflags(write=False)
-    return Energy(model, float(per_desktop.sum()), per_desktop, runs, int((used_cores > 0).sum()))
-
-
-def _watts(desktops: Desktops, desk: np.ndarray, load: np.ndarray) -> np.ndarray:
-    """Power at ``load`` % for the desktops ``desk``, each with its own power model."""
-    models = desktops.power_models
-    if len(models) == 1:
-        return models[0].watts(load)
-    pidx = desktops.power_index[desk]
-    p = np.empty_like(load)
-    for k, m in enumerate(models):
-        sel = pidx == k
-        if sel.any():
-            p[sel] = m.watts(load[sel])
-    return p
+    return Energy(model, float(total), per_desktop, runs, int(used))
