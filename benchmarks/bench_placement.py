@@ -87,7 +87,7 @@ def main() -> None:
     assert close, "energies differ from the reference"
     print(f"\nPlacement + Model C energy, {len(USERS)} users shares x {len(N_VMS)} sizes x {a.instances} "
           f"instances x {len(STUDY_ALGORITHMS)} heuristics = {n:,} placements, best of {a.repeat}:")
-    print(f"  skylease (numba heuristics, numpy energy): {t_ours:7.2f} s  ({1e6 * t_ours / n:6.0f} µs each)")
+    print(f"  skylease (numba heuristics and energy):    {t_ours:7.2f} s  ({1e6 * t_ours / n:6.0f} µs each)")
     print(f"  plain pure-Python reference:               {t_ref:7.2f} s  ({1e6 * t_ref / n:6.0f} µs each)")
     print(f"  ratio reference/skylease: {t_ref / t_ours:.1f}x; placements identical: {same}; "
           f"energies equal: {close}")
