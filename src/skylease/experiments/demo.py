@@ -139,3 +139,21 @@ def leases_demo(config: str = "NOVM-SR") -> Any:
     ar = Lease(3, LeaseKind.ADVANCE_RESERVATION, 900, 4, 1800, 1800, 1800, start=1800, preemptible=False)
     leases = [be(1, 0, 1, 3600), be(2, 300, 2, 2400), ar]
     return simulate_workload(Workload("demo", "code", leases, 4, BLUE_HORIZON_NODE), config=config)
+
+
+PLACEMENT_DEMO_ALGORITHMS = ("ff", "ffd", "bf", "sorting", "similar")
+
+
+def placement_demo(n_vms: int = 130, users: float = 0.5, seed: int = 0) -> pd.DataFrame:
+    """VM placement on the thesis's lab with a user at half the desktops: each heuristic's energy."""
+    from skylease.experiments.placement import place_request
+
+    rows = []
+    for a in PLACEMENT_DEMO_ALGORITHMS:
+        r = place_request("thesis-lab", f"synthetic:{n_vms}", algorithm=a, users=users, seed=seed)
+        rows.append({"algorithm": a, "desktops_used": r["desktops_used"],
+                     "with_user": r["desktops_used_with_user"], "kwh": r["energy_wh"] / 1000,
+                     "unplaced": len(r["unplaced"])})
+    t = pd.DataFrame(rows)
+    t["saving_vs_ff"] = 1.0 - t["kwh"] / float(t.loc[t["algorithm"] == "ff", "kwh"].iloc[0])
+    return t
