@@ -341,8 +341,8 @@ def place_cmd(
     if as_json:
         print(json.dumps(res))
         return
-    table = Table("algorithm", "VMs placed", "desktops used", "of which with a user",
-                  f"energy (Wh, model {res['energy_model'].upper()})")
+    table = Table("algorithm", "VMs placed", "desktops used", "with a user", "energy (Wh)",
+                  title=f"energy model {res['energy_model'].upper()}")
     table.add_row(res["algorithm"], f"{res['vms'] - len(res['unplaced'])} of {res['vms']}",
                   f"{res['desktops_used']} of {res['desktops']}",
                   f"{res['desktops_used_with_user']} of {res['desktops_with_user']}",
