@@ -51,15 +51,15 @@ def test_desktops_file_with_power_tables_and_users(tmp_path, shared_data):
 
 
 @pytest.mark.parametrize(("text", "where"), [
-    ("cores\n4\nfour\n", ":3: cores: 'four' is not a finite number"),
-    ("cores\n4\n0\n", ":3: cores: 0 is below the minimum 1"),
-    ("cores\n2.5\n", ":2: cores: '2.5' is not a whole number"),
+    ("cores\n4\nfour\n", ":3: cores: value 'four' is not a number"),
+    ("cores\n4\n0\n", ":3: cores: value '0' is below the minimum 1"),
+    ("cores\n2.5\n", ":2: cores: value '2.5' is not a whole number"),
     ("cores,colour\n4,red\n", ":1: colour: unknown column"),
     ("name\npc1\n", ":1: cores: missing column"),
     ("cores\n", ":1: no data rows"),
     ("", ":1: empty file"),
     ("name,cores\na,4\na,8\n", ":3: name: desktop name also used on line 2"),
-    ("cores,user_minutes\n4,-3\n", ":2: user_minutes: -3 is below"),
+    ("cores,user_minutes\n4,-3\n", ":2: user_minutes: value '-3' is below"),
     ("cores,power\n4,missing.txt\n", ":2: power: power table 'missing.txt'"),
     ("cores\n4,5\n", ":2: row has 2 field(s)"),
 ])
@@ -77,8 +77,8 @@ def test_vms_file_and_its_mistakes(tmp_path):
     vms = read_vms(f)
     assert vms.names == ("web", "batch") and vms.cores.tolist() == [2, 8]
     assert vms.minutes.tolist() == [90.0, 600.0] and vms.memory_gb.tolist() == [4.0, 1.0]
-    for text, where in (("cores,minutes\n2,0\n", ":2: minutes: 0 must be > 0"),
-                        ("cores,minutes\n2,inf\n", ":2: minutes: 'inf' is not a finite number"),
+    for text, where in (("cores,minutes\n2,0\n", ":2: minutes: value '0' must be > 0"),
+                        ("cores,minutes\n2,inf\n", ":2: minutes: value 'inf' is not a finite number"),
                         ("cores\n2\n", ":1: minutes: missing column")):
         f.write_text(text)
         with pytest.raises(UserError, match=where.replace("(", r"\(")):

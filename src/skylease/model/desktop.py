@@ -51,6 +51,17 @@ class Desktop:
     name: str = ""
 
 
+def _cores(x: object, what: str) -> np.ndarray:
+    """Validated read-only int64 core counts (whole numbers >= 1)."""
+    c = np.asarray(x)
+    if c.size and not np.all(np.equal(np.mod(c, 1), 0)):
+        raise ValueError(f"{what} cores must be whole numbers")
+    c = _arr(c, np.int64, None, "cores")
+    if (c < 1).any():
+        raise ValueError(f"every {what} needs at least 1 core")
+    return c
+
+
 def _arr(x: object, dtype: type, n: int | None, what: str) -> np.ndarray:
     a = np.array(x, dtype=dtype)  # a copy: the views own their arrays
     if a.ndim != 1 or (n is not None and len(a) != n):
@@ -70,14 +81,9 @@ class VMs:
     names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        cores = np.asarray(self.cores)
-        if cores.size and not np.all(np.equal(np.mod(cores, 1), 0)):
-            raise ValueError("VM cores must be whole numbers")
-        cores = _arr(cores, np.int64, None, "cores")
+        cores = _cores(self.cores, "VM")
         n = len(cores)
         minutes = _arr(self.minutes, np.float64, n, "minutes")
-        if (cores < 1).any():
-            raise ValueError("every VM needs at least 1 core")
         if not (np.isfinite(minutes).all() and (minutes > 0).all()):
             raise ValueError("VM durations must be finite and > 0 minutes")
         mem = _arr(np.ones(n) if self.memory_gb is None else self.memory_gb, np.float64, n, "memory_gb")
@@ -112,13 +118,8 @@ class Desktops:
     names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        cores = np.asarray(self.cores)
-        if cores.size and not np.all(np.equal(np.mod(cores, 1), 0)):
-            raise ValueError("desktop cores must be whole numbers")
-        cores = _arr(cores, np.int64, None, "cores")
+        cores = _cores(self.cores, "desktop")
         n = len(cores)
-        if (cores < 1).any():
-            raise ValueError("every desktop has at least 1 core")
 
         def col(x: object, default: float, what: str) -> np.ndarray:
             a = _arr(np.full(n, default) if x is None else x, np.float64, n, what)

@@ -49,27 +49,32 @@ _NON_FINITE = frozenset({"nan", "inf", "infinity"})
 
 def parse_number(path: Path, line: int, field: str, cell: str, *, integer: bool = False,
                  minimum: float | None = None, above: float | None = None) -> float:
-    """One CSV cell as a finite number (whole if ``integer``), >= ``minimum`` or > ``above``."""
+    """One CSV cell as a finite number (whole if ``integer``), >= ``minimum`` or > ``above``.
+
+    A CSV number is plain: ``1_000`` and ``0x10`` are not numbers, ``nan`` and ``inf`` not finite.
+    """
     import math
 
     s = cell.strip()
     if not s:
         raise UserError("missing value", file=path, line=line, field=field)
-    shown = s if len(s) <= 40 else s[:37] + "..."
+    shown = repr(s if len(s) <= 40 else s[:37] + "...")
+    if s.lstrip("+-").lower() in _NON_FINITE:
+        raise UserError(f"value {shown} is not a finite number", file=path, line=line, field=field)
     try:
-        if "_" in s or s.lstrip("+-").lower() in _NON_FINITE:  # float() accepts 1_000 and inf
+        if "_" in s:  # float() accepts 1_000; a CSV number does not
             raise ValueError(s)
         value = float(s)
     except ValueError:
-        raise UserError(f"{shown!r} is not a finite number", file=path, line=line, field=field) from None
+        raise UserError(f"value {shown} is not a number", file=path, line=line, field=field) from None
     if not math.isfinite(value):
-        raise UserError(f"{shown!r} is not a finite number", file=path, line=line, field=field)
+        raise UserError(f"value {shown} is not a finite number", file=path, line=line, field=field)
     if integer and value != int(value):
-        raise UserError(f"{shown!r} is not a whole number", file=path, line=line, field=field)
+        raise UserError(f"value {shown} is not a whole number", file=path, line=line, field=field)
     if minimum is not None and value < minimum:
-        raise UserError(f"{shown} is below the minimum {minimum:g}", file=path, line=line, field=field)
+        raise UserError(f"value {shown} is below the minimum {minimum:g}", file=path, line=line, field=field)
     if above is not None and value <= above:
-        raise UserError(f"{shown} must be > {above:g}", file=path, line=line, field=field)
+        raise UserError(f"value {shown} must be > {above:g}", file=path, line=line, field=field)
     return value
 
 
