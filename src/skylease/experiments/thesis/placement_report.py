@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from skylease.experiments.report import md_table, save_figure, write_report
+from skylease.experiments.store import atomic_write_bytes_via
 from skylease.experiments.sweep import run_campaign
 from skylease.experiments.thesis.paper_placement import (
     ENERGY_SAVED_0,
@@ -122,7 +123,7 @@ def reproduce_thesis_placement(
                      ("desktop_savings", savings_table(summary, "desktops_used")),
                      ("claims", pd.DataFrame(rep.claims)), ("models", rep.models),
                      ("online", rep.online), ("online_survival", rep.survival)):
-        df.to_csv(out / f"{name}.csv", index=False)
+        atomic_write_bytes_via(out / f"{name}.csv", lambda tmp, df=df: df.to_csv(tmp, index=False))
     figures = {"desktops": _grid_figure(summary, "desktops_used", "desktops used", 1.0,
                                         out / "fig_6_2_desktops.png"),
                "energy": _grid_figure(summary, "energy_wh", "energy (MWh, Model C)", 1e-6,

@@ -53,6 +53,7 @@ CLAIM_TOLERANCE_PP = 10.0  # a percentage claim "holds" within this many points 
 
 @functools.lru_cache(maxsize=1)
 def _trace() -> VMs:
+    """The stand-in trace, drawn once per process (a pure function of its fixed seed)."""
     return vm_trace()
 
 
