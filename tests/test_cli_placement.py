@@ -65,6 +65,10 @@ def test_place_user_mistakes_exit_2_one_line(capsys, tmp_path):
     good_lab.write_text("cores\n4\n")
     vms = tmp_path / "vms.csv"
     vms.write_text("cores,minutes\n2,-5\n")
+    big = tmp_path / "big.csv"
+    big.write_text("cores\n100000\n")
+    huge = tmp_path / "huge.csv"
+    huge.write_text("cores,minutes\n1e30,5\n")
     base = ["place", "--desktops", "thesis-lab", "--vms", "synthetic:10"]
     cases = [
         (["place", "--desktops", lab, "--vms", "synthetic:3"], f"{lab}:3: cores:"),
@@ -80,6 +84,9 @@ def test_place_user_mistakes_exit_2_one_line(capsys, tmp_path):
         (["place", "--desktops", "thesis-lab", "--vms", "synthetic:5000"], "--vms:"),
         (["place", "--desktops", "thesis-lab"], "Missing option '--vms'"),
         ([*base, "--users", "half"], "--users"),
+        ([*base, "--seed", -1], "--seed"),
+        (["place", "--desktops", big, "--vms", "synthetic:3"], f"{big}:2: cores: value '100000' is above"),
+        (["place", "--desktops", good_lab, "--vms", huge], f"{huge}:2: cores: value '1e30' is above"),
         (["reproduce", "thesis-placement"], "Missing option '--out'"),
         (["reproduce", "thesis-placement", "--out", tmp_path / "r", "--instances", 0], "--instances"),
     ]

@@ -329,7 +329,7 @@ def place_cmd(
                                               "user is there) or a (Eqs. 6.2-6.11 literally).")] = "c",
     secondary: Annotated[str, typer.Option(help="Sorting's second VM key: time_desc, none or "
                                            "time_asc.")] = "time_desc",
-    seed: Annotated[int, typer.Option(help="Seed of the lab order, synthetic VMs and users.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the lab order, synthetic VMs and users.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: desktops_used, energy_wh, "
                                           "placement, unplaced, per_desktop, ...")] = False,
 ) -> None:

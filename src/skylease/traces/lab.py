@@ -33,6 +33,9 @@ USER_SESSION_MINUTES = (60.0, 240.0)
 #: When the labs are open to students (hours of the day); nobody sits at a desktop outside them.
 OPEN_HOURS = (8.0, 20.0)
 
+#: The most cores a desktop in a file may have (a bound on the per-desktop power table).
+MAX_DESKTOP_CORES = 4096
+
 DESKTOP_COLUMNS = ("name", "power", "monitor_w", "user_w", "user_minutes")
 
 
@@ -152,7 +155,8 @@ def read_desktops(path: str | os.PathLike[str]) -> Desktops:
                             field="name")
         seen[name] = line
         names.append(name)
-        cols["cores"].append(int(parse_number(path, line, "cores", rec["cores"], integer=True, minimum=1)))
+        cols["cores"].append(int(parse_number(path, line, "cores", rec["cores"], integer=True, minimum=1,
+                                              maximum=MAX_DESKTOP_CORES)))
         for key, default in (("monitor_w", ECR_MON_W), ("user_w", ECR_USER_W), ("user_minutes", 0.0)):
             cell = rec.get(key, "")
             cols[key].append(parse_number(path, line, key, cell, minimum=0.0) if cell else default)

@@ -48,8 +48,10 @@ _NON_FINITE = frozenset({"nan", "inf", "infinity"})
 
 
 def parse_number(path: Path, line: int, field: str, cell: str, *, integer: bool = False,
-                 minimum: float | None = None, above: float | None = None) -> float:
-    """One CSV cell as a finite number (whole if ``integer``), >= ``minimum`` or > ``above``.
+                 minimum: float | None = None, above: float | None = None,
+                 maximum: float | None = None) -> float:
+    """One CSV cell as a finite number (whole if ``integer``), >= ``minimum`` or > ``above``, and
+    <= ``maximum``.
 
     A CSV number is plain: ``1_000`` and ``0x10`` are not numbers, ``nan`` and ``inf`` not finite.
     """
@@ -75,6 +77,8 @@ def parse_number(path: Path, line: int, field: str, cell: str, *, integer: bool 
         raise UserError(f"value {shown} is below the minimum {minimum:g}", file=path, line=line, field=field)
     if above is not None and value <= above:
         raise UserError(f"value {shown} must be > {above:g}", file=path, line=line, field=field)
+    if maximum is not None and value > maximum:
+        raise UserError(f"value {shown} is above the maximum {maximum:g}", file=path, line=line, field=field)
     return value
 
 

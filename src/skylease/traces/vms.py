@@ -31,6 +31,8 @@ TRACE_SIZE = 9800
 #: Seed of the stand-in trace: every study and ``synthetic:N`` draw from this one trace.
 TRACE_SEED = 2014
 MAX_DRAWS = 1000
+#: The most cores a VM in a file may ask for (bigger than any desktop: it is reported unplaced).
+MAX_VM_CORES = 1 << 20
 
 
 def vm_trace(n: int = TRACE_SIZE, seed: int | np.random.Generator = TRACE_SEED) -> VMs:
@@ -107,7 +109,8 @@ def read_vms(path: str | os.PathLike[str]) -> VMs:
             raise UserError(f"VM name also used on line {seen[name]}", file=path, line=line, field="name")
         seen[name] = line
         names.append(name)
-        cores.append(int(parse_number(path, line, "cores", rec["cores"], integer=True, minimum=1)))
+        cores.append(int(parse_number(path, line, "cores", rec["cores"], integer=True, minimum=1,
+                                      maximum=MAX_VM_CORES)))
         minutes.append(parse_number(path, line, "minutes", rec["minutes"], above=0.0))
         memory.append(parse_number(path, line, "memory_gb", rec["memory_gb"], minimum=0.0)
                       if rec.get("memory_gb") else 1.0)
