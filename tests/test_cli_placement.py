@@ -88,6 +88,7 @@ def test_place_user_mistakes_exit_2_one_line(capsys, tmp_path):
         (["place", "--desktops", big, "--vms", "synthetic:3"], f"{big}:2: cores: value '100000' is above"),
         (["place", "--desktops", good_lab, "--vms", huge], f"{huge}:2: cores: value '1e30' is above"),
         (["reproduce", "thesis-placement"], "Missing option '--out'"),
+        (["reproduce", "thesis-placement", "--out", good_lab], f"{good_lab}: --out: cannot create"),
         (["reproduce", "thesis-placement", "--out", tmp_path / "r", "--instances", 0], "--instances"),
     ]
     for argv, where in cases:

@@ -45,6 +45,7 @@ from skylease.experiments.thesis.placement_study import (
     study_grid,
     summary_table,
 )
+from skylease.model.errors import UserError
 
 QUICK_INSTANCES = 5
 QUICK_N_VMS = (40, 70, 100, 130)
@@ -88,7 +89,11 @@ def reproduce_thesis_placement(
 ) -> PlacementReproduction:
     """Run the worked example, the Figs. 6.2-6.3 grid and the online variant; write the report."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file of that name, no permission, ...
+        raise UserError(f"cannot create the output folder: {exc.strerror or exc}", file=out,
+                        field="--out") from None
     n_inst = instances or (QUICK_INSTANCES if quick else INSTANCES)
     sizes = n_vms or (QUICK_N_VMS if quick else N_VMS)
     t0 = time.perf_counter()
