@@ -43,6 +43,7 @@ def test_demo_inline_prints_table_and_keeps_results(capsys, tmp_path):
     code, out, err = run(capsys, "demo", "--inline", "--seeds", "2", "--out", str(tmp_path))
     assert code == 0, err
     assert "FixedPool(n)" in out and "utilisation" in out
+    assert "VM placement" in out and "sorting" in out
     table = pd.read_csv(tmp_path / "results.csv")
     assert len(table) == 10 and (table["unfinished"] == 0).all()
     # bigger pools are never slower on the same bags

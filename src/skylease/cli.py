@@ -123,6 +123,7 @@ def demo(
     _demo_a2ha()
     _demo_spequlos()
     _demo_leases()
+    _demo_placement()
     _demo_real_run(out_dir)
     out.print(f"[dim]demo took {time.perf_counter() - t0:.1f} s[/dim]")
 
@@ -207,7 +208,7 @@ def _demo_leases() -> None:
 def _demo_real_run(out_dir: Path | None) -> None:
     from skylease.experiments.demo import real_run_demo
 
-    out.print("\n7. A real run: 40 `sleep` commands (0.5-2 s) on worker processes of this machine, "
+    out.print("\n8. A real run: 40 `sleep` commands (0.5-2 s) on worker processes of this machine, "
               "A2HA renting them at $0.01 per started 10 s with a $0.50 budget:")
     with tempfile.TemporaryDirectory(prefix="skylease-demo-run-") as tmp:
         folder = (out_dir / "real-run") if out_dir is not None else Path(tmp)
@@ -221,6 +222,20 @@ def _demo_real_run(out_dir: Path | None) -> None:
     out.print(f"   {res['ok']} of {res['tasks']} tasks done in {res['wall_s']:.1f} s on {res['hosts']} "
               f"workers (at most {res['peak_hosts']} at once), ${res['cost']:.2f} charged of the $0.50 "
               f"budget. Try: skylease run --help")
+
+def _demo_placement() -> None:
+    from skylease.experiments.demo import placement_demo
+
+    out.print("\n7. VM placement on an opportunistic desktop cloud (thesis ch. 6): 130 VMs on the thesis's "
+              "lab (70 x 4 + 39 x 8 cores), a student at half of the desktops; energy by Model C:")
+    t = placement_demo()
+    table = Table("heuristic", "desktops used", "of which with a user", "energy (kWh)", "saving vs FF")
+    for r in t.itertuples(index=False):
+        table.add_row(r.algorithm, str(r.desktops_used), str(r.with_user), f"{r.kwh:,.0f}",
+                      f"{r.saving_vs_ff:.0%}")
+    out.print(table)
+    out.print("   Sorting puts VMs on desktops already running one, then on those with a user (whose power "
+              "is paid for anyway). Try: skylease place --help")
 
 
 def _fail_if_cells_failed(failed: list[dict]) -> None:
@@ -310,6 +325,50 @@ def map_cmd(
                   f"{res['makespan']:,.2f}", f"{res['flowtime']:,.2f}",
                   "-" if res["energy"] is None else f"{res['energy']:,.2f}")
     out.print(table)
+
+
+# -- placement (thesis chapter 6) ------------------------------------------------------------
+@app.command("place")
+def place_cmd(
+    desktops: Annotated[str, typer.Option(help="thesis-lab (the thesis's 109 desktops, 70 x 4 + 39 x 8 "
+                                          "cores, in a random order drawn with --seed) or a desktops "
+                                          "CSV file (cores[, name, power, monitor_w, user_w, "
+                                          "user_minutes]).")],
+    vms: Annotated[str, typer.Option(help="synthetic:N (N requests from the stand-in UnaCloud trace) or "
+                                     "a VMs CSV file (cores, minutes[, name, memory_gb, disk_gb]).")],
+    users: Annotated[float | None, typer.Option(help="Share of desktops with a user (0-1), chosen at "
+                                                "random, each for U[60, 240] minutes; replaces the "
+                                                "file's users (default: the file's; none on thesis-lab).")]
+    = None,
+    algorithm: Annotated[str, typer.Option(help="ff, ffd, bf (Best-Fit Decreasing), sorting (Alg. 11), "
+                                           "similar (Alg. 12); also rr (Round Robin = ff) and "
+                                           "bf-trace (Best-Fit in request order).")] = "sorting",
+    energy_model: Annotated[str, typer.Option(help="Energy accounting: c (incremental, desktop state "
+                                              "at placement; the default), b (incremental while the "
+                                              "user is there) or a (Eqs. 6.2-6.11 literally).")] = "c",
+    secondary: Annotated[str, typer.Option(help="Sorting's second VM key: time_desc, none or "
+                                           "time_asc.")] = "time_desc",
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the lab order, synthetic VMs and users.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: desktops_used, energy_wh, "
+                                          "placement, unplaced, per_desktop, ...")] = False,
+) -> None:
+    """Place VMs on desktops shared with their users (thesis ch. 6) and report energy."""
+    from skylease.experiments.placement import place_request
+
+    res = place_request(desktops, vms, algorithm=algorithm, users=users, energy_model=energy_model,
+                        seed=seed, secondary=secondary)
+    if as_json:
+        print(json.dumps(res))
+        return
+    table = Table("algorithm", "VMs placed", "desktops used", "with a user", "energy (Wh)",
+                  title=f"energy model {res['energy_model'].upper()}")
+    table.add_row(res["algorithm"], f"{res['vms'] - len(res['unplaced'])} of {res['vms']}",
+                  f"{res['desktops_used']} of {res['desktops']}",
+                  f"{res['desktops_used_with_user']} of {res['desktops_with_user']}",
+                  f"{res['energy_wh']:,.1f}")
+    out.print(table)
+    for u in res["unplaced"]:
+        out.print(f"  not placed: {u['vm']}: {u['reason']}", markup=False, highlight=False)
 
 
 @etc_app.command("generate")
@@ -620,6 +679,33 @@ def reproduce_thesis_mapping_cmd(
     for c in rep.claims:
         mark = "ok" if c["holds"] else "differs"
         out.print(f"  \\[{mark}] {c['claim']}: {c['ours']}")
+    out.print(f"Report: {out_dir / 'report.md'}")
+
+
+@reproduce_app.command("thesis-placement")
+def reproduce_thesis_placement_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for CSVs, plots and report.md "
+                                          "(re-running resumes).")],
+    quick: Annotated[bool, typer.Option(help="5 instances, 4 sizes, a short online study (seconds).")]
+    = False,
+    instances: Annotated[int | None, typer.Option(min=1, help="Instances per cell (default: the "
+                                                  "thesis's 30; 5 with --quick).")] = None,
+    online: Annotated[bool, typer.Option(help="Also run the placement-over-time study.")] = True,
+) -> None:
+    """Thesis chapter 6: the worked example, Figs. 6.2-6.3 (0-50 % users, 40-130 VMs), online variant."""
+    from skylease.experiments.thesis.placement_report import reproduce_thesis_placement
+
+    rep = reproduce_thesis_placement(out_dir, quick=quick, instances=instances, online=online,
+                                     progress=err.is_terminal)
+    table = Table("claim", "thesis", "ours", "holds",
+                  title=f"Thesis ch. 6, {rep.instances} instances per cell (grid {rep.grid_s:.1f} s)")
+    for c in rep.claims:
+        table.add_row(c["claim"], c["thesis"], c["ours"], "yes" if c["holds"] else "no")
+    out.print(table)
+    dw = rep.done_when
+    out.print(f"Sorting saves {', '.join(f'{v:.1f} % vs {a.upper()}' for a, v in dw['savings'].items())} "
+              f"at 50 % busy, {dw['n_vms']} VMs; 50 % busy below 0 % in {dw['lower_at_50']} of "
+              f"{dw['cells']} cells.")
     out.print(f"Report: {out_dir / 'report.md'}")
 
 

@@ -157,3 +157,20 @@ def real_run_demo(folder: str | Path, tasks: int = 40, seed: int = 0,
     opts = RunOptions(out=folder / "run", policy="a2ha:aggressive", price=0.01, billing_unit=10.0,
                       budget=0.5, max_workers=2, resume=(folder / "run" / "results.sqlite").exists())
     return run_job(str(job), opts, on_progress=on_progress)
+
+PLACEMENT_DEMO_ALGORITHMS = ("ff", "ffd", "bf", "sorting", "similar")
+
+
+def placement_demo(n_vms: int = 130, users: float = 0.5, seed: int = 0) -> pd.DataFrame:
+    """VM placement on the thesis's lab with a user at half the desktops: each heuristic's energy."""
+    from skylease.experiments.placement import place_request
+
+    rows = []
+    for a in PLACEMENT_DEMO_ALGORITHMS:
+        r = place_request("thesis-lab", f"synthetic:{n_vms}", algorithm=a, users=users, seed=seed)
+        rows.append({"algorithm": a, "desktops_used": r["desktops_used"],
+                     "with_user": r["desktops_used_with_user"], "kwh": r["energy_wh"] / 1000,
+                     "unplaced": len(r["unplaced"])})
+    t = pd.DataFrame(rows)
+    t["saving_vs_ff"] = 1.0 - t["kwh"] / float(t.loc[t["algorithm"] == "ff", "kwh"].iloc[0])
+    return t

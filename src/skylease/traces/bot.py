@@ -53,7 +53,7 @@ import numpy as np
 from skylease.model.errors import UserError
 from skylease.model.task import Bag
 from skylease.traces.synthetic import constant_bag, gamma_bag, lognormal_bag, normal_bag
-from skylease.traces.textio import read_json
+from skylease.traces.textio import parse_number, read_json
 from skylease.traces.textio import read_text as _read_text
 
 __all__ = [
@@ -233,7 +233,6 @@ def read_wfcommons(path: str | os.PathLike[str], category: str | None = None) ->
 
 
 _RUNTIME_COLUMNS = ("runtime", "runtime_s", "duration", "seconds")
-_NON_FINITE = frozenset({"nan", "inf", "infinity"})
 
 
 def _is_number(cell: str) -> bool:
@@ -245,23 +244,10 @@ def _is_number(cell: str) -> bool:
 
 
 def _parse_runtime(path: Path, line: int, field: str, cell: str) -> float:
-    s = cell.strip()
-    if not s:
-        raise UserError("missing value", file=path, line=line, field=field)
-    shown = s if len(s) <= 40 else s[:37] + "..."
-    if s.lstrip("+-").lower() in _NON_FINITE:
-        raise UserError(f"value {shown!r} is not a finite number", file=path, line=line, field=field)
-    try:
-        if "_" in s:  # float() accepts 1_000; a CSV number does not
-            raise ValueError(s)
-        value = float(s)
-    except ValueError:
-        raise UserError(f"value {shown!r} is not a number", file=path, line=line, field=field) from None
-    if not math.isfinite(value):
-        raise UserError(f"value {shown!r} is not a finite number", file=path, line=line, field=field)
+    value = parse_number(path, line, field, cell)
     if value < 0:
-        raise UserError(f"value {shown!r} is negative; a runtime is >= 0 seconds", file=path, line=line,
-                        field=field)
+        raise UserError(f"value {cell.strip()!r} is negative; a runtime is >= 0 seconds", file=path,
+                        line=line, field=field)
     return value
 
 
