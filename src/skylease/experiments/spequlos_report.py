@@ -765,29 +765,17 @@ def reproduce_spequlos(
     for t in chosen:
         trace_for(t, dd)
     out.mkdir(parents=True, exist_ok=True)
-    camp = run_campaign(
-        campaign_cell,
-        {"environment": envs, "strategies": [list(STRATEGIES)], "data_dir": [dd]},
-        seeds=n,
-        mode=mode,
-        workers=workers,
-        scheduler=scheduler,
-        progress=progress,
-        description=f"SpeQuloS: {len(envs)} environments x {n} seeds x 19 runs",
-    )
+    def campaign(grid: dict[str, list], description: str) -> Any:
+        return run_campaign(campaign_cell, grid, seeds=n, mode=mode, workers=workers, scheduler=scheduler,
+                            progress=progress, description=description)
+
+    camp = campaign({"environment": envs, "strategies": [list(STRATEGIES)], "data_dir": [dd]},
+                    f"SpeQuloS: {len(envs)} environments x {n} seeds x 19 runs")
     # The RANDOM variant under the paper's epsilon: baseline and 9C-C-R (Fig. 2 and Table 7 only).
     envs_eps = [e for e in envs if e.endswith("/RANDOM")]
-    camp_eps = run_campaign(
-        campaign_cell,
-        {"environment": envs_eps, "strategies": [["9C-C-R"]], "data_dir": [dd],
-         "epsilon": [PAPER_EPSILON_S]},
-        seeds=n,
-        mode=mode,
-        workers=workers,
-        scheduler=scheduler,
-        progress=progress,
-        description=f"SpeQuloS, RANDOM with epsilon = {PAPER_EPSILON_S:g} s: {len(envs_eps)} x {n} x 2 runs",
-    )
+    camp_eps = campaign({"environment": envs_eps, "strategies": [["9C-C-R"]], "data_dir": [dd],
+                         "epsilon": [PAPER_EPSILON_S]},
+                        f"SpeQuloS, RANDOM with epsilon = {PAPER_EPSILON_S:g} s: {len(envs_eps)} x {n} x 2 runs")
     failed = camp.failed + camp_eps.failed
     if failed:
         raise RuntimeError(f"{len(failed)} cells failed; first: {failed[0].get('error')}")
