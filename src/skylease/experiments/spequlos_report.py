@@ -775,7 +775,7 @@ def reproduce_spequlos(
     envs_eps = [e for e in envs if e.endswith("/RANDOM")]
     camp_eps = campaign({"environment": envs_eps, "strategies": [["9C-C-R"]], "data_dir": [dd],
                          "epsilon": [PAPER_EPSILON_S]},
-                        f"SpeQuloS, RANDOM with epsilon = {PAPER_EPSILON_S:g} s: {len(envs_eps)} x {n} x 2 runs")
+                        f"SpeQuloS, RANDOM, epsilon = {PAPER_EPSILON_S:g} s: {len(envs_eps)} x {n} x 2 runs")
     failed = camp.failed + camp_eps.failed
     if failed:
         raise RuntimeError(f"{len(failed)} cells failed; first: {failed[0].get('error')}")
