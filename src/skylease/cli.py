@@ -212,16 +212,11 @@ def _demo_real_run(out_dir: Path | None) -> None:
               "A2HA renting them at $0.01 per started 10 s with a $0.50 budget:")
     with tempfile.TemporaryDirectory(prefix="skylease-demo-run-") as tmp:
         folder = (out_dir / "real-run") if out_dir is not None else Path(tmp)
-        if err.is_terminal:
-            from rich.live import Live
-
-            with Live(console=err, refresh_per_second=4, transient=True) as live:
-                res = real_run_demo(folder, on_progress=lambda env: live.update(_run_progress(env, 0.5)))
-        else:
-            res = real_run_demo(folder)
+        res = _with_live_display(lambda on_progress: real_run_demo(folder, on_progress=on_progress), 0.5)
     out.print(f"   {res['ok']} of {res['tasks']} tasks done in {res['wall_s']:.1f} s on {res['hosts']} "
               f"workers (at most {res['peak_hosts']} at once), ${res['cost']:.2f} charged of the $0.50 "
               f"budget. Try: skylease run --help")
+
 
 def _demo_placement() -> None:
     from skylease.experiments.demo import placement_demo
@@ -946,13 +941,7 @@ def run_cmd(
                       tail_credits=tail_credits, volatility=volatility, volatile_pool=volatile_pool,
                       time_scale=time_scale, trace_start=trace_start, seed=seed, resume=resume,
                       args=args)
-    if err.is_terminal:
-        from rich.live import Live
-
-        with Live(console=err, refresh_per_second=4, transient=True) as live:
-            res = run_job(job, opts, on_progress=lambda env: live.update(_run_progress(env, budget)))
-    else:
-        res = run_job(job, opts)
+    res = _with_live_display(lambda on_progress: run_job(job, opts, on_progress=on_progress), budget)
     table = Table("", "value", title=f"{res['job']} ({res['outcome']})")
     for k, label in (("tasks", "tasks"), ("ok", "succeeded"), ("failed", "failed"), ("left", "not run"),
                      ("wall_s", "wall time (s)"), ("cost", "cost"), ("hosts", "workers rented"),
@@ -963,6 +952,16 @@ def run_cmd(
     out.print(f"Results: {Path(res['out']) / 'results.sqlite'}; report: {Path(res['out']) / 'report.md'}")
     if res["failed"] or res["left"]:
         raise typer.Exit(1)
+
+
+def _with_live_display(run, budget: float | None) -> dict:
+    """``run(on_progress)`` with the live display of a real run on a terminal (none otherwise)."""
+    if not err.is_terminal:
+        return run(None)
+    from rich.live import Live
+
+    with Live(console=err, refresh_per_second=4, transient=True) as live:
+        return run(lambda env: live.update(_run_progress(env, budget)))
 
 
 def _run_progress(env, budget: float | None) -> Table:

@@ -24,7 +24,6 @@ import json
 import math
 import os
 import time
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from skylease.control.env import Environment, HostView, Policy
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
 from skylease.model.task import Task
+from skylease.traces.textio import read_toml
 
 DEFAULT_POOL = "local"
 DEFAULT_BOOT_S = 2.0
@@ -110,13 +110,7 @@ def pool_types(opts: RunOptions) -> dict[str, dict[str, Any]]:
                                "min_units": opts.min_units, "boot_time": DEFAULT_BOOT_S,
                                "max_count": opts.max_workers or cores}}
     path = Path(opts.pools_file)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError("no such file", file=path) from None
-    except tomllib.TOMLDecodeError as e:
-        line = _toml_line(str(e))
-        raise UserError(f"not valid TOML: {e}", file=path, line=line) from None
+    data, _ = read_toml(path)
     pools = data.get("pools")
     if not isinstance(pools, dict) or not pools:
         raise UserError("expected one or more [pools.NAME] tables", file=path, field="pools")
@@ -134,13 +128,6 @@ def pool_types(opts: RunOptions) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _toml_line(msg: str) -> int | None:
-    import re
-
-    m = re.search(r"line (\d+)", msg)
-    return int(m.group(1)) if m else None
-
-
 def _itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:
     fields = {k: spec[k] for k in ("price", "billing_unit", "min_units", "boot_time", "max_count", "speed")
               if k in spec}
@@ -150,11 +137,10 @@ def _itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:
         raise UserError(str(e), file=where, field=f"pools.{name}") from None
 
 
-def make_backends(opts: RunOptions) -> tuple[dict[str, Any], Any]:
-    """The pools' backends (connected) and the local scheduler (or None)."""
+def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], Any]:
+    """The backends (connected) of the pools ``specs`` (:func:`pool_types`) and the local scheduler."""
     from skylease.runtime.pools import ClusterPool, LocalPool, LocalScheduler
 
-    specs = pool_types(opts)
     where = str(opts.pools_file) if opts.pools_file else "--price/--billing-unit"
     backends: dict[str, Any] = {}
     local: LocalScheduler | None = None
@@ -285,7 +271,7 @@ def run_job(job_spec: str, opts: RunOptions,
                                 field="--budget")
             policy.budget = left
         policies: Policy = policy if qos is None else Policies(policy, qos)
-        backends, local = make_backends(opts)
+        backends, local = make_backends(opts, specs)
         try:
             env = DaskEnvironment(backends, [t.to_json() for t in job.tasks], store, policies,
                                   retries=opts.retries, task_timeout_s=opts.task_timeout_s,
@@ -329,9 +315,7 @@ def _tail_policy(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> Po
         credits = opts.budget / it.price * it.billing_unit / 3600.0 * CREDITS_PER_CPU_HOUR
     else:
         credits = 1e9  # no budget on a free pool: credits do not bind
-    qos = SpeQuloS(strategy, credits, tick=opts.tail_tick_s, pool=opts.reliable_pool, predict_at=0.5)
-    qos.tail_pool = opts.reliable_pool  # type: ignore[attr-defined]
-    return qos
+    return SpeQuloS(strategy, credits, tick=opts.tail_tick_s, pool=opts.reliable_pool, predict_at=0.5)
 
 
 def _volatility(opts: RunOptions, specs: Mapping[str, Any], main_pool: str) -> Any:

@@ -322,7 +322,6 @@ class DaskEnvironment:
         if how not in CLOUD_USAGE:
             raise ValueError(f"cloud usage must be one of {CLOUD_USAGE}, got {how!r}")
         self._usage = how
-        self._tail_pool = getattr(self.policy, "tail_pool", None) or self._tail_pool
         if how == "duplicate" and self._tail_pool is not None:
             for tid in self._tasks:
                 if tid not in self._closed:

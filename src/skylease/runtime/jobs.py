@@ -41,7 +41,6 @@ import json
 import re
 import shlex
 import string
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,12 +48,10 @@ from typing import Any
 
 from skylease.model.errors import UserError
 from skylease.runtime.execute import resolve_target
-from skylease.traces.textio import read_json, read_text
+from skylease.traces.textio import read_json, read_text, read_toml
 
 LABEL_CHARS = 60
 _TARGET_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-_TOML_POS_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
-_TOML_END_RE = re.compile(r"\s*\(at end of document\)$")
 
 
 @dataclass(frozen=True)
@@ -211,16 +208,7 @@ def _python_task(tid: int, target: str, a: tuple, kw: Mapping[str, Any], line: i
 
 
 def _toml_job(path: Path) -> Job:
-    text = read_text(path)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        msg, line = str(exc), None
-        if m := _TOML_POS_RE.search(msg):
-            line, msg = int(m.group(1)), f"{msg[: m.start()]} (column {m.group(2)})"
-        elif m := _TOML_END_RE.search(msg):
-            line, msg = max(1, len(text.splitlines())), f"{msg[: m.start()]} (at end of file)"
-        raise UserError(f"not valid TOML: {msg}", file=path, line=line) from None
+    doc, text = read_toml(path)
     lines = _TomlLines(text)
     command, target = doc.get("command"), doc.get("callable")
     if (command is None) == (target is None):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 from skylease.model.errors import UserError
@@ -42,6 +43,26 @@ def read_json(path: Path) -> object:
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise UserError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+
+
+_TOML_POS_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+_TOML_END_RE = re.compile(r"\s*\(at end of document\)$")
+
+
+def read_toml(path: Path) -> tuple[dict, str]:
+    """The parsed TOML document and its text, or a UserError naming file and line."""
+    import tomllib
+
+    text = read_text(path)
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        msg, line = str(exc), None
+        if m := _TOML_POS_RE.search(msg):
+            line, msg = int(m.group(1)), f"{msg[: m.start()]} (column {m.group(2)})"
+        elif m := _TOML_END_RE.search(msg):
+            line, msg = max(1, len(text.splitlines())), f"{msg[: m.start()]} (at end of file)"
+        raise UserError(f"not valid TOML: {msg}", file=path, line=line) from None
 
 
 _NON_FINITE = frozenset({"nan", "inf", "infinity"})
