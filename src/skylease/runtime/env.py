@@ -22,9 +22,11 @@ Decisions of ours (the issue is silent):
   recorded as failed. It counts as finished for the policy (``on_task_done``), never as lost.
 * Tiny tasks are batched: once 4 tasks have finished, if their mean runtime is under
   :data:`BATCH_TARGET_S`, an idle worker gets a batch of queued tasks lasting about that long
-  (at most :data:`BATCH_MAX`, and at most the queue shared by two batches per worker, so the end
-  stays balanced). Tasks of a quarter second or more go one by one, as in the simulator. Results of
-  a batch are recorded when the batch returns.
+  (at most :data:`BATCH_MAX`; as the queue drains, a worker's share of it, guided
+  self-scheduling, but never under :data:`BATCH_FLOOR_S` of work, so the end stays balanced
+  without a round trip per task). A worker running a batch has the next one queued behind it, so it
+  never waits for the driver between batches. Tasks of a quarter second or more go one by one, as
+  in the simulator. Results of a batch are recorded when the batch returns.
 * A losing copy of a task is stopped: its worker's child processes are killed (shell tasks); a
   Python callable cannot be interrupted, so its host stays busy until the call returns.
 """
@@ -57,7 +59,9 @@ RELEASE_GRACE_S = 0.5
 POLL_S = 0.1
 #: Tasks shorter than this (mean measured runtime) are sent in batches lasting about this long.
 BATCH_TARGET_S = 0.25
-BATCH_MAX = 64
+BATCH_MAX = 512
+#: The least work (seconds, at the mean runtime) a batch carries while the queue drains.
+BATCH_FLOOR_S = 0.05
 
 
 class RealTimer:
@@ -127,6 +131,8 @@ class DaskEnvironment:
         self._addr: dict[HostId, str] = {}
         self._future: dict[HostId, Any] = {}
         self._batch: dict[HostId, list[int]] = {}
+        # a batch of tiny tasks queued on a busy worker behind its running one (future, tasks)
+        self._ahead: dict[HostId, tuple[Any, list[int]]] = {}
         self._rt_sum, self._rt_n = 0.0, 0
         self._epoch: list[int] = []
         self._draining: set[HostId] = set()
@@ -445,21 +451,24 @@ class DaskEnvironment:
         self._busy_loop = True
         try:
             for h in list(self._live.values()):
-                if h.state is not HostState.IDLE or h.id in self._draining:
-                    continue
-                tid = self._next_task(h.pool)
-                if tid is None:
+                if h.state is HostState.IDLE and h.id not in self._draining and not self._dispatch(h):
                     self.policy.on_host_idle(h)
-                    continue
-                tids = [tid]
-                for _ in range(self._batch_size() - 1):
-                    nxt = self._next_task(h.pool)
-                    if nxt is None:
-                        break
-                    tids.append(nxt)
-                self._start(h, tids)
         finally:
             self._busy_loop = False
+
+    def _dispatch(self, h: Host) -> bool:
+        """Start the next queued task (or batch) on the idle host ``h``; whether there was one."""
+        tid = self._next_task(h.pool)
+        if tid is None:
+            return False
+        tids = [tid]
+        for _ in range(self._batch_size() - 1):
+            nxt = self._next_task(h.pool)
+            if nxt is None:
+                break
+            tids.append(nxt)
+        self._start(h, tids)
+        return True
 
     def _next_task(self, pool: str) -> int | None:
         for q in (self._queue_pool[pool], self._queue_any):
@@ -485,22 +494,45 @@ class DaskEnvironment:
         mean = self._rt_sum / self._rt_n
         if mean >= BATCH_TARGET_S:
             return 1
+        mean = max(mean, 1e-4)
         workers = max(1, sum(1 for h in self._live.values() if h.state in (HostState.IDLE, HostState.BUSY)))
-        by_queue = len(self._queue_any) // (2 * workers)
-        return max(1, min(BATCH_MAX, int(BATCH_TARGET_S / max(mean, 1e-4)), by_queue))
+        # guided self-scheduling: a worker's share of the queue, so the workers end together, but
+        # never under BATCH_FLOOR_S of work (below that the round trip costs more than the imbalance)
+        share = max(math.ceil(len(self._queue_any) / workers), int(BATCH_FLOOR_S / mean))
+        return max(1, min(BATCH_MAX, int(BATCH_TARGET_S / mean), share))
 
     def _on_pools(self, tid: int) -> set[str]:
         return {self._hosts[x].pool for x in self._running.get(tid, ())}
 
     def _start(self, h: Host, tids: list[int]) -> None:
+        h.state, h.task, h.task_started_at = HostState.BUSY, tids[0], self.now
+        self._batch[h.id] = tids
+        self._future[h.id] = self._send(h, tids)
+        if len(tids) > 1:
+            self._prefetch(h)
+
+    def _prefetch(self, h: Host) -> None:
+        """Queue the next batch of tiny tasks on the worker behind its running one, so that it
+        never waits for the driver's round trip (submit, fetch, record) between batches."""
+        tid = self._next_task(h.pool)
+        if tid is None:
+            return
+        tids = [tid]
+        for _ in range(self._batch_size() - 1):
+            nxt = self._next_task(h.pool)
+            if nxt is None:
+                break
+            tids.append(nxt)
+        self._ahead[h.id] = (self._send(h, tids), tids)
+
+    def _send(self, h: Host, tids: list[int]) -> Any:
+        """Submit ``tids`` to the host's worker (one call, or one batch call); returns the future."""
         now = self.now
-        h.state, h.task, h.task_started_at = HostState.BUSY, tids[0], now
         for tid in tids:
             self._running.setdefault(tid, []).append(h.id)
             if tid not in self._assigned:
                 self._assigned.add(tid)
                 self._assign_t.append(now)
-        self._batch[h.id] = tids
         attempts = [self._attempts.get(tid, 0) + 1 for tid in tids]
         epoch = self._epoch[h.id]
         client = self.backends[h.pool].client
@@ -510,8 +542,8 @@ class DaskEnvironment:
         else:
             fut = client.submit(run_batch, [self._specs[t] for t in tids], attempts, self.task_timeout_s,
                                 **where)
-        self._future[h.id] = fut
         fut.add_done_callback(lambda f, hid=h.id, e=epoch: self._inbox.put((hid, e, f)))
+        return fut
 
     def _on_result(self, hid: HostId, epoch: int, fut: Any) -> None:
         h = self._hosts[hid]
@@ -525,6 +557,11 @@ class DaskEnvironment:
             return
         if epoch != self._epoch[hid] or self._finished or h.state is not HostState.BUSY:
             return
+        if self._future.get(hid) is not fut:
+            ahead = self._ahead.get(hid)
+            if ahead is not None and ahead[0] is fut:
+                self._inbox.put((hid, epoch, fut))  # ran after the running batch: wait for that one
+            return
         tids = self._batch.pop(hid)
         started = h.task_started_at or 0.0
         now = self.now
@@ -536,6 +573,15 @@ class DaskEnvironment:
                 if not run:
                     del self._running[tid]
         h.state, h.task, h.task_started_at = HostState.IDLE, None, None
+        ahead = self._ahead.pop(hid, None)
+        if ahead is not None and fut.status == "finished":
+            # the worker already runs the batch queued behind this one: it becomes the running
+            # batch, and the next one is queued behind it before we fetch and record results
+            h.state, h.task, h.task_started_at = HostState.BUSY, ahead[1][0], now
+            self._future[hid], self._batch[hid] = ahead
+            self._prefetch(h)
+        elif ahead is not None:
+            self._drop_ahead(hid, ahead)
         try:
             res = fut.result()
             outs = res if len(tids) > 1 else [res]
@@ -597,18 +643,35 @@ class DaskEnvironment:
             self.store.record_attempt(tid, self._attempts.get(tid, 0) + 1, "cancelled", self.now,
                                       host=other)
             fut = self._future.get(other)
-            if fut is not None and len(self._batch.get(other, ())) == 1:
+            if fut is not None and self._batch.get(other) == [tid]:
                 self._draining.add(other)  # busy until its call returns; its result is ignored
                 addr = self._addr.get(other)
                 if addr is not None:
                     with contextlib.suppress(Exception):
                         self.backends[oh.pool].client.run(kill_children, workers=[addr], wait=False)
                 fut.cancel()
-            oh.task, oh.task_started_at = None, None
+                oh.task, oh.task_started_at = None, None
+            # a copy in a batch of tiny tasks runs on (its result is ignored): the batch goes on
+
+    def _drop_ahead(self, hid: HostId, ahead: tuple[Any, list[int]]) -> None:
+        """A queued batch that will not run: its tasks go back to the head of the queue (they never
+        started, so no attempt is counted)."""
+        fut, tids = ahead
+        fut.cancel()
+        for tid in reversed(tids):
+            run = self._running.get(tid)
+            if run is not None and hid in run:
+                run.remove(hid)
+                if not run:
+                    del self._running[tid]
+            self._requeue_head(tid)
 
     def _interrupt(self, h: Host, why: str) -> None:
         """The host stops mid-work: every task of its batch goes back to the head of the queue."""
         self._epoch[h.id] += 1
+        ahead = self._ahead.pop(h.id, None)
+        if ahead is not None:
+            self._drop_ahead(h.id, ahead)
         fut = self._future.pop(h.id, None)
         if fut is not None:
             fut.cancel()
