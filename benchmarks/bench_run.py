@@ -4,7 +4,11 @@ Targets (issue 8):
 
 1. 2,000 trivial shell commands (``true``) on 2 workers: ``skylease run`` (the whole command, start-up
    of its scheduler and workers included) against ``xargs -P 2`` running each line with ``sh -c``;
-   our wall time at most 2x xargs'.
+   our wall time at most 2x xargs'. Measured three ways: warm (the usual case: the warm service of
+   :mod:`skylease.service.warm` is up, as after any earlier run in the last 10 minutes), cold (the
+   service is stopped first, so this run starts it: Python, Dask, pandas and matplotlib imported
+   from nothing) and without the service (``SKYLEASE_NO_SERVER=1``: everything in the command's
+   own process).
 2. 5,000 no-op Python callables (``math:fabs``) on 2 worker processes: ``skylease run`` against plain
    Dask ``client.map`` on a LocalCluster of 2 single-thread worker processes; our throughput at
    least 0.5x Dask's. Both are timed from the moment the workers are up (Dask's cluster is started
@@ -26,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-SKYLEASE = [sys.executable, "-c", "from skylease.cli import console_main; console_main()"]
+SKYLEASE = [sys.executable, "-m", "skylease"]
 
 
 def xargs_wall(jobs: Path) -> float:
@@ -36,11 +40,19 @@ def xargs_wall(jobs: Path) -> float:
     return time.perf_counter() - t
 
 
-def skylease_wall(args: list[str], out: Path) -> float:
+def skylease_wall(args: list[str], out: Path, server: bool = True) -> float:
+    env = dict(os.environ)
+    env.pop("SKYLEASE_NO_SERVER", None)
+    if not server:
+        env["SKYLEASE_NO_SERVER"] = "1"
     t = time.perf_counter()
     subprocess.run([*SKYLEASE, "run", *args, "--out", str(out), "--policy", "fixed:2", "--workers", "2"],
-                   check=True, stdout=subprocess.DEVNULL)
+                   check=True, stdout=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t
+
+
+def stop_service() -> None:
+    subprocess.run([*SKYLEASE, "server", "stop"], check=True, stdout=subprocess.DEVNULL)
 
 
 def skylease_task_phase(out: Path) -> float:
@@ -77,19 +89,27 @@ def main() -> None:
         jobs.write_text("true\n" * a.shell)
         args = d / "args.json"
         args.write_text(json.dumps(list(range(a.calls))))
-        xa, ours, dm, ours_calls, ours_phase = [], [], [], [], []
+        xa, ours, dm, ours_calls, ours_phase, cold, alone = [], [], [], [], [], [], []
         for r in range(a.repeat):
+            stop_service()
+            xa.append(xargs_wall(jobs))
+            cold.append(skylease_wall([str(jobs)], d / f"cold{r}"))
             xa.append(xargs_wall(jobs))
             ours.append(skylease_wall([str(jobs)], d / f"sh{r}"))
             ours_phase.append(skylease_task_phase(d / f"sh{r}"))
+            alone.append(skylease_wall([str(jobs)], d / f"alone{r}", server=False))
             dm.append(dask_map_seconds(a.calls))
             skylease_wall(["math:fabs", "--args", str(args)], d / f"py{r}")
             ours_calls.append(skylease_task_phase(d / f"py{r}"))
         x, o = min(xa), min(ours)
         print(f"{a.shell} shell commands, 2 workers: xargs -P 2 {x:.2f} s, skylease run {o:.2f} s "
-              f"(whole command): ratio {o / x:.2f}x (target <= 2x) {'OK' if o <= 2 * x else 'MISSED'}; "
+              f"(whole command, warm service): ratio {o / x:.2f}x (target <= 2x) "
+              f"{'OK' if o <= 2 * x else 'MISSED'}; "
               f"its task phase (first worker up to last result) {min(ours_phase):.2f} s, "
               f"{min(ours_phase) / x:.2f}x xargs")
+        print(f"  the same, cold (this run starts the warm service): {min(cold):.2f} s, "
+              f"{min(cold) / x:.2f}x; "
+              f"without the service (SKYLEASE_NO_SERVER=1): {min(alone):.2f} s, {min(alone) / x:.2f}x")
         m, c = min(dm), min(ours_calls)
         tm, tc = a.calls / m, a.calls / c
         print(f"{a.calls} no-op callables, 2 worker processes: Dask client.map {m:.2f} s ({tm:,.0f}/s), "

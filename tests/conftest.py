@@ -16,3 +16,10 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"real data not available: {path} is missing (see docs/howto/data.md)")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _no_warm_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every `skylease run` a test starts runs in its own process, unless the test asks for the warm
+    service (tests/service), so no test leaves a service behind."""
+    monkeypatch.setenv("SKYLEASE_NO_SERVER", "1")

@@ -1,5 +1,5 @@
-"""``python -m skylease``: the same CLI as the ``skylease`` command."""
+"""``python -m skylease``: the same command as ``skylease``."""
 
-from skylease.cli import console_main
+from skylease.launch import main
 
-console_main()
+main()

@@ -47,6 +47,10 @@ app.add_typer(reproduce_app, name="reproduce")
 leases_app = typer.Typer(help="Simulate lease workloads (best-effort, advance-reservation and immediate "
                          "leases) with the lease scheduler.", no_args_is_help=True)
 app.add_typer(leases_app, name="leases")
+server_app = typer.Typer(help="The warm service that serves `skylease run` with everything imported "
+                         "(started by the first run; SKYLEASE_NO_SERVER=1 turns it off).",
+                         no_args_is_help=True)
+app.add_typer(server_app, name="server")
 
 out = Console()
 err = Console(stderr=True)
@@ -1011,6 +1015,37 @@ def status_cmd(
     out.print(t)
 
 
+@server_app.command("status")
+def server_status_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Show this user's warm services (one per installed version of the code)."""
+    from skylease.service.warm import services
+
+    found = services()
+    if as_json:
+        print(json.dumps(found))
+        return
+    if not found:
+        out.print("no warm service runs (the next `skylease run` starts one)")
+        return
+    t = Table("pid", "serves this install", "up (s)", "quits after idle (s)", "children", "socket")
+    for s in found:
+        t.add_row(str(s["pid"]), "yes" if s["current"] else "no (an older install)",
+                  f"{time.time() - s['started_unix']:.0f}", f"{s['idle_s']:g}", str(s["children"]),
+                  s["socket"])
+    out.print(t)
+
+
+@server_app.command("stop")
+def server_stop_cmd() -> None:
+    """Stop this user's warm services (runs they serve go on to their end)."""
+    from skylease.service.warm import stop_services
+
+    n = stop_services()
+    out.print(f"stopped {n} warm service(s)")
+
+
 @simulate_app.command("replay")
 def simulate_replay_cmd(
     out_dir: Annotated[Path, typer.Argument(help="The output folder of a finished real run.")],
@@ -1054,6 +1089,8 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"skylease{cmd}: error: {msg} (see --help)", markup=False, highlight=False,
                   soft_wrap=True)
         return 2
+    if rv == 130:  # typer turns Ctrl-C inside a command into Exit(130), silently
+        err.print("skylease: interrupted", markup=False)
     return rv if isinstance(rv, int) else 0  # typer.Exit(code) inside a command
 
 

@@ -39,7 +39,7 @@ def test_example_job_finishes_on_the_default_local_pool(tmp_path, capsys):
     assert summary["ok"] == n and summary["failed"] == 0 and summary["left"] == 0
     assert [r[0] for r in _results(tmp_path / "out")] == list(range(n))  # one result per task
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "tasks_over_time.png" in report and (tmp_path / "out" / "workers_over_time.png").exists()
+    assert "run_over_time.png" in report and (tmp_path / "out" / "run_over_time.png").exists()
     # status reads the finished run
     assert main(["status", str(tmp_path / "out"), "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
@@ -123,16 +123,17 @@ def test_simulator_replays_the_real_run_closely(tmp_path):
 
 
 def _worker_pids(driver: int) -> list[int]:
+    """The driver's workers: the children of its fork server (itself a child of the driver)."""
     try:
-        kids = psutil.Process(driver).children(recursive=True)
+        kids = psutil.Process(driver).children()
     except psutil.NoSuchProcess:
         return []
     pids = []
-    for p in kids:
+    for server in kids:
         try:
-            if "dask_worker" in " ".join(p.cmdline()):
-                pids.append(p.pid)
-        except psutil.Error:  # a worker just killed (a zombie until the driver reaps it)
+            if "skylease.runtime.forkserver" in " ".join(server.cmdline()):
+                pids += [w.pid for w in server.children() if w.status() != psutil.STATUS_ZOMBIE]
+        except psutil.Error:  # gone meanwhile
             pass
     return pids
 

@@ -5,7 +5,9 @@ starts a worker (its boot is the worker's start-up), giving it back retires the 
 
 * :class:`LocalPool` (the default): worker processes on this machine, started by skylease against
   a scheduler it runs itself, so ``skylease run jobs.txt`` needs nothing else. Each worker is a
-  ``dask worker`` process of its own, so a host can be killed and restarted (``--volatility``).
+  process of its own, forked by a fork server that has Dask imported already
+  (:mod:`skylease.runtime.forkserver`), so a host boots in milliseconds and can be killed and
+  restarted (``--volatility``).
 * :class:`ClusterPool`: any other Dask cluster, by configuration: a cluster class path and its
   keyword arguments (e.g. ``dask_jobqueue.SLURMCluster``, ``dask_cloudprovider.aws.EC2Cluster``),
   scaled one worker at a time; or the address of a running scheduler, whose existing workers are
@@ -17,8 +19,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,9 +27,10 @@ import psutil
 
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
+from skylease.runtime.forkserver import ForkedProcess, PrivateForkServer, fork_worker
 
-#: Seconds a worker survives without its scheduler: a killed driver leaves no orphans for long.
-DEATH_TIMEOUT_S = 10
+#: The fork server a driver's local workers come from, when a warm service runs the driver.
+FORKSERVER_ENV = "SKYLEASE_FORKSERVER"
 
 
 def _quiet_dask() -> None:
@@ -69,7 +70,7 @@ class LocalPool:
 
     itype: InstanceType
     scheduler: Any = None  # a shared LocalScheduler; created on first use
-    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    procs: dict[str, ForkedProcess] = field(default_factory=dict)
     claimed: bool = False
 
     def connect(self, scheduler: LocalScheduler) -> None:
@@ -81,15 +82,13 @@ class LocalPool:
 
     def start(self, name: str) -> None:
         env = dict(os.environ)
+        env.pop(FORKSERVER_ENV, None)
         # python callables are found as they are by the driver: the working folder first
         env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
         # tasks may read where they run (a slow or special host in tests and demos)
         env.update(SKYLEASE_WORKER=name, SKYLEASE_POOL=self.itype.name, SKYLEASE_SPEED=repr(self.itype.speed))
-        cmd = [sys.executable, "-m", "distributed.cli.dask_worker", self.scheduler.address,
-               "--name", name, "--nthreads", "1", "--no-nanny", "--no-dashboard",
-               "--death-timeout", str(DEATH_TIMEOUT_S)]
-        self.procs[name] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                            stdin=subprocess.DEVNULL, env=env)
+        self.procs[name] = fork_worker(self.scheduler.forkserver, self.scheduler.address, name, env,
+                                       os.getcwd())
 
     def stop(self, name: str, address: str | None) -> None:
         """Retire gracefully (the scheduler closes it), then make sure the process is gone."""
@@ -123,9 +122,14 @@ class LocalPool:
 
 
 class LocalScheduler:
-    """The driver's own Dask scheduler (no workers of its own) and its client."""
+    """The driver's own Dask scheduler (no workers of its own), its client, and the fork server its
+    local workers come from (the warm service's, or a private one started here)."""
 
     def __init__(self) -> None:
+        warm = os.environ.get(FORKSERVER_ENV)
+        # started first: it imports Dask while we do
+        self._private = None if warm else PrivateForkServer()
+        self.forkserver: str = warm or self._private.path  # type: ignore[union-attr]
         _quiet_dask()
         from distributed import Client, LocalCluster
 
@@ -133,9 +137,9 @@ class LocalScheduler:
                                     dashboard_address=":0", silence_logs=50)
         self.client = Client(self.cluster)
         self.address: str = self.cluster.scheduler_address
-        self._reaping: list[subprocess.Popen] = []
+        self._reaping: list[ForkedProcess] = []
 
-    def reap(self, proc: subprocess.Popen) -> None:
+    def reap(self, proc: ForkedProcess) -> None:
         """A retiring process: terminated at close if it has not exited by itself."""
         self._reaping.append(proc)
 
@@ -151,6 +155,8 @@ class LocalScheduler:
         with contextlib.suppress(Exception):
             self.client.close(timeout=5)
             self.cluster.close(timeout=5)
+        if self._private is not None:
+            self._private.close()
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""Long-lived services: the warm ``skylease run`` service (:mod:`skylease.service.warm`)."""
