@@ -42,7 +42,8 @@ def test_quick_reproduction_writes_the_report_beside_the_paper(shared_data, tmp_
     # same seeds, same BoT sizes: only the arrivals differ
     key = ["middleware", "trace", "run_seed", "strategy"]
     spec_random = runs[runs["bot"] == "RANDOM"].set_index(key)
-    paired = variant.set_index(key).join(spec_random[["n_tasks", "submit_s"]], rsuffix="_spec")
+    paired = variant.set_index(key).join(
+        spec_random[["n_tasks", "submit_s"]].rename(columns=lambda c: f"{c}_spec"))
     assert (paired["n_tasks"] == paired["n_tasks_spec"]).all()
     assert (paired["submit_s"] == paired["submit_s_spec"]).all()
     assert "### RANDOM under the paper's epsilon" in text

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from skylease.runtime.execute import run_task
 
 
-def run_batch(tasks: list[dict[str, Any]], attempts: list[int], timeout_s: float | None = None) -> list[dict]:
-    """Run ``tasks`` one after the other on this worker; one outcome per task, in order."""
-    return [run_task(t, a, timeout_s) for t, a in zip(tasks, attempts, strict=True)]
+def batch_payload(tasks: Sequence[dict[str, Any]], attempts: Sequence[int]) -> str:
+    """The batch as one JSON string: Dask walks list and dict arguments looking for futures (0.1 s
+    of the driver's CPU per 2,000 tasks), a string it passes as it is."""
+    return json.dumps({"tasks": list(tasks), "attempts": list(attempts)})
+
+
+def run_batch(payload: str, timeout_s: float | None = None) -> list[dict]:
+    """Run the tasks of ``payload`` (:func:`batch_payload`) one after the other on this worker; one
+    outcome per task, in order."""
+    batch = json.loads(payload)
+    return [run_task(t, a, timeout_s) for t, a in zip(batch["tasks"], batch["attempts"], strict=True)]

@@ -50,7 +50,7 @@ from skylease.control.env import CLOUD_USAGE, BotProgress, Policy
 from skylease.model.catalog import InstanceType
 from skylease.model.host import Host, HostId, HostState
 from skylease.model.task import Task
-from skylease.runtime.batch import run_batch
+from skylease.runtime.batch import batch_payload, run_batch
 from skylease.runtime.execute import run_task
 from skylease.runtime.pools import kill_children
 from skylease.runtime.store import ResultStore
@@ -540,8 +540,8 @@ class DaskEnvironment:
         if len(tids) == 1:
             fut = client.submit(run_task, self._specs[tids[0]], attempts[0], self.task_timeout_s, **where)
         else:
-            fut = client.submit(run_batch, [self._specs[t] for t in tids], attempts, self.task_timeout_s,
-                                **where)
+            fut = client.submit(run_batch, batch_payload([self._specs[t] for t in tids], attempts),
+                                self.task_timeout_s, **where)
         fut.add_done_callback(lambda f, hid=h.id, e=epoch: self._inbox.put((hid, e, f)))
         return fut
 

@@ -32,12 +32,11 @@ import os
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from skylease.runtime.forkserver import (
     WORKER_PRELOAD,
@@ -58,13 +57,20 @@ START_TIMEOUT_S = 60.0
 PRELOAD = (*WORKER_PRELOAD, "skylease.cli", "skylease.experiments.run", "skylease.experiments.run_report",
            "skylease.runtime.env", "skylease.runtime.jobs", "skylease.runtime.store",
            "distributed.deploy.local", "pandas", "matplotlib.pyplot")
+if TYPE_CHECKING:
+    from typing import Any
 _FORKSERVER_ENV = "SKYLEASE_FORKSERVER"  # skylease.runtime.pools.FORKSERVER_ENV (not imported: light)
 
 
 # -- where ------------------------------------------------------------------------------------------
 def service_dir() -> Path | None:
     """The user's folder of service sockets, or None when it is not ours alone."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        base = os.environ["XDG_RUNTIME_DIR"]
+    else:
+        import tempfile  # not at the top: the client is on the path of every run
+
+        base = tempfile.gettempdir()
     d = Path(base) / f"skylease-{os.getuid()}"
     try:
         d.mkdir(mode=0o700, exist_ok=True)
@@ -80,6 +86,9 @@ def code_key() -> str:
     """A digest of what the service would run: interpreter, import path, sources' and folders' times."""
     h = hashlib.sha256()
     h.update(f"{sys.executable}\0{sys.version}\0".encode())
+    # settings read once at import by Python or by modules the service preloads
+    for k in sorted(k for k in os.environ if k.startswith(("PYTHON", "MPL"))):
+        h.update(f"{k}={os.environ[k]}\0".encode())
     pkg = Path(__file__).resolve().parents[1]
     for entry in [*sys.path[1:], str(pkg)]:
         with contextlib.suppress(OSError):
