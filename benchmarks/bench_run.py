@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -89,13 +90,14 @@ def main() -> None:
         jobs.write_text("true\n" * a.shell)
         args = d / "args.json"
         args.write_text(json.dumps(list(range(a.calls))))
-        xa, ours, dm, ours_calls, ours_phase, cold, alone = [], [], [], [], [], [], []
+        xa, ours, dm, ours_calls, ours_phase, cold, alone, paired = [], [], [], [], [], [], [], []
         for r in range(a.repeat):
             stop_service()
             xa.append(xargs_wall(jobs))
             cold.append(skylease_wall([str(jobs)], d / f"cold{r}"))
             xa.append(xargs_wall(jobs))
             ours.append(skylease_wall([str(jobs)], d / f"sh{r}"))
+            paired.append(ours[-1] / xa[-1])  # each warm run against the xargs run just before it
             ours_phase.append(skylease_task_phase(d / f"sh{r}"))
             alone.append(skylease_wall([str(jobs)], d / f"alone{r}", server=False))
             dm.append(dask_map_seconds(a.calls))
@@ -107,6 +109,8 @@ def main() -> None:
               f"{'OK' if o <= 2 * x else 'MISSED'}; "
               f"its task phase (first worker up to last result) {min(ours_phase):.2f} s, "
               f"{min(ours_phase) / x:.2f}x xargs")
+        print(f"  paired warm runs (each against the xargs run just before it): ratios "
+              f"{', '.join(f'{p:.2f}' for p in paired)}; median {statistics.median(paired):.2f}x")
         print(f"  the same, cold (this run starts the warm service): {min(cold):.2f} s, "
               f"{min(cold) / x:.2f}x; "
               f"without the service (SKYLEASE_NO_SERVER=1): {min(alone):.2f} s, {min(alone) / x:.2f}x")

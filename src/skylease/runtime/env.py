@@ -57,11 +57,19 @@ from skylease.runtime.store import ResultStore
 
 RELEASE_GRACE_S = 0.5
 POLL_S = 0.1
+#: Seconds between checks that a worker still lives while its result is fetched.
+FETCH_STEP_S = 1.0
+#: While a host boots, its worker is looked for this often (a fork-served worker is up in ~20 ms).
+BOOT_POLL_S = 0.01
 #: Tasks shorter than this (mean measured runtime) are sent in batches lasting about this long.
 BATCH_TARGET_S = 0.25
 BATCH_MAX = 512
 #: The least work (seconds, at the mean runtime) a batch carries while the queue drains.
 BATCH_FLOOR_S = 0.05
+
+
+class _WorkerGone(Exception):
+    """The worker holding a finished call's result died before the result was fetched."""
 
 
 class RealTimer:
@@ -351,7 +359,8 @@ class DaskEnvironment:
                     break
                 now = self._tick_clock()
                 due = self._timers[0][0] if self._timers else math.inf
-                wait = min(max(due - now, 0.0), POLL_S)
+                booting = any(h.state is HostState.BOOTING for h in self._live.values())
+                wait = min(max(due - now, 0.0), BOOT_POLL_S if booting else POLL_S)
                 try:
                     item = self._inbox.get(timeout=wait) if wait > 0 else self._inbox.get_nowait()
                 except queue.Empty:
@@ -583,10 +592,11 @@ class DaskEnvironment:
         elif ahead is not None:
             self._drop_ahead(hid, ahead)
         try:
-            res = fut.result()
+            res = self._fetch(h, fut)
             outs = res if len(tids) > 1 else [res]
         except Exception as e:
-            if not self.backends[h.pool].alive(self._name(hid)) or hid in self._down_by_trace:
+            if isinstance(e, _WorkerGone) or not self.backends[h.pool].alive(self._name(hid)) \
+                    or hid in self._down_by_trace:
                 self._lost_tasks(h, tids, "lost")  # the watcher handles the host itself
                 return
             outs = [{"exit_code": -1, "stderr_tail": f"{type(e).__name__}: {e}"[-2048:],
@@ -599,6 +609,22 @@ class DaskEnvironment:
                 self._finish_one(h, tid, out, t, end)
                 t = end
         self._settle()
+
+    def _fetch(self, h: Host, fut: Any) -> Any:
+        """The result of a finished call, fetched from its worker.
+
+        A worker that dies after finishing but before we fetch takes the result with it, and Dask
+        would wait forever for a rerun on that (only allowed) worker: so we wait in steps and give
+        up as soon as the worker is gone.
+        """
+        backend, name, addr = self.backends[h.pool], self._name(h.id), self._addr.get(h.id)
+        while True:
+            try:
+                return fut.result(timeout=FETCH_STEP_S)
+            except TimeoutError:
+                if not backend.alive(name) or h.id in self._down_by_trace or addr is None \
+                        or addr not in backend.workers().values():
+                    raise _WorkerGone(name) from None
 
     def _requeue_head(self, tid: int) -> None:
         if tid not in self._closed and tid not in self._running and tid not in self._queue_any:

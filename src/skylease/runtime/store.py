@@ -84,13 +84,13 @@ class ResultStore:
         return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
 
     def set_meta(self, values: Mapping[str, Any]) -> None:
-        with self.db:
+        with self.batch():  # one transaction: the connection commits every statement otherwise
             self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                                 [(k, json.dumps(v)) for k, v in values.items()])
 
     def add_tasks(self, tasks: Iterable[tuple[int, dict[str, Any], str]]) -> None:
         """Register the job's tasks (id, JSON spec, label) once, before anything runs."""
-        with self.db:
+        with self.batch():
             self.db.executemany("INSERT OR IGNORE INTO tasks VALUES (?, ?, ?)",
                                 [(i, json.dumps(s), label) for i, s, label in tasks])
 

@@ -56,7 +56,9 @@ DEFAULT_IDLE_S = 600.0
 START_TIMEOUT_S = 60.0
 PRELOAD = (*WORKER_PRELOAD, "skylease.cli", "skylease.experiments.run", "skylease.experiments.run_report",
            "skylease.runtime.env", "skylease.runtime.jobs", "skylease.runtime.store",
-           "distributed.deploy.local", "pandas", "matplotlib.pyplot")
+           "skylease.control.a2ha", "skylease.control.fixed", "skylease.control.dask_rule",
+           "skylease.control.qos", "skylease.runtime.volatility", "distributed.deploy.local", "rich.live",
+           "pandas", "matplotlib.pyplot")
 if TYPE_CHECKING:
     from typing import Any
 _FORKSERVER_ENV = "SKYLEASE_FORKSERVER"  # skylease.runtime.pools.FORKSERVER_ENV (not imported: light)
@@ -246,6 +248,9 @@ def serve_forever(path: Path, idle_s: float) -> None:
 
         matplotlib.use("Agg")
         preload(PRELOAD)
+        import skylease.cli
+
+        skylease.cli.click_command()
         hello = {"key": path.stem, "python": sys.executable, "started_unix": time.time(), "idle_s": idle_s}
         serve(listener, {"worker": run_worker,
                          "run": lambda c, m, f: run_command(c, m, f, str(path))},
