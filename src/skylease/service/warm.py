@@ -167,15 +167,10 @@ def warm_run(argv: Sequence[str]) -> int | None:
 
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             signal.signal(sig, forward)
-        while True:
-            try:
-                msg, _ = recv_message(conn)
-                break
-            except InterruptedError:  # a forwarded signal interrupted the wait
-                continue
-            except OSError:
-                msg = None
-                break
+        try:
+            msg, _ = recv_message(conn)  # a forwarded signal does not interrupt it (PEP 475)
+        except OSError:
+            msg = None
     if msg is None or "exit" not in msg:
         sys.stderr.write("skylease: the run's process ended without an exit status (killed?); "
                          "finish it with --resume\n")
