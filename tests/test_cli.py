@@ -1,11 +1,14 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from skylease import __version__
 from skylease.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(capsys, *argv):
@@ -57,3 +60,21 @@ def test_console_script_runs_as_a_process():
     r = subprocess.run([sys.executable, "-m", "skylease.cli", "demo", "--bogus"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", [
+    ["demo"], ["run", "examples/sleep-jobs.txt"], ["reproduce", "ilp"],
+    ["reproduce", "thesis-mapping", "--quick"], ["reproduce", "a2ha", "--quick"],
+    ["reproduce", "haizea", "--quick"], ["reproduce", "spequlos", "--quick"],
+    ["reproduce", "thesis-placement", "--quick"],
+])
+def test_an_out_folder_that_is_a_file_is_one_line_and_exit_2(command, tmp_path, capsys, monkeypatch,
+                                                             shared_data):
+    monkeypatch.setenv("SKYLEASE_DATA", str(shared_data))
+    monkeypatch.chdir(ROOT)
+    taken = tmp_path / "a-file"
+    taken.write_text("not a folder\n")
+    assert main([*command, "--out", str(taken)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot create the output folder" in err and str(taken) in err
+    assert taken.read_text() == "not a folder\n"

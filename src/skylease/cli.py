@@ -94,6 +94,10 @@ def demo(
         run_fixed_pool_demo,
     )
 
+    from skylease.experiments.store import out_folder
+
+    if out_dir is not None:
+        out_folder(out_dir)  # before anything is shown: a bad --out is one line, not a half demo
     t0 = time.perf_counter()
     out.rule("[bold]skylease demo")
     out.print(f"Bag: {DEMO_TASKS} tasks, gamma runtimes {DEMO_MEAN_S:.0f} ± {DEMO_SD_S:.0f} s. "

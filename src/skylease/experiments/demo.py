@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from skylease.control.fixed import FixedPool
+from skylease.experiments.store import out_folder
 from skylease.experiments.sweep import CampaignResult, run_campaign, summarize
 from skylease.model.catalog import InstanceType
 from skylease.sim.env import simulate
@@ -148,8 +149,7 @@ def real_run_demo(folder: str | Path, tasks: int = 40, seed: int = 0,
 
     from skylease.experiments.run import RunOptions, run_job
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = out_folder(folder)
     rng = np.random.default_rng(seed)
     job = folder / "sleep-jobs.txt"
     job.write_text("".join(f"sleep {s:.2f}\n" for s in rng.uniform(0.5, 2.0, tasks)))

@@ -33,6 +33,7 @@ from skylease.experiments.haizea import (
     workload_label,
 )
 from skylease.experiments.report import md_table, save_figure, write_report
+from skylease.experiments.store import out_folder
 from skylease.experiments.sweep import run_campaign
 from skylease.model.errors import UserError
 
@@ -111,7 +112,7 @@ def reproduce_haizea(out: str | Path, *, quick: bool = False, workloads: Sequenc
         raise UserError(f"image seeds must be >= 1, got {n_img}", field="image-seeds")
     dd = None if data_dir is None else str(data_dir)
     base = baseline(dd)  # also fails fast on missing data, before starting workers
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder(out)
     # longest cells first (high rho, short ARs, image transfers) so that the workers finish together
     wls.sort(key=lambda w: (-parse_workload(w)[0], parse_workload(w)[1]))
     kw = {"mode": mode, "workers": workers, "scheduler": scheduler, "progress": progress}
@@ -448,8 +449,7 @@ def report_from_runs(runs: pd.DataFrame | str | Path, out: str | Path, *, base: 
                      quick: bool = False, data_dir: str | Path | None = None) -> dict[str, Any]:
     """Derive the tables, figures and checks from the runs (a frame or ``runs.csv``) and write them."""
     t0 = time.perf_counter() if started is None else started
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder(out)
     if not isinstance(runs, pd.DataFrame):
         runs = pd.read_csv(runs)
     if base is None:

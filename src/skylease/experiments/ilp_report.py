@@ -16,6 +16,7 @@ import pandas as pd
 
 from skylease.experiments.provisioning import plot_front, replay_watershed
 from skylease.experiments.report import md_table, write_report
+from skylease.experiments.store import out_folder
 from skylease.planning.provisioning import (
     MapReduceJob,
     WatershedJob,
@@ -139,8 +140,7 @@ def multimodel_elbows() -> pd.DataFrame:
 
 
 def reproduce_ilp(out: str | Path) -> IlpReproduction:
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder(out)
     job = WatershedJob()
     types = pick(load_catalog("hybrid"), "local", "azure-small")
     points, ratios, mrp = watershed_points(), ratio_checks(), mapreduce_points()

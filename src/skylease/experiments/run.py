@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from skylease.control.env import Environment, HostView, Policy
+from skylease.experiments.store import out_folder
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
 from skylease.model.task import Task
@@ -245,7 +246,7 @@ def run_job(job_spec: str, opts: RunOptions,
     qos = _tail_policy(opts, specs) if opts.tail_qos else None
     volatility = _volatility(opts, specs, main_pool) if opts.volatility else None
 
-    out.mkdir(parents=True, exist_ok=True)
+    out_folder(out)
     store = ResultStore(store_path)
     try:
         meta = store.meta()

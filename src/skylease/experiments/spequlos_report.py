@@ -27,6 +27,7 @@ from skylease.control.qos.prediction import TOLERANCE, fit_alpha, loo_success_ra
 from skylease.control.qos.strategy import STRATEGIES
 from skylease.experiments.report import md_table, save_figure, write_report
 from skylease.experiments.spequlos import MIDDLEWARES, TRACES, run_once, tail_removal
+from skylease.experiments.store import out_folder
 from skylease.experiments.sweep import run_campaign
 from skylease.model.errors import UserError
 from skylease.sim.dg.workload import BOT_CATEGORIES, make_bot
@@ -764,7 +765,7 @@ def reproduce_spequlos(
 
     for t in chosen:
         trace_for(t, dd)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder(out)
     def campaign(grid: dict[str, list], description: str) -> Any:
         return run_campaign(campaign_cell, grid, seeds=n, mode=mode, workers=workers, scheduler=scheduler,
                             progress=progress, description=description)
@@ -800,8 +801,7 @@ def report_from_runs(
     """Derive every table, figure and check from the campaign's rows (a frame or a ``runs.csv``)
     and write them into ``out``; returns the summary :func:`reproduce_spequlos` returns."""
     t0 = time.perf_counter() if started is None else started
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder(out)
     if not isinstance(runs, pd.DataFrame):
         runs = pd.read_csv(runs)
     runs = runs.sort_values(["middleware", "trace", "bot", "run_seed", "strategy"]).reset_index(drop=True)

@@ -19,6 +19,18 @@ CELLS_FILE = "cells.jsonl"
 META_FILE = "campaign.json"
 
 
+def out_folder(path: str | Path, field: str = "--out") -> Path:
+    """Create the output folder ``path`` (and its parents); a user error if it cannot be one (a
+    file of that name, no permission), never a traceback."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the output folder: {exc.strerror or exc}", file=path,
+                        field=field) from None
+    return path
+
+
 class CellStore:
     """The finished cells of one campaign output folder."""
 
@@ -28,7 +40,7 @@ class CellStore:
 
     def open(self, meta: dict[str, Any]) -> None:
         """Create the folder or check that it holds the same campaign, and repair a torn tail."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        out_folder(self.folder)
         meta_path = self.folder / META_FILE
         if meta_path.exists():
             try:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from skylease.experiments.report import md_table, save_figure, write_report
-from skylease.experiments.store import atomic_write_bytes_via
+from skylease.experiments.store import atomic_write_bytes_via, out_folder
 from skylease.experiments.sweep import run_campaign
 from skylease.experiments.thesis.paper_placement import (
     ENERGY_SAVED_0,
@@ -45,7 +45,6 @@ from skylease.experiments.thesis.placement_study import (
     study_grid,
     summary_table,
 )
-from skylease.model.errors import UserError
 
 QUICK_INSTANCES = 5
 QUICK_N_VMS = (40, 70, 100, 130)
@@ -88,12 +87,7 @@ def reproduce_thesis_placement(
     progress: bool = True,
 ) -> PlacementReproduction:
     """Run the worked example, the Figs. 6.2-6.3 grid and the online variant; write the report."""
-    out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # a file of that name, no permission, ...
-        raise UserError(f"cannot create the output folder: {exc.strerror or exc}", file=out,
-                        field="--out") from None
+    out = out_folder(out)
     n_inst = instances or (QUICK_INSTANCES if quick else INSTANCES)
     sizes = n_vms or (QUICK_N_VMS if quick else N_VMS)
     t0 = time.perf_counter()
