@@ -93,7 +93,6 @@ def demo(
         fixed_pool_table,
         run_fixed_pool_demo,
     )
-
     from skylease.experiments.store import out_folder
 
     if out_dir is not None:
