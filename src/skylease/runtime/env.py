@@ -467,17 +467,23 @@ class DaskEnvironment:
 
     def _dispatch(self, h: Host) -> bool:
         """Start the next queued task (or batch) on the idle host ``h``; whether there was one."""
-        tid = self._next_task(h.pool)
+        tids = self._take_batch(h.pool)
+        if tids:
+            self._start(h, tids)
+        return bool(tids)
+
+    def _take_batch(self, pool: str) -> list[int]:
+        """The next queued task for a host of ``pool`` and, for tiny tasks, those batched with it."""
+        tid = self._next_task(pool)
         if tid is None:
-            return False
+            return []
         tids = [tid]
         for _ in range(self._batch_size() - 1):
-            nxt = self._next_task(h.pool)
+            nxt = self._next_task(pool)
             if nxt is None:
                 break
             tids.append(nxt)
-        self._start(h, tids)
-        return True
+        return tids
 
     def _next_task(self, pool: str) -> int | None:
         for q in (self._queue_pool[pool], self._queue_any):
@@ -523,16 +529,9 @@ class DaskEnvironment:
     def _prefetch(self, h: Host) -> None:
         """Queue the next batch of tiny tasks on the worker behind its running one, so that it
         never waits for the driver's round trip (submit, fetch, record) between batches."""
-        tid = self._next_task(h.pool)
-        if tid is None:
-            return
-        tids = [tid]
-        for _ in range(self._batch_size() - 1):
-            nxt = self._next_task(h.pool)
-            if nxt is None:
-                break
-            tids.append(nxt)
-        self._ahead[h.id] = (self._send(h, tids), tids)
+        tids = self._take_batch(h.pool)
+        if tids:
+            self._ahead[h.id] = (self._send(h, tids), tids)
 
     def _send(self, h: Host, tids: list[int]) -> Any:
         """Submit ``tids`` to the host's worker (one call, or one batch call); returns the future."""
@@ -576,11 +575,7 @@ class DaskEnvironment:
         now = self.now
         self._future.pop(hid, None)
         for tid in tids:
-            run = self._running.get(tid)
-            if run is not None and hid in run:
-                run.remove(hid)
-                if not run:
-                    del self._running[tid]
+            self._stop_copy(tid, hid)
         h.state, h.task, h.task_started_at = HostState.IDLE, None, None
         ahead = self._ahead.pop(hid, None)
         if ahead is not None and fut.status == "finished":
@@ -679,17 +674,21 @@ class DaskEnvironment:
                 oh.task, oh.task_started_at = None, None
             # a copy in a batch of tiny tasks runs on (its result is ignored): the batch goes on
 
+    def _stop_copy(self, tid: int, hid: HostId) -> None:
+        """The copy of ``tid`` on host ``hid`` no longer runs."""
+        run = self._running.get(tid)
+        if run is not None and hid in run:
+            run.remove(hid)
+            if not run:
+                del self._running[tid]
+
     def _drop_ahead(self, hid: HostId, ahead: tuple[Any, list[int]]) -> None:
         """A queued batch that will not run: its tasks go back to the head of the queue (they never
         started, so no attempt is counted)."""
         fut, tids = ahead
         fut.cancel()
         for tid in reversed(tids):
-            run = self._running.get(tid)
-            if run is not None and hid in run:
-                run.remove(hid)
-                if not run:
-                    del self._running[tid]
+            self._stop_copy(tid, hid)
             self._requeue_head(tid)
 
     def _interrupt(self, h: Host, why: str) -> None:
@@ -704,11 +703,7 @@ class DaskEnvironment:
         tids = self._batch.pop(h.id, [h.task] if h.task is not None else [])
         h.state, h.task, h.task_started_at = HostState.IDLE, None, None
         for tid in tids:
-            run = self._running.get(tid)
-            if run is not None and h.id in run:
-                run.remove(h.id)
-                if not run:
-                    del self._running[tid]
+            self._stop_copy(tid, h.id)
         self._lost_tasks(h, tids, why)
 
     def _lost_tasks(self, h: Host, tids: list[int], why: str) -> None:

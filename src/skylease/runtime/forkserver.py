@@ -33,6 +33,9 @@ from typing import Any
 #: Modules a worker needs: imported once by the server, never by its workers.
 WORKER_PRELOAD = ("distributed", "skylease.runtime.execute", "skylease.runtime.batch",
                   "skylease.runtime.pools")
+#: Set in a driver's environment when a warm service runs it: the fork server its local workers
+#: come from (the driver then starts no private one).
+FORKSERVER_ENV = "SKYLEASE_FORKSERVER"
 #: Seconds a worker survives without its scheduler (as ``dask worker --death-timeout``).
 DEATH_TIMEOUT_S = 10
 _MAX_MSG = 1 << 20

@@ -27,10 +27,7 @@ import psutil
 
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
-from skylease.runtime.forkserver import ForkedProcess, PrivateForkServer, fork_worker
-
-#: The fork server a driver's local workers come from, when a warm service runs the driver.
-FORKSERVER_ENV = "SKYLEASE_FORKSERVER"
+from skylease.runtime.forkserver import FORKSERVER_ENV, ForkedProcess, PrivateForkServer, fork_worker
 
 
 def _quiet_dask() -> None:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skylease.runtime.forkserver import (
+    FORKSERVER_ENV,
     WORKER_PRELOAD,
     listen,
     preload,
@@ -61,7 +62,6 @@ PRELOAD = (*WORKER_PRELOAD, "skylease.cli", "skylease.experiments.run", "skyleas
            "pandas", "matplotlib.pyplot")
 if TYPE_CHECKING:
     from typing import Any
-_FORKSERVER_ENV = "SKYLEASE_FORKSERVER"  # skylease.runtime.pools.FORKSERVER_ENV (not imported: light)
 
 
 # -- where ------------------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def run_command(conn: socket.socket, msg: dict[str, Any], fds: list[int], server
     os.chdir(msg["cwd"])
     os.environ.clear()
     os.environ.update(msg["env"])
-    os.environ[_FORKSERVER_ENV] = server  # the local pool's workers come from here too
+    os.environ[FORKSERVER_ENV] = server  # the local pool's workers come from here too
     sys.argv = ["skylease", *msg["argv"]]
     if sys.path:
         sys.path[0] = msg.get("path0", "")
