@@ -250,7 +250,7 @@ def run_job(job_spec: str, opts: RunOptions,
     store = ResultStore(store_path)
     try:
         meta = store.meta()
-        if opts.resume:
+        if meta:  # a resume (a run killed before it registered its tasks has no meta: start afresh)
             if meta.get("fingerprint") != job.fingerprint():
                 raise UserError(f"the job differs from the one this run started ({meta.get('job')})",
                                 file=out)
@@ -373,9 +373,10 @@ def status(out: str | Path) -> dict[str, Any]:
         spent = float(store.query("SELECT COALESCE(SUM(spent), 0) AS s FROM segments")[0]["s"])
         live = store.query("SELECT pool, COUNT(*) AS n FROM hosts WHERE released_s IS NULL AND segment = ? "
                            "GROUP BY pool", (last.get("segment", -1),)) if running else []
-        return {"out": str(out), "job": meta.get("job"), "state": "running" if running else
-                ("finished" if counts["left"] == 0 else "stopped"), "segments": (last.get("segment", -1) + 1),
-                **counts, "cost": spent, "budget": (meta.get("options") or {}).get("budget"),
+        state = "running" if running else ("finished" if meta and counts["left"] == 0 else "stopped")
+        return {"out": str(out), "job": meta.get("job"), "state": state,
+                "segments": last.get("segment", -1) + 1, **counts, "cost": spent,
+                "budget": (meta.get("options") or {}).get("budget"),
                 "workers": {r["pool"]: r["n"] for r in live}}
     finally:
         store.close()

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from skylease.model.errors import UserError
 
 STORE_NAME = "results.sqlite"
 
@@ -46,15 +49,46 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
+def _create(path: Path) -> None:
+    """Make the store file appear with its tables already in it.
+
+    ``skylease status`` (or a test) polling a starting run must never open a file without tables:
+    build it under a private name, then link it into place (link, unlike rename, never replaces a
+    store another process created in the meantime).
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    db = sqlite3.connect(tmp)
+    try:
+        db.executescript(_SCHEMA)
+    finally:
+        db.close()
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    except OSError:  # a file system without hard links
+        if not path.exists():
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 class ResultStore:
     """The SQLite store of one run folder (see the module docstring)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        if not self.path.exists():
+            _create(self.path)
         self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as e:  # someone else's file under our name
+            self.db.close()
+            raise UserError(f"not a skylease result store ({e})", file=self.path) from None
         self.segment = 0
         self._in_batch = False
 
