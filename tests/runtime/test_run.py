@@ -23,6 +23,9 @@ from skylease.model.billing import Billing
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# a real run that hangs fails here instead of stalling the suite
+pytestmark = pytest.mark.timeout(240)
+
 
 def _results(out: Path) -> list[tuple]:
     with sqlite3.connect(out / "results.sqlite") as db:

@@ -20,7 +20,8 @@ import pytest
 
 from skylease.service import warm
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the warm service is Linux-only")
+pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="the warm service is Linux-only"),
+              pytest.mark.timeout(240)]  # a real run that hangs fails here instead of stalling the suite
 
 
 @pytest.fixture(scope="module")

@@ -125,8 +125,28 @@ def pool_types(opts: RunOptions) -> dict[str, dict[str, Any]]:
         if unknown:
             raise UserError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}", file=path,
                             field=f"pools.{name}")
+        _check_cluster_keys(spec, path, f"pools.{name}")
         out[name] = dict(spec)
     return out
+
+
+def _check_cluster_keys(spec: Mapping[str, Any], path: Path, where: str) -> None:
+    """``cluster`` (an importable class path, with a ``kwargs`` table) or ``address``, not both."""
+    from skylease.runtime.pools import cluster_class
+
+    if "cluster" in spec and "address" in spec:
+        raise UserError("give exactly one of 'cluster' (a class path) and 'address'", file=path, field=where)
+    for key, kind, name in (("cluster", str, "a class path"), ("address", str, "a scheduler address"),
+                            ("kwargs", dict, "a table")):
+        if key in spec and not isinstance(spec[key], kind):
+            raise UserError(f"must be {name}, got {spec[key]!r}", file=path, field=f"{where}.{key}")
+    if "kwargs" in spec and "cluster" not in spec:
+        raise UserError("kwargs go with 'cluster' (a class path)", file=path, field=f"{where}.kwargs")
+    if "cluster" in spec:
+        try:
+            cluster_class(spec["cluster"], f"{where}.cluster")
+        except UserError as e:
+            raise UserError(e.message, file=path, field=e.field) from None
 
 
 def _itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:
@@ -159,6 +179,9 @@ def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> t
                 b.connect(local)
             else:
                 b.connect()
+    except UserError as e:
+        close_backends(backends, local)
+        raise UserError(e.message, file=e.file or where, line=e.line, field=e.field) from None
     except BaseException:
         close_backends(backends, local)
         raise
@@ -247,33 +270,31 @@ def run_job(job_spec: str, opts: RunOptions,
     volatility = _volatility(opts, specs, main_pool) if opts.volatility else None
 
     out_folder(out)
-    store = ResultStore(store_path)
+    # A resumed run is checked before anything starts; a new run's store is made only once its
+    # pools are up, so a pool that cannot start leaves nothing behind to --resume.
+    store = ResultStore(store_path) if opts.resume else None
     try:
-        meta = store.meta()
-        if meta:  # a resume (a run killed before it registered its tasks has no meta: start afresh)
-            if meta.get("fingerprint") != job.fingerprint():
-                raise UserError(f"the job differs from the one this run started ({meta.get('job')})",
-                                file=out)
-        else:
-            store.set_meta({"job": job.source, "fingerprint": job.fingerprint(), "tasks": len(job.tasks),
-                            "options": _jsonable(asdict(opts)), "started_unix": time.time()})
-            store.add_tasks((t.id, t.to_json(), t.label) for t in job.tasks)
-        segment = store.start_segment(os.getpid())
-        spent_before = store.spent_before(segment)
-        done = store.done_tasks()
-        todo = [t for t in job.tasks if t.id not in done]
-        if order == "random":
-            rng = np.random.default_rng(opts.seed + segment)
-            todo = [todo[i] for i in rng.permutation(len(todo))]
-        if opts.budget is not None and hasattr(policy, "budget"):
-            left = opts.budget - spent_before
-            if left < 0:
-                raise UserError(f"the budget is spent ({spent_before:g} of {opts.budget:g})",
-                                field="--budget")
-            policy.budget = left
-        policies: Policy = policy if qos is None else Policies(policy, qos)
+        if store is not None:
+            _check_resume(store, job.fingerprint(), out, opts.budget if hasattr(policy, "budget") else None)
         backends, local = make_backends(opts, specs)
         try:
+            if store is None:
+                store = ResultStore(store_path)
+            if not store.meta():  # a new run, or one killed before it registered its tasks
+                store.set_meta({"job": job.source, "fingerprint": job.fingerprint(),
+                                "tasks": len(job.tasks), "options": _jsonable(asdict(opts)),
+                                "started_unix": time.time()})
+                store.add_tasks((t.id, t.to_json(), t.label) for t in job.tasks)
+            segment = store.start_segment(os.getpid())
+            spent_before = store.spent_before(segment)
+            done = store.done_tasks()
+            todo = [t for t in job.tasks if t.id not in done]
+            if order == "random":
+                rng = np.random.default_rng(opts.seed + segment)
+                todo = [todo[i] for i in rng.permutation(len(todo))]
+            if opts.budget is not None and hasattr(policy, "budget"):
+                policy.budget = opts.budget - spent_before
+            policies: Policy = policy if qos is None else Policies(policy, qos)
             env = DaskEnvironment(backends, [t.to_json() for t in job.tasks], store, policies,
                                   retries=opts.retries, task_timeout_s=opts.task_timeout_s,
                                   on_progress=on_progress)
@@ -293,7 +314,18 @@ def run_job(job_spec: str, opts: RunOptions,
         write_run_report(out, store, summary)
         return summary
     finally:
-        store.close()
+        if store is not None:
+            store.close()
+
+
+def _check_resume(store: Any, fingerprint: str, out: Path, budget: float | None) -> None:
+    """A resumed run must be the same job, with money left under its budget."""
+    meta = store.meta()
+    if meta and meta.get("fingerprint") != fingerprint:
+        raise UserError(f"the job differs from the one this run started ({meta.get('job')})", file=out)
+    spent = store.spent_before(1 << 62)
+    if budget is not None and spent > budget:
+        raise UserError(f"the budget is spent ({spent:g} of {budget:g})", field="--budget")
 
 
 def _jsonable(d: Mapping[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,7 @@ import queue
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,8 @@ BATCH_TARGET_S = 0.25
 BATCH_MAX = 512
 #: The least work (seconds, at the mean runtime) a batch carries while the queue drains.
 BATCH_FLOOR_S = 0.05
+#: A pool whose scheduler stays out of reach this long ends the run (its tasks wait for --resume).
+POOL_LOST_S = 30.0
 
 
 class _WorkerGone(Exception):
@@ -90,7 +93,7 @@ class RealTimer:
 class RealResult:
     """What one run segment did."""
 
-    outcome: str  # "done", "stalled" or "interrupted"
+    outcome: str  # "done", "stalled", "interrupted" or "lost pool NAME"
     elapsed_s: float
     cost: float
     done: int
@@ -381,7 +384,11 @@ class DaskEnvironment:
                 if now - last_beat >= 1.0:
                     self.store.heartbeat(self.spent())
                     last_beat = now
-                if self._stalled():
+                lost = self._lost_pool()
+                if lost is not None:
+                    self._outcome = f"lost pool {lost}"
+                    self.finish()
+                elif self._stalled():
                     self._outcome = "stalled"
                     self.finish()
         except KeyboardInterrupt:
@@ -392,6 +399,13 @@ class DaskEnvironment:
             if not self._finished:
                 self.finish()
         return self.result()
+
+    def _lost_pool(self) -> str | None:
+        """A pool whose scheduler has been out of reach for POOL_LOST_S."""
+        for name, backend in self.backends.items():
+            if backend.unreachable_for() >= POOL_LOST_S:
+                return name
+        return None
 
     def _stalled(self) -> bool:
         """Tasks pending, no host alive, no timer that could rent one: nothing can progress."""
@@ -444,6 +458,7 @@ class DaskEnvironment:
     def _host_up(self, h: Host, addr: str) -> None:
         now = self.now
         self._addr[h.id] = addr
+        self.backends[h.pool].bind(self._name(h.id), addr)
         first = h.up_at is None
         h.state = HostState.IDLE
         if first:
@@ -590,8 +605,9 @@ class DaskEnvironment:
             res = self._fetch(h, fut)
             outs = res if len(tids) > 1 else [res]
         except Exception as e:
-            if isinstance(e, _WorkerGone) or not self.backends[h.pool].alive(self._name(hid)) \
-                    or hid in self._down_by_trace:
+            # a call cancelled by Dask, not by us (its scheduler connection was lost), is lost work
+            if isinstance(e, _WorkerGone | CancelledError) or hid in self._down_by_trace \
+                    or not self.backends[h.pool].alive(self._name(hid)):
                 self._lost_tasks(h, tids, "lost")  # the watcher handles the host itself
                 return
             outs = [{"exit_code": -1, "stderr_tail": f"{type(e).__name__}: {e}"[-2048:],

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import math
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +38,9 @@ def _quiet_dask() -> None:
     for name in ("distributed", "distributed.worker", "distributed.scheduler", "distributed.core",
                  "distributed.nanny", "distributed.comm", "tornado"):
         logging.getLogger(name).setLevel(logging.ERROR)
+    # a client that loses its scheduler logs each reconnect attempt with a traceback; the run
+    # reports the lost pool itself, in one line
+    logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
 
 
 def kill_tree(pid: int) -> None:
@@ -101,9 +106,15 @@ class LocalPool:
         if proc is not None:
             kill_tree(proc.pid)
 
+    def bind(self, name: str, address: str) -> None:
+        """Local workers are named by skylease: nothing to remember."""
+
     def alive(self, name: str) -> bool:
         proc = self.procs.get(name)
         return proc is not None and proc.poll() is None
+
+    def unreachable_for(self) -> float:
+        return 0.0  # its scheduler is ours, in this process
 
     def workers(self) -> dict[str, str]:
         return self.scheduler.workers()
@@ -156,6 +167,25 @@ class LocalScheduler:
             self._private.close()
 
 
+CONNECT_TIMEOUT_S = 10
+#: How long the list of a cluster's workers is trusted before the scheduler is asked again.
+WORKERS_TTL_S = 0.5
+
+
+def cluster_class(path: str, field: str) -> Any:
+    """The Dask cluster class named by ``path`` (``package.module.Class``)."""
+    mod, _, cls = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(mod), cls)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise UserError(f"cannot import cluster class {path!r}: {e}", field=field) from None
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 @dataclass
 class ClusterPool:
     """Hosts from another Dask cluster: ``cluster`` (class path) + ``kwargs``, or ``address``.
@@ -172,6 +202,10 @@ class ClusterPool:
     _cluster: Any = None
     _client: Any = None
     _target: int = 0
+    _bound: dict[str, str] = field(default_factory=dict)  # host name -> its worker's address
+    _seen_at: float = -math.inf
+    _seen: frozenset[str] = frozenset()
+    _unreachable_since: float | None = None
 
     def __post_init__(self) -> None:
         if (self.cluster is None) == (self.address is None):
@@ -182,17 +216,25 @@ class ClusterPool:
         _quiet_dask()
         from distributed import Client
 
+        where = f"pools.{self.itype.name}"
         if self.cluster is not None:
-            mod, _, cls = self.cluster.rpartition(".")
+            klass = cluster_class(self.cluster, f"{where}.cluster")
             try:
-                klass = getattr(importlib.import_module(mod), cls)
-            except (ImportError, AttributeError, ValueError) as e:
-                raise UserError(f"cannot import cluster class {self.cluster!r}: {e}",
-                                field=f"pools.{self.itype.name}.cluster") from None
-            self._cluster = klass(**dict(self.kwargs))
-            self._client = Client(self._cluster)
+                self._cluster = klass(**dict(self.kwargs))
+                # skylease owns the worker count: workers the cluster starts by itself (LocalCluster
+                # starts one per core) would be hosts nobody rented
+                self._cluster.scale(0)
+                self._client = Client(self._cluster)
+            except Exception as e:  # the cluster's own complaint (bad kwargs, no queue, no credentials)
+                self.close()
+                raise UserError(f"{self.cluster} did not start: {_one_line(e)}",
+                                field=f"{where}.kwargs") from None
         else:
-            self._client = Client(self.address, timeout=10)
+            try:
+                self._client = Client(self.address, timeout=CONNECT_TIMEOUT_S)
+            except (OSError, TimeoutError, ValueError) as e:
+                raise UserError(f"cannot reach the scheduler at {self.address}: {_one_line(e)}",
+                                field=f"{where}.address") from None
 
     @property
     def client(self) -> Any:
@@ -202,12 +244,21 @@ class ClusterPool:
         info = self._client.scheduler_info(n_workers=-1)["workers"]
         return {str(w.get("name")): addr for addr, w in info.items()}
 
+    def bind(self, name: str, address: str) -> None:
+        """The host ``name`` is now the worker at ``address`` (the env claimed it)."""
+        self._bound[name] = address
+
     def start(self, name: str) -> None:
+        if self._bound.pop(name, None) is not None:
+            # its worker died: the cluster manager replaces dead workers (a nanny restarts them)
+            # and the host claims the next new one; the number of workers asked for is unchanged
+            return
         if self._cluster is not None:
             self._target += 1
             self._cluster.scale(self._target)
 
     def stop(self, name: str, address: str | None) -> None:
+        self._bound.pop(name, None)
         if self._cluster is not None and address is not None:
             self._target = max(0, self._target - 1)
             self._client.retire_workers(workers=[address], close_workers=True, remove=True)
@@ -216,14 +267,39 @@ class ClusterPool:
     def kill(self, name: str) -> None:
         raise UserError("volatility can only be played on local pools", field="--volatility")
 
+    def _addresses(self) -> frozenset[str] | None:
+        """The addresses of the cluster's workers now, or None while its scheduler is out of reach."""
+        now = time.monotonic()
+        if now - self._seen_at < WORKERS_TTL_S:
+            return self._seen
+        # a client that lost its scheduler answers scheduler_info() from its cache: ask only a
+        # connected one
+        if self._client is None or self._client.status != "running":
+            if self._unreachable_since is None:
+                self._unreachable_since = now
+            return None
+        self._unreachable_since = None
+        self._seen_at, self._seen = now, frozenset(self._client.scheduler_info(n_workers=-1)["workers"])
+        return self._seen
+
     def alive(self, name: str) -> bool:
-        return True
+        """The host's worker is still among the cluster's (a host not yet up counts as alive)."""
+        address = self._bound.get(name)
+        seen = self._addresses() if address is not None else None
+        return seen is None or address in seen
+
+    def unreachable_for(self) -> float:
+        """Seconds the cluster's scheduler has been out of reach (0 when it answers)."""
+        self._addresses()
+        return 0.0 if self._unreachable_since is None else time.monotonic() - self._unreachable_since
 
     def gone(self, name: str) -> bool:
         return False
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._client.close(timeout=5)
-            if self._cluster is not None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close(timeout=5)
+        if self._cluster is not None:
+            with contextlib.suppress(Exception):
                 self._cluster.close()
