@@ -605,8 +605,9 @@ class DaskEnvironment:
             res = self._fetch(h, fut)
             outs = res if len(tids) > 1 else [res]
         except Exception as e:
-            # a call cancelled by Dask, not by us (its scheduler connection was lost), is lost work
-            if isinstance(e, _WorkerGone | CancelledError) or hid in self._down_by_trace \
+            # tasks' own errors come back as results (run_task catches them): a call cancelled by
+            # Dask (its scheduler connection was lost) or a result lost in transit is lost work
+            if isinstance(e, _WorkerGone | CancelledError | OSError) or hid in self._down_by_trace \
                     or not self.backends[h.pool].alive(self._name(hid)):
                 self._lost_tasks(h, tids, "lost")  # the watcher handles the host itself
                 return
