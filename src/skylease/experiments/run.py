@@ -143,10 +143,7 @@ def _check_cluster_keys(spec: Mapping[str, Any], path: Path, where: str) -> None
     if "kwargs" in spec and "cluster" not in spec:
         raise UserError("kwargs go with 'cluster' (a class path)", file=path, field=f"{where}.kwargs")
     if "cluster" in spec:
-        try:
-            cluster_class(spec["cluster"], f"{where}.cluster")
-        except UserError as e:
-            raise UserError(e.message, file=path, field=e.field) from None
+        cluster_class(spec["cluster"], f"{where}.cluster", file=path)
 
 
 def _itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:
@@ -323,7 +320,7 @@ def _check_resume(store: Any, fingerprint: str, out: Path, budget: float | None)
     meta = store.meta()
     if meta and meta.get("fingerprint") != fingerprint:
         raise UserError(f"the job differs from the one this run started ({meta.get('job')})", file=out)
-    spent = store.spent_before(1 << 62)
+    spent = store.spent_before()
     if budget is not None and spent > budget:
         raise UserError(f"the budget is spent ({spent:g} of {budget:g})", field="--budget")
 
@@ -402,7 +399,7 @@ def status(out: str | Path) -> dict[str, Any]:
         last = dict(seg[0]) if seg else {}
         running = bool(last) and last.get("ended_unix") is None and _pid_alive(int(last["pid"])) \
             and time.time() - float(last.get("heartbeat_unix") or 0) < 10
-        spent = float(store.query("SELECT COALESCE(SUM(spent), 0) AS s FROM segments")[0]["s"])
+        spent = store.spent_before()
         live = store.query("SELECT pool, COUNT(*) AS n FROM hosts WHERE released_s IS NULL AND segment = ? "
                            "GROUP BY pool", (last.get("segment", -1),)) if running else []
         state = "running" if running else ("finished" if meta and counts["left"] == 0 else "stopped")

@@ -190,10 +190,10 @@ class ResultStore:
     def task_ids(self) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM tasks ORDER BY id")]
 
-    def spent_before(self, segment: int) -> float:
-        """Money charged by the segments before ``segment``."""
-        row = self.db.execute("SELECT COALESCE(SUM(spent), 0) FROM segments WHERE segment < ?",
-                              (segment,)).fetchone()
+    def spent_before(self, segment: int | None = None) -> float:
+        """Money charged by the segments before ``segment`` (by all of them if None)."""
+        row = self.db.execute("SELECT COALESCE(SUM(spent), 0) FROM segments WHERE ? IS NULL OR segment < ?",
+                              (segment, segment)).fetchone()
         return float(row[0])
 
     def counts(self) -> dict[str, int]:
