@@ -183,10 +183,11 @@ def test_malformed_injected_line_names_the_file_and_line(capsys, tmp_path, preem
         ("missing.toml", "missing.toml: file not found"),
         ("unknown_key.toml", "unknown_key.toml:2: suspend_rat: unknown key"),
         ("bad_value.toml", "bad_value.toml:1: suspension: must be true or false, got 'yes'"),
-        ("negative.toml", "negative.toml:1: boot_s: must be a finite number >= 0, got -5"),
-        ("bad_images.toml", "bad_images.toml:1: images: must be one of uniform, skewed, single, none"),
-        ("broken.toml", "broken.toml: not valid TOML"),
-        ("zero_rate.toml", "suspend_rate and bandwidth must be > 0"),
+        ("negative.toml", "negative.toml:1: boot_s: must be a whole number >= 0, got -5"),
+        ("bad_images.toml",
+         "bad_images.toml:1: images: must be one of 'uniform', 'skewed', 'single', 'none', got 'zipf'"),
+        ("broken.toml", "broken.toml:1: not valid TOML"),
+        ("zero_rate.toml", "zero_rate.toml:1: suspend_rate: must be a finite number > 0, got 0"),
     ],
 )
 def test_bad_configurations_are_one_line_errors(capsys, tmp_path, monkeypatch, preemption, config, needle):

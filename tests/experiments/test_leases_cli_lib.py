@@ -51,7 +51,7 @@ def test_a_toml_file_starts_from_its_base_and_overrides_fields(tmp_path):
         ("backfilling = true\nsuspend_rat = 5\n", 2, "suspend_rat", "unknown key"),
         ("boot_s = 2.5\n", 1, "boot_s", "whole number"),
         ("boot_s = true\n", 1, "boot_s", "whole number"),
-        ('bandwidth = "fast"\n', 1, "bandwidth", "must be a number"),
+        ('bandwidth = "fast"\n', 1, "bandwidth", "must be a finite number > 0, got 'fast'"),
         ("bandwidth = inf\n", 1, "bandwidth", "finite"),
         ('migrate = "disk"\n', 1, "migrate", "'mem', 'mem+vm'"),
         ("reuse = 1\n", 1, "reuse", "true or false"),
@@ -67,6 +67,22 @@ def test_toml_errors_name_file_line_and_key(tmp_path, text, line, key, needle):
         load_config(f)
     assert (e.value.file, e.value.line, e.value.field) == (str(f), line, key) and needle in e.value.message
     assert "\n" not in str(e.value)
+
+
+def test_the_file_schema_has_every_scheduler_field():
+    from dataclasses import fields
+
+    from skylease.experiments.leases import EXTRA_KEYS, LeaseConfigFile
+
+    assert set(LeaseConfigFile.model_fields) == {f.name for f in fields(SchedulerConfig)} | set(EXTRA_KEYS)
+
+
+def test_a_misspelt_key_names_the_nearest(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text("suspension = true\nsuspend_rat = 5\n")
+    with pytest.raises(UserError) as e:
+        load_config(f)
+    assert str(e.value) == f"{f}:2: suspend_rat: unknown key 'suspend_rat'; did you mean 'suspend_rate'?"
 
 
 def test_an_unknown_name_that_is_no_file_is_an_error():

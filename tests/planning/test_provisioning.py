@@ -270,13 +270,29 @@ def test_builtin_catalogs():
     ('[[types]]\nname="a"\nlocation="x"\ncapacity=0\nprice_hour=1', "types[0].capacity"),
     ('[[types]]\nname="a"\nlocation="x"\ncapacity=1', "types[0].price_hour"),
     ('[[types]]\nname="a"\nlocation="x"\ncapacity=1\nprice_hour=1\nmax_count=1.5', "types[0].max_count"),
-    ('[[types]]\nname="a"\nlocation="x"\ncapacity=1\nprice_hour=1\ncolour="red"', "types[0]"),
+    ('[[types]]\nname="a"\nlocation="x"\ncapacity=1\nprice_hour=1\ncolour="red"', "types[0].colour"),
     ('types=[]', "types"),
 ])
 def test_bad_catalog_names_file_and_field(text, field):
     with pytest.raises(UserError) as e:
         parse_catalog(text, "my.toml")
     assert e.value.file == "my.toml" and e.value.field == field
+
+
+def test_catalog_mistakes_name_the_line(tmp_path):
+    text = '[[types]]\nname="a"\nlocation="x"\ncapacity=1\nprice_hour=1\n\n[[types]]\nname="a"\n' \
+           'location="x"\ncapacity="big"\nprice_hour=1\n'
+    with pytest.raises(UserError) as e:
+        parse_catalog(text, "my.toml")
+    assert str(e.value) == "my.toml:10: types[1].capacity: must be a finite number > 0, got 'big'"
+    with pytest.raises(UserError) as e:
+        parse_catalog(text.replace('"big"', "2"), "my.toml")
+    assert str(e.value) == "my.toml:8: types[1].name: duplicate type name 'a'"
+    p = tmp_path / "c.toml"
+    p.write_bytes(b"[[types]]\n\xff\n")
+    with pytest.raises(UserError) as e:
+        load_catalog(p)
+    assert str(e.value) == f"{p}:2: not a text file (invalid UTF-8)"
 
 
 def test_missing_catalog_file(tmp_path):

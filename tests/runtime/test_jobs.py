@@ -82,9 +82,9 @@ def test_example_files_load() -> None:
 
 def test_grid_is_the_product_in_key_order_last_key_fastest(tmp_path: Path) -> None:
     p = write(tmp_path, "sweep.toml", 'command = "run {frame} {scene} {out}"\nretries = 2\n'
-              'pool = "big"\n[grid]\nscene = ["a b", "c"]\nframe = [1, 2, 3]\nout = ["o"]\n')
+              'timeout = 30\n[grid]\nscene = ["a b", "c"]\nframe = [1, 2, 3]\nout = ["o"]\n')
     job = load_job(str(p))
-    assert job.name == "sweep" and job.options == {"retries": 2, "pool": "big"}
+    assert job.name == "sweep" and job.options == {"retries": 2, "timeout": 30.0}
     assert [t.command for t in job.tasks] == [
         "run 1 'a b' o", "run 2 'a b' o", "run 3 'a b' o", "run 1 c o", "run 2 c o", "run 3 c o",
     ]
@@ -178,6 +178,36 @@ def test_json_round_trip_and_fingerprint(tmp_path: Path) -> None:
     swapped = Job("j", "x", (text.tasks[1], text.tasks[0]))
     assert swapped.fingerprint() != text.fingerprint()
     assert len(text.fingerprint()) == 64
+
+
+# -- the run options of a job file ----------------------------------------------------------------
+
+
+def test_retries_and_timeout_are_the_run_options_of_a_job_file(tmp_path: Path) -> None:
+    p = write(tmp_path, "j.toml", 'command = "true"\nretries = 3\ntimeout = 2.5\n')
+    assert load_job(str(p)).options == {"retries": 3, "timeout": 2.5}
+    assert load_job(str(write(tmp_path, "k.toml", 'command = "true"\n'))).options == {}
+    assert load_job(str(ROOT / "examples" / "sweep.toml")).options == {"retries": 1}
+
+
+@pytest.mark.parametrize(("text", "line", "field", "message"), [
+    ("retries = -1", 2, "retries", "must be a whole number >= 0, got -1"),
+    ('retries = "2"', 2, "retries", "must be a whole number >= 0, got '2'"),
+    ("retries = 1.5", 2, "retries", "must be a whole number >= 0, got 1.5"),
+    ("timeout = -5", 2, "timeout", "must be a finite number > 0, got -5"),
+    ("timeout = inf", 2, "timeout", "must be a finite number > 0, got inf"),
+    ("retires = 2", 2, "retires", "unknown key 'retires'; did you mean 'retries'?"),
+    ('pool = "big"', 2, "pool", "unknown key 'pool'; the keys are command, callable, grid, csv, retries, "
+     "timeout"),
+    ("[grid]\na = [1]\n[grid.sub]\nb = [2]", 4, "grid.sub", "must be a list of values, got a table"),
+    ("[gird]\na = [1]", 2, "gird", "unknown key 'gird'; did you mean 'grid'?"),
+])
+def test_a_wrong_or_unknown_key_names_file_line_and_key(tmp_path: Path, text: str, line: int,
+                                                       field: str, message: str) -> None:
+    p = write(tmp_path, "j.toml", f'command = "echo {{a}}"\n{text}\n' if "grid" in text
+              else f'command = "true"\n{text}\n')
+    e = user_error(str(p))
+    assert (e.file, e.line, e.field, e.message) == (str(p), line, field, message)
 
 
 # -- user mistakes --------------------------------------------------------------------------------

@@ -21,15 +21,13 @@ best-effort work is done, as the paper's metrics do; the metrics are the same).
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import re
-import tomllib
-import typing
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator
 
 from skylease.control.leases import (
     BLUE_HORIZON_NODE,
@@ -42,6 +40,7 @@ from skylease.control.leases import (
 )
 from skylease.control.leases.config import configuration_key
 from skylease.model.errors import UserError
+from skylease.model.files import FileModel, load_toml
 from skylease.sim.leases import (
     BLUE_HORIZON_NODES,
     LeaseRun,
@@ -93,71 +92,56 @@ def load_config(spec: str | Path | None = None) -> LeaseConfig:
                     "or a .toml file", field="--config")
 
 
-_EXTRA_KEYS = ("base", "images", "seed")
+_NonNegInt = Annotated[int, Field(ge=0)]
+_NonNeg = Annotated[float, Field(ge=0)]
+
+
+class LeaseConfigFile(FileModel):
+    """A scheduler configuration file: ``base``, ``images``, ``seed``, and any
+    :class:`SchedulerConfig` field (tests/experiments check that the two agree)."""
+
+    base: str = DEFAULT_CONFIG
+    images: Literal["uniform", "skewed", "single", "none"] | None = None
+    seed: _NonNegInt | None = None
+    max_reservations: Annotated[float, Field(ge=0, allow_inf_nan=True)] | None = None  # inf: conservative
+    backfilling: bool | None = None
+    suspension: bool | None = None
+    suspend_rate: Annotated[float, Field(gt=0)] | None = None
+    bandwidth: Annotated[float, Field(gt=0)] | None = None
+    migrate: Literal["mem", "mem+vm"] | None = None
+    boot_s: _NonNegInt | None = None
+    runtime_overhead_pct: _NonNegInt | None = None
+    image_size_mb: _NonNegInt | None = None
+    threshold_factor: _NonNeg | None = None
+    preempt_future_resumptions: bool | None = None
+    transfers: bool | None = None
+    piggyback: bool | None = None
+    reuse: bool | None = None
+    pool_mb: _NonNegInt | None = None
+
+    @field_validator("base")
+    @classmethod
+    def _paper_configuration(cls, base: str) -> str:
+        if configuration_key(base) not in PAPER_CONFIGURATIONS:
+            raise ValueError(f"must be one of {', '.join(PAPER_CONFIGURATIONS)}, got {base!r}")
+        return configuration_key(base)
+
+
+#: The keys of a configuration file that are not :class:`SchedulerConfig` fields.
+EXTRA_KEYS = ("base", "images", "seed")
 
 
 def _load_toml(path: Path) -> LeaseConfig:
-    text = read_text(path)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"not valid TOML: {' '.join(str(e).split())}", file=path) from None
-    hints = typing.get_type_hints(SchedulerConfig)
-    fields = [f.name for f in dataclasses.fields(SchedulerConfig)]
-
-    def bad(key: str, message: str) -> UserError:
-        return UserError(message, file=path, line=_line_of(text, key), field=key)
-
-    for key in doc:
-        if key not in hints and key not in _EXTRA_KEYS:
-            raise bad(key, f"unknown key; known: {', '.join([*_EXTRA_KEYS, *fields])}")
-    base = doc.get("base", DEFAULT_CONFIG)
-    if not isinstance(base, str) or configuration_key(base) not in PAPER_CONFIGURATIONS:
-        raise bad("base", f"must be one of {', '.join(PAPER_CONFIGURATIONS)}, got {base!r}")
-    cfg, images = PAPER_CONFIGURATIONS[configuration_key(base)]
-    if "images" in doc:
-        if doc["images"] not in IMAGE_DRAWS:
-            raise bad("images", f"must be one of {', '.join(IMAGE_DRAWS)}, got {doc['images']!r}")
-        images = None if doc["images"] == "none" else doc["images"]
-    seed = doc.get("seed")
-    if seed is not None and (type(seed) is not int or seed < 0):
-        raise bad("seed", f"must be a whole number >= 0, got {seed!r}")
-    changes: dict[str, Any] = {}
-    for key, value in doc.items():
-        if key in _EXTRA_KEYS:
-            continue
-        changes[key] = _field_value(key, value, hints[key], bad)
+    spec, _ = load_toml(path, LeaseConfigFile)
+    cfg, images = PAPER_CONFIGURATIONS[spec.base]
+    if spec.images is not None:
+        images = None if spec.images == "none" else spec.images
+    changes = spec.model_dump(exclude_none=True, exclude=set(EXTRA_KEYS))
     try:
         cfg = cfg.with_(**changes)
-    except ValueError as e:  # the config's own checks (e.g. suspend_rate and bandwidth > 0)
+    except ValueError as e:  # the config's own checks
         raise UserError(str(e), file=path) from None
-    return LeaseConfig(path.name, cfg, images, seed)
-
-
-def _field_value(key: str, value: Any, hint: Any, bad: Any) -> Any:
-    """``value`` checked against the type of the :class:`SchedulerConfig` field ``key``."""
-    if typing.get_origin(hint) is typing.Literal:
-        choices = typing.get_args(hint)
-        if value not in choices:
-            raise bad(key, f"must be one of {', '.join(map(repr, choices))}, got {value!r}")
-        return value
-    if hint is bool:
-        if type(value) is not bool:
-            raise bad(key, f"must be true or false, got {value!r}")
-        return value
-    if hint is int and type(value) is not int:
-        raise bad(key, f"must be a whole number, got {value!r}")
-    if hint is float and type(value) not in (int, float):
-        raise bad(key, f"must be a number, got {value!r}")
-    if not value >= 0 or (math.isinf(value) and key != "max_reservations"):
-        raise bad(key, f"must be a finite number >= 0, got {value!r}")
-    return value
-
-
-def _line_of(text: str, key: str) -> int | None:
-    k = re.escape(key)
-    pattern = re.compile(rf"^\s*(?:(?:{k}|\"{k}\")\s*=|\[+\s*(?:{k}|\"{k}\")\s*[\].])")  # key = or [key]
-    return next((i for i, line in enumerate(text.splitlines(), 1) if pattern.match(line)), None)
+    return LeaseConfig(path.name, cfg, images, spec.seed)
 
 
 # -- workload --------------------------------------------------------------------------------------

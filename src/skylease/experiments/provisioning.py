@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,83 +39,82 @@ class Problem:
 def load_problem(model: str, config: str | Path | None = None) -> Problem:
     """The paper's use case for ``model``, with any field overridden by a TOML config file.
 
-    Config keys: ``catalog`` (a shipped name or a file), ``types`` (subset of type names),
-    ``[job]`` (MapReduceJob / WatershedJob fields), ``[options]`` (solver options), and
-    ``[grid]`` (``lo``, ``hi``, ``step`` of the deadline grid, in hours or minutes).
+    Config keys (:mod:`skylease.experiments.plan_config`): ``catalog`` (a shipped name or a file),
+    ``types`` (subset of type names), ``[job]`` (MapReduceJob / WatershedJob fields),
+    ``scenario`` or ``[[models]]`` (multi), ``[options]`` (solver options), and ``[grid]``
+    (``lo``, ``hi``, ``step`` of the deadline grid, in hours or minutes). Every mistake names the
+    file, the line and the key.
     """
+    from skylease.experiments.plan_config import MAX_DEADLINES, Grid, read_plan_config
+
     if model not in MODELS:
         raise UserError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
-    cfg: dict[str, Any] = {}
-    if config is not None:
-        p = Path(config)
-        if not p.is_file():
-            raise UserError("no such file", file=p)
+    cfg, keys = read_plan_config(model, config)
+    types = load_catalog(cfg.catalog or ("emr" if model == "mapreduce" else "hybrid"))
+    if cfg.types is not None:
         try:
-            cfg = tomllib.loads(p.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise UserError(str(exc), file=p) from None
-    known = {"catalog", "types", "job", "options", "grid", "scenario", "models"}
-    extra = set(cfg) - known
-    if extra:
-        raise UserError(f"unknown key(s) {sorted(extra)}; expected {sorted(known)}", file=config)
-    types = load_catalog(cfg.get("catalog", "emr" if model == "mapreduce" else "hybrid"))
-    if "types" in cfg:
-        types = pick(types, *cfg["types"])
+            types = pick(types, *cfg.types)
+        except UserError as e:
+            raise keys.error(e.message, "types") from None
     elif model == "multi":
         types = pick(types, "local", "azure-medium")  # the paper's multi-model setup
-    opts = dict(cfg.get("options", {}))
-    grid = dict(cfg.get("grid", {}))
+    opts: dict[str, Any] = cfg.options.model_dump(exclude_none=True) if cfg.options else {}
+    if opts.get("limit_scope") == "none":
+        opts["limit_scope"] = None
+    job_keys = cfg.job.model_dump(exclude_none=True) if getattr(cfg, "job", None) else {}
     if model == "mapreduce":
-        job = _job(MapReduceJob, cfg.get("job", {}), config)
+        job = _job(MapReduceJob, job_keys, keys)
         def solve(d: float) -> Plan:
             return solve_mapreduce(job, types, d, **opts)
         lo, hi, step, unit = 0.25, 24.0, 0.25, "h"
     elif model == "multi":
-        models = _models(cfg, config)
+        models = _models(cfg, keys)
         interval = float(opts.get("interval_min", 10))
 
         def solve(d: float) -> Plan:
             return solve_multimodel(models, types, d, **opts)
         lo, hi, step, unit = interval, 360.0, interval, "min"
     else:
-        wjob = _job(WatershedJob, cfg.get("job", {}), config)
+        wjob = _job(WatershedJob, job_keys, keys)
         interval = float(opts.get("interval_min", 10))
         def solve(d: float) -> Plan:
             return solve_watershed(wjob, types, d, **opts)
         lo, hi, step, unit = interval, 240.0, interval, "min"
-    return Problem(model, solve, unit, float(grid.get("lo", lo)), float(grid.get("hi", hi)),
-                   float(grid.get("step", step)))
+    grid = cfg.grid or Grid()
+    lo = grid.lo if grid.lo is not None else lo
+    hi = grid.hi if grid.hi is not None else hi
+    step = grid.step if grid.step is not None else step
+    if hi < lo:
+        raise keys.error(f"must be >= lo ({lo:g}), got {hi:g}", "grid", "hi")
+    if (hi - lo) / step + 1 > MAX_DEADLINES:
+        raise keys.error(f"the grid would hold {(hi - lo) / step + 1:,.0f} deadlines; at most "
+                         f"{MAX_DEADLINES:,} (a larger step)", "grid", "step")
+    return Problem(model, solve, unit, float(lo), float(hi), float(step))
 
 
-def _models(cfg: dict[str, Any], source: str | Path | None) -> tuple[Any, ...]:
+def _models(cfg: Any, keys: Any) -> tuple[Any, ...]:
     """The multi-model workload: ``scenario = "A"|"B"`` (the paper's) or ``[[models]]`` tables."""
     from skylease.planning.provisioning import SCENARIO_A, SCENARIO_B, WatershedModel
 
-    if "models" in cfg:
-        out = []
-        for i, m in enumerate(cfg["models"]):
-            try:
-                out.append(WatershedModel(m["name"], int(m["n_tasks"]), float(m["task_minutes"]),
-                                          float(m.get("input_gb", 1.0)), frozenset(m["data_at"])))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise UserError(f"bad model ({exc})", file=source, field=f"models[{i}]") from None
-        return tuple(out)
-    scenario = str(cfg.get("scenario", "A")).upper()
-    if scenario not in ("A", "B"):
-        raise UserError(f"scenario must be 'A' or 'B', got {scenario!r}", file=source, field="scenario")
-    return tuple(SCENARIO_A if scenario == "A" else SCENARIO_B)
+    if cfg.models is not None and cfg.scenario is not None:
+        raise keys.error("give either scenario (the paper's) or [[models]], not both", "scenario")
+    if cfg.models is None:
+        return tuple(SCENARIO_B if cfg.scenario == "B" else SCENARIO_A)
+    out = []
+    for i, m in enumerate(cfg.models):
+        try:
+            out.append(WatershedModel(m.name, m.n_tasks, m.task_minutes, m.input_gb, frozenset(m.data_at)))
+        except UserError as e:
+            raise keys.error(e.message, "models", i, *([e.field] if e.field else [])) from None
+    return tuple(out)
 
 
-def _job(cls: type, values: dict[str, Any], source: str | Path | None) -> Any:
-    names = {f.name for f in fields(cls)}
-    bad = set(values) - names
-    if bad:
-        raise UserError(f"unknown job field(s) {sorted(bad)}; expected {sorted(names)}", file=source,
-                        field="job")
+def _job(cls: type, values: dict[str, Any], keys: Any) -> Any:
+    """The job with the file's ``[job]`` values; its own checks (e.g. no work at all) name the key."""
     try:
         return cls(**values)
-    except TypeError as exc:
-        raise UserError(str(exc), file=source, field="job") from None
+    except UserError as e:
+        raise keys.error(e.message, "job", *([e.field] if e.field else [])) from None
 
 
 def solve_mode(problem: Problem, *, deadline: float | None = None, budget: float | None = None,

@@ -27,16 +27,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from skylease.control.env import Environment, HostView, Policy
 from skylease.experiments.store import out_folder
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
+from skylease.model.files import FileModel, KeyLines, load_toml
 from skylease.model.task import Task
-from skylease.traces.textio import read_toml
 
 DEFAULT_POOL = "local"
 DEFAULT_BOOT_S = 2.0
@@ -55,8 +56,8 @@ class RunOptions:
     billing_unit: float = 60.0
     min_units: int = 1
     budget: float | None = None
-    retries: int = 0
-    task_timeout_s: float | None = None
+    retries: int | None = None  # None: the job file's ``retries``, else 0 (see job_settings)
+    task_timeout_s: float | None = None  # None: the job file's ``timeout``, else none
     tail_qos: str | None = None
     reliable_pool: str | None = None
     tail_credits: float | None = None
@@ -103,6 +104,29 @@ class Policies(Policy):
 
 
 # -- pools ------------------------------------------------------------------------------------------
+_NonNeg = Annotated[float, Field(ge=0)]
+
+
+class PoolSpec(FileModel):
+    """One ``[pools.NAME]`` table. Defaults: free (``price = 0``) unless a price is given, an hour's
+    billing unit, no boot time, no limit on workers, the reference speed; local worker processes
+    unless ``cluster`` (a Dask cluster class, with ``kwargs``) or ``address`` (a scheduler)."""
+
+    price: _NonNeg = 0.0
+    billing_unit: Annotated[float, Field(gt=0)] = 3600.0
+    min_units: Annotated[int, Field(ge=0)] = 1
+    boot_time: _NonNeg = 0.0
+    max_count: Annotated[int, Field(ge=0)] | None = None
+    speed: Annotated[float, Field(gt=0)] = 1.0
+    cluster: Annotated[str, Field(min_length=1)] | None = None
+    kwargs: dict[str, Any] | None = None
+    address: Annotated[str, Field(min_length=1)] | None = None
+
+
+class PoolsFile(FileModel):
+    pools: Annotated[dict[str, PoolSpec], Field(min_length=1)]
+
+
 def pool_types(opts: RunOptions) -> dict[str, dict[str, Any]]:
     """Pool name -> its description (instance type fields plus ``cluster``/``kwargs``/``address``)."""
     if opts.pools_file is None:
@@ -110,40 +134,25 @@ def pool_types(opts: RunOptions) -> dict[str, dict[str, Any]]:
         return {DEFAULT_POOL: {"price": opts.price, "billing_unit": opts.billing_unit,
                                "min_units": opts.min_units, "boot_time": DEFAULT_BOOT_S,
                                "max_count": opts.max_workers or cores}}
-    path = Path(opts.pools_file)
-    data, _ = read_toml(path)
-    pools = data.get("pools")
-    if not isinstance(pools, dict) or not pools:
-        raise UserError("expected one or more [pools.NAME] tables", file=path, field="pools")
-    out = {}
-    allowed = {"price", "billing_unit", "min_units", "boot_time", "max_count", "speed", "kind",
-               "cluster", "kwargs", "address"}
-    for name, spec in pools.items():
-        if not isinstance(spec, dict):
-            raise UserError("must be a table", file=path, field=f"pools.{name}")
-        unknown = set(spec) - allowed
-        if unknown:
-            raise UserError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}", file=path,
-                            field=f"pools.{name}")
-        _check_cluster_keys(spec, path, f"pools.{name}")
-        out[name] = dict(spec)
-    return out
+    spec, keys = load_toml(Path(opts.pools_file), PoolsFile)
+    for name, pool in spec.pools.items():
+        _check_cluster_keys(pool, keys, name)
+    return {name: pool.model_dump(exclude_none=True) for name, pool in spec.pools.items()}
 
 
-def _check_cluster_keys(spec: Mapping[str, Any], path: Path, where: str) -> None:
+def _check_cluster_keys(spec: PoolSpec, keys: KeyLines, name: str) -> None:
     """``cluster`` (an importable class path, with a ``kwargs`` table) or ``address``, not both."""
     from skylease.runtime.pools import cluster_class
 
-    if "cluster" in spec and "address" in spec:
-        raise UserError("give exactly one of 'cluster' (a class path) and 'address'", file=path, field=where)
-    for key, kind, name in (("cluster", str, "a class path"), ("address", str, "a scheduler address"),
-                            ("kwargs", dict, "a table")):
-        if key in spec and not isinstance(spec[key], kind):
-            raise UserError(f"must be {name}, got {spec[key]!r}", file=path, field=f"{where}.{key}")
-    if "kwargs" in spec and "cluster" not in spec:
-        raise UserError("kwargs go with 'cluster' (a class path)", file=path, field=f"{where}.kwargs")
-    if "cluster" in spec:
-        cluster_class(spec["cluster"], f"{where}.cluster", file=path)
+    if spec.cluster is not None and spec.address is not None:
+        raise keys.error("give exactly one of 'cluster' (a class path) and 'address'", "pools", name)
+    if spec.kwargs is not None and spec.cluster is None:
+        raise keys.error("kwargs go with 'cluster' (a class path)", "pools", name, "kwargs")
+    if spec.cluster is not None:
+        try:
+            cluster_class(spec.cluster, f"pools.{name}.cluster")
+        except UserError as e:
+            raise keys.error(e.message, "pools", name, "cluster") from None
 
 
 def _itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:
@@ -153,6 +162,18 @@ def _itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:
         return InstanceType(name, **fields)
     except (TypeError, ValueError) as e:
         raise UserError(str(e), file=where, field=f"pools.{name}") from None
+
+
+def job_settings(job: Any, opts: RunOptions) -> tuple[int, float | None]:
+    """A run's retries and task timeout: the command line's (``--retries``, ``--timeout``) when
+    given, else the job file's (``retries``, ``timeout``), else no retry and no timeout."""
+    retries = opts.retries if opts.retries is not None else job.options.get("retries", 0)
+    timeout = opts.task_timeout_s if opts.task_timeout_s is not None else job.options.get("timeout")
+    if retries < 0:
+        raise UserError(f"must be >= 0, got {retries}", field="--retries")
+    if timeout is not None and not timeout > 0:
+        raise UserError(f"must be > 0, got {timeout:g}", field="--timeout")
+    return retries, timeout
 
 
 def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], Any]:
@@ -244,6 +265,7 @@ def run_job(job_spec: str, opts: RunOptions,
     from skylease.runtime.store import STORE_NAME, ResultStore
 
     job = load_job(job_spec, args=opts.args)
+    retries, timeout = job_settings(job, opts)
     out = Path(opts.out)
     store_path = out / STORE_NAME
     if store_path.exists() and not opts.resume:
@@ -293,7 +315,7 @@ def run_job(job_spec: str, opts: RunOptions,
                 policy.budget = opts.budget - spent_before
             policies: Policy = policy if qos is None else Policies(policy, qos)
             env = DaskEnvironment(backends, [t.to_json() for t in job.tasks], store, policies,
-                                  retries=opts.retries, task_timeout_s=opts.task_timeout_s,
+                                  retries=retries, task_timeout_s=timeout,
                                   on_progress=on_progress)
             if qos is not None:
                 env.set_tail_pool(opts.reliable_pool)

@@ -6,7 +6,9 @@ A job is one of:
   of GNU parallel;
 * a ``.toml`` file with a ``command`` template (shell) or a ``callable`` (Python) and the
   parameter sets: a ``[grid]`` (cartesian product, last key fastest) or a ``csv`` file (one set
-  per row); other top-level keys are kept in :attr:`Job.options`;
+  per row), and the run's options ``retries`` and ``timeout`` (kept in :attr:`Job.options`; the
+  command line's ``--retries`` and ``--timeout`` win over them). Any other key is an error that
+  names the nearest known key;
 * ``"package.module:function"`` with a JSON file of arguments (a list, one item per task).
 
 In a command template each ``{name}`` is replaced by the shell-quoted value, so a value is always
@@ -44,11 +46,14 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from skylease.model.errors import UserError
+from skylease.model.files import FileModel, KeyLines, load_toml, shown
 from skylease.runtime.execute import resolve_target
-from skylease.traces.textio import read_json, read_text, read_toml
+from skylease.traces.textio import read_json, read_text
 
 LABEL_CHARS = 60
 _TARGET_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -95,7 +100,7 @@ class JobTask:
 
 @dataclass(frozen=True)
 class Job:
-    """A named bag of tasks and the options its file gave (e.g. ``retries``)."""
+    """A named bag of tasks and the run options its file gave (``retries``, ``timeout``)."""
 
     name: str
     source: str
@@ -207,37 +212,50 @@ def _python_task(tid: int, target: str, a: tuple, kw: Mapping[str, Any], line: i
 # -- TOML job files -------------------------------------------------------------------------------
 
 
+class JobFile(FileModel):
+    """The keys of a ``.toml`` job file (the grid's and CSV's contents are checked below)."""
+
+    command: str | None = None
+    callable: str | None = None
+    grid: dict[str, list[Any]] | None = None
+    csv: str | None = None
+    retries: Annotated[int, Field(ge=0)] | None = None  # as --retries, which wins when given
+    timeout: Annotated[float, Field(gt=0)] | None = None  # seconds, as --timeout
+
+
+#: The job file's keys that are options of the run, not of the tasks.
+RUN_OPTIONS = ("retries", "timeout")
+
+
 def _toml_job(path: Path) -> Job:
-    doc, text = read_toml(path)
-    lines = _TomlLines(text)
-    command, target = doc.get("command"), doc.get("callable")
+    spec, lines = load_toml(path, JobFile)
+    command, target = spec.command, spec.callable
     if (command is None) == (target is None):
         what = "both" if command is not None else "neither"
         raise UserError(f"{what} of 'command' and 'callable' given: a job needs exactly one",
-                        file=path, line=lines.key("command") or lines.key("callable") or 1)
+                        file=path, line=lines.line("command") or lines.line("callable") or 1)
     key = "command" if command is not None else "callable"
     value = command if command is not None else target
-    if not isinstance(value, str) or not value.strip():
-        raise UserError("must be a non-empty string", file=path, line=lines.key(key), field=key)
-    if "grid" in doc and "csv" in doc:
-        raise UserError("give either [grid] or csv, not both", file=path, line=lines.key("csv"),
-                        field="csv")
+    if not value or not value.strip():
+        raise lines.error("must be a non-empty string", key)
+    if spec.grid is not None and spec.csv is not None:
+        raise lines.error("give either [grid] or csv, not both", "csv")
     # the parameter sets, the file their rows come from, and where each parameter is named
     rows_file = path
-    if "grid" in doc:
-        names, rows = _grid_rows(doc["grid"], path, lines, shell=command is not None)
+    if spec.grid is not None:
+        names, rows = _grid_rows(spec.grid, lines, shell=command is not None)
         row_lines: list[int | None] = [None] * len(rows)
-        where = {n: (path, lines.key(n, "grid") or lines.key("grid")) for n in names}
-    elif "csv" in doc:
-        rows_file, names, rows, row_lines = _csv_rows(doc["csv"], path, lines)
+        where = {n: (path, lines.line("grid", n)) for n in names}
+    elif spec.csv is not None:
+        rows_file, names, rows, row_lines = _csv_rows(spec.csv, path, lines)
         where = {n: (rows_file, 1) for n in names}
     else:
         names, rows, row_lines, where = [], [{}], [None], {}
-    options = {k: v for k, v in doc.items() if k not in ("command", "callable", "grid", "csv")}
+    options = spec.model_dump(include=set(RUN_OPTIONS), exclude_none=True)
 
     tasks: list[JobTask] = []
     if command is not None:
-        cmd_line = lines.key("command")
+        cmd_line = lines.line("command")
         parts = _parse_template(command, path, cmd_line)
         used = {name for _, name, _ in parts if name is not None}
         missing = [n for _, n, _ in parts if n is not None and n not in names]
@@ -256,7 +274,7 @@ def _toml_job(path: Path) -> Job:
     else:
         assert target is not None
         target = target.strip()
-        tline = lines.key("callable")
+        tline = lines.line("callable")
         if not _TARGET_RE.match(target):
             raise UserError(f"expected 'package.module:function', got {target!r}", file=path,
                             line=tline, field="callable")
@@ -268,42 +286,32 @@ def _toml_job(path: Path) -> Job:
     return Job(_stem(path), str(path), tuple(tasks), options)
 
 
-def _grid_rows(grid: Any, path: Path, lines: _TomlLines, *, shell: bool) -> tuple[list[str], list[dict]]:
-    if not isinstance(grid, dict):
-        raise UserError("must be a table of lists: [grid] then name = [values]", file=path,
-                        line=lines.key("grid"), field="grid")
+def _grid_rows(grid: Mapping[str, list[Any]], lines: KeyLines, *, shell: bool
+               ) -> tuple[list[str], list[dict]]:
     if not grid:
-        raise UserError("empty: no parameters", file=path, line=lines.key("grid"), field="grid")
+        raise lines.error("empty: no parameters", "grid")
     names = list(grid)
     for name, values in grid.items():
-        line = lines.key(name, "grid") or lines.key("grid")
-        if not isinstance(values, list):
-            raise UserError(f"must be a list of values, found {_toml_type(values)}", file=path,
-                            line=line, field=f"grid.{name}")
         if not values:
-            raise UserError("empty list: the grid would have no tasks", file=path, line=line,
-                            field=f"grid.{name}")
+            raise lines.error("empty list: the grid would have no tasks", "grid", name)
         for v in values:
             bad = isinstance(v, dt.date | dt.time) or (shell and isinstance(v, list | dict))
             if bad:
                 kinds = "strings, numbers or booleans" if shell else "anything but dates"
-                raise UserError(f"values must be {kinds}, found {_toml_type(v)}", file=path,
-                                line=line, field=f"grid.{name}")
+                raise lines.error(f"values must be {kinds}, found {shown(v)}", "grid", name)
     rows = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grid.values())]
     return names, rows
 
 
 def _csv_rows(
-    value: Any, path: Path, lines: _TomlLines
+    value: str, path: Path, lines: KeyLines
 ) -> tuple[Path, list[str], list[dict], list[int | None]]:
     """The CSV file named by ``csv``, its column names, one dict per row and each row's line."""
-    line = lines.key("csv")
-    if not isinstance(value, str) or not value:
-        raise UserError("must be the path of a CSV file (relative to this file)", file=path,
-                        line=line, field="csv")
+    if not value:
+        raise lines.error("must be the path of a CSV file (relative to this file)", "csv")
     csv_path = path.parent / value
     if not csv_path.is_file():
-        raise UserError(f"CSV file not found: {csv_path}", file=path, line=line, field="csv")
+        raise lines.error(f"CSV file not found: {csv_path}", "csv")
     text = read_text(csv_path)
     reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
     names: list[str] | None = None
@@ -336,34 +344,6 @@ def _csv_rows(
     if not rows:
         raise UserError("no rows after the header: no tasks", file=csv_path, line=1)
     return csv_path, names, rows, row_lines
-
-
-class _TomlLines:
-    """Best-effort line numbers of keys in a TOML text (tomllib gives none)."""
-
-    def __init__(self, text: str) -> None:
-        self._lines = text.splitlines()
-
-    def key(self, name: str, table: str | None = None) -> int | None:
-        key = rf"""(?:{re.escape(name)}|"{re.escape(name)}"|'{re.escape(name)}')"""
-        in_table = re.compile(rf"^\s*{key}\s*=")
-        dotted = re.compile(rf"^\s*{re.escape(table)}\s*\.\s*{key}\s*=") if table else None
-        header = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]")
-        current: str | None = None
-        for i, raw in enumerate(self._lines, 1):
-            if m := header.match(raw):
-                current = m.group(1).strip("\"'")
-                continue
-            if current == table and in_table.match(raw):
-                return i
-            if current is None and dotted is not None and dotted.match(raw):
-                return i
-        if table is None:
-            # [grid] as a table header is the "grid" key's line
-            for i, raw in enumerate(self._lines, 1):
-                if (m := header.match(raw)) and m.group(1).strip("\"'") == name:
-                    return i
-        return None
 
 
 # -- command templates ----------------------------------------------------------------------------
@@ -437,13 +417,3 @@ def _stem(path: Path) -> str:
 
 def _json_type(v: Any) -> str:
     return {dict: "object", str: "string", bool: "boolean", type(None): "null"}.get(type(v), "number")
-
-
-def _toml_type(v: Any) -> str:
-    if isinstance(v, dt.date | dt.time):  # datetime is a date
-        return "a date/time"
-    if isinstance(v, dict):
-        return "a table"
-    if isinstance(v, list):
-        return "a list"
-    return f"a {type(v).__name__}"

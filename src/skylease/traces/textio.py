@@ -2,68 +2,15 @@
 
 from __future__ import annotations
 
-import gzip
-import re
 from pathlib import Path
 
 from skylease.model.errors import UserError
 
+# The readers of whole files live in model/, the lowest layer, so that catalogs use them too; the
+# trace readers import them from here.
+from skylease.model.files import read_bytes, read_json, read_text, read_toml
 
-def read_bytes(path: Path) -> bytes:
-    """The whole file (gunzipped if the name ends in .gz), or a UserError naming it."""
-    try:
-        if path.name.lower().endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise UserError("file not found", file=path) from None
-    except IsADirectoryError:
-        raise UserError("is a directory, not a file", file=path) from None
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UserError(f"cannot read file: {' '.join(reason.split())}", file=path) from None
-
-
-def read_text(path: Path) -> str:
-    """The whole file as UTF-8 text (a leading byte-order mark dropped), or a UserError naming it."""
-    raw = read_bytes(path)
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise UserError("not a text file (invalid UTF-8)", file=path, line=line) from None
-
-
-def read_json(path: Path) -> object:
-    """The parsed JSON document of a (possibly gzipped) file, or a UserError naming file and line."""
-    import json
-
-    try:
-        return json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
-
-
-_TOML_POS_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
-_TOML_END_RE = re.compile(r"\s*\(at end of document\)$")
-
-
-def read_toml(path: Path) -> tuple[dict, str]:
-    """The parsed TOML document and its text, or a UserError naming file and line."""
-    import tomllib
-
-    text = read_text(path)
-    try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as exc:
-        msg, line = str(exc), None
-        if m := _TOML_POS_RE.search(msg):
-            line, msg = int(m.group(1)), f"{msg[: m.start()]} (column {m.group(2)})"
-        elif m := _TOML_END_RE.search(msg):
-            line, msg = max(1, len(text.splitlines())), f"{msg[: m.start()]} (at end of file)"
-        raise UserError(f"not valid TOML: {msg}", file=path, line=line) from None
-
+__all__ = ["parse_number", "read_bytes", "read_csv_records", "read_json", "read_text", "read_toml"]
 
 _NON_FINITE = frozenset({"nan", "inf", "infinity"})
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import math
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated
+
+from pydantic import Field
 
 from skylease.model.errors import UserError
+from skylease.model.files import FileModel, KeyLines, parse_toml, read_text, validate
 
 BUILTIN = ("emr", "hybrid")
 
@@ -37,9 +38,19 @@ class CloudType:
         return self.price_hour / 60.0 if self.price_minute is None else self.price_minute
 
 
-_FIELDS = {"name": str, "location": str, "capacity": float, "price_hour": float, "price_minute": float,
-           "init_minutes": float, "max_count": int, "cores": int}
-_REQUIRED = ("name", "location", "capacity", "price_hour")
+class _TypeSpec(FileModel):
+    name: Annotated[str, Field(min_length=1)]
+    location: Annotated[str, Field(min_length=1)]
+    capacity: Annotated[float, Field(gt=0)]
+    price_hour: Annotated[float, Field(ge=0)]
+    price_minute: Annotated[float, Field(ge=0)] | None = None
+    init_minutes: Annotated[float, Field(ge=0)] = 0.0
+    max_count: Annotated[int, Field(ge=0)] | None = None
+    cores: Annotated[int, Field(ge=1)] = 1
+
+
+class _CatalogFile(FileModel):
+    types: Annotated[list[_TypeSpec], Field(min_length=1)]
 
 
 def load_catalog(name_or_path: str | Path) -> tuple[CloudType, ...]:
@@ -47,72 +58,23 @@ def load_catalog(name_or_path: str | Path) -> tuple[CloudType, ...]:
     key = str(name_or_path)
     if key in BUILTIN:
         src = resources.files("skylease").joinpath("data", "catalogs", f"{key}.toml")
-        label = f"<catalog {key}>"
-        text = src.read_text(encoding="utf-8")
-    else:
-        path = Path(name_or_path)
-        label = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UserError(f"no such catalog (built-in: {', '.join(BUILTIN)})", file=path) from None
-        except OSError as e:
-            raise UserError(f"cannot read catalog: {e.strerror}", file=path) from None
-    return parse_catalog(text, label)
+        return parse_catalog(src.read_text(encoding="utf-8"), f"<catalog {key}>")
+    path = Path(name_or_path)
+    if not path.exists():
+        raise UserError(f"no such catalog (built-in: {', '.join(BUILTIN)})", file=path)
+    return parse_catalog(read_text(path), str(path))
 
 
 def parse_catalog(text: str, label: str = "<catalog>") -> tuple[CloudType, ...]:
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"invalid TOML: {e}", file=label) from None
-    extra = set(doc) - {"types"}
-    if extra:
-        raise UserError(f"unknown key(s) {', '.join(sorted(extra))}; expected [[types]]", file=label)
-    rows = doc.get("types")
-    if not isinstance(rows, list) or not rows:
-        raise UserError("expected a non-empty [[types]] array", file=label, field="types")
+    """The instance types of a catalog's TOML text; errors name ``label``, the line and the field."""
+    keys = KeyLines(text, label)
+    spec = validate(_CatalogFile, parse_toml(text, label), keys)
     out: list[CloudType] = []
-    seen: set[str] = set()
-    for n, row in enumerate(rows):
-        out.append(_parse_type(row, label, n, seen))
+    for n, row in enumerate(spec.types):
+        if any(t.name == row.name for t in out):
+            raise keys.error(f"duplicate type name {row.name!r}", "types", n, "name")
+        out.append(CloudType(**row.model_dump()))
     return tuple(out)
-
-
-def _parse_type(row: Any, label: str, n: int, seen: set[str]) -> CloudType:
-    where = f"types[{n}]"
-    if not isinstance(row, dict):
-        raise UserError("expected a table", file=label, field=where)
-    unknown = set(row) - set(_FIELDS)
-    if unknown:
-        raise UserError(f"unknown key(s) {', '.join(sorted(unknown))}", file=label, field=where)
-    for k in _REQUIRED:
-        if k not in row:
-            raise UserError("missing", file=label, field=f"{where}.{k}")
-    vals: dict[str, Any] = {}
-    for k, v in row.items():
-        f = f"{where}.{k}"
-        want = _FIELDS[k]
-        if want is str:
-            if not isinstance(v, str) or not v.strip():
-                raise UserError("expected a non-empty string", file=label, field=f)
-        elif want is int:
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise UserError(f"expected an integer, got {v!r}", file=label, field=f)
-            if v < (1 if k == "cores" else 0):
-                raise UserError(f"must be >= {1 if k == 'cores' else 0}, got {v}", file=label, field=f)
-        else:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise UserError(f"expected a finite number, got {v!r}", file=label, field=f)
-            v = float(v)
-            if v < 0 or (k == "capacity" and v == 0):
-                rel = ">" if k == "capacity" else ">="
-                raise UserError(f"must be {rel} 0, got {v:g}", file=label, field=f)
-        vals[k] = v
-    if vals["name"] in seen:
-        raise UserError(f"duplicate type name {vals['name']!r}", file=label, field=f"{where}.name")
-    seen.add(vals["name"])
-    return CloudType(**vals)
 
 
 def pick(types: tuple[CloudType, ...] | list[CloudType], *names: str) -> tuple[CloudType, ...]:

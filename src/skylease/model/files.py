@@ -1,0 +1,356 @@
+"""Reading the user's files: text, JSON and TOML, and TOML (or JSON) documents checked against a
+pydantic schema. Every mistake is one :class:`UserError` naming the file, the line and the field.
+
+Every configuration file skylease reads (job files, pools files, plan and lease configurations,
+catalogs) has a schema derived from :class:`FileModel`: strict types (TOML has them; ``"5"`` is
+not a number, ``2.0`` is not a whole number), no unknown keys, no ``inf``/``nan`` unless a field
+says so. :func:`validate` maps pydantic's first error (the first in the file) to one line in our
+words: ``must be a whole number >= 0, got 'many'``, or ``unknown key 'retires'; did you mean
+'retries'?``. This module sits in ``model`` (the lowest layer) so that the catalog can use it too.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import difflib
+import gzip
+import json
+import re
+import types
+import typing
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
+
+import annotated_types as at
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
+
+from skylease.model.errors import UserError
+
+M = TypeVar("M", bound=BaseModel)
+Loc = tuple[str | int, ...]
+
+
+# -- reading --------------------------------------------------------------------------------------
+def read_bytes(path: Path) -> bytes:
+    """The whole file (gunzipped if the name ends in .gz), or a UserError naming it."""
+    try:
+        if path.name.lower().endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                return fh.read()
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise UserError("file not found", file=path) from None
+    except IsADirectoryError:
+        raise UserError("is a directory, not a file", file=path) from None
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UserError(f"cannot read file: {' '.join(reason.split())}", file=path) from None
+
+
+def read_text(path: Path) -> str:
+    """The whole file as UTF-8 text (a leading byte-order mark dropped), or a UserError naming it."""
+    raw = read_bytes(path)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise UserError("not a text file (invalid UTF-8)", file=path, line=line) from None
+
+
+def read_json(path: Path) -> object:
+    """The parsed JSON document of a (possibly gzipped) file, or a UserError naming file and line."""
+    return parse_json(read_text(path), path)
+
+
+def parse_json(text: str, file: str | Path) -> object:
+    """The JSON document in ``text``, or a UserError naming ``file`` and the line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"not valid JSON: {exc.msg}", file=file, line=exc.lineno) from None
+
+
+_TOML_POS_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+_TOML_END_RE = re.compile(r"\s*\(at end of document\)$")
+
+
+def parse_toml(text: str, file: str | Path) -> dict[str, Any]:
+    """The TOML document in ``text``, or a UserError naming ``file`` and the line."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg, line = str(exc), None
+        if m := _TOML_POS_RE.search(msg):
+            line, msg = int(m.group(1)), f"{msg[: m.start()]} (column {m.group(2)})"
+        elif m := _TOML_END_RE.search(msg):
+            line, msg = max(1, len(text.splitlines())), f"{msg[: m.start()]} (at end of file)"
+        raise UserError(f"not valid TOML: {msg}", file=file, line=line) from None
+
+
+def read_toml(path: Path) -> tuple[dict, str]:
+    """The parsed TOML document and its text, or a UserError naming file and line."""
+    text = read_text(path)
+    return parse_toml(text, path), text
+
+
+def load_toml(path: Path, schema: type[M]) -> tuple[M, KeyLines]:
+    """A TOML file checked against ``schema``, and where its keys are (for later checks)."""
+    doc, text = read_toml(path)
+    keys = KeyLines(text, path)
+    return validate(schema, doc, keys), keys
+
+
+# -- where keys are -------------------------------------------------------------------------------
+_KEY = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
+_DOTTED = rf"{_KEY}(?:\s*\.\s*{_KEY})*"
+_TABLE_RE = re.compile(rf"^\s*\[\s*({_DOTTED})\s*\]")
+_ARRAY_RE = re.compile(rf"^\s*\[\[\s*({_DOTTED})\s*\]\]")
+_KEYVAL_RE = re.compile(rf"^\s*({_DOTTED})\s*=(.*)$")
+
+
+def _key_parts(dotted: str) -> list[str]:
+    return [k[1:-1] if k[0] in "\"'" else k for k in re.findall(_KEY, dotted)]
+
+
+class KeyLines:
+    """The line of every key of a TOML (or JSON) text, by its path: ``("pools", "gpu", "price")``,
+    ``("instance_type", 1, "speed")`` (the second ``[[instance_type]]``).
+
+    tomllib gives no positions, so this reads the text line by line: table headers, arrays of
+    tables, dotted keys and multi-line strings are followed; a key inside an inline table or a
+    multi-line array has the line of the key that holds it.
+    """
+
+    def __init__(self, text: str, file: str | Path | None, *, is_json: bool = False) -> None:
+        self.file = file
+        self._lines: dict[Loc, int] = {}
+        if is_json:
+            self._index_json(text)
+        else:
+            self._index_toml(text)
+
+    def line(self, *loc: str | int) -> int | None:
+        """The line of the key at ``loc``, or of the nearest enclosing key that has one."""
+        for n in range(len(loc), 0, -1):
+            if (line := self._lines.get(tuple(loc[:n]))) is not None:
+                return line
+        return None
+
+    def error(self, message: str, *loc: str | int) -> UserError:
+        """A UserError about the key at ``loc``: its file, its line and its dotted name."""
+        return UserError(message, file=self.file, line=self.line(*loc), field=field_name(loc) or None)
+
+    def _index_toml(self, text: str) -> None:
+        table: Loc = ()
+        arrays: dict[Loc, int] = {}  # each array of tables: the index of its last element
+
+        def resolve(parts: list[str]) -> Loc:
+            out: list[str | int] = []
+            for p in parts:
+                out.append(p)
+                if tuple(out) in arrays:
+                    out.append(arrays[tuple(out)])
+            return tuple(out)
+
+        closing: str | None = None  # the delimiter of the multi-line string being read
+        for number, raw in enumerate(text.splitlines(), 1):
+            if closing is not None:
+                if raw.count(closing) % 2 == 1:
+                    closing = None
+                continue
+            if m := _ARRAY_RE.match(raw):
+                parts = _key_parts(m.group(1))
+                base = (*resolve(parts[:-1]), parts[-1])
+                arrays[base] = arrays.get(base, -1) + 1
+                table = (*base, arrays[base])
+                self._mark(table, number)
+            elif m := _TABLE_RE.match(raw):
+                table = resolve(_key_parts(m.group(1)))
+                self._mark(table, number)
+            elif m := _KEYVAL_RE.match(raw):
+                self._mark(table + tuple(_key_parts(m.group(1))), number)
+                value = m.group(2)
+                for quote in ('"""', "'''"):
+                    if value.count(quote) % 2 == 1:
+                        closing = quote
+                        break
+
+    def _index_json(self, text: str) -> None:
+        # Python's parser reads JSON (true/false/null are names) and keeps every node's line
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # JSON escapes Python does not know, such as \/
+                tree = ast.parse(text, mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return
+        todo: list[tuple[Loc, ast.AST]] = [((), tree)]
+        while todo:
+            loc, node = todo.pop()
+            if isinstance(node, ast.Dict):
+                for k, v in zip(node.keys, node.values, strict=True):
+                    if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                        self._mark((*loc, k.value), k.lineno)
+                        todo.append(((*loc, k.value), v))
+            elif isinstance(node, ast.List):
+                for i, v in enumerate(node.elts):
+                    self._mark((*loc, i), v.lineno)
+                    todo.append(((*loc, i), v))
+
+    def _mark(self, loc: Loc, line: int) -> None:
+        for n in range(1, len(loc) + 1):  # a dotted key also places the tables it names
+            self._lines.setdefault(loc[:n], line)
+
+
+def field_name(loc: Sequence[str | int]) -> str:
+    """``("models", 0, "n_tasks")`` as ``models[0].n_tasks``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+# -- checking against a schema --------------------------------------------------------------------
+class FileModel(BaseModel):
+    """The base of every file schema: strict types, no unknown keys, finite numbers."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
+
+
+def validate(schema: type[M], doc: Mapping[str, Any], keys: KeyLines) -> M:
+    """``doc`` as a ``schema`` instance, or a UserError about the first mistake in the file."""
+    try:
+        return schema.model_validate(doc)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+    first = min(errors, key=lambda e: keys.line(*e["loc"]) or float("inf"))  # min is stable
+    loc = tuple(first["loc"])
+    raise keys.error(_message(schema, first), *loc) from None
+
+
+def _message(schema: type[BaseModel], err: Mapping[str, Any]) -> str:
+    loc, kind = tuple(err["loc"]), err["type"]
+    if kind == "extra_forbidden":
+        return unknown_key(str(loc[-1]), _known_keys(schema, loc[:-1]))
+    if kind == "missing":
+        return "required, but not given"
+    if kind in ("value_error", "assertion_error"):
+        return str(err.get("ctx", {}).get("error", err["msg"]))
+    where = _field_at(schema, loc)
+    expected = _expected(*where) if where is not None else None
+    if expected is None:
+        text = str(err["msg"])
+        return f"{text[:1].lower()}{text[1:]}, got {shown(err.get('input'))}"
+    return f"must be {expected}, got {shown(err.get('input'))}"
+
+
+def unknown_key(key: str, known: Sequence[str]) -> str:
+    """``unknown key 'retires'; did you mean 'retries'?`` (or the known keys, when none is near)."""
+    near = difflib.get_close_matches(key, known, n=1)
+    if near:
+        return f"unknown key {key!r}; did you mean {near[0]!r}?"
+    return f"unknown key {key!r}; the keys are {', '.join(known)}" if known else f"unknown key {key!r}"
+
+
+def shown(value: Any) -> str:
+    """A TOML value as a message shows it: short, and in TOML's words."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:37] + "...")
+    if isinstance(value, dt.date | dt.time):  # a datetime is a date
+        return "a date/time"
+    if isinstance(value, Mapping):
+        return "a table" if value else "an empty table"
+    if isinstance(value, list | tuple):
+        return "[]" if not value else "a list"
+    return repr(value)
+
+
+def _unwrap(tp: Any) -> tuple[Any, list[Any]]:
+    """The type under ``Annotated[...]`` and ``X | None``, and the constraints met on the way."""
+    meta: list[Any] = []
+    while True:
+        origin = get_origin(tp)
+        if origin is Annotated:
+            tp, *extra = get_args(tp)
+            for e in extra:
+                meta.extend(e.metadata if isinstance(e, FieldInfo) else [e])
+        elif origin in (typing.Union, types.UnionType):
+            args = [a for a in get_args(tp) if a is not type(None)]
+            if len(args) != 1:
+                return tp, meta
+            tp = args[0]
+        else:
+            return tp, meta
+
+
+def _field_at(schema: type[BaseModel], loc: Loc) -> tuple[Any, list[Any], bool] | None:
+    """The type at ``loc`` in the schema, its constraints, and whether inf/nan are allowed."""
+    tp: Any = schema
+    meta: list[Any] = []
+    inf_ok = bool(schema.model_config.get("allow_inf_nan", True))
+    for part in loc:
+        tp, more = _unwrap(tp)
+        meta += more
+        origin = get_origin(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str):
+            if part not in tp.model_fields:
+                return None
+            inf_ok = bool(tp.model_config.get("allow_inf_nan", True))
+            info = tp.model_fields[part]
+            tp, meta = info.annotation, list(info.metadata)
+        elif origin in (list, tuple, set, frozenset) and isinstance(part, int):
+            tp, meta = get_args(tp)[0], []
+        elif origin is dict and isinstance(part, str):
+            tp, meta = get_args(tp)[1], []
+        else:
+            return None
+    tp, more = _unwrap(tp)
+    return tp, meta + more, inf_ok
+
+
+_PLURAL = {str: "strings", int: "whole numbers", float: "numbers", bool: "booleans"}
+
+
+def _expected(tp: Any, meta: list[Any], inf_ok: bool) -> str | None:
+    """What a value of type ``tp`` with constraints ``meta`` must be, in words."""
+    for m in meta:
+        if hasattr(m, "allow_inf_nan"):  # a field's own Field(allow_inf_nan=...)
+            inf_ok = bool(m.allow_inf_nan)
+    bounds = "".join(f" {op} {getattr(m, name):g}" for m in meta
+                     for cls, name, op in ((at.Ge, "ge", ">="), (at.Gt, "gt", ">"), (at.Le, "le", "<="),
+                                           (at.Lt, "lt", "<"))
+                     if isinstance(m, cls))
+    non_empty = any(isinstance(m, at.MinLen) and m.min_length >= 1 for m in meta)
+    origin = get_origin(tp)
+    if tp is bool:
+        return "true or false"
+    if tp is int:
+        return "a whole number" + bounds
+    if tp is float:
+        return ("a number" if inf_ok else "a finite number") + bounds
+    if tp is str:
+        return "a non-empty string" if non_empty else "a string"
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+    if origin in (list, tuple, set, frozenset):
+        item, _ = _unwrap(get_args(tp)[0])
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            of = "tables"
+        else:
+            of = _PLURAL.get(item, "values")
+        return f"a {'non-empty ' if non_empty else ''}list of {of}"
+    if origin is dict or (isinstance(tp, type) and issubclass(tp, BaseModel)):
+        return "a non-empty table" if non_empty else "a table"
+    return None
+
+
+def _known_keys(schema: type[BaseModel], loc: Loc) -> list[str]:
+    where = _field_at(schema, loc) if loc else (schema, [], True)
+    if where is None:
+        return []
+    tp = where[0]
+    return list(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
