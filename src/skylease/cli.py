@@ -914,8 +914,10 @@ def run_cmd(
     billing_unit: Annotated[float, typer.Option(help="Billing unit of the default pool, seconds.")] = 60.0,
     budget: Annotated[float | None, typer.Option(help="Hard cap on money (A2HA): the charged cost "
                                                  "never exceeds it.")] = None,
-    retries: Annotated[int, typer.Option(min=0, help="Retries of a task that exits non-zero.")] = 0,
-    timeout: Annotated[float | None, typer.Option(help="Seconds before a task is killed (exit 124).")]
+    retries: Annotated[int | None, typer.Option(min=0, help="Retries of a task that exits non-zero "
+                                                "(default: the job file's retries, else 0).")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds before a task is killed (exit 124; "
+                                                  "default: the job file's timeout, else none).")]
     = None,
     tail_qos: Annotated[str | None, typer.Option(help="Cut the tail with a QoS strategy, e.g. 9A-C-D "
                                                  "(needs --reliable-pool).")] = None,

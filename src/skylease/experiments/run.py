@@ -149,10 +149,7 @@ def _check_cluster_keys(spec: PoolSpec, keys: KeyLines, name: str) -> None:
     if spec.kwargs is not None and spec.cluster is None:
         raise keys.error("kwargs go with 'cluster' (a class path)", "pools", name, "kwargs")
     if spec.cluster is not None:
-        try:
-            cluster_class(spec.cluster, f"pools.{name}.cluster")
-        except UserError as e:
-            raise keys.error(e.message, "pools", name, "cluster") from None
+        cluster_class(spec.cluster, f"pools.{name}.cluster", keys.file, keys.line("pools", name, "cluster"))
 
 
 def _itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:

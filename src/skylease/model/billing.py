@@ -18,10 +18,11 @@ EPS = 1e-9
 
 @dataclass(frozen=True, slots=True)
 class Billing:
-    """How one host is charged: ``price`` per started ``unit`` seconds."""
+    """How one host is charged: ``price`` per started ``unit`` seconds (free unless a price is given,
+    as everywhere in skylease)."""
 
     unit: float = 3600.0
-    price: float = 1.0
+    price: float = 0.0
     min_units: int = 1
 
     def __post_init__(self) -> None:

@@ -173,13 +173,14 @@ CONNECT_TIMEOUT_S = 10
 WORKERS_TTL_S = 0.5
 
 
-def cluster_class(path: str, field: str, file: str | Path | None = None) -> Any:
+def cluster_class(path: str, field: str, file: str | Path | None = None, line: int | None = None) -> Any:
     """The Dask cluster class named by ``path`` (``package.module.Class``)."""
     mod, _, cls = path.rpartition(".")
     try:
         return getattr(importlib.import_module(mod), cls)
     except (ImportError, AttributeError, ValueError) as e:
-        raise UserError(f"cannot import cluster class {path!r}: {e}", file=file, field=field) from None
+        raise UserError(f"cannot import cluster class {path!r}: {e}", file=file, line=line,
+                        field=field) from None
 
 
 def _one_line(e: BaseException) -> str:
