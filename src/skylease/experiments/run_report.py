@@ -44,11 +44,13 @@ FAILED_IN_REPORT = 50
 
 def write_run_report(out: Path, store: Any, summary: dict[str, Any]) -> None:
     """Write ``report.md`` and its plot into ``out`` (rebuilt from the store after every segment)."""
-    ev, hosts, seg = _timeline(store)
+    _, _, seg = _timeline(store)
     figs = {}
-    if not ev.empty or not hosts.empty:
-        charged = _charged(hosts, seg, store.meta().get("billing") or {})
-        figs["run"] = _plot_run(out / "run_over_time.png", ev, hosts, charged, summary)
+    fig = run_figure(store, summary)
+    if fig is not None:
+        path = out / "run_over_time.png"
+        atomic_write_bytes_via(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
+        figs["run"] = path.name
     keys = ("job", "policy", "tail_qos", "outcome", "tasks", "ok", "failed", "left", "wall_s", "cost",
             "budget", "hosts", "peak_hosts", "lost", "retried", "max_release_lag_s")
     rows = [(k, summary.get(k)) for k in keys]
@@ -101,6 +103,13 @@ def _cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|").replace("`", "'")
 
 
+def charge_curve(store: Any) -> Any:
+    """``charged(t)`` of the run in ``store``: money charged by each time ``t`` (seconds since its
+    first segment started), live workers included, as ``skylease status`` counts it."""
+    _, hosts, seg = _timeline(store)
+    return _charged(hosts, seg, store.meta().get("billing") or {})
+
+
 def _charged(hosts: pd.DataFrame, seg: pd.DataFrame, billing: dict[str, Any]) -> Any:
     """``charged(t)``: money charged by time ``t`` (times on the report's axis), live hosts included.
 
@@ -139,8 +148,16 @@ def _charged(hosts: pd.DataFrame, seg: pd.DataFrame, billing: dict[str, Any]) ->
     return charged
 
 
-def _plot_run(path: Path, ev: pd.DataFrame, hosts: pd.DataFrame, charged: Any,
-              summary: dict[str, Any]) -> str:
+def run_figure(store: Any, summary: dict[str, Any]) -> Any:
+    """The figure of run_over_time.png (tasks finished, workers rented, money charged), or None
+    for a run that rented nothing."""
+    ev, hosts, seg = _timeline(store)
+    if ev.empty and hosts.empty:
+        return None
+    return _figure(ev, hosts, _charged(hosts, seg, store.meta().get("billing") or {}), summary)
+
+
+def _figure(ev: pd.DataFrame, hosts: pd.DataFrame, charged: Any, summary: dict[str, Any]) -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -185,5 +202,4 @@ def _plot_run(path: Path, ev: pd.DataFrame, hosts: pd.DataFrame, charged: Any,
     for ax, loc in ((ax_t, "upper left"), (ax_w, "upper right"), (ax_c, "upper left")):
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc=loc, fontsize="small")  # a fixed place: "best" searches the 2,000 points
-    atomic_write_bytes_via(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
-    return path.name
+    return fig
