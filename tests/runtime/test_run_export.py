@@ -121,3 +121,17 @@ def test_export_mistakes_are_one_line(tmp_path, capsys, argv, field):
     assert main(["export", str(out), *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and field in err
+
+
+def test_many_failed_tasks_are_listed_first_and_counted(tmp_path, capsys):
+    job = tmp_path / "jobs.txt"
+    job.write_text("true\n" + "".join(f"exit {i % 5 + 1}\n" for i in range(60)))
+    out = tmp_path / "o"
+    assert main(["run", str(job), "--out", str(out), "--policy", "fixed:2"]) == 1
+    printed = capsys.readouterr().out
+    assert "Failed tasks (60):" in printed and "line 2, exit code 1 (1 attempt(s)): exit 1" in printed
+    assert "line 11, " in printed and "line 12, " not in printed and "and 50 more" in printed
+    report = (out / "report.md").read_text()
+    assert "| 51 | `exit 5` | 5 | 1 |" in report and "| 52 |" not in report
+    assert f"and 10 more: `skylease export {out}` lists every task" in report
+    assert len(json.loads((out / "summary.json").read_text())["failed_tasks"]) == 60

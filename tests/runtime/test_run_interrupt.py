@@ -87,6 +87,12 @@ def test_ctrl_c_through_the_warm_service(tmp_path):
     env.update(XDG_RUNTIME_DIR=runtime, SKYLEASE_SERVER_IDLE_S="30")
     try:
         job = _job(tmp_path)
+        # a bad option is one line, not a traceback then "ended without an exit status (killed?)"
+        bad = subprocess.run([sys.executable, "-m", "skylease", "run", "jobs.txt", "--out", "x", "--policy",
+                              "dask-adaptive:0"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                             timeout=60)
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--policy" in bad.stderr, bad.stderr
+        assert not (tmp_path / "x").exists()
         args = ["run", "jobs.txt", "--out", "o", "--policy", "fixed:1"]
         code, stdout, stderr = _interrupt_after([sys.executable, "-m", "skylease", *args],
                                                 tmp_path / "o" / "results.sqlite", 5, env, tmp_path)
