@@ -39,6 +39,7 @@ BAD = [
     (["--tail-qos", "9A-C-D"], "--reliable-pool"),
     (["--reliable-pool", "local"], "--reliable-pool"),
     (["--retry-failed"], "--retry-failed"),
+    (["--policy", "a2ha", "--billing-unit", "2"], "--billing-unit"),  # not longer than the 2 s boot
 ]
 
 

@@ -346,6 +346,7 @@ def run_job(job_spec: str, opts: RunOptions,
             raise UserError(f"no pool {p!r}; pools are {names}", field=label)
     itype0 = _itype(main_pool, specs[main_pool], "pools")
     policy, order = parse_policy(opts.policy, main_pool, opts.budget, itype0.billing_unit)
+    _check_policy_fits(policy, itype0, opts)
     qos = _tail_policy(opts, specs) if opts.tail_qos else None
     volatility = _volatility(opts, specs, main_pool) if opts.volatility else None
 
@@ -404,6 +405,17 @@ def run_job(job_spec: str, opts: RunOptions,
     finally:
         if store is not None:
             store.close()
+
+
+def _check_policy_fits(policy: Policy, itype: InstanceType, opts: RunOptions) -> None:
+    """What the policy would refuse when it starts (after the store is made), refused now."""
+    from skylease.control.a2ha import A2HA
+
+    if isinstance(policy, A2HA) and itype.boot_time >= itype.billing_unit:
+        where = {"file": opts.pools_file, "field": f"pools.{itype.name}.billing_unit"} if opts.pools_file \
+            else {"field": "--billing-unit"}
+        raise UserError(f"A2HA needs a billing unit longer than the pool's boot time "
+                        f"({itype.boot_time:g} s), got {itype.billing_unit:g} s", **where)
 
 
 def _check_out_folder(out: Path) -> None:
