@@ -997,6 +997,8 @@ def _print_next(res: dict) -> None:
         lines.append(f"every task's result, one row each: {nxt['export']}")
     if "report" in nxt:
         lines.append(f"read the report: {nxt['report']}")
+    if not lines:
+        return
     out.print("Next:", markup=False)
     for line in lines:
         out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)

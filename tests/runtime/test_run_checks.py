@@ -127,3 +127,14 @@ def test_export_lists_the_tasks_not_run(tmp_path, capsys):
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [r["state"] for r in rows] == ["ok", "not run", "not run"]
     assert rows[1]["exit_code"] == "" and rows[1]["attempts"] == "0"
+
+
+def test_status_of_a_stopped_run_says_how_to_finish_it(tmp_path, capsys):
+    (tmp_path / "j.txt").write_text("true\ntrue\ntrue\n")
+    out = tmp_path / "o"
+    out.mkdir()
+    _interrupted_run(out, tmp_path / "j.txt")
+    assert main(["status", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "stopped" in printed
+    assert f"finish the run (2 task(s) not run): skylease run {tmp_path / 'j.txt'} --out {out}" in printed
