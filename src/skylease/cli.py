@@ -934,6 +934,8 @@ def run_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the task order (A2HA) and of the trace offset.")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Finish a run that stopped: only tasks "
                                          "without a recorded result run again.")] = False,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="With --resume: run the failed "
+                                               "tasks again too (the ok ones are not rerun).")] = False,
 ) -> None:
     """Run a bag of tasks on real Dask workers, with the same policies as the simulator."""
     import os
@@ -942,15 +944,12 @@ def run_cmd(
 
     if os.getcwd() not in sys.path:  # `package.module:function` is found as `python -m` finds it
         sys.path.insert(0, os.getcwd())
-    for name, v in (("--billing-unit", billing_unit), ("--timeout", timeout), ("--time-scale", time_scale)):
-        if v is not None and not v > 0:
-            raise UserError(f"must be > 0, got {v:g}", field=name)
     opts = RunOptions(out=out_dir, policy=policy, pools_file=pools, pool=pool, max_workers=workers,
                       price=price, billing_unit=billing_unit, budget=budget, retries=retries,
                       task_timeout_s=timeout, tail_qos=tail_qos, reliable_pool=reliable_pool,
                       tail_credits=tail_credits, volatility=volatility, volatile_pool=volatile_pool,
                       time_scale=time_scale, trace_start=trace_start, seed=seed, resume=resume,
-                      args=args)
+                      retry_failed=retry_failed, args=args)
     res = _with_live_display(lambda on_progress: run_job(job, opts, on_progress=on_progress), budget)
     table = Table("", "value", title=f"{res['job']} ({res['outcome']})")
     for k, label in (("tasks", "tasks"), ("ok", "succeeded"), ("failed", "failed"), ("left", "not run"),
@@ -959,9 +958,52 @@ def run_cmd(
         v = res[k]
         table.add_row(label, f"{v:,.2f}" if isinstance(v, float) else str(v))
     out.print(table)
-    out.print(f"Results: {Path(res['out']) / 'results.sqlite'}; report: {Path(res['out']) / 'report.md'}")
+    out.print(f"Results: {Path(res['out']) / 'results.sqlite'}; report: {Path(res['out']) / 'report.md'}",
+              markup=False, highlight=False, soft_wrap=True)
+    _print_failed(res["failed_tasks"], res["failed"])
+    _print_next(res)
+    if res["outcome"] == "interrupted":
+        raise typer.Exit(130)  # main() says "interrupted" on stderr
     if res["failed"] or res["left"]:
         raise typer.Exit(1)
+
+
+#: Failed tasks listed on the terminal (all are in report.md's table up to 50, and in the export).
+FAILED_SHOWN = 10
+
+
+def _print_failed(failed: list[dict], total: int) -> None:
+    if not total:
+        return
+    out.print(f"Failed tasks ({total}):", markup=False, highlight=False)
+    for f in failed[:FAILED_SHOWN]:
+        where = f"line {f['line']}, " if f.get("line") is not None else ""
+        why = f" [{f['stderr']}]" if f.get("stderr") else ""
+        out.print(f"  {where}exit code {f['exit_code']} ({f['attempts']} attempt(s)): {f['command']}{why}",
+                  markup=False, highlight=False, soft_wrap=True)
+    if total > FAILED_SHOWN:
+        out.print(f"  and {total - FAILED_SHOWN} more", markup=False, highlight=False)
+
+
+def _print_next(res: dict) -> None:
+    """After a run that failed or stopped: finish it, rerun its failed tasks, export, the report."""
+    nxt = res.get("next") or {}
+    if not (res["failed"] or res["left"]):
+        return
+    lines = []
+    if "resume" in nxt:
+        lines.append(f"finish the run ({res['left']} task(s) not run): {nxt['resume']}")
+    if "retry_failed" in nxt:
+        lines.append(f"run the failed tasks again once fixed: {nxt['retry_failed']}")
+    if "export" in nxt:
+        lines.append(f"every task's result, one row each: {nxt['export']}")
+    if "report" in nxt:
+        lines.append(f"read the report: {nxt['report']}")
+    if not lines:
+        return
+    out.print("Next:", markup=False)
+    for line in lines:
+        out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _with_live_display(run, budget: float | None) -> dict:
@@ -1006,7 +1048,7 @@ def status_cmd(
     out_dir: Annotated[Path, typer.Argument(help="The output folder of a run.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """Show a running or finished run: tasks done, failed and left, money, workers."""
+    """Show a running or finished run: tasks done, failed and left, money, workers (read-only)."""
     from skylease.experiments.run import status
 
     st = status(out_dir)
@@ -1019,6 +1061,29 @@ def status_cmd(
     for p, n in st["workers"].items():
         t.add_row(f"workers {p}", str(n))
     out.print(t)
+    _print_next(st)
+
+
+@app.command("export")
+def export_cmd(
+    out_dir: Annotated[Path, typer.Argument(help="The output folder of a run.")],
+    fmt: Annotated[str | None, typer.Option("--format", help="csv | json | parquet (parquet needs "
+                                            "pyarrow); default: from --output's suffix, else csv.")]
+    = None,
+    output: Annotated[str | None, typer.Option("--output", help="The file to write (default: "
+                                               "OUT/tasks.FORMAT; - for standard output).")] = None,
+) -> None:
+    """Write every task's result, one row per task: line, command, state, exit code, attempts,
+    times, worker, cost share."""
+    from skylease.experiments.run_results import export_run
+
+    where, n, data = export_run(out_dir, fmt=fmt, output=output)
+    if data is not None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    out.print(f"{n} task(s) written to {where}", markup=False, highlight=False, soft_wrap=True)
 
 
 @server_app.command("status")
@@ -1067,9 +1132,14 @@ def simulate_replay_cmd(
         return
     t = Table("", "real", *(f"sim seed {s['seed']}" for s in res["simulated"]),
               title=f"{res['policy']}: {res['tasks']} tasks, boot {res['boot_s']:.1f} s")
-    t.add_row("workers rented", str(res["real"]["hosts"]), *(str(s["hosts"]) for s in res["simulated"]))
-    t.add_row("cost", f"{res['real']['cost']:.2f}", *(f"{s['cost']:.2f}" for s in res["simulated"]))
-    t.add_row("makespan (s)", f"{res['real']['elapsed_s']:.1f}",
+    real = res["real"]
+
+    def num(v: float | None, spec: str) -> str:  # "-" where summary.json is gone
+        return "-" if v is None else format(v, spec)
+
+    t.add_row("workers rented", num(real["hosts"], "d"), *(str(s["hosts"]) for s in res["simulated"]))
+    t.add_row("cost", num(real["cost"], ".2f"), *(f"{s['cost']:.2f}" for s in res["simulated"]))
+    t.add_row("makespan (s)", num(real["elapsed_s"], ".1f"),
               *(f"{s['makespan_s']:.1f}" for s in res["simulated"]))
     out.print(t)
 

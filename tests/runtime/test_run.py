@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 
@@ -210,3 +211,27 @@ def test_volatility_kills_and_restarts_workers_following_a_trace(tmp_path):
         kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY t_s")]
         assert [t for (t,) in db.execute("SELECT task FROM results ORDER BY task")] == list(range(24))
     assert "down" in kinds and kinds.count("up") >= 3  # two first boots, one return
+
+
+def test_the_money_panel_shows_the_charge_so_far_live_workers_included(tmp_path):
+    """As `status` counts it: a rented worker is charged each billing unit as it starts, not at its
+    release; the plot has a title and its money axis a currency."""
+    from skylease.experiments.run_report import charge_curve, run_figure
+    from skylease.runtime.store import ResultStore
+
+    job = tmp_path / "jobs.txt"
+    job.write_text("sleep 0.5\n" * 6)
+    s = run_job(str(job), RunOptions(out=tmp_path / "o", policy="fixed:1", max_workers=1, price=1.0,
+                                     billing_unit=1.0))
+    store = ResultStore(tmp_path / "o" / "results.sqlite", readonly=True)
+    try:
+        (req, rel), = store.query("SELECT requested_s, released_s FROM hosts")
+        assert rel - req > 2.5  # the one worker lived three started units or more
+        charged = charge_curve(store)
+        t = np.array([req, req + 0.5, req + 1.5, req + 2.5, rel + 1.0])
+        assert list(charged(t)) == [1.0, 1.0, 2.0, 3.0, s["cost"]]  # before its release, unit by unit
+        fig = run_figure(store, s)
+    finally:
+        store.close()
+    assert "Run of jobs.txt" in fig._suptitle.get_text()
+    assert fig.axes[2].get_ylabel() == "money charged ($)"

@@ -15,6 +15,13 @@ Decisions of ours (the issue is silent):
 * With ``--tail-qos``, the main policy runs the volatile pools and the QoS policy rents the
   reliable pool with credits: ``--tail-credits`` (default: the budget left, in the pool's price
   units converted at 15 credits per CPU hour).
+* Every option is checked (:func:`check_options`) before anything is started or written: a
+  mistake leaves no folder, no store and no process behind.
+* Ctrl-C ends the run as a stop, not a crash: the workers are released, the segment is closed
+  with outcome ``interrupted``, and ``summary.json`` and ``report.md`` describe the partial run
+  (with the command that finishes it). A second Ctrl-C while that is written aborts it.
+* ``--retry-failed`` (with ``--resume``) moves each failed result to the attempts (outcome
+  ``failed``) so that the task runs again; the tasks with an ``ok`` result are never rerun.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import contextlib
 import json
 import math
 import os
+import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -33,7 +41,8 @@ import numpy as np
 from pydantic import Field
 
 from skylease.control.env import Environment, HostView, Policy
-from skylease.experiments.store import out_folder
+from skylease.experiments.run_results import FAILED_IN_SUMMARY, failed_tasks, open_run
+from skylease.experiments.store import atomic_write_text, out_folder
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, KeyLines, load_toml
@@ -68,6 +77,7 @@ class RunOptions:
     trace_start: float | None = None
     seed: int = 0
     resume: bool = False
+    retry_failed: bool = False
     args: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -211,6 +221,71 @@ def close_backends(backends: Mapping[str, Any], local: Any) -> None:
         local.close()
 
 
+# -- checks -----------------------------------------------------------------------------------------
+#: The most retries of a task: more is a typo, and each retry is a run of the task.
+MAX_RETRIES = 100
+
+
+def check_options(opts: RunOptions) -> None:
+    """Every run option, checked before anything starts: a :class:`UserError` naming the option.
+
+    What needs the pools file (pool names, the main pool's billing unit) is checked by
+    :func:`run_job` right after it is read, still before anything is written.
+    """
+    def number(value: float | None, name: str, *, positive: bool = False) -> None:
+        if value is None:
+            return
+        ok = math.isfinite(value) and (value > 0 if positive else value >= 0)
+        if not ok:
+            raise UserError(f"must be a finite number {'> 0' if positive else '>= 0'}, got {value:g}",
+                            field=name)
+
+    number(opts.price, "--price")
+    number(opts.billing_unit, "--billing-unit", positive=True)
+    number(opts.budget, "--budget")
+    number(opts.task_timeout_s, "--timeout", positive=True)
+    number(opts.tail_credits, "--tail-credits")
+    number(opts.tail_tick_s, "tail_tick_s", positive=True)
+    number(opts.time_scale, "--time-scale", positive=True)
+    number(opts.trace_start, "--trace-start")
+    for value, name, least in ((opts.max_workers, "--workers", 1), (opts.min_units, "min_units", 0),
+                               (opts.seed, "--seed", 0), (opts.retries, "--retries", 0)):
+        if value is not None and value < least:
+            raise UserError(f"must be an integer >= {least}, got {value}", field=name)
+    if opts.retries > MAX_RETRIES:
+        raise UserError(f"at most {MAX_RETRIES}, got {opts.retries}", field="--retries")
+    if opts.retry_failed and not opts.resume:
+        raise UserError("goes with --resume (it reruns the failed tasks of a stopped or finished run)",
+                        field="--retry-failed")
+    try:
+        parse_policy(opts.policy, DEFAULT_POOL, opts.budget, opts.billing_unit)  # its own checks
+    except ValueError as e:  # a value the policy itself refuses
+        raise UserError(str(e), field="--policy") from None
+    if opts.tail_qos is not None:
+        _strategy(opts.tail_qos)
+        if opts.reliable_pool is None:
+            raise UserError("--tail-qos needs --reliable-pool NAME (a pool of the pools file)",
+                            field="--reliable-pool")
+    elif opts.reliable_pool is not None or opts.tail_credits is not None:
+        raise UserError("goes with --tail-qos", field="--reliable-pool" if opts.reliable_pool is not None
+                        else "--tail-credits")
+    if opts.volatility is None and (opts.volatile_pool is not None or opts.trace_start is not None):
+        raise UserError("goes with --volatility", field="--volatile-pool" if opts.volatile_pool is not None
+                        else "--trace-start")
+
+
+def _strategy(spec: str) -> Any:
+    from skylease.control.qos import parse_strategy
+
+    try:
+        strategy = parse_strategy(spec)
+    except (UserError, ValueError) as e:
+        raise UserError(getattr(e, "message", str(e)), field="--tail-qos") from None
+    if strategy is None:
+        raise UserError("'none' cuts no tail: leave --tail-qos out", field="--tail-qos")
+    return strategy
+
+
 # -- policies ---------------------------------------------------------------------------------------
 def parse_policy(spec: str, pool: str, budget: float | None, unit: float) -> tuple[Policy, str]:
     """``fixed:N``, ``a2ha[:conservative|aggressive]`` or ``dask-adaptive[:MAX]``; returns the policy
@@ -248,6 +323,8 @@ def parse_policy(spec: str, pool: str, budget: float | None, unit: float) -> tup
                 maximum = int(arg)
             except ValueError:
                 raise UserError(f"expected dask-adaptive[:MAX], got {spec!r}", field="--policy") from None
+            if maximum < 1:
+                raise UserError(f"dask-adaptive:MAX needs MAX >= 1, got {maximum}", field="--policy")
         return DaskAdaptive(pool=pool, minimum=1, maximum=maximum), "fifo"
     raise UserError(f"unknown policy {spec!r}; one of fixed:N, a2ha[:conservative|aggressive], "
                     "dask-adaptive[:MAX]", field="--policy")
@@ -256,20 +333,29 @@ def parse_policy(spec: str, pool: str, budget: float | None, unit: float) -> tup
 # -- the run ----------------------------------------------------------------------------------------
 def run_job(job_spec: str, opts: RunOptions,
             on_progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
-    """Run (or resume) a job; returns the summary also written to ``OUT/summary.json``."""
+    """Run (or resume) a job; returns the summary also written to ``OUT/summary.json``.
+
+    Ctrl-C (KeyboardInterrupt) during the run is a stop: the summary comes back with outcome
+    ``interrupted`` and the run can be finished with ``--resume``.
+    """
     from skylease.runtime.env import DaskEnvironment
     from skylease.runtime.jobs import load_job
-    from skylease.runtime.store import STORE_NAME, ResultStore
+    from skylease.runtime.store import STORE_NAME, ResultStore, store_kind
 
+    check_options(opts)
     job = load_job(job_spec, args=opts.args)
     retries, timeout = job_settings(job, opts)
     out = Path(opts.out)
     store_path = out / STORE_NAME
-    if store_path.exists() and not opts.resume:
-        raise UserError("already holds a run; pass --resume to finish it, or choose another --out",
-                        file=out)
-    if opts.resume and not store_path.exists():
+    if store_path.exists():
+        store_kind(store_path)  # a file skylease did not make is named as such, and never opened
+        if not opts.resume:
+            raise UserError("already holds a run; pass --resume to finish it, or choose another --out",
+                            file=out)
+    elif opts.resume:
         raise UserError("no run to resume here", file=out)
+    else:
+        _check_out_folder(out)
     specs = pool_types(opts)  # validates the pools before anything is started
     names = list(specs)
     main_pool = opts.pool or next((n for n in names if n != opts.reliable_pool), names[0])
@@ -277,17 +363,14 @@ def run_job(job_spec: str, opts: RunOptions,
                      ("--volatile-pool", opts.volatile_pool)):
         if p is not None and p not in specs:
             raise UserError(f"no pool {p!r}; pools are {names}", field=label)
-    if opts.tail_qos and opts.reliable_pool is None:
-        raise UserError("--tail-qos needs --reliable-pool NAME (a pool of the pools file)",
-                        field="--reliable-pool")
     itype0 = _itype(main_pool, specs[main_pool], "pools")
     policy, order = parse_policy(opts.policy, main_pool, opts.budget, itype0.billing_unit)
+    _check_policy_fits(policy, itype0, opts)
     qos = _tail_policy(opts, specs) if opts.tail_qos else None
     volatility = _volatility(opts, specs, main_pool) if opts.volatility else None
 
-    out_folder(out)
-    # A resumed run is checked before anything starts; a new run's store is made only once its
-    # pools are up, so a pool that cannot start leaves nothing behind to --resume.
+    # A resumed run is checked before anything starts; a new run's folder and store are made only
+    # once its pools are up, so a pool that cannot start leaves nothing behind to --resume.
     store = ResultStore(store_path) if opts.resume else None
     try:
         if store is not None:
@@ -295,13 +378,19 @@ def run_job(job_spec: str, opts: RunOptions,
         backends, local = make_backends(opts, specs)
         try:
             if store is None:
+                out_folder(out)
                 store = ResultStore(store_path)
-            if not store.meta():  # a new run, or one killed before it registered its tasks
+            store.adopt()  # a store of the previous format, resumed: marked as ours from now on
+            if "fingerprint" not in store.meta():  # a new run, or one killed before it registered its tasks
                 store.set_meta({"job": job.source, "fingerprint": job.fingerprint(),
-                                "tasks": len(job.tasks), "options": _jsonable(asdict(opts)),
-                                "started_unix": time.time()})
+                                "tasks": len(job.tasks), "started_unix": time.time()})
                 store.add_tasks((t.id, t.to_json(), t.label) for t in job.tasks)
+            if opts.retry_failed:
+                store.forget_failed()
             segment = store.start_segment(os.getpid())
+            billing = store.meta().get("billing") or {}
+            billing[str(segment)] = {n: _billing_of(_itype(n, sp, "pools")) for n, sp in specs.items()}
+            store.set_meta({"options": _jsonable(asdict(opts)), "billing": billing})
             spent_before = store.spent_before(segment)
             done = store.done_tasks()
             todo = [t for t in job.tasks if t.id not in done]
@@ -319,12 +408,15 @@ def run_job(job_spec: str, opts: RunOptions,
             if volatility is not None:
                 volatility.attach(env)
             started = time.time()
-            res = env.run([Task(t.id, 0.0) for t in todo])
+            try:
+                res = env.run([Task(t.id, 0.0) for t in todo])
+            except KeyboardInterrupt:  # Ctrl-C: env.run released the workers; the run is a stop
+                res = env.result()
+            store.end_segment(res.cost, res.outcome)
         finally:
             close_backends(backends, local)
-        store.end_segment(res.cost, res.outcome)
-        summary = _summary(store, res, opts, job, segment, spent_before, time.time() - started, qos)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
+        summary = _summary(store, res, opts, job_spec, job, segment, spent_before, time.time() - started, qos)
+        atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=float))
         from skylease.experiments.run_report import write_run_report
 
         write_run_report(out, store, summary)
@@ -334,10 +426,37 @@ def run_job(job_spec: str, opts: RunOptions,
             store.close()
 
 
+def _check_policy_fits(policy: Policy, itype: InstanceType, opts: RunOptions) -> None:
+    """What the policy would refuse when it starts (after the store is made), refused now."""
+    from skylease.control.a2ha import A2HA
+
+    if isinstance(policy, A2HA) and itype.boot_time >= itype.billing_unit:
+        where = {"file": opts.pools_file, "field": f"pools.{itype.name}.billing_unit"} if opts.pools_file \
+            else {"field": "--billing-unit"}
+        raise UserError(f"A2HA needs a billing unit longer than the pool's boot time "
+                        f"({itype.boot_time:g} s), got {itype.billing_unit:g} s", **where)
+
+
+def _check_out_folder(out: Path) -> None:
+    """The output folder is one, or can be made, and nothing is made yet (a mistake found later,
+    say a pool that cannot start, must leave no folder behind)."""
+    p = out
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    if not p.is_dir():
+        raise UserError(f"cannot create the output folder: {p} is not a folder", file=out, field="--out")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise UserError(f"cannot create the output folder: {p} is not writable", file=out, field="--out")
+
+
+def _billing_of(it: InstanceType) -> dict[str, float]:
+    return {"price": it.price, "billing_unit": it.billing_unit, "min_units": it.min_units}
+
+
 def _check_resume(store: Any, fingerprint: str, out: Path, budget: float | None) -> None:
     """A resumed run must be the same job, with money left under its budget."""
     meta = store.meta()
-    if meta and meta.get("fingerprint") != fingerprint:
+    if "fingerprint" in meta and meta["fingerprint"] != fingerprint:
         raise UserError(f"the job differs from the one this run started ({meta.get('job')})", file=out)
     spent = store.spent_before()
     if budget is not None and spent > budget:
@@ -349,13 +468,10 @@ def _jsonable(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _tail_policy(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> Policy:
-    from skylease.control.qos import SpeQuloS, parse_strategy
+    from skylease.control.qos import SpeQuloS
     from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR
 
-    try:
-        strategy = parse_strategy(opts.tail_qos or "")
-    except ValueError as e:
-        raise UserError(str(e), field="--tail-qos") from None
+    strategy = _strategy(opts.tail_qos or "")
     assert opts.reliable_pool is not None
     it = _itype(opts.reliable_pool, specs[opts.reliable_pool], "pools")
     if opts.tail_credits is not None:
@@ -373,44 +489,82 @@ def _volatility(opts: RunOptions, specs: Mapping[str, Any], main_pool: str) -> A
     pool = opts.volatile_pool or main_pool
     if "cluster" in specs[pool] or "address" in specs[pool]:
         raise UserError("volatility can only be played on local pools", field="--volatile-pool")
-    if not opts.time_scale > 0:
-        raise UserError(f"must be > 0, got {opts.time_scale}", field="--time-scale")
     return Volatility.from_trace(opts.volatility or "", pool, opts.time_scale, seed=opts.seed,
                                  start=opts.trace_start)
 
 
-def _summary(store: Any, res: Any, opts: RunOptions, job: Any, segment: int, spent_before: float,
-             wall_s: float, qos: Policy | None) -> dict[str, Any]:
+def _summary(store: Any, res: Any, opts: RunOptions, job_spec: str, job: Any, segment: int,
+             spent_before: float, wall_s: float, qos: Policy | None) -> dict[str, Any]:
     counts = store.counts()
-    failed = [dict(r) for r in store.query(
-        "SELECT task, exit_code, attempt, stderr_tail FROM results WHERE status = 'failed' ORDER BY task")]
     pools: dict[str, int] = {}
     for h in res.host_table:
         pools[h.pool] = pools.get(h.pool, 0) + 1
+    outcome = res.outcome if counts["left"] == 0 or res.outcome != "done" else "incomplete"
     s = {
         "job": job.source, "out": str(opts.out), "policy": opts.policy, "tail_qos": opts.tail_qos,
-        "segment": segment, "outcome": res.outcome if counts["left"] == 0 or res.outcome != "done"
-        else "incomplete",
+        "segment": segment, "outcome": outcome,
         "tasks": counts["tasks"], "ok": counts["ok"], "failed": counts["failed"], "left": counts["left"],
         "wall_s": wall_s, "elapsed_s": res.elapsed_s, "cost": spent_before + res.cost,
         "cost_this_segment": res.cost, "budget": opts.budget, "hosts": res.hosts,
         "hosts_per_pool": pools, "peak_hosts": res.peak_hosts, "lost": res.lost, "retried": res.retried,
         "duplicate_races": res.duplicates_won, "max_release_lag_s": res.max_release_lag_s,
-        "failed_tasks": failed[:50],
+        "failed_tasks": failed_tasks(store, FAILED_IN_SUMMARY),
+        "next": next_steps(job_spec, opts, counts),
     }
     if qos is not None:
         s["qos"] = qos.summary()  # type: ignore[attr-defined]
     return s
 
 
-def status(out: str | Path) -> dict[str, Any]:
-    """What ``skylease status`` shows of a running or finished run."""
-    from skylease.runtime.store import STORE_NAME, ResultStore
+#: ``skylease run`` options as RunOptions fields, in the order a command shows them.
+_FLAGS = (("args", "--args"), ("policy", "--policy"), ("pools_file", "--pools"), ("pool", "--pool"),
+          ("max_workers", "--workers"), ("price", "--price"), ("billing_unit", "--billing-unit"),
+          ("budget", "--budget"), ("retries", "--retries"), ("task_timeout_s", "--timeout"),
+          ("tail_qos", "--tail-qos"), ("reliable_pool", "--reliable-pool"),
+          ("tail_credits", "--tail-credits"), ("volatility", "--volatility"),
+          ("volatile_pool", "--volatile-pool"), ("time_scale", "--time-scale"),
+          ("trace_start", "--trace-start"), ("seed", "--seed"))
 
-    path = Path(out) / STORE_NAME
-    if not path.exists():
-        raise UserError("no run here (no results.sqlite)", file=out)
-    store = ResultStore(path)
+
+def resume_command(job_spec: str, opts: RunOptions, *, retry_failed: bool = False) -> str:
+    """The ``skylease run`` command that finishes this run: the same job, folder and options (each
+    option that differs from its default; a resume reads none of them from the store)."""
+    default = RunOptions()
+    words = ["skylease", "run", job_spec, "--out", str(opts.out)]
+    for name, flag in _FLAGS:
+        value = getattr(opts, name)
+        if value is not None and value != getattr(default, name):
+            words += [flag, str(value)]
+    words.append("--resume")
+    if retry_failed:
+        words.append("--retry-failed")
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def next_steps(job_spec: str, opts: RunOptions, counts: Mapping[str, int]) -> dict[str, str]:
+    """What the user can do next with a run: finish it, rerun its failed tasks, export, read."""
+    steps = {}
+    if counts["left"]:
+        steps["resume"] = resume_command(job_spec, opts)
+    if counts["failed"]:
+        steps["retry_failed"] = resume_command(job_spec, opts, retry_failed=True)
+    steps["export"] = f"skylease export {shlex.quote(str(opts.out))}"
+    steps["report"] = str(Path(opts.out) / "report.md")
+    return steps
+
+
+def _stored_options(meta: Mapping[str, Any]) -> RunOptions:
+    """The options a run recorded (its last segment's)."""
+    o = meta.get("options") or {}
+    opts = RunOptions(**{k: v for k, v in o.items() if k in RunOptions.__dataclass_fields__})
+    opts.out = Path(opts.out)
+    opts.pools_file = Path(o["pools_file"]) if o.get("pools_file") else None
+    return opts
+
+
+def status(out: str | Path) -> dict[str, Any]:
+    """What ``skylease status`` shows of a running or finished run (read-only)."""
+    store = open_run(out)
     try:
         meta = store.meta()
         counts = store.counts()
@@ -421,11 +575,16 @@ def status(out: str | Path) -> dict[str, Any]:
         spent = store.spent_before()
         live = store.query("SELECT pool, COUNT(*) AS n FROM hosts WHERE released_s IS NULL AND segment = ? "
                            "GROUP BY pool", (last.get("segment", -1),)) if running else []
-        state = "running" if running else ("finished" if meta and counts["left"] == 0 else "stopped")
-        return {"out": str(out), "job": meta.get("job"), "state": state,
-                "segments": last.get("segment", -1) + 1, **counts, "cost": spent,
-                "budget": (meta.get("options") or {}).get("budget"),
-                "workers": {r["pool"]: r["n"] for r in live}}
+        registered = "fingerprint" in meta
+        state = "running" if running else ("finished" if registered and counts["left"] == 0 else "stopped")
+        opts = _stored_options(meta)
+        st = {"out": str(out), "job": meta.get("job"), "state": state,
+              "segments": last.get("segment", -1) + 1, **counts, "cost": spent,
+              "budget": opts.budget, "workers": {r["pool"]: r["n"] for r in live}}
+        if registered and state != "running" and meta.get("options"):
+            opts.out = Path(out)
+            st["next"] = next_steps(str(meta["job"]), opts, counts)
+        return st
     finally:
         store.close()
 
@@ -442,27 +601,29 @@ def replay(out: str | Path, seeds: Sequence[int] = (0,)) -> dict[str, Any]:
     """Simulate a finished real run again: its measured task runtimes, its policy and pools.
 
     Boot time is the run's measured mean boot; the simulated hosts and cost sit beside the real.
+    A run with tasks left (stopped, interrupted) is refused: its measured times are a part of the
+    bag, and its real cost is that of a part, so the comparison would mean nothing.
     """
-    from skylease.runtime.store import STORE_NAME, ResultStore
     from skylease.sim.env import simulate
 
-    path = Path(out) / STORE_NAME
-    if not path.exists():
-        raise UserError("no run here (no results.sqlite)", file=out)
-    store = ResultStore(path)
+    store = open_run(out)
     try:
         meta = store.meta()
+        counts = store.counts()
         rows = store.query("SELECT task, runtime_s FROM results ORDER BY task")
         hosts = store.query("SELECT pool, requested_s, up_s FROM hosts WHERE up_s IS NOT NULL")
         sfile = Path(out) / "summary.json"
         summary = json.loads(sfile.read_text()) if sfile.exists() else {}
     finally:
         store.close()
-    if not rows:
+    if "fingerprint" not in meta or not rows:
         raise UserError("the run has no recorded task", file=out)
-    o = meta.get("options") or {}
-    opts = RunOptions(**{k: v for k, v in o.items() if k in RunOptions.__dataclass_fields__})
-    opts.pools_file = Path(o["pools_file"]) if o.get("pools_file") else None
+    opts = _stored_options(meta)
+    if counts["left"]:
+        opts.out = Path(out)
+        raise UserError(f"the run did not finish ({counts['left']} of {counts['tasks']} tasks have no "
+                        f"result); finish it with `{resume_command(str(meta['job']), opts)}`, then "
+                        "replay it", file=out)
     specs = pool_types(opts)
     boots = [h["up_s"] - h["requested_s"] for h in hosts]
     boot = float(np.mean(boots)) if boots else DEFAULT_BOOT_S

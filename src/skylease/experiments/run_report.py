@@ -1,5 +1,9 @@
-"""``report.md`` of a real run: what ran, what it cost, and one plot of three panels on one time axis
-(tasks finished, workers rented, money charged).
+"""``report.md`` of a real run: what ran, what it cost, which tasks failed, what to do next, and one
+plot of three panels on one time axis (tasks finished, workers rented, money charged).
+
+The money panel shows what ``skylease status`` reports at each instant: the money charged so far,
+live workers included, a worker being charged each billing unit as it starts (at its rent request,
+then every unit after), with the billing of its pool in its segment (recorded in the store's meta).
 
 One figure, drawn once (no tight bounding box, which draws twice): the report is on the path of every
 ``skylease run``, and three separate figures cost about 0.4 s more than the job of a short run.
@@ -15,6 +19,7 @@ import pandas as pd
 
 from skylease.experiments.report import md_table, write_report
 from skylease.experiments.store import atomic_write_bytes_via
+from skylease.model.billing import EPS
 
 
 def _timeline(store: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -33,12 +38,19 @@ def _timeline(store: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return ev, hosts, seg
 
 
+#: Failed tasks listed in report.md (all of them are in ``skylease export``).
+FAILED_IN_REPORT = 50
+
+
 def write_run_report(out: Path, store: Any, summary: dict[str, Any]) -> None:
     """Write ``report.md`` and its plot into ``out`` (rebuilt from the store after every segment)."""
-    ev, hosts, seg = _timeline(store)
+    _, _, seg = _timeline(store)
     figs = {}
-    if not ev.empty or not hosts.empty:
-        figs["run"] = _plot_run(out / "run_over_time.png", ev, hosts, summary.get("budget"))
+    fig = run_figure(store, summary)
+    if fig is not None:
+        path = out / "run_over_time.png"
+        atomic_write_bytes_via(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
+        figs["run"] = path.name
     keys = ("job", "policy", "tail_qos", "outcome", "tasks", "ok", "failed", "left", "wall_s", "cost",
             "budget", "hosts", "peak_hosts", "lost", "retried", "max_release_lag_s")
     rows = [(k, summary.get(k)) for k in keys]
@@ -47,52 +59,147 @@ def write_run_report(out: Path, store: Any, summary: dict[str, Any]) -> None:
     if len(seg) > 1:
         lines += [f"The run was resumed {len(seg) - 1} time(s); segments:", "",
                   md_table(seg[["segment", "outcome", "spent"]], digits=3), ""]
+    lines += _next_lines(summary)
     if "run" in figs:
         title = "Tasks finished, workers rented and money charged over time"
         lines += [f"## {title}", "", f"![{title}]({figs['run']})", ""]
-    failed = summary.get("failed_tasks") or []
-    if failed:
-        lines += ["## Failed tasks (after every retry)", "",
-                  md_table(pd.DataFrame(failed)[["task", "exit_code", "attempt"]]), ""]
+    lines += _failed_lines(summary)
     write_report(out / "report.md", "\n".join(lines))
 
 
-def _plot_run(path: Path, ev: pd.DataFrame, hosts: pd.DataFrame, budget: float | None) -> str:
+def _next_lines(summary: dict[str, Any]) -> list[str]:
+    nxt = summary.get("next") or {}
+    steps = [(key, what) for key, what in (("resume", "Finish the run (the tasks not run yet)"),
+                                           ("retry_failed", "Run the failed tasks again, once fixed"),
+                                           ("export", "Every task's result, one row per task"))
+             if key in nxt and (key != "export" or summary.get("failed") or summary.get("left"))]
+    if not steps:
+        return []
+    lines = ["## What next", ""]
+    for key, what in steps:
+        lines += [f"{what}:", "", "```bash", nxt[key], "```", ""]
+    return lines
+
+
+def _failed_lines(summary: dict[str, Any]) -> list[str]:
+    failed = (summary.get("failed_tasks") or [])[:FAILED_IN_REPORT]
+    if not failed:
+        return []
+    df = pd.DataFrame(failed)
+    df["line"] = [("" if v is None else str(v)) for v in df["line"]]
+    for col in ("command", "stderr"):  # a pipe in a command would end the table cell
+        df[col] = [f"`{_cell(v)}`" if v else "" for v in df[col]]
+    lines = ["## Failed tasks (after every retry)", "",
+             md_table(df, ["line", "command", "exit_code", "attempts", "stderr"],
+                      headers=["job-file line", "command", "exit code", "attempts", "last line of stderr"]),
+             ""]
+    more = int(summary.get("failed") or 0) - len(failed)
+    if more > 0:
+        lines += [f"and {more} more: `skylease export {summary.get('out')}` lists every task.", ""]
+    return lines
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|").replace("`", "'")
+
+
+def charge_curve(store: Any) -> Any:
+    """``charged(t)`` of the run in ``store``: money charged by each time ``t`` (seconds since its
+    first segment started), live workers included, as ``skylease status`` counts it."""
+    _, hosts, seg = _timeline(store)
+    return _charged(hosts, seg, store.meta().get("billing") or {})
+
+
+def _charged(hosts: pd.DataFrame, seg: pd.DataFrame, billing: dict[str, Any]) -> Any:
+    """``charged(t)``: money charged by time ``t`` (times on the report's axis), live hosts included.
+
+    A host's charge at ``t`` is its started billing units by then (as ``status`` counts it), up
+    to its release, or for a host its driver never released (killed), to the segment's last
+    heartbeat. Hosts of a segment without recorded billing (a store of the previous format) count
+    at their recorded cost from their release.
+    """
+    if hosts.empty:
+        return lambda t: np.zeros_like(np.asarray(t, float))
+    seg_end = {}
+    if not seg.empty:
+        t0 = seg["started_unix"].min()
+        for r in seg.itertuples():
+            last = r.ended_unix if pd.notna(r.ended_unix) else r.heartbeat_unix
+            seg_end[r.segment] = (last if pd.notna(last) else r.started_unix) - t0
+    req = hosts["requested_s"].to_numpy(float)
+    end = np.array([rel if pd.notna(rel) else seg_end.get(sg, r0)
+                    for rel, sg, r0 in zip(hosts["released_s"], hosts["segment"], req, strict=True)])
+    price, unit, least, known = (np.zeros(len(hosts)), np.ones(len(hosts)), np.zeros(len(hosts)),
+                                 np.zeros(len(hosts), bool))
+    for i, (sg, pool) in enumerate(zip(hosts["segment"], hosts["pool"], strict=True)):
+        b = (billing.get(str(sg)) or {}).get(pool)
+        if b:
+            price[i], unit[i], least[i], known[i] = b["price"], b["billing_unit"], b["min_units"], True
+    cost = hosts["cost"].fillna(0.0).to_numpy(float)
+
+    def charged(t: Any) -> np.ndarray:
+        t = np.asarray(t, float)[:, None]
+        lived = np.clip(np.minimum(t, end[None, :]) - req[None, :], 0.0, None)
+        units = np.maximum(least[None, :], np.ceil(lived / unit[None, :] - EPS / unit[None, :]))
+        by_unit = np.where(t >= req[None, :], units * price[None, :], 0.0)
+        by_release = np.where(t >= end[None, :], cost[None, :], 0.0)
+        return np.where(known[None, :], by_unit, by_release).sum(axis=1)
+
+    return charged
+
+
+def run_figure(store: Any, summary: dict[str, Any]) -> Any:
+    """The figure of run_over_time.png (tasks finished, workers rented, money charged), or None
+    for a run that rented nothing."""
+    ev, hosts, seg = _timeline(store)
+    if ev.empty and hosts.empty:
+        return None
+    return _figure(ev, hosts, _charged(hosts, seg, store.meta().get("billing") or {}), summary)
+
+
+def _figure(ev: pd.DataFrame, hosts: pd.DataFrame, charged: Any, summary: dict[str, Any]) -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(7, 6.6))
+    budget = summary.get("budget")
+    fig = Figure(figsize=(7, 7))
     ax_t, ax_w, ax_c = fig.subplots(3, 1, sharex=True)
-    fig.subplots_adjust(left=0.11, right=0.98, top=0.98, bottom=0.07, hspace=0.08)  # no layout pass
+    fig.subplots_adjust(left=0.11, right=0.98, top=0.93, bottom=0.07, hspace=0.08)  # no layout pass
+    fig.suptitle(f"Run of {Path(str(summary.get('job'))).name} ({summary.get('outcome')}, "
+                 f"{summary.get('policy')}): tasks, workers and money over time", fontsize="medium")
     for kind, style in (("ok", "-"), ("failed", "--")):
         t = np.sort(ev.loc[ev["kind"] == kind, "t_s"].to_numpy(float)) if not ev.empty else np.empty(0)
         if len(t):
-            ax_t.step(t, np.arange(1, len(t) + 1), style, where="post", label=f"tasks {kind}")
+            ax_t.step(np.r_[0.0, t], np.arange(len(t) + 1), style, where="post", label=f"tasks {kind}")
     ax_t.set_ylabel("tasks finished")
+    ax_t.set_ylim(bottom=0)
+    ax_t.yaxis.set_major_locator(MaxNLocator(integer=True))
     released = hosts["released_s"].dropna() if not hosts.empty else hosts
     end = float(max(released.max() if len(released) else 0, ev["t_s"].max() if not ev.empty else 0))
     grid = np.linspace(0, max(end, 1e-9), 400)
+    peak = 0
     if not hosts.empty:
         for pool, g in hosts.groupby("pool"):
             rel = g["released_s"].fillna(end).to_numpy(float)
             req = g["requested_s"].to_numpy(float)
             n = ((req[None, :] <= grid[:, None]) & (grid[:, None] < rel[None, :])).sum(axis=1)
             ax_w.step(grid, n, where="post", label=f"{pool} (rented)")
+            peak = max(peak, int(n.max()))
     ax_w.set_ylabel("workers")
+    ax_w.set_ylim(0, peak * 1.35 + 0.5)  # room for the legend above the lines
     ax_w.yaxis.set_major_locator(MaxNLocator(integer=True))
-    rel_ev = ev[ev["kind"] == "release"].sort_values("t_s") if not ev.empty else ev
-    if len(rel_ev):
-        ax_c.step(rel_ev["t_s"], rel_ev["value"].cumsum(), where="post", label="charged (released hosts)")
+    money = charged(grid)
+    ax_c.step(grid, money, where="post", label="charged so far (live workers included)")
     if budget is not None:
         ax_c.axhline(budget, color="red", ls=":", label="budget")
-    ax_c.set_ylabel("money")
-    ax_c.set_xlabel("time (s)")
-    for ax, loc in ((ax_t, "upper left"), (ax_w, "upper right"), (ax_c, "lower right")):
+    ax_c.set_ylabel("money charged ($)")
+    top = max(float(money.max(initial=0.0)), float(budget or 0.0))
+    ax_c.set_ylim(0, top * 1.45 if top > 0 else 1.0)  # room for the legend above the lines
+    ax_c.set_xlabel("time since the run started (s)")
+    for ax, loc in ((ax_t, "upper left"), (ax_w, "upper right"), (ax_c, "upper left")):
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc=loc, fontsize="small")  # a fixed place: "best" searches the 2,000 points
-    atomic_write_bytes_via(path, lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
-    return path.name
-
+    return fig

@@ -350,12 +350,16 @@ class DaskEnvironment:
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, tasks: Iterable[Task]) -> RealResult:
-        """Submit ``tasks`` (in that order), start the policy and run until nothing is pending."""
-        self.submit(tasks)
-        self.policy.on_start(self)
-        self._settle()
+        """Submit ``tasks`` (in that order), start the policy and run until nothing is pending.
+
+        Ctrl-C (KeyboardInterrupt), even while the policy starts, releases every host and sets the
+        outcome ``interrupted`` before it goes on up: :meth:`result` then describes the stop.
+        """
         last_progress = last_beat = -math.inf
         try:
+            self.submit(tasks)
+            self.policy.on_start(self)
+            self._settle()
             while not self._finished:
                 if self._pending == 0:
                     self.finish()

@@ -9,6 +9,19 @@ reliable worker, a requeued task whose first worker comes back) the first to be 
 A run may be made of several *segments* (the first start and each resume); every host and event
 carries its segment, and each segment has its own clock starting at 0 (``segments.started_unix``
 maps it to wall time).
+
+Only a store skylease made is ever written to. It is marked at birth, before it gets its name:
+``PRAGMA application_id`` holds :data:`APPLICATION_ID` (bytes 68-71 of the file header, read
+without SQLite, so a foreign file is never opened by it for writing) and the ``meta`` table holds
+the format version under :data:`FORMAT_KEY`. Anything else named ``results.sqlite`` (an empty
+file, a text file, another program's database) is a :class:`~skylease.model.errors.UserError`
+and is left byte for byte.
+
+Decision of ours (the issue is silent): stores of the previous version carry no mark. One whose
+tables are exactly those of :data:`_SCHEMA` (checked on an ``immutable`` read-only connection,
+which writes nothing, not even a journal) is a *legacy* store: read-only commands read it as it
+is, and a ``--resume`` marks it (:meth:`ResultStore.adopt`) once its checks have passed, then
+finishes it. The tables did not change between the two formats, only the mark.
 """
 
 from __future__ import annotations
@@ -25,6 +38,12 @@ from typing import Any
 from skylease.model.errors import UserError
 
 STORE_NAME = "results.sqlite"
+#: ``PRAGMA application_id`` of a skylease result store: "SkyL" in ASCII.
+APPLICATION_ID = 0x536B794C
+#: The ``meta`` key holding the store's format version, and the version this code writes.
+FORMAT_KEY = "skylease_store_format"
+STORE_FORMAT = 2
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -61,6 +80,9 @@ def _create(path: Path) -> None:
     db = sqlite3.connect(tmp)
     try:
         db.executescript(_SCHEMA)
+        with db:
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db.execute("INSERT INTO meta VALUES (?, ?)", (FORMAT_KEY, json.dumps(STORE_FORMAT)))
     finally:
         db.close()
     try:
@@ -74,23 +96,95 @@ def _create(path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-class ResultStore:
-    """The SQLite store of one run folder (see the module docstring)."""
+def _not_ours(path: Path, why: str) -> UserError:
+    return UserError(f"not a skylease result store ({why}); skylease leaves it as it is", file=path)
 
-    def __init__(self, path: str | Path) -> None:
+
+def store_kind(path: str | Path) -> str:
+    """``"current"`` for a store this code made, ``"legacy"`` for one of the unmarked previous
+    format; anything else is a :class:`UserError`. Reads the file, writes nothing."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            header = f.read(100)
+    except FileNotFoundError:
+        raise UserError("no run here (no results.sqlite)", file=path.parent) from None
+    except OSError as e:
+        raise UserError(f"cannot read: {e.strerror or e}", file=path) from None
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise _not_ours(path, "an empty file" if not header else "not an SQLite database")
+    app_id = int.from_bytes(header[68:72], "big", signed=True)
+    if app_id == APPLICATION_ID:
+        return "current"
+    if app_id != 0:
+        raise _not_ours(path, f"an SQLite database of another program, application id {app_id}")
+    if _tables(f"{path.absolute().as_uri()}?immutable=1") != _tables(":memory:", _SCHEMA):
+        raise _not_ours(path, "an SQLite database with other tables")
+    return "legacy"
+
+
+def _tables(uri: str, script: str | None = None) -> dict[str, list[tuple]] | None:
+    """Each table's columns (name, type, not null, primary key); None if SQLite cannot read it."""
+    try:
+        db = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        if script:
+            db.executescript(script)
+        names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                          "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        return {n: [(c[1], c[2], c[3], c[5]) for c in db.execute(f"PRAGMA table_info('{n}')")]
+                for n in names}
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+
+
+class ResultStore:
+    """The SQLite store of one run folder (see the module docstring).
+
+    ``ResultStore(path)`` opens it for writing, creating it when there is none; with
+    ``readonly=True`` it must exist and is opened read-only (``mode=ro``). Either way the file is
+    checked first (:func:`store_kind`), and only a store skylease made is opened.
+    """
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
-        if not self.path.exists():
+        self.readonly = readonly
+        if not readonly and not self.path.exists():
             _create(self.path)
-        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.legacy = store_kind(self.path) == "legacy"
+        uri = self.path.absolute().as_uri() + ("?mode=ro" if readonly else "?mode=rw")
         try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as e:  # someone else's file under our name
+            self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as e:
+            raise UserError(f"cannot open: {e}", file=self.path) from None
+        try:
+            fmt = self.db.execute("SELECT value FROM meta WHERE key = ?", (FORMAT_KEY,)).fetchone()
+        except sqlite3.DatabaseError as e:  # a damaged file with our mark
             self.db.close()
-            raise UserError(f"not a skylease result store ({e})", file=self.path) from None
+            raise UserError(f"cannot read the result store ({e})", file=self.path) from None
+        version = 1 if self.legacy else (json.loads(fmt[0]) if fmt else None)
+        if version != 1 and version != STORE_FORMAT:
+            self.db.close()
+            what = "no format version" if version is None else f"format {version}"
+            raise UserError(f"a result store of another skylease version ({what}; this one reads "
+                            f"formats 1 to {STORE_FORMAT})", file=self.path)
         self.segment = 0
         self._in_batch = False
+        self._running = False  # a segment of ours is open: the store is in WAL mode
+
+    def adopt(self) -> None:
+        """Mark a legacy store as ours (the tables are the same): done by ``--resume`` only."""
+        if not self.legacy:
+            return
+        with self.batch():
+            self.db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                            (FORMAT_KEY, json.dumps(STORE_FORMAT)))
+        self.legacy = False
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -115,7 +209,9 @@ class ResultStore:
 
     # -- set-up -----------------------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
+        """What the run recorded about itself (the store's format version aside)."""
+        return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM meta WHERE key != ?",
+                                                              (FORMAT_KEY,))}
 
     def set_meta(self, values: Mapping[str, Any]) -> None:
         with self.batch():  # one transaction: the connection commits every statement otherwise
@@ -128,8 +224,23 @@ class ResultStore:
             self.db.executemany("INSERT OR IGNORE INTO tasks VALUES (?, ?, ?)",
                                 [(i, json.dumps(s), label) for i, s, label in tasks])
 
+    def forget_failed(self) -> int:
+        """Turn every failed result into a failed attempt, so that its task runs again
+        (``--retry-failed``); returns how many. Results ``ok`` are kept."""
+        with self.batch():
+            self.db.execute("INSERT INTO attempts SELECT task, attempt, segment, 'failed', exit_code, host, "
+                            "COALESCE(ended_s, 0), stderr_tail FROM results WHERE status = 'failed'")
+            return self.db.execute("DELETE FROM results WHERE status = 'failed'").rowcount
+
     def start_segment(self, pid: int) -> int:
-        """Open a new segment (first run or a resume) and return its number."""
+        """Open a new segment (first run or a resume) and return its number.
+
+        From here on results are written one by one while ``status`` may read: WAL journal, so
+        readers never wait and a killed driver loses at most the write in flight.
+        """
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self._running = True
         row = self.db.execute("SELECT COALESCE(MAX(segment), -1) + 1 FROM segments").fetchone()
         self.segment = int(row[0])
         now = time.time()
@@ -210,4 +321,9 @@ class ResultStore:
             self.db.row_factory = None
 
     def close(self) -> None:
+        if self._running:
+            # a store at rest is one file, so read-only readers (status, export) find no WAL to
+            # set up and leave nothing beside it; a reader holding it open keeps it in WAL mode
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("PRAGMA journal_mode=DELETE")
         self.db.close()

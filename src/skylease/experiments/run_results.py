@@ -1,0 +1,201 @@
+"""A real run's results, task by task: the failed tasks the summary and report name, and
+``skylease export`` (one row per task, as CSV, JSON or Parquet).
+
+A task is named by what the user wrote: its job-file line (when it has one: text files and CSV
+rows; a grid task or an item of ``--args`` has none) and its command, or for a Python call its
+target and arguments. Its 0-based number (``id``, the job's order) is in the export only, as the
+key that joins it to ``results.sqlite``.
+
+Decisions of ours (the issue is silent):
+
+* ``attempts`` counts the tries that ended: each failed or lost try and the one whose result is
+  recorded (a losing copy of a duplicated task is not a try).
+* Times are UTC, ISO 8601 with milliseconds; ``runtime_s`` is the task's own measured time.
+* ``cost_share`` is the task's part of its worker's charge, in proportion to the runtimes of the
+  results recorded on that worker (its idle time is shared too); empty while the worker is still
+  rented, or when its driver was killed before releasing it. Workers that recorded no result are
+  in no share, so the shares add up to at most the run's cost.
+* Parquet needs pyarrow, which skylease does not depend on: without it the export is one line
+  saying what to install.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import io
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from skylease.experiments.store import atomic_write_bytes_via
+from skylease.model.errors import UserError
+
+#: Failed tasks named in ``summary.json`` (all of them are in the export).
+FAILED_IN_SUMMARY = 1000
+FORMATS = ("csv", "json", "parquet")
+COLUMNS = ("id", "line", "command", "state", "exit_code", "attempts", "started_at", "ended_at",
+           "runtime_s", "pool", "worker", "machine", "cost_share")
+
+
+def task_text(spec: Mapping[str, Any]) -> str:
+    """What a task runs, in full: its shell command, or ``target(arguments)`` for a Python call."""
+    if spec.get("kind") == "shell":
+        return str(spec.get("command") or "")
+    shown = [repr(a) for a in spec.get("args") or ()]
+    shown += [f"{k}={v!r}" for k, v in (spec.get("kwargs") or {}).items()]
+    return f"{spec.get('target')}({', '.join(shown)})"
+
+
+def failed_tasks(store: Any, limit: int | None = None) -> list[dict[str, Any]]:
+    """The failed tasks in job order: line, command, exit code, attempts, last stderr line."""
+    rows = store.query(
+        "SELECT r.task, r.exit_code, r.attempt, r.stderr_tail, t.spec FROM results r JOIN tasks t "
+        "ON t.id = r.task WHERE r.status = 'failed' ORDER BY r.task LIMIT ?",
+        (-1 if limit is None else int(limit),))
+    out = []
+    for r in rows:
+        spec = json.loads(r["spec"])
+        tail = (r["stderr_tail"] or "").strip().splitlines()
+        out.append({"line": spec.get("source_line"), "command": task_text(spec), "exit_code": r["exit_code"],
+                    "attempts": _tries(store, r["task"]), "stderr": tail[-1] if tail else ""})
+    return out
+
+
+def _tries(store: Any, task: int) -> int:
+    row = store.query("SELECT COUNT(*) AS n FROM attempts WHERE task = ? AND outcome IN ('failed', 'lost')",
+                      (task,))
+    return int(row[0]["n"]) + 1
+
+
+def task_rows(store: Any) -> pd.DataFrame:
+    """One row per task of the run (see the module docstring for the columns)."""
+    tasks = pd.DataFrame([dict(r) for r in store.query("SELECT id, spec FROM tasks ORDER BY id")],
+                         columns=["id", "spec"])
+    res = pd.DataFrame([dict(r) for r in store.query(
+        "SELECT r.task AS id, r.status, r.exit_code, r.segment, r.host, r.pool, r.machine, r.runtime_s, "
+        "r.started_s + s.started_unix AS start, r.ended_s + s.started_unix AS end "
+        "FROM results r JOIN segments s ON s.segment = r.segment")],
+        columns=["id", "status", "exit_code", "segment", "host", "pool", "machine", "runtime_s", "start",
+                 "end"])
+    tries = pd.DataFrame([dict(r) for r in store.query(
+        "SELECT task AS id, COUNT(*) AS n FROM attempts WHERE outcome IN ('failed', 'lost') GROUP BY task")],
+        columns=["id", "n"])
+    hosts = pd.DataFrame([dict(r) for r in store.query("SELECT segment, host, cost FROM hosts")],
+                         columns=["segment", "host", "cost"])
+    df = tasks.merge(res, on="id", how="left").merge(tries, on="id", how="left")
+    specs = [json.loads(s) for s in df["spec"]]
+    df["line"] = pd.array([s.get("source_line") for s in specs], dtype="Int64")
+    df["command"] = [task_text(s) for s in specs]
+    df["state"] = df["status"].fillna("not run")
+    df["exit_code"] = pd.array(df["exit_code"], dtype="Int64")
+    done = df["status"].notna()
+    df["attempts"] = (df["n"].fillna(0) + done.astype(int)).astype(int)
+    df["started_at"] = [_iso(t) for t in df["start"]]
+    df["ended_at"] = [_iso(t) for t in df["end"]]
+    df["worker"] = [f"{p}-{int(h)}" if isinstance(p, str) and pd.notna(h) else None
+                    for p, h in zip(df["pool"], df["host"], strict=True)]
+    df["cost_share"] = _cost_shares(df, hosts)
+    df["id"] = df["id"].astype(int)
+    return df[list(COLUMNS)]
+
+
+def _cost_shares(df: pd.DataFrame, hosts: pd.DataFrame) -> pd.Series:
+    """Each result's part of its worker's charge, in proportion to the runtimes it recorded."""
+    done = df.loc[df["status"].notna(), ["segment", "host", "runtime_s"]].copy()
+    if done.empty:
+        return pd.Series([None] * len(df), index=df.index, dtype=object)
+    done = done.join(done.groupby(["segment", "host"])["runtime_s"].agg(["sum", "count"]),
+                     on=["segment", "host"])
+    done = done.merge(hosts, on=["segment", "host"], how="left").set_index(done.index)
+    rt = done["runtime_s"].fillna(0.0)
+    weight = (rt / done["sum"]).where(done["sum"] > 0, 1.0 / done["count"])
+    share = (done["cost"] * weight).astype(object).where(done["cost"].notna(), None)
+    return share.reindex(df.index).astype(object).where(lambda s: s.notna(), None)
+
+
+def _iso(t: Any) -> str | None:
+    if t is None or pd.isna(t):
+        return None
+    when = dt.datetime.fromtimestamp(float(t), dt.UTC)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def export_format(fmt: str | None, output: str | Path | None) -> str:
+    """The export format: as given, else from the output file's suffix, else CSV."""
+    if fmt is None:
+        suffix = Path(str(output)).suffix.lower().lstrip(".") if output not in (None, "-") else ""
+        fmt = suffix if suffix in FORMATS else "csv"
+    fmt = fmt.lower()
+    if fmt not in FORMATS:
+        raise UserError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}", field="--format")
+    if fmt == "parquet":
+        if importlib.util.find_spec("pyarrow") is None:
+            raise UserError("parquet needs pyarrow, which is not installed: pip install pyarrow "
+                            "(or use --format csv or json)", field="--format")
+        if output == "-":
+            raise UserError("parquet is binary: give a file with --output", field="--output")
+    return fmt
+
+
+def export_bytes(df: pd.DataFrame, fmt: str) -> bytes:
+    """The task rows as a file's bytes."""
+    if fmt == "csv":
+        return df.to_csv(index=False).encode("utf-8")
+    if fmt == "json":
+        records = [{k: (None if _missing(v) else _plain(v)) for k, v in row.items()}
+                   for row in df.to_dict(orient="records")]
+        return (json.dumps(records, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    return buf.getvalue()
+
+
+def _missing(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and v != v)
+
+
+def _plain(v: Any) -> Any:
+    """numpy scalars as Python ones, for json."""
+    return v.item() if hasattr(v, "item") else v
+
+
+def write_export(data: bytes, path: Path) -> None:
+    """Write atomically (a temporary file renamed into place): a reader never sees half of it."""
+    if path.is_dir():
+        raise UserError("is a folder; give a file name", file=path, field="--output")
+    if not path.parent.is_dir():
+        raise UserError(f"no folder {path.parent}", file=path, field="--output")
+    try:
+        atomic_write_bytes_via(path, lambda tmp: Path(tmp).write_bytes(data))
+    except OSError as e:
+        raise UserError(f"cannot write: {e.strerror or e}", file=path, field="--output") from None
+
+
+def open_run(out: str | Path) -> Any:
+    """The run's store, read-only: it must be one skylease made (it is never written here)."""
+    from skylease.runtime.store import STORE_NAME, ResultStore
+
+    return ResultStore(Path(out) / STORE_NAME, readonly=True)
+
+
+def export_run(out: str | Path, *, fmt: str | None = None,
+               output: str | Path | None = None) -> tuple[str, int, bytes | None]:
+    """``skylease export``: the per-task results of the run in ``out`` written to ``output``
+    (default ``OUT/tasks.FMT``; ``-`` returns the bytes for standard output instead). Returns
+    where they went, the number of rows, and the bytes when ``output`` is ``-``."""
+    fmt = export_format(fmt, output)
+    target = Path(out) / f"tasks.{fmt}" if output is None else None if output == "-" else Path(output)
+    store = open_run(out)
+    try:
+        df = task_rows(store)
+    finally:
+        store.close()
+    data = export_bytes(df, fmt)
+    if target is None:
+        return "-", len(df), data
+    write_export(data, target)
+    return str(target), len(df), None

@@ -1,0 +1,104 @@
+"""Ctrl-C during `skylease run`: a partial summary naming the failed tasks, the exact command that
+finishes the run, exit 130; summary.json and report.md say the same; the printed command resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _job(folder: Path) -> Path:
+    job = folder / "jobs.txt"
+    job.write_text("true\nexit 9\n# a comment\n" + "sleep 0.3\n" * 30)
+    return job
+
+
+def _interrupt_after(cmd: list[str], store: Path, results: int, env: dict, cwd: Path):
+    """Start ``cmd``, send SIGINT once ``results`` results are recorded; (code, stdout, stderr)."""
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        if store.exists():
+            with sqlite3.connect(f"{store.as_uri()}?mode=ro", uri=True) as db:
+                if db.execute("SELECT COUNT(*) FROM results").fetchone()[0] >= results:
+                    break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+def _check_interrupted(code: int, out: str, err: str, resume: str) -> None:
+    assert code == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    assert "(interrupted)" in out and "succeeded" in out and "not run" in out and "cost" in out
+    assert "Failed tasks (1):" in out and "line 2, exit code 9 (1 attempt(s)): exit 9" in out
+    assert resume in out  # the exact command, on one line
+
+
+def test_ctrl_c_prints_a_partial_summary_and_the_resume_command(tmp_path):
+    job = _job(tmp_path)
+    out = tmp_path / "o"
+    env = {**os.environ, "SKYLEASE_NO_SERVER": "1"}
+    args = ["run", str(job), "--out", str(out), "--policy", "fixed:1", "--price", "0.5"]
+    code, stdout, stderr = _interrupt_after([sys.executable, "-m", "skylease", *args], out / "results.sqlite",
+                                            5, env, tmp_path)
+    resume = f"skylease run {job} --out {out} --policy fixed:1 --price 0.5 --resume"
+    _check_interrupted(code, stdout, stderr, resume)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["outcome"] == "interrupted" and summary["left"] > 0 and summary["cost"] > 0
+    assert summary["failed_tasks"] == [{"line": 2, "command": "exit 9", "exit_code": 9, "attempts": 1,
+                                        "stderr": ""}]
+    assert summary["next"]["resume"] == resume
+    report = (out / "report.md").read_text()
+    assert resume in report and "| 2 | `exit 9` | 9 | 1 |" in report
+    with sqlite3.connect(out / "results.sqlite") as db:  # the segment was closed, not left as a crash
+        assert db.execute("SELECT outcome, ended_unix IS NOT NULL FROM segments").fetchall() == [
+            ("interrupted", 1)]
+        ok_before = {t for (t,) in db.execute("SELECT task FROM results")}
+    # the printed command finishes the run: the recorded tasks (the failed one too) do not run again
+    words = shlex.split(resume)
+    res = subprocess.run([sys.executable, "-m", "skylease", *words[1:]], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1, res.stderr  # the failed task is still failed
+    with sqlite3.connect(out / "results.sqlite") as db:
+        rows = db.execute("SELECT task, segment FROM results ORDER BY task").fetchall()
+    assert [t for t, _ in rows] == list(range(32))
+    assert {t for t, seg in rows if seg == 0} == ok_before
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the warm service is Linux-only")
+def test_ctrl_c_through_the_warm_service(tmp_path):
+    runtime = tempfile.mkdtemp(prefix="sli", dir="/tmp")  # a service of this test's own
+    env = {k: v for k, v in os.environ.items() if k != "SKYLEASE_NO_SERVER"}
+    env.update(XDG_RUNTIME_DIR=runtime, SKYLEASE_SERVER_IDLE_S="30")
+    try:
+        job = _job(tmp_path)
+        # a bad option is one line, not a traceback then "ended without an exit status (killed?)"
+        bad = subprocess.run([sys.executable, "-m", "skylease", "run", "jobs.txt", "--out", "x", "--policy",
+                              "dask-adaptive:0"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                             timeout=60)
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--policy" in bad.stderr, bad.stderr
+        assert not (tmp_path / "x").exists()
+        args = ["run", "jobs.txt", "--out", "o", "--policy", "fixed:1"]
+        code, stdout, stderr = _interrupt_after([sys.executable, "-m", "skylease", *args],
+                                                tmp_path / "o" / "results.sqlite", 5, env, tmp_path)
+        _check_interrupted(code, stdout, stderr, "skylease run jobs.txt --out o --policy fixed:1 --resume")
+        assert job.exists()
+    finally:
+        subprocess.run([sys.executable, "-m", "skylease", "server", "stop"], env=env, capture_output=True,
+                       timeout=60)
+        shutil.rmtree(runtime, ignore_errors=True)
