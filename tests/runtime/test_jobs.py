@@ -191,9 +191,10 @@ def test_retries_and_timeout_are_the_run_options_of_a_job_file(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(("text", "line", "field", "message"), [
-    ("retries = -1", 2, "retries", "must be a whole number >= 0, got -1"),
-    ('retries = "2"', 2, "retries", "must be a whole number >= 0, got '2'"),
-    ("retries = 1.5", 2, "retries", "must be a whole number >= 0, got 1.5"),
+    ("retries = -1", 2, "retries", "must be a whole number >= 0 and <= 100, got -1"),
+    ('retries = "2"', 2, "retries", "must be a whole number >= 0 and <= 100, got '2'"),
+    ("retries = 1.5", 2, "retries", "must be a whole number >= 0 and <= 100, got 1.5"),
+    ("retries = 101", 2, "retries", "must be a whole number >= 0 and <= 100, got 101"),
     ("timeout = -5", 2, "timeout", "must be a finite number > 0, got -5"),
     ("timeout = inf", 2, "timeout", "must be a finite number > 0, got inf"),
     ("retires = 2", 2, "retires", "unknown key 'retires'; did you mean 'retries'?"),

@@ -90,7 +90,7 @@ def test_a_pool_without_a_price_is_free(tmp_path):
     ("job.toml", 'command = "true"\nretires = 2\n',
      "job.toml:2: retires: unknown key 'retires'; did you mean 'retries'?"),
     ("job.toml", 'command = "true"\nretries = -1\n',
-     "job.toml:2: retries: must be a whole number >= 0, got -1"),
+     "job.toml:2: retries: must be a whole number >= 0 and <= 100, got -1"),
     ("job.toml", 'command = "true"\ntimeout = -5\n',
      "job.toml:2: timeout: must be a finite number > 0, got -5"),
     ("pools.toml", '[pools.gpu]\nprice = 0.5\nmax_count = "many"\n',

@@ -47,6 +47,7 @@ from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, KeyLines, load_toml
 from skylease.model.task import Task
+from skylease.runtime.jobs import MAX_RETRIES
 
 DEFAULT_POOL = "local"
 DEFAULT_BOOT_S = 2.0
@@ -223,7 +224,6 @@ def close_backends(backends: Mapping[str, Any], local: Any) -> None:
 
 # -- checks -----------------------------------------------------------------------------------------
 #: The most retries of a task: more is a typo, and each retry is a run of the task.
-MAX_RETRIES = 100
 
 
 def check_options(opts: RunOptions) -> None:
@@ -252,7 +252,7 @@ def check_options(opts: RunOptions) -> None:
                                (opts.seed, "--seed", 0), (opts.retries, "--retries", 0)):
         if value is not None and value < least:
             raise UserError(f"must be an integer >= {least}, got {value}", field=name)
-    if opts.retries > MAX_RETRIES:
+    if opts.retries is not None and opts.retries > MAX_RETRIES:
         raise UserError(f"at most {MAX_RETRIES}, got {opts.retries}", field="--retries")
     if opts.retry_failed and not opts.resume:
         raise UserError("goes with --resume (it reruns the failed tasks of a stopped or finished run)",

@@ -320,10 +320,11 @@ def _expected(tp: Any, meta: list[Any], inf_ok: bool) -> str | None:
     for m in meta:
         if hasattr(m, "allow_inf_nan"):  # a field's own Field(allow_inf_nan=...)
             inf_ok = bool(m.allow_inf_nan)
-    bounds = "".join(f" {op} {getattr(m, name):g}" for m in meta
-                     for cls, name, op in ((at.Ge, "ge", ">="), (at.Gt, "gt", ">"), (at.Le, "le", "<="),
-                                           (at.Lt, "lt", "<"))
-                     if isinstance(m, cls))
+    parts = [f"{op} {getattr(m, name):g}" for m in meta
+             for cls, name, op in ((at.Ge, "ge", ">="), (at.Gt, "gt", ">"), (at.Le, "le", "<="),
+                                   (at.Lt, "lt", "<"))
+             if isinstance(m, cls)]
+    bounds = "".join(f" {p}" for p in parts[:1]) + "".join(f" and {p}" for p in parts[1:])
     non_empty = any(isinstance(m, at.MinLen) and m.min_length >= 1 for m in meta)
     origin = get_origin(tp)
     if tp is bool:

@@ -212,6 +212,11 @@ def _python_task(tid: int, target: str, a: tuple, kw: Mapping[str, Any], line: i
 # -- TOML job files -------------------------------------------------------------------------------
 
 
+#: The most retries of a task a run takes (command line or job file): past this, a task that keeps
+#: failing is a bug in the task, not bad luck.
+MAX_RETRIES = 100
+
+
 class JobFile(FileModel):
     """The keys of a ``.toml`` job file (the grid's and CSV's contents are checked below)."""
 
@@ -219,7 +224,7 @@ class JobFile(FileModel):
     callable: str | None = None
     grid: dict[str, list[Any]] | None = None
     csv: str | None = None
-    retries: Annotated[int, Field(ge=0)] | None = None  # as --retries, which wins when given
+    retries: Annotated[int, Field(ge=0, le=MAX_RETRIES)] | None = None  # as --retries, which wins when given
     timeout: Annotated[float, Field(gt=0)] | None = None  # seconds, as --timeout
 
 
