@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from skylease.launch import SERVE_COMMAND
-from skylease.runtime.forkserver import listen
+from skylease.runtime.forkserver import DASK_TITLES_ENV, listen
 from skylease.service import registry, warm
 
 pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="the warm service is Linux-only"),
@@ -83,6 +83,17 @@ def _wait_for_results(store: Path, n: int) -> None:
         time.sleep(0.1)
 
 
+def _answering(env, n: int = 1) -> list[dict]:
+    """The services, once ``n`` of them answer (one still importing its modules does not, yet)."""
+    deadline = time.monotonic() + 120
+    while True:
+        found = _services(env)
+        if len([s for s in found if "pid" in s]) >= n:
+            return found
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)
+
+
 def _segment_pids(out: Path) -> list[int]:
     with sqlite3.connect(out / "results.sqlite") as db:
         return [p for (p,) in db.execute("SELECT pid FROM segments ORDER BY segment")]
@@ -94,7 +105,7 @@ def test_runs_are_served_by_one_warm_service_in_the_clients_folder(tmp_path, war
     first = _run(["run", "jobs.txt", "--out", "o1", "--policy", "fixed:2", "--workers", "2"], warm_env,
                  tmp_path)
     assert first.returncode == 0, first.stderr
-    (svc,) = [s for s in _services(warm_env) if s["current"]]
+    (svc,) = [s for s in _answering(warm_env) if s["current"]]
     second = subprocess.Popen([sys.executable, "-m", "skylease", "run", "jobs.txt", "--out", "o2", "--policy",
                                "fixed:2", "--workers", "2"], env=warm_env, cwd=tmp_path,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -222,7 +233,7 @@ def test_a_run_that_executes_its_tasks_starts_the_service_and_says_so(tmp_path, 
     (line,) = first.stderr.splitlines()  # one line, and only this one
     assert "started a warm service" in line and "`skylease server stop`" in line
     assert f"{registry.OFF_ENV}=1" in line
-    (svc,) = _services(fresh_env)
+    (svc,) = _answering(fresh_env)
     assert f"(pid {svc['pid']})" in line and svc["current"]
     second = _run(["run", "jobs.txt", "--out", "o2", "--policy", "fixed:1"], fresh_env, tmp_path)
     assert second.returncode == 0 and second.stderr == ""  # served; nothing more is started
@@ -243,11 +254,13 @@ def test_ps_tells_the_service_a_run_and_a_worker_apart(tmp_path, warm_env):
                   tmp_path)
     assert warmup.returncode == 0, warmup.stderr  # the service is up after this one
     args = ["run", "jobs.txt", "--out", "o", "--policy", "fixed:2", "--workers", "2"]
-    client = subprocess.Popen([sys.executable, "-m", "skylease", *args], env=warm_env, cwd=tmp_path,
+    # as from a shell inside a Dask worker: Dask would retitle our run and workers "dask ..."
+    env = {**warm_env, DASK_TITLES_ENV: "1"}
+    client = subprocess.Popen([sys.executable, "-m", "skylease", *args], env=env, cwd=tmp_path,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for_results(tmp_path / "o" / "results.sqlite", 2)
-        (svc,) = [s for s in _services(warm_env) if s["current"]]
+        (svc,) = [s for s in _answering(warm_env) if s["current"]]
         (driver,) = _segment_pids(tmp_path / "o")
         assert _title(svc["pid"]) == f"skylease-server (quits after 60 s idle) {svc['socket']}"
         assert _title(driver) == "skylease " + " ".join(args)
@@ -292,11 +305,7 @@ def test_stop_stops_this_installs_services_and_leaves_other_installs(tmp_path, f
     try:
         (tmp_path / "jobs.txt").write_text("true\n")
         assert _run(["run", "jobs.txt", "--policy", "fixed:1"], fresh_env, tmp_path).returncode == 0
-        deadline = time.monotonic() + 60
-        while len([s for s in _services(fresh_env) if "pid" in s]) < 3:  # the two of ours import first
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
-        by_install = sorted((s["this_install"], s["current"]) for s in _services(fresh_env))
+        by_install = sorted((s["this_install"], s["current"]) for s in _answering(fresh_env, 3))
         assert by_install == [(False, False), (True, False), (True, True)]
         stop = subprocess.run([sys.executable, "-m", "skylease", "server", "stop"], env=fresh_env,
                               capture_output=True, text=True, timeout=60)

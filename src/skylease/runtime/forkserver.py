@@ -149,11 +149,17 @@ def run_worker(conn: socket.socket, msg: dict[str, Any], fds: list[int]) -> int:
 
 
 # -- the server ---------------------------------------------------------------------------------------
+#: Set by a Dask nanny (and ``dask worker``) for its children: Dask's scheduler and workers then
+#: retitle their process ("dask worker [...]"). Our runs and workers keep their own title.
+DASK_TITLES_ENV = "__DASK_PARENT_PID"
+
+
 def set_title(title: str) -> None:
     """What ``ps`` shows for this process: the service, a run and a worker each say what they are,
-    where they would all read ``python3 -m ...``."""
+    where they would all read ``python3 -m ...``. Call it once the process has its environment."""
     from setproctitle import setproctitle
 
+    os.environ.pop(DASK_TITLES_ENV, None)  # inherited, e.g. by a run started from a Dask task
     setproctitle(title)
 
 
