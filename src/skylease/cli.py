@@ -49,7 +49,7 @@ leases_app = typer.Typer(help="Simulate lease workloads (best-effort, advance-re
                          "leases) with the lease scheduler.", no_args_is_help=True)
 app.add_typer(leases_app, name="leases")
 server_app = typer.Typer(help="The warm service that serves `skylease run` with everything imported "
-                         "(started by the first run; SKYLEASE_NO_SERVER=1 turns it off).",
+                         "(started by a run that executed its tasks; SKYLEASE_NO_SERVER=1 turns it off).",
                          no_args_is_help=True)
 app.add_typer(server_app, name="server")
 
@@ -1090,31 +1090,40 @@ def export_cmd(
 def server_status_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """Show this user's warm services (one per installed version of the code)."""
-    from skylease.service.warm import services
+    """Show this user's warm services (one per install and version of the code)."""
+    from skylease.service.registry import services
 
     found = services()
     if as_json:
         print(json.dumps(found))
         return
     if not found:
-        out.print("no warm service runs (the next `skylease run` starts one)")
+        out.print("no warm service runs (a run that executes its tasks starts one for the next runs)")
         return
-    t = Table("pid", "serves this install", "up (s)", "quits after idle (s)", "children", "socket")
+    t = Table("pid", "serves", "up (s)", "quits after idle (s)", "children", "socket")
     for s in found:
-        t.add_row(str(s["pid"]), "yes" if s["current"] else "no (an older install)",
-                  f"{time.time() - s['started_unix']:.0f}", f"{s['idle_s']:g}", str(s["children"]),
-                  s["socket"])
+        serves = ("this install" if s["current"] else
+                  "an older version of this install" if s["this_install"] else "another install")
+        if "pid" not in s:  # still importing: it answers in a moment
+            t.add_row("(starting)", serves, "", "", "", s["socket"])
+            continue
+        t.add_row(str(s["pid"]), serves, f"{time.time() - s['started_unix']:.0f}", f"{s['idle_s']:g}",
+                  str(s["children"]), s["socket"])
     out.print(t)
 
 
 @server_app.command("stop")
-def server_stop_cmd() -> None:
-    """Stop this user's warm services (runs they serve go on to their end)."""
-    from skylease.service.warm import stop_services
+def server_stop_cmd(
+    all_installs: Annotated[bool, typer.Option("--all", help="Stop the services of every install of "
+                                               "this user (other virtual environments, checkouts).")]
+    = False,
+) -> None:
+    """Stop this install's warm service (runs it serves go on to their end)."""
+    from skylease.service.registry import stop_services
 
-    n = stop_services()
-    out.print(f"stopped {n} warm service(s)")
+    n, left = stop_services(all_installs=all_installs)
+    other = f"; {left} of other installs left running (--all stops them)" if left else ""
+    out.print(f"stopped {n} warm service(s){other}")
 
 
 @simulate_app.command("replay")

@@ -135,7 +135,7 @@ def _worker_pids(driver: int) -> list[int]:
     pids = []
     for server in kids:
         try:
-            if "skylease.runtime.forkserver" in " ".join(server.cmdline()):
+            if " ".join(server.cmdline()).startswith("skylease-forkserver"):  # its process title
                 pids += [w.pid for w in server.children() if w.status() != psutil.STATUS_ZOMBIE]
         except psutil.Error:  # gone meanwhile
             pass

@@ -124,6 +124,7 @@ def run_worker(conn: socket.socket, msg: dict[str, Any], fds: list[int]) -> int:
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(msg["env"])
+    set_title(f"skylease worker {os.environ.get('SKYLEASE_POOL', '?')}/{msg['name']}")
     sys.path.insert(0, cwd)  # python callables are found as the driver finds them
     import asyncio
     import logging
@@ -148,6 +149,20 @@ def run_worker(conn: socket.socket, msg: dict[str, Any], fds: list[int]) -> int:
 
 
 # -- the server ---------------------------------------------------------------------------------------
+#: Set by a Dask nanny (and ``dask worker``) for its children: Dask's scheduler and workers then
+#: retitle their process ("dask worker [...]"). Our runs and workers keep their own title.
+DASK_TITLES_ENV = "__DASK_PARENT_PID"
+
+
+def set_title(title: str) -> None:
+    """What ``ps`` shows for this process: the service, a run and a worker each say what they are,
+    where they would all read ``python3 -m ...``. Call it once the process has its environment."""
+    from setproctitle import setproctitle
+
+    os.environ.pop(DASK_TITLES_ENV, None)  # inherited, e.g. by a run started from a Dask task
+    setproctitle(title)
+
+
 def preload(modules: Sequence[str]) -> None:
     import importlib
 
@@ -192,7 +207,9 @@ def _handle(conn: socket.socket, listener: socket.socket, handlers: Mapping[str,
         op = msg.get("op")
         if op in ("ping", "quit"):
             children[:] = [p for p in children if ForkedProcess(p).poll() is None]
-            send_message(conn, {**hello, "pid": os.getpid(), "children": len(children)})
+            # a quit is obeyed even if its sender has stopped waiting for the answer
+            with contextlib.suppress(OSError):
+                send_message(conn, {**hello, "pid": os.getpid(), "children": len(children)})
             return op
         handler = handlers.get(str(op))
         if handler is None:
@@ -278,6 +295,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     inherited socket FD; it ends when its standard input (a pipe from the driver) closes."""
     fd = int((list(argv) if argv is not None else sys.argv[1:])[0])
     listener = socket.socket(fileno=fd)
+    set_title(f"skylease-forkserver (workers of run {os.getppid()})")
     preload(WORKER_PRELOAD)
     try:
         serve(listener, {"worker": run_worker}, parent_fd=sys.stdin.fileno())
