@@ -49,8 +49,8 @@ import math
 
 import numpy as np
 
-from skylease.model.availability import Availability
-from skylease.traces.avail import DAY, PAPER_TABLES, AvailabilityTrace
+from skylease.model.availability import Availability, AvailabilityTrace
+from skylease.traces.tables import DAY, PAPER_TABLES
 
 __all__ = [
     "ND_DEFAULT_NODES",
