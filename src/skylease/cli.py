@@ -802,7 +802,10 @@ def simulate_spequlos_cmd(
     base = res["baseline"]
 
     def t(x: float) -> str:
-        return f"{x:,.0f}" if x == x and x not in (float("inf"), float("-inf")) else "not finished"
+        return f"{x:,.0f}" if math.isfinite(x) else "not finished"
+
+    def ratio(x: float) -> str:
+        return f"{x:.2f}" if math.isfinite(x) else "-"
 
     out.print(f"{res['middleware']} on {res['trace']}: {res['n_tasks']} {res['bot']} tasks submitted at "
               f"{res['submit_s'] / 86400:.2f} days into the trace; strategy {res['strategy']}, "
@@ -810,7 +813,7 @@ def simulate_spequlos_cmd(
     table = Table("", "without QoS", res["strategy"])
     table.add_row("completion (s)", t(base["completion_s"]), t(res["completion_s"]))
     table.add_row("ideal time (s)", t(base["ideal_s"]), t(res["ideal_s"]))
-    table.add_row("tail slowdown", f"{base['tail_slowdown']:.2f}", f"{res['tail_slowdown']:.2f}")
+    table.add_row("tail slowdown", ratio(base["tail_slowdown"]), ratio(res["tail_slowdown"]))
     table.add_row("tasks in tail", f"{base['tail_task_share']:.1%}", f"{res['tail_task_share']:.1%}")
     table.add_row("credits used", "0", f"{res['credits_used']:.0f} ({res['credits_share']:.0%})")
     table.add_row("cloud workers", "0", str(res["cws"]))
@@ -818,10 +821,11 @@ def simulate_spequlos_cmd(
     table.add_row("predicted at 50 % (s)", t(base["predicted_s"]) if base["predicted_s"] else "-",
                   t(res["predicted_s"]) if res["predicted_s"] else "-")
     out.print(table)
-    if res["tre"] is None:
-        out.print("The run without QoS had no tail, so there was nothing to remove.")
+    if res["tre_note"] is not None:
+        out.print(res["tre_note"], markup=False, highlight=False, soft_wrap=True)
     else:
-        out.print(f"Tail removal efficiency {res['tre']:.0%}; completion {res['speedup']:.2f}x faster.")
+        out.print(f"Tail removal efficiency {res['tre']:.0%}; completion {res['speedup']:.2f}x as fast "
+                  "as without QoS.")
 
 
 def _all_finite(d: dict) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from skylease.model.errors import UserError
+from skylease.model.limits import check_number
 from skylease.planning.provisioning import (
     MapReduceJob,
     Plan,
@@ -125,6 +126,13 @@ def solve_mode(problem: Problem, *, deadline: float | None = None, budget: float
     fastest overall when nothing is given."""
     if sum(x is not None for x in (deadline, budget, weight)) > 1:
         raise UserError("give at most one of --deadline, --budget, --weight")
+    if deadline is not None:
+        unit = "hours" if problem.unit == "h" else "minutes"
+        check_number(deadline, "--deadline", above=0, hint=f"in {unit}")
+    if budget is not None:
+        check_number(budget, "--budget", minimum=0, hint="leave it out for the fastest plan")
+    if weight is not None:
+        check_number(weight, "--weight", minimum=0, maximum=1)
     p = problem
     if deadline is not None:
         return modes.cheapest_meeting_deadline(p.solve, deadline, step=p.step, upper=p.hi, unit=p.unit)

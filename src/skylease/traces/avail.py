@@ -47,6 +47,7 @@ import numpy as np
 
 from skylease.model.availability import Availability, AvailabilityTrace, count_steps
 from skylease.model.errors import UserError
+from skylease.model.limits import check_number, check_seed, check_size, count
 from skylease.traces.tables import DAY, PAPER_TABLES
 from skylease.traces.textio import read_text
 
@@ -61,6 +62,12 @@ __all__ = [
     "read_tr_dir",
     "trace_stats",
 ]
+
+#: Peak bytes per availability interval (or node) of a trace being built and summarised (about 220
+#: measured on the 4-million-interval ``seti`` trace): the size limit of :func:`load_trace`.
+INTERVAL_BYTES = 256
+#: The most availability intervals (and nodes) one trace may hold.
+MAX_INTERVALS = 2**23
 
 #: The columns of :func:`format_stats_table`: (key, header, format spec).
 STAT_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -281,12 +288,30 @@ def load_trace(
     gives ``MaxNodes``), or a directory of ``.tr`` files. Shipped files are found with
     :func:`skylease.traces.datasets.locate` in ``data_dir`` (default: the skylease data folder).
     ``duration_s`` cuts file traces to ``[0, duration_s)``.
+
+    A trace must fit the memory budget of :mod:`skylease.model.limits`: at most
+    :data:`MAX_INTERVALS` availability intervals and nodes (``n_nodes`` times the expected
+    intervals per node of a generated trace; ``n_nodes`` times the price changes of a spot ladder).
     """
     from skylease.traces import datasets, dg, fta, spot, swf
 
     key = spec.strip()
+    if seed is not None and not isinstance(seed, np.random.Generator):
+        check_seed(seed)
+    if n_nodes is not None:
+        if isinstance(n_nodes, bool) or not isinstance(n_nodes, int | np.integer) or n_nodes < 1:
+            raise UserError(f"must be a whole number >= 1, got {n_nodes!r}", field="--nodes")
+        check_size(n_nodes, "nodes", INTERVAL_BYTES, field="--nodes")
+    if duration_s is not None:
+        check_number(duration_s, "--days", above=0)
     trace: AvailabilityTrace
     if key in ("seti", "nd"):
+        nodes = n_nodes or (dg.SETI_DEFAULT_NODES if key == "seti" else dg.ND_DEFAULT_NODES)
+        days = (duration_s if duration_s is not None else PAPER_TABLES[key]["length_days"] * DAY) / DAY
+        per_node = days * DAY / dg.mean_cycle_s(key) + 1
+        check_size(nodes * per_node, "availability intervals", INTERVAL_BYTES, field="--nodes x --days",
+                   asked=f"{key} with {nodes:,} nodes over {days:,.6g} days gives about "
+                         f"{count(nodes * per_node)}")
         gen = dg.seti_like if key == "seti" else dg.nd_like
         kwargs: dict[str, Any] = {} if duration_s is None else {"duration_s": duration_s}
         return gen(n_nodes=n_nodes, seed=seed, **kwargs)
@@ -295,6 +320,7 @@ def load_trace(
         path = datasets.locate(ds, Path(data_dir) if data_dir is not None else None) / file
         if key.startswith("spot"):
             times, prices = spot.read_spot_prices(path)
+            _check_ladder(times, n_nodes)
             trace = spot.bid_ladder(times, prices, 10.0 if key == "spot10" else 100.0, n_nodes, name=key)
         elif key == "g5klyo":
             trace = swf.best_effort_availability(swf.read_swf(path), 144, procs_per_node=8, name=key)
@@ -312,6 +338,7 @@ def load_trace(
             trace = fta.read_fta_events(path)
         elif low.endswith((".json", ".json.gz")):
             times, prices = spot.read_spot_prices(path)
+            _check_ladder(times, n_nodes)
             trace = spot.bid_ladder(times, prices, 10.0, n_nodes, name=low.split(".")[0])
         elif low.endswith((".swf", ".swf.gz")):
             trace = swf.best_effort_availability(swf.read_swf(path), n_nodes, name=low.split(".")[0])
@@ -323,6 +350,14 @@ def load_trace(
     if duration_s is not None and duration_s < trace.length:
         trace = trace.window(trace.start, trace.start + duration_s)
     return trace
+
+
+def _check_ladder(times: np.ndarray, n_nodes: int | None) -> None:
+    """A bid ladder of ``n_nodes`` nodes has at most one interval per price change and node."""
+    if n_nodes is not None:
+        check_size(n_nodes * (len(times) + 1), "availability intervals", INTERVAL_BYTES, field="--nodes",
+                   asked=f"{n_nodes:,} bids on {len(times):,} price changes give up to "
+                         f"{n_nodes * (len(times) + 1):,}")
 
 
 def stats_with_paper(
