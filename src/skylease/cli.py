@@ -512,7 +512,10 @@ def plan_pareto(
 ) -> None:
     """The cost/time Pareto front: min cost at every deadline of the grid, dominated points dropped."""
     from skylease.experiments.provisioning import front, load_problem, plot_front
+    from skylease.experiments.report import check_output
 
+    if plot is not None:
+        check_output(plot, "--plot")  # before the front is solved and printed
     problem = load_problem(model, config)
     plans = front(problem)
     if plot is not None:
@@ -857,11 +860,11 @@ def leases_simulate_cmd(
     gantt: Annotated[Path | None, typer.Option(help="Also draw a Gantt chart (.png, .pdf or .svg).")] = None,
 ) -> None:
     """Simulate a lease workload: what happened to each lease, and the paper's metrics."""
-    from skylease.experiments.gantt import check_output
     from skylease.experiments.leases import clock, simulate_workload
+    from skylease.experiments.report import check_output
 
     if gantt is not None:
-        check_output(gantt)  # before a long run
+        check_output(gantt, "--gantt")  # before a long run
     sim = simulate_workload(workload, inject, config, image_seed)
     if gantt is not None:
         sim.gantt(gantt)

@@ -60,6 +60,7 @@ def generate_file(out: str | Path, *, tasks: int, machines: int, method: str = "
                   r_task: float = 3000.0, r_mach: float = 1000.0, consistency: str = "oc",
                   seed: int = 0) -> dict[str, Any]:
     """Generate an ETC instance and write it in the Braun format; returns its statistics."""
+    from skylease.experiments.report import check_output
     from skylease.traces.etc import (
         CONSISTENCIES,
         check_etc_size,
@@ -75,6 +76,7 @@ def generate_file(out: str | Path, *, tasks: int, machines: int, method: str = "
             raise UserError(f"must be a whole number >= 1, got {value!r}", field=field)
     check_etc_size(tasks, machines, field="--tasks x --machines")
     seed = check_seed(seed)
+    check_output(out, "OUT_FILE", formats=None)
     if method not in GENERATION_METHODS:
         raise UserError(f"method must be one of {', '.join(GENERATION_METHODS)}", field="--method")
     if consistency not in CONSISTENCIES:

@@ -159,8 +159,9 @@ def plot_front(plans: list[Plan], out: str | Path, *, title: str,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from skylease.experiments.report import save_figure
+    from skylease.experiments.report import check_output, save_figure
 
+    out = check_output(out, "--plot")
     fig, ax = plt.subplots(figsize=(6.5, 4.5), layout="constrained")
     pts = sorted((pl.cost, pl.makespan_s / 60) for pl in plans)
     if pts:
@@ -174,9 +175,6 @@ def plot_front(plans: list[Plan], out: str | Path, *, title: str,
     ax.set_ylabel("completion time (min)")
     ax.set_title(title)
     ax.legend()
-    out = Path(out)
-    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise UserError("plot file must end in .png, .pdf or .svg", file=out)
     save_figure(fig, out)
 
 
