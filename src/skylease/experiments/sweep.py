@@ -25,6 +25,7 @@ import inspect
 import itertools
 import json
 import os
+import socket
 import sys
 import time
 import traceback
@@ -182,6 +183,44 @@ def _batches(cells: Sequence[Cell], n_workers: int, batch: int | None) -> list[l
     return [list(cells[i : i + batch]) for i in range(0, len(cells), batch)]
 
 
+def check_scheduler(address: str | None, timeout: float = 3.0, field: str = "--scheduler") -> None:
+    """Refuse a Dask scheduler that does not answer as one within ``timeout`` seconds, before a
+    command makes its output folder or starts any work: a refused connection (at once), a silent
+    host, or something else listening on that port (Dask's handshake fails)."""
+    if address is None:
+        return
+    import asyncio
+
+    from distributed.comm import connect
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    def refuse(why: str) -> UserError:
+        return UserError(f"cannot reach the Dask scheduler at {address!r}: {why} (checked before "
+                         "anything was written)", field=field)
+
+    try:
+        scheme, loc = parse_address(address)
+        if scheme in ("tcp", "tls"):  # a refused port answers at once; Dask would retry until the timeout
+            with socket.create_connection(parse_host_port(loc, 8786), timeout=timeout):
+                pass
+    except (OSError, ValueError, TypeError) as exc:
+        raise refuse(exc.strerror if isinstance(exc, OSError) and exc.strerror
+                     else f"not a scheduler address, e.g. tcp://HOST:8786 ({' '.join(str(exc).split())})"
+                     ) from None
+
+    async def handshake() -> None:
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(handshake())
+    except (OSError, TimeoutError) as exc:
+        raise refuse(" ".join(str(exc).split())[:200] or type(exc).__name__) from None
+    except Exception as exc:  # something else listens there: Dask's handshake reads garbage
+        raise refuse(f"what answers is not a Dask scheduler ({type(exc).__name__} in the handshake)"
+                     ) from None
+
+
 def run_campaign(
     fn: CellFn,
     grid: Mapping[str, Sequence[Any]],
@@ -263,7 +302,7 @@ def _run_on_dask(fn: CellFn, todo: list[Cell], mode: str, scheduler: str | None,
     if scheduler is not None:
         try:
             client = Client(scheduler, timeout=f"{connect_timeout}s")
-        except (OSError, TimeoutError) as exc:
+        except Exception as exc:  # as check_scheduler: refused, timed out, or not a Dask scheduler
             raise UserError(f"cannot reach Dask scheduler {scheduler}: {exc}",
                             field="scheduler") from None
     else:
