@@ -15,25 +15,11 @@ import pytest
 
 from skylease.cli import main
 
+from .cli_helpers import one_line, run
+
 ROOT = Path(__file__).resolve().parents[1]
 A2HA = ["simulate", "a2ha", "--workload", "synthetic", "--orderings", "2"]
 SPEQULOS = ["simulate", "spequlos", "--middleware", "boinc", "--trace", "nd", "--bot", "small"]
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
-
-
-def one_line(capsys, argv, *needles):
-    code, out, err = run(capsys, *argv)
-    assert code == 2, (argv, out, err)
-    assert err.count("\n") == 1 and err.startswith("skylease"), err
-    assert "Traceback" not in out + err
-    for n in needles:
-        assert n in err, (n, err)
-    return out, err
 
 
 @pytest.fixture(scope="module")

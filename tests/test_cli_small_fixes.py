@@ -11,25 +11,12 @@ from pathlib import Path
 import click
 import pytest
 
-from skylease.cli import click_command, main
+from skylease.cli import click_command
 from skylease.traces import datasets
 
+from .cli_helpers import one_line, run
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
-
-
-def one_line(capsys, argv, *needles):
-    code, out, err = run(capsys, *argv)
-    assert code == 2, (argv, out, err)
-    assert err.count("\n") == 1 and err.startswith("skylease") and "Traceback" not in out + err, err
-    for n in needles:
-        assert n in err, (n, err)
-    return out, err
 
 
 # -- an unreachable scheduler leaves nothing behind -------------------------------------------------
