@@ -48,14 +48,17 @@ def garbage_server():
     ["reproduce", "spequlos", "--quick"], ["reproduce", "thesis-mapping", "--quick"],
     ["demo", "--seeds", "1"],
 ])
-def test_an_unreachable_scheduler_is_one_line_and_creates_nothing(command, tmp_path, capsys, monkeypatch,
-                                                                  shared_data, garbage_server):
+def test_a_bad_scheduler_or_too_many_workers_is_one_line_and_creates_nothing(
+        command, tmp_path, capsys, monkeypatch, shared_data, garbage_server):
     monkeypatch.setenv("SKYLEASE_DATA", str(shared_data))
     for address in ("tcp://127.0.0.1:1", garbage_server):
         out_dir = tmp_path / "X"
         one_line(capsys, [*command, "--scheduler", address, "--out", out_dir], "--scheduler",
                  "cannot reach the Dask scheduler")
         assert not out_dir.exists()
+    # more local worker processes than cores cannot run the cells sooner: refused, nothing created
+    one_line(capsys, [*command, "--workers", "100000", "--out", tmp_path / "W"], "--workers", "from 1 to")
+    assert not (tmp_path / "W").exists()
 
 
 # -- help that reads -------------------------------------------------------------------------------

@@ -94,9 +94,9 @@ def demo(
         run_fixed_pool_demo,
     )
     from skylease.experiments.store import out_folder
-    from skylease.experiments.sweep import check_scheduler
+    from skylease.experiments.sweep import check_cluster
 
-    check_scheduler(scheduler)
+    check_cluster(scheduler, workers)
     if out_dir is not None:
         out_folder(out_dir)  # before anything is shown: a bad --out is one line, not a half demo
     t0 = time.perf_counter()

@@ -34,7 +34,7 @@ from skylease.experiments.haizea import (
 )
 from skylease.experiments.report import md_table, save_figure, write_report
 from skylease.experiments.store import out_folder
-from skylease.experiments.sweep import check_scheduler, run_campaign
+from skylease.experiments.sweep import check_cluster, run_campaign
 from skylease.model.errors import UserError
 
 __all__ = ["PAPER_FIG2", "PAPER_TABLE1", "report_from_runs", "reproduce_haizea"]
@@ -112,7 +112,7 @@ def reproduce_haizea(out: str | Path, *, quick: bool = False, workloads: Sequenc
         raise UserError(f"image seeds must be >= 1, got {n_img}", field="image-seeds")
     dd = None if data_dir is None else str(data_dir)
     base = baseline(dd)  # also fails fast on missing data, before starting workers
-    check_scheduler(scheduler)  # before the folder is made: a bad address leaves nothing
+    check_cluster(scheduler, workers)  # before the folder is made: a mistake leaves nothing
     out = out_folder(out)
     # longest cells first (high rho, short ARs, image transfers) so that the workers finish together
     wls.sort(key=lambda w: (-parse_workload(w)[0], parse_workload(w)[1]))

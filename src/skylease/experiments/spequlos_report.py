@@ -28,7 +28,7 @@ from skylease.control.qos.strategy import STRATEGIES
 from skylease.experiments.report import md_table, save_figure, write_report
 from skylease.experiments.spequlos import MIDDLEWARES, TRACES, run_once, tail_removal
 from skylease.experiments.store import out_folder
-from skylease.experiments.sweep import check_scheduler, run_campaign
+from skylease.experiments.sweep import check_cluster, run_campaign
 from skylease.model.errors import UserError
 from skylease.sim.dg.workload import BOT_CATEGORIES, make_bot
 
@@ -785,7 +785,7 @@ def reproduce_spequlos(
 
     for t in chosen:
         trace_for(t, dd)
-    check_scheduler(scheduler)  # before the folder is made: a bad address leaves nothing
+    check_cluster(scheduler, workers)  # before the folder is made: a mistake leaves nothing
     out = out_folder(out)
     def campaign(grid: dict[str, list], description: str) -> Any:
         return run_campaign(campaign_cell, grid, seeds=n, mode=mode, workers=workers, scheduler=scheduler,

@@ -183,10 +183,20 @@ def _batches(cells: Sequence[Cell], n_workers: int, batch: int | None) -> list[l
     return [list(cells[i : i + batch]) for i in range(0, len(cells), batch)]
 
 
-def check_scheduler(address: str | None, timeout: float = 3.0, field: str = "--scheduler") -> None:
-    """Refuse a Dask scheduler that does not answer as one within ``timeout`` seconds, before a
-    command makes its output folder or starts any work: a refused connection (at once), a silent
-    host, or something else listening on that port (Dask's handshake fails)."""
+def check_cluster(address: str | None, workers: int | None = None, timeout: float = 3.0,
+                  field: str = "--scheduler") -> None:
+    """Check where a campaign will run before a command makes its output folder or starts any work.
+
+    ``workers`` (local worker processes) must be whole, >= 1 and at most this machine's cores (or
+    2): the cells are CPU-bound, so more processes only cost memory (about 150 MB each). ``address`` (a
+    Dask scheduler) must answer as one within ``timeout`` seconds: a refused connection (at once),
+    a silent host, or something else listening on that port (Dask's handshake fails) is refused.
+    """
+    if workers is not None:
+        cores = max(2, os.cpu_count() or 1)
+        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= cores:
+            raise UserError(f"must be a whole number from 1 to {cores} (the cores of this machine; more "
+                            f"processes cannot run the cells sooner), got {workers!r}", field="--workers")
     if address is None:
         return
     import asyncio
@@ -240,7 +250,7 @@ def run_campaign(
     if mode not in MODES:
         raise UserError(f"mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
     if workers is not None and workers < 1:
-        raise UserError(f"workers must be >= 1, got {workers}", field="workers")
+        raise UserError(f"workers must be >= 1, got {workers}", field="--workers")
     t0 = time.perf_counter()
     cells = grid_cells(grid, seeds, base_seed)
     store = None
@@ -302,7 +312,7 @@ def _run_on_dask(fn: CellFn, todo: list[Cell], mode: str, scheduler: str | None,
     if scheduler is not None:
         try:
             client = Client(scheduler, timeout=f"{connect_timeout}s")
-        except Exception as exc:  # as check_scheduler: refused, timed out, or not a Dask scheduler
+        except Exception as exc:  # as check_cluster: refused, timed out, or not a Dask scheduler
             raise UserError(f"cannot reach Dask scheduler {scheduler}: {exc}",
                             field="scheduler") from None
     else:
