@@ -213,6 +213,7 @@ def read_wfcommons(path: str | os.PathLike[str], category: str | None = None) ->
         records.append((i, _category(t), t))
     if not records:
         raise UserError("the workflow has no tasks", file=path, field=where)
+    check_size(len(records), "tasks", TASK_BYTES, file=path, field=where)
     counts = Counter(cat for _, cat, _ in records)
     if category is None:
         top = max(counts.values())
@@ -287,6 +288,7 @@ def read_runtimes_csv(path: str | os.PathLike[str], column: str | int | None = N
         rows = rows[1:]
         if not rows:
             raise UserError("no runtimes after the header", file=path, line=header_line)
+    check_size(len(rows), "tasks", TASK_BYTES, file=path, asked=f"{len(rows):,} runtimes")
     width = len(header) if header is not None else len(rows[0][1])
     names = header if header is not None else [f"column {k + 1}" for k in range(width)]
     listed = ", ".join(repr(n) for n in names)
