@@ -4,8 +4,8 @@ The CLI and the coming HTTP service call the same library functions, so the chec
 raise :class:`~skylease.model.errors.UserError` naming the option (``field="--seed"``).
 
 Sizes. One request (a command, an HTTP call) may hold at most :data:`MEMORY_BUDGET` bytes of
-working data: 2 GiB, a quarter of an 8 GB laptop and a tenth of the project's 23 GB, 2-core build
-machine that five sessions share. Each reader or generator knows roughly how many bytes one item
+working data: 2 GiB, a quarter of an 8 GB laptop, what a machine shared by a few users or requests
+can give each of them. Each reader or generator knows roughly how many bytes one item
 costs it (an ETC value, a task, an availability interval: measured peaks, written beside each
 check) and refuses, before any work, a request whose items would not fit, with the limit in the
 message: ``at most 8,388,608 tasks x machines (about 2 GB of memory)``. Items are counted from
