@@ -94,7 +94,9 @@ def demo(
         run_fixed_pool_demo,
     )
     from skylease.experiments.store import out_folder
+    from skylease.experiments.sweep import check_cluster
 
+    check_cluster(scheduler, workers)
     if out_dir is not None:
         out_folder(out_dir)  # before anything is shown: a bad --out is one line, not a half demo
     t0 = time.perf_counter()
@@ -261,13 +263,16 @@ def data_list(ctx: typer.Context, data_dir: DirOption = None) -> None:
 
     folder = data_dir or datasets.default_data_dir()
     present = {s["name"]: s for s in datasets.status(folder)}
-    table = Table("name", "here", "files", "source", "license", "url", title=f"Data in {folder}")
+    table = Table("name", "here", "files", "source", "license", title=f"Data in {folder}")
     for d in datasets.DATASETS:
         st = present[d.name]
         table.add_row(d.name, "yes" if st["present"] else "no",
-                      f"{st['files_present']}/{len(d.files)}", d.source, d.license,
-                      d.urls[0] if d.urls else d.homepage)
+                      f"{st['files_present']}/{len(d.files)}", d.source, d.license)
     out.print(table)
+    out.print("Where each comes from:")
+    width = max(len(d.name) for d in datasets.DATASETS)
+    for d in datasets.DATASETS:  # whole, never wrapped or cut, so that they can be copied
+        print(f"  {d.name:<{width}}  {d.homepage or (d.urls[0] if d.urls else '-')}")
     out.print("Get one: skylease data fetch NAME   (or, offline: skylease data import NAME PATH)")
 
 
@@ -355,7 +360,7 @@ def place_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: desktops_used, energy_wh, "
                                           "placement, unplaced, per_desktop, ...")] = False,
 ) -> None:
-    """Place VMs on desktops shared with their users (thesis ch. 6) and report energy."""
+    """Place VMs on desktops shared with their users (thesis chapter 6) and report energy."""
     from skylease.experiments.placement import place_request
 
     res = place_request(desktops, vms, algorithm=algorithm, users=users, energy_model=energy_model,
@@ -512,7 +517,10 @@ def plan_pareto(
 ) -> None:
     """The cost/time Pareto front: min cost at every deadline of the grid, dominated points dropped."""
     from skylease.experiments.provisioning import front, load_problem, plot_front
+    from skylease.experiments.report import check_output
 
+    if plot is not None:
+        check_output(plot, "--plot")  # before the front is solved and printed
     problem = load_problem(model, config)
     plans = front(problem)
     if plot is not None:
@@ -557,7 +565,7 @@ def reproduce_a2ha_cmd(
     workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes for the grid.")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
 ) -> None:
-    """A2HA paper: Figs. 9-12, Tables 1-2, Figs. 4b/6b and what billing awareness buys."""
+    """A2HA paper: Figures 9-12, Tables 1-2, Figures 4b/6b and what billing awareness buys."""
     from rich.progress import Progress
 
     from skylease.experiments.a2ha_report import reproduce_a2ha
@@ -590,7 +598,7 @@ def reproduce_spequlos_cmd(
     workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes.")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
 ) -> None:
-    """SpeQuloS paper: Table 1, Fig. 2, the 18 strategies (Figs. 6-7), 9C-C-R (Figs. 8-9), Table 7."""
+    """SpeQuloS paper: Table 1, Figure 2, the 18 strategies (Figures 6-7), 9C-C-R (Figures 8-9), Table 7."""
     from skylease.experiments.spequlos_report import reproduce_spequlos
 
     chosen = None if traces is None else [t.strip() for t in traces.split(",") if t.strip()]
@@ -660,7 +668,7 @@ def reproduce_thesis_mapping_cmd(
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")]
     = None,
 ) -> None:
-    """Thesis chapter 3: the section 3.4 example, Tables 3.6-3.8, Fig. 3.14 and the energy study."""
+    """Thesis chapter 3: the section 3.4 example, Tables 3.6-3.8, Figure 3.14 and the energy study."""
     from skylease.experiments.thesis.mapping_report import reproduce_thesis_mapping
     from skylease.experiments.thesis.mapping_study import SIZES
 
@@ -695,7 +703,7 @@ def reproduce_thesis_placement_cmd(
                                                   "thesis's 30; 5 with --quick).")] = None,
     online: Annotated[bool, typer.Option(help="Also run the placement-over-time study.")] = True,
 ) -> None:
-    """Thesis chapter 6: the worked example, Figs. 6.2-6.3 (0-50 % users, 40-130 VMs), online variant."""
+    """Thesis chapter 6: the worked example, Figures 6.2-6.3 (0-50 % users, 40-130 VMs), online variant."""
     from skylease.experiments.thesis.placement_report import reproduce_thesis_placement
 
     rep = reproduce_thesis_placement(out_dir, quick=quick, instances=instances, online=online,
@@ -802,7 +810,10 @@ def simulate_spequlos_cmd(
     base = res["baseline"]
 
     def t(x: float) -> str:
-        return f"{x:,.0f}" if x == x and x not in (float("inf"), float("-inf")) else "not finished"
+        return f"{x:,.0f}" if math.isfinite(x) else "not finished"
+
+    def ratio(x: float) -> str:
+        return f"{x:.2f}" if math.isfinite(x) else "-"
 
     out.print(f"{res['middleware']} on {res['trace']}: {res['n_tasks']} {res['bot']} tasks submitted at "
               f"{res['submit_s'] / 86400:.2f} days into the trace; strategy {res['strategy']}, "
@@ -810,7 +821,7 @@ def simulate_spequlos_cmd(
     table = Table("", "without QoS", res["strategy"])
     table.add_row("completion (s)", t(base["completion_s"]), t(res["completion_s"]))
     table.add_row("ideal time (s)", t(base["ideal_s"]), t(res["ideal_s"]))
-    table.add_row("tail slowdown", f"{base['tail_slowdown']:.2f}", f"{res['tail_slowdown']:.2f}")
+    table.add_row("tail slowdown", ratio(base["tail_slowdown"]), ratio(res["tail_slowdown"]))
     table.add_row("tasks in tail", f"{base['tail_task_share']:.1%}", f"{res['tail_task_share']:.1%}")
     table.add_row("credits used", "0", f"{res['credits_used']:.0f} ({res['credits_share']:.0%})")
     table.add_row("cloud workers", "0", str(res["cws"]))
@@ -818,10 +829,11 @@ def simulate_spequlos_cmd(
     table.add_row("predicted at 50 % (s)", t(base["predicted_s"]) if base["predicted_s"] else "-",
                   t(res["predicted_s"]) if res["predicted_s"] else "-")
     out.print(table)
-    if res["tre"] is None:
-        out.print("The run without QoS had no tail, so there was nothing to remove.")
+    if res["tre_note"] is not None:
+        out.print(res["tre_note"], markup=False, highlight=False, soft_wrap=True)
     else:
-        out.print(f"Tail removal efficiency {res['tre']:.0%}; completion {res['speedup']:.2f}x faster.")
+        out.print(f"Tail removal efficiency {res['tre']:.0%}; completion {res['speedup']:.2f}x as fast "
+                  "as without QoS.")
 
 
 def _all_finite(d: dict) -> bool:
@@ -853,11 +865,11 @@ def leases_simulate_cmd(
     gantt: Annotated[Path | None, typer.Option(help="Also draw a Gantt chart (.png, .pdf or .svg).")] = None,
 ) -> None:
     """Simulate a lease workload: what happened to each lease, and the paper's metrics."""
-    from skylease.experiments.gantt import check_output
     from skylease.experiments.leases import clock, simulate_workload
+    from skylease.experiments.report import check_output
 
     if gantt is not None:
-        check_output(gantt)  # before a long run
+        check_output(gantt, "--gantt")  # before a long run
     sim = simulate_workload(workload, inject, config, image_seed)
     if gantt is not None:
         sim.gantt(gantt)

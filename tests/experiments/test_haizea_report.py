@@ -9,7 +9,7 @@ import pytest
 
 from skylease.cli import main
 from skylease.experiments.haizea import parse_workload, workload_label
-from skylease.experiments.haizea_report import PAPER_FIG2, PAPER_TABLE1, report_from_runs
+from skylease.experiments.haizea_report import PAPER_FIG2, PAPER_TABLE1, fig2_claims, report_from_runs
 from skylease.model.errors import UserError
 
 FILES = ("report.md", "runs.csv", "table1.csv", "fig2.csv", "claims.csv", "table1.png",
@@ -42,10 +42,23 @@ def test_a_small_reproduction_writes_the_report_beside_the_paper(shared_data, tm
     for section in ("## Checks", "## Baseline", "## Table 1", "## Figure 2", "## Where we differ"):
         assert section in text, section
     assert "3.91 [3.91 / 3.91]" in text  # ours [paper / spec's re-simulation]
+    # users have the paper, not the project's specs folder
+    assert "../shared" not in text and "HPDC 2008" in text
 
     # the report can be rebuilt from runs.csv alone, with the same checks
     again = report_from_runs(tmp_path / "runs.csv", tmp_path / "again", data_dir=shared_data)
     assert [c["holds"] for c in again["claims"]] == claims["holds"].tolist()
+
+
+@pytest.mark.parametrize("quick, count", [(True, "mean of 1 workload)"), (False, "mean of 24 workloads)")])
+def test_the_high_rho_ordering_counts_the_workloads_it_averages(quick, count):
+    """--quick runs 3 workloads, one of them at rho >= 25 %: its check said "mean of 24 workloads"."""
+    f2 = PAPER_FIG2.dropna(subset=["paper_x"]).copy()
+    if quick:
+        f2 = f2[(f2["size"] == "medium") & (f2["delta"] == 3) & f2["rho"].isin((10, 20, 30))]
+    f2["x"], f2["diff"] = f2["paper_x"], 0.0
+    (claim,) = [c for c in fig2_claims(f2) if c["claim"].startswith("At high rho")]
+    assert count in claim["claim"]
 
 
 def test_the_digitised_figure_has_every_cell():

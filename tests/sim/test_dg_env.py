@@ -10,9 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skylease.control.env import Policy, TailEnvironment
-from skylease.model.availability import Availability
+from skylease.model.availability import Availability, AvailabilityTrace
 from skylease.sim.dg import DesktopGridEnv, DGBot, DGParams
-from skylease.traces.avail import AvailabilityTrace
 
 from .dg_reference import ref_boinc, ref_xwhep
 

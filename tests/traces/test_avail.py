@@ -6,11 +6,10 @@ import math
 
 import pytest
 
-from skylease.model.availability import Availability
+from skylease.model.availability import Availability, AvailabilityTrace
 from skylease.model.errors import UserError
 from skylease.traces.avail import (
     PAPER_TABLES,
-    AvailabilityTrace,
     format_stats_table,
     load_trace,
     read_tr_dir,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import urllib.error
 from pathlib import Path
@@ -43,6 +44,22 @@ def offline_opener(url: str, timeout: float | None = None) -> FakeResponse:
     raise urllib.error.URLError(OSError(101, "Network is unreachable"))
 
 
+def real_opener(shared_data: Path, name: str):
+    """An opener that serves each URL of data set ``name`` the real file (as upstream has it: gzip
+    files compressed on arrival are served uncompressed)."""
+    ds = datasets.get(name)
+    by_url = dict(zip(ds.urls, ds.files, strict=True))
+
+    def opener(url: str, timeout: float | None = None) -> FakeResponse:
+        file = by_url[url]
+        body = (shared_data / ds.folder / file).read_bytes()
+        if datasets._compress_on_arrival(file, url):
+            body = gzip.decompress(body)
+        return FakeResponse(body)
+
+    return opener
+
+
 def files_under(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() or p.is_symlink())
 
@@ -75,14 +92,18 @@ def test_registry_entries_are_consistent() -> None:
 
 
 def test_dataset_rejects_inconsistent_records() -> None:
+    one, two = ("0" * 64,), ("0" * 64, "1" * 64)
+    Dataset("x", "d", "x", ("a",), "s", "l", urls=("https://h/a",), sha256=one)  # a good one
     with pytest.raises(ValueError):
-        Dataset("x", "d", "x", ("a", "b"), "s", "l", urls=("https://h/a",))
+        Dataset("x", "d", "x", ("a", "b"), "s", "l", urls=("https://h/a",), sha256=two)
     with pytest.raises(ValueError):
-        Dataset("x", "d", "x", ("a",), "s", "l", urls=("",), url_verified=True)
+        Dataset("x", "d", "x", ("a",), "s", "l", urls=("",), url_verified=True, sha256=one)
     with pytest.raises(ValueError):
-        Dataset("x", "d", "../x", ("a",), "s", "l")
+        Dataset("x", "d", "../x", ("a",), "s", "l", sha256=one)
     with pytest.raises(ValueError):
-        Dataset("x", "d", "x", ("a",), "s", "l", urls=("http://insecure/a",))
+        Dataset("x", "d", "x", ("a",), "s", "l", urls=("http://insecure/a",), sha256=one)
+    with pytest.raises(ValueError, match="SHA-256"):  # every file needs its digest
+        Dataset("x", "d", "x", ("a", "b"), "s", "l", sha256=one)
 
 
 def test_every_listed_file_exists_in_shared_data(shared_data: Path) -> None:
@@ -194,6 +215,32 @@ def test_import_local_missing_file_names_it(tmp_path: Path) -> None:
     assert not out.exists()  # nothing written when a file is missing
 
 
+def test_import_local_refuses_a_file_whose_sha256_differs(tmp_path: Path, shared_data: Path) -> None:
+    """A file with the right name but other content is refused, naming it and both digests, and
+    nothing of the data set is imported (issue 18, item 7)."""
+    ds = datasets.get("power")
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in ds.files:
+        (src / f).write_bytes((shared_data / "power" / f).read_bytes())
+    bad = ds.files[3]
+    (src / bad).write_text("1 2 3 4 5 6 7 8 9 10 11\n")
+    out = tmp_path / "out"
+    for link in (False, True):
+        with pytest.raises(UserError) as err:
+            datasets.import_local("power", src, out, link=link)
+        msg = str(err.value)
+        assert "\n" not in msg and bad in msg and ds.digest(bad) in msg
+        assert datasets.content_sha256(src / bad) in msg and "nothing was imported" in msg
+        assert not out.exists()
+
+
+def test_every_file_has_the_sha256_of_the_shared_copy(shared_data: Path) -> None:
+    for ds in DATASETS:
+        for f in ds.files:
+            assert datasets.content_sha256(shared_data / ds.folder / f) == ds.digest(f), (ds.name, f)
+
+
 def test_import_local_source_must_be_a_folder(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not a folder"):
         datasets.import_local("power", tmp_path / "nowhere", tmp_path / "out")
@@ -235,14 +282,15 @@ def test_fetch_http_error_is_reported(tmp_path: Path) -> None:
     assert "\n" not in str(err.value)
 
 
-def test_fetch_writes_files_from_opener(tmp_path: Path) -> None:
+def test_fetch_writes_files_from_opener(tmp_path: Path, shared_data: Path) -> None:
     ds = datasets.get("power")
     asked: list[tuple[str, float | None]] = []
     responses: list[FakeResponse] = []
+    serve = real_opener(shared_data, "power")
 
     def opener(url: str, timeout: float | None = None) -> FakeResponse:
         asked.append((url, timeout))
-        responses.append(FakeResponse(f"58.4 98 {url.rsplit('/', 1)[-1]}\n".encode()))
+        responses.append(serve(url))
         return responses[-1]
 
     dest = datasets.fetch("power", tmp_path, timeout=5.0, opener=opener)
@@ -251,15 +299,36 @@ def test_fetch_writes_files_from_opener(tmp_path: Path) -> None:
     assert all(t == 5.0 for _, t in asked)
     assert all(r.closed for r in responses)
     for f in ds.files:
-        assert (dest / f).read_text() == f"58.4 98 {f}\n"
+        assert (dest / f).read_bytes() == (shared_data / "power" / f).read_bytes()
     assert sorted(p.name for p in dest.iterdir()) == sorted(ds.files)  # no temp files left
     assert datasets.locate("power", tmp_path) == dest
 
 
-def test_fetch_compresses_files_stored_uncompressed_upstream(tmp_path: Path) -> None:
-    body = b"event_id\tcomponent_id\n0\t0\n"
-    dest = datasets.fetch("fta-lanl", tmp_path, opener=lambda url, timeout=None: FakeResponse(body))
-    assert gzip.decompress((dest / "lanl_event_trace.tab.gz").read_bytes()) == body
+def test_fetch_compresses_files_stored_uncompressed_upstream(tmp_path: Path, shared_data: Path) -> None:
+    dest = datasets.fetch("fta-lanl", tmp_path, opener=real_opener(shared_data, "fta-lanl"))
+    got = gzip.decompress((dest / "lanl_event_trace.tab.gz").read_bytes())
+    assert got == gzip.decompress((shared_data / "fta" / "lanl_event_trace.tab.gz").read_bytes())
+
+
+def test_fetch_refuses_a_file_whose_sha256_differs(tmp_path: Path, shared_data: Path) -> None:
+    """Any answer with the right name is not enough: a download that is not the registry's file is
+    one line naming it and both digests, and is not written (issue 18, item 7)."""
+    ds = datasets.get("power")
+    body = b"58.4 98 the wrong file\n"
+    with pytest.raises(UserError) as err:
+        datasets.fetch("power", tmp_path, opener=lambda url, timeout=None: FakeResponse(body))
+    msg = str(err.value)
+    assert "\n" not in msg and ds.files[0] in msg
+    assert hashlib.sha256(body).hexdigest() in msg and ds.sha256[0] in msg
+    assert files_under(tmp_path) == []
+    # gzip files are compared by content: the same data compressed otherwise is accepted
+    opener = real_opener(shared_data, "swf-nasa")
+
+    def recompressed(url: str, timeout: float | None = None) -> FakeResponse:
+        return FakeResponse(gzip.compress(gzip.decompress(opener(url)._body.getvalue()), 1, mtime=7))
+
+    dest = datasets.fetch("swf-nasa", tmp_path, opener=recompressed)
+    assert datasets.locate("swf-nasa", tmp_path) == dest
 
 
 def test_fetch_rejects_non_gzip_answer_for_gz_file(tmp_path: Path) -> None:
@@ -282,9 +351,9 @@ def test_fetch_cut_short_leaves_no_partial_file(tmp_path: Path) -> None:
     assert files_under(tmp_path) == []
 
 
-def test_fetch_failure_keeps_the_previous_whole_file(tmp_path: Path) -> None:
+def test_fetch_failure_keeps_the_previous_whole_file(tmp_path: Path, shared_data: Path) -> None:
     ds = datasets.get("prices")
-    datasets.fetch("prices", tmp_path, opener=lambda url, timeout=None: FakeResponse(b"old\n"))
+    datasets.fetch("prices", tmp_path, opener=real_opener(shared_data, "prices"))
     with pytest.raises(UserError):
         datasets.fetch(
             "prices",
@@ -293,7 +362,7 @@ def test_fetch_failure_keeps_the_previous_whole_file(tmp_path: Path) -> None:
         )
     folder = tmp_path / ds.folder
     assert sorted(p.name for p in folder.iterdir()) == sorted(ds.files)
-    assert all((folder / f).read_bytes() == b"old\n" for f in ds.files)
+    assert all((folder / f).read_bytes() == (shared_data / "prices" / f).read_bytes() for f in ds.files)
 
 
 def test_fetch_without_verified_urls_points_to_homepage(tmp_path: Path) -> None:
@@ -306,12 +375,14 @@ def test_fetch_without_verified_urls_points_to_homepage(tmp_path: Path) -> None:
     assert files_under(tmp_path) == []
 
 
-def test_fetch_partial_registry_downloads_what_it_can(tmp_path: Path) -> None:
+def test_fetch_partial_registry_downloads_what_it_can(tmp_path: Path, shared_data: Path) -> None:
     ds = datasets.get("braun")
     with_url = [f for f, u in zip(ds.files, ds.urls, strict=True) if u]
     assert 0 < len(with_url) < len(ds.files)
+    by_url = {u: f for f, u in zip(ds.files, ds.urls, strict=True) if u}
     with pytest.raises(UserError) as err:
-        datasets.fetch("braun", tmp_path, opener=lambda url, timeout=None: FakeResponse(b"1\n"))
+        datasets.fetch("braun", tmp_path, opener=lambda url, timeout=None: FakeResponse(
+            (shared_data / "braun" / by_url[url]).read_bytes()))
     msg = str(err.value)
     assert f"downloaded {len(with_url)} of {len(ds.files)}" in msg
     assert ds.homepage in msg and "\n" not in msg

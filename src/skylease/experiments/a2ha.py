@@ -20,6 +20,7 @@ from skylease.control.env import Policy
 from skylease.control.fixed import FixedPool
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
+from skylease.model.limits import TIME_BUDGET_S, check_number, check_seed
 from skylease.model.task import Bag
 from skylease.sim.env import SimResult, simulate
 from skylease.traces.bot import a2ha_workload, is_fixed, load_workload
@@ -28,6 +29,11 @@ METRICS = ("hosts", "wall_s", "speedup", "charged_hours", "cost", "interrupted_t
            "continued_hosts")
 BOOT_S = 300.0  # [PAPER] "for all experiments"
 UNIT_S = 3600.0
+#: Seconds of simulation per task completion and live host: A2HA weighs every live host at every
+#: completion (Fig. 3), so a run costs about tasks x hosts of these (1.3e-7 s measured with 30,000
+#: tasks on 910 hosts; the --compare baselines add three times as much, Dask's rule renting a host
+#: per task).
+HOST_VISIT_S = 1.5e-7
 
 
 def cloud_pool(boot_s: float = BOOT_S, unit_s: float = UNIT_S, price: float = 1.0) -> InstanceType:
@@ -99,11 +105,10 @@ def make_policy(name: str, *, creation_ratio: float | None = None, increase_rati
         cr, ir = {"conservative": (0.5, 0.5), "aggressive": (0.75, 0.75)}[preset]
         cr = cr if creation_ratio is None else creation_ratio
         ir = ir if increase_ratio is None else increase_ratio
-        for field, v in (("creation-ratio", cr), ("increase-ratio", ir)):
-            if not 0.0 <= v <= 1.0:
-                raise UserError(f"must be between 0 and 1, got {v!r}", field=field)
-        if budget is not None and budget < 0:
-            raise UserError(f"must be >= 0, got {budget!r}", field="budget")
+        for field, v in (("--creation-ratio", cr), ("--increase-ratio", ir)):
+            check_number(v, field, minimum=0, maximum=1)
+        if budget is not None:
+            check_number(budget, "--budget", minimum=0)
         return lambda: A2HA(cr, ir, budget=budget, **a2ha_kwargs)
     if head == "fixed":
         try:
@@ -124,7 +129,7 @@ def run_orderings(policy: Callable[[], Policy], wl: Workload, orderings: int = 2
                   progress: Callable[[int], None] | None = None) -> list[dict[str, float]]:
     """Simulate ``orderings`` runs; run i uses ordering seed (seed, i) and, if redrawn, task times too."""
     if orderings < 1:
-        raise UserError(f"must be >= 1, got {orderings}", field="orderings")
+        raise UserError(f"must be >= 1, got {orderings}", field="--orderings")
     pool = pool if pool is not None else cloud_pool()
     seeds = np.random.SeedSequence(seed).spawn(orderings)
     rows = []
@@ -165,6 +170,19 @@ def analytic_baselines(bag: Bag, unit_s: float = UNIT_S) -> dict[str, dict[str, 
     }
 
 
+def _check_time(tasks: int, hosts: int, orderings: int, compare: bool) -> None:
+    """Refuse a study that would take more than the time budget (:mod:`skylease.model.limits`)."""
+    visits = orderings * tasks * max(1, hosts) * (4 if compare else 1)
+    most = int(TIME_BUDGET_S / HOST_VISIT_S)
+    if visits > most:
+        raise UserError(
+            f"{orderings:,} orderings of {tasks:,} tasks on about {hosts:,} hosts"
+            f"{' with the baselines' if compare else ''} would take about "
+            f"{visits * HOST_VISIT_S / 3600:,.1f} h here; at most {most:,} task completions x live "
+            f"hosts (about {TIME_BUDGET_S / 3600:g} h): "
+            f"give fewer --orderings or a smaller --workload", field="--orderings")
+
+
 def study(spec: str, *, preset: str | None = None, creation_ratio: float | None = None,
           increase_ratio: float | None = None, budget: float | None = None, budget_factor: float = 1.0,
           initial_hosts: int = 1, orderings: int = 200, seed: int = 0, boot_s: float = BOOT_S,
@@ -172,13 +190,24 @@ def study(spec: str, *, preset: str | None = None, creation_ratio: float | None 
           progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """``skylease simulate a2ha``: A2HA over many orderings, and (``compare``) the baselines beside it."""
     if preset is not None and (creation_ratio is not None or increase_ratio is not None):
-        raise UserError("give --preset or --creation-ratio/--increase-ratio, not both", field="preset")
-    for field, v, ok in (("budget-factor", budget_factor, budget_factor >= 1),
-                         ("initial-hosts", initial_hosts, initial_hosts >= 0),
-                         ("boot", boot_s, 0 <= boot_s < unit_s), ("unit", unit_s, unit_s > 0),
-                         ("price", price, price >= 0)):
-        if not (ok and math.isfinite(v)):
-            raise UserError(f"invalid value {v!r}", field=field)
+        raise UserError("give --preset or --creation-ratio/--increase-ratio, not both", field="--preset")
+    if preset is not None and preset not in ("conservative", "aggressive"):
+        raise UserError(f"unknown preset {preset!r}; use conservative or aggressive", field="--preset")
+    seed = check_seed(seed)
+    if isinstance(orderings, bool) or not isinstance(orderings, int) or orderings < 1:
+        raise UserError(f"must be a whole number >= 1, got {orderings!r}", field="--orderings")
+    if isinstance(initial_hosts, bool) or not isinstance(initial_hosts, int) or initial_hosts < 0:
+        raise UserError(f"must be a whole number >= 0, got {initial_hosts!r}", field="--initial-hosts")
+    check_number(budget_factor, "--budget-factor", minimum=1)
+    unit_s = check_number(unit_s, "--unit", above=0)
+    boot_s = check_number(boot_s, "--boot", minimum=0, below=unit_s,
+                          hint=f"a host must have time to work in its first unit of {unit_s:g} s")
+    price = check_number(price, "--price", minimum=0)
+    if budget is not None:
+        check_number(budget, "--budget", minimum=0, hint="leave it out for no cap")
+        if budget < price:
+            raise UserError(f"${budget:g} does not buy one billing unit (${price:g}): no host could "
+                            "be rented and no task would run", field="--budget")
     wl = workload(spec)
     pool = cloud_pool(boot_s, unit_s, price)
     name = f"a2ha:{preset or 'conservative'}"
@@ -187,6 +216,7 @@ def study(spec: str, *, preset: str | None = None, creation_ratio: float | None 
     first = wl.bag(int(np.random.SeedSequence(seed).spawn(1)[0].generate_state(2)[1]))
     policy = factory()
     assert isinstance(policy, A2HA)
+    _check_time(len(first.tasks), optimal_hosts(first, boot_s, unit_s), orderings, compare)
     rows = run_orderings(factory, wl, orderings, seed, pool=pool, progress=progress)
     result: dict[str, Any] = {
         "workload": wl.name, "tasks": len(first.tasks), "fixed_trace": wl.fixed,

@@ -35,7 +35,7 @@ from skylease.experiments.a2ha import (
 from skylease.experiments.a2ha import workload as workload_of
 from skylease.experiments.report import md_table, save_figure, write_report
 from skylease.experiments.store import out_folder
-from skylease.experiments.sweep import run_campaign
+from skylease.experiments.sweep import check_cluster, run_campaign
 from skylease.sim.env import simulate
 from skylease.traces.bot import a2ha_workload
 
@@ -603,6 +603,7 @@ def reproduce_a2ha(out: Path, *, quick: bool = False, orderings: int | None = No
     summary with the headline ``claims`` (claim / paper / ours / holds) for the CLI to print.
     """
     t0 = time.perf_counter()
+    check_cluster(scheduler, workers)  # before the folder is made: a mistake leaves nothing
     out = out_folder(out)
     n = orderings if orderings is not None else (QUICK_ORDERINGS if quick else FULL_ORDERINGS)
     if n < 1:

@@ -15,26 +15,16 @@ from pathlib import Path
 import numpy as np
 
 from skylease.control.leases import Lease, LeaseKind
+from skylease.experiments.report import FIGURE_FORMATS, check_output
 from skylease.model.errors import UserError
 from skylease.sim.leases import LeaseRun, Run
 
 __all__ = ["FORMATS", "check_output", "gantt_chart", "hhmm"]
 
-FORMATS = ("png", "pdf", "svg")
+FORMATS = FIGURE_FORMATS
 #: Up to this many leases, each bar is labelled with its lease id.
 LABEL_LEASES = 40
 _DAY = 86400
-
-
-def check_output(path: str | Path) -> Path:
-    """The chart's path, checked before a long run: a known format in an existing folder."""
-    path = Path(path)
-    if path.suffix.lower().lstrip(".") not in FORMATS:
-        raise UserError(f"the chart must be a .png, .pdf or .svg file, not {path.suffix or 'no suffix'!r}",
-                        file=path, field="--gantt")
-    if not path.parent.is_dir():
-        raise UserError("no such folder", file=path.parent, field="--gantt")
-    return path
 
 
 def hhmm(t: float) -> str:
@@ -82,7 +72,7 @@ def gantt_chart(run: LeaseRun, n_nodes: int, path: str | Path, *, title: str = "
 
     from skylease.experiments.store import atomic_write_bytes_via
 
-    path = check_output(path)
+    path = check_output(path, "--gantt")
     leases = run.leases if leases is None else leases
     kind = {le.id: le.kind for le in leases}
     order = {lid: i for i, lid in enumerate(sorted(kind))}

@@ -185,6 +185,9 @@ def load_workload(path: str | Path, inject: str | Path | None = None) -> Workloa
         w = Workload(xml.name, fmt, xml_leases(xml.requests))
         if xml.n_nodes is not None:
             w.n_nodes, w.capacity = xml.n_nodes, site_capacity(xml.node_resources)
+    if not w.leases:  # simulating nothing would print a table of zeros as if it meant something
+        why = " (a job makes a lease when it ran for > 0 s on > 0 processors)" if fmt == "swf" else ""
+        raise UserError(f"no lease request in this {fmt.upper()} workload{why}", file=path, line=1)
     if inject is not None:
         inject = Path(inject)
         if detect_format(inject) != "lwf":

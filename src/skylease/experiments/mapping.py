@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from skylease.model.errors import UserError
+from skylease.model.limits import check_number, check_seed
 
 GENERATION_METHODS = ("cvb", "range")
 
@@ -33,6 +34,8 @@ def map_file(path: str | Path, heuristic: str, *, lam: float | None = None,
         if heuristic not in ("low1", "low2", "low3"):
             raise UserError(f"--lambda applies to low1, low2 and low3, not {heuristic}",
                             field="--lambda")
+    if voltage_seed is not None:
+        check_seed(voltage_seed, "--voltages")
     etc = read_etc(path)
     voltages = None if voltage_seed is None else random_voltages(etc.shape[1], voltage_seed)
     fn = HEURISTICS[heuristic]
@@ -57,22 +60,35 @@ def generate_file(out: str | Path, *, tasks: int, machines: int, method: str = "
                   r_task: float = 3000.0, r_mach: float = 1000.0, consistency: str = "oc",
                   seed: int = 0) -> dict[str, Any]:
     """Generate an ETC instance and write it in the Braun format; returns its statistics."""
-    from skylease.traces.etc import CONSISTENCIES, cvb, etc_stats, make_consistent, range_based, write_etc
+    from skylease.experiments.report import check_output
+    from skylease.traces.etc import (
+        CONSISTENCIES,
+        check_etc_size,
+        cvb,
+        etc_stats,
+        make_consistent,
+        range_based,
+        write_etc,
+    )
 
-    if tasks < 1 or machines < 1:
-        raise UserError("--tasks and --machines must be >= 1", field="--tasks")
+    for field, value in (("--tasks", tasks), ("--machines", machines)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise UserError(f"must be a whole number >= 1, got {value!r}", field=field)
+    check_etc_size(tasks, machines, field="--tasks x --machines")
+    seed = check_seed(seed)
+    check_output(out, "OUT_FILE", formats=None)
     if method not in GENERATION_METHODS:
         raise UserError(f"method must be one of {', '.join(GENERATION_METHODS)}", field="--method")
     if consistency not in CONSISTENCIES:
         raise UserError(f"consistency must be one of {', '.join(CONSISTENCIES)}",
                         field="--consistency")
     if method == "cvb":
-        if v_task <= 0 or v_mach <= 0 or mu <= 0:
-            raise UserError("--v-task, --v-mach and --mu must be > 0", field="--v-task")
+        for field, value in (("--v-task", v_task), ("--v-mach", v_mach), ("--mu", mu)):
+            check_number(value, field, above=0)
         etc = cvb(tasks, machines, v_task, v_mach, mu, seed)
     else:
-        if r_task < 1 or r_mach < 1:
-            raise UserError("--r-task and --r-mach must be >= 1", field="--r-task")
+        for field, value in (("--r-task", r_task), ("--r-mach", r_mach)):
+            check_number(value, field, minimum=1, hint="the range is U(1, R)")
         etc = range_based(tasks, machines, r_task, r_mach, seed)
     etc = make_consistent(etc, consistency, seed)
     write_etc(out, etc)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skylease.model.errors import UserError
+from skylease.model.limits import check_number
 from skylease.planning.provisioning import (
     MapReduceJob,
     Plan,
@@ -123,6 +124,13 @@ def solve_mode(problem: Problem, *, deadline: float | None = None, budget: float
     fastest overall when nothing is given."""
     if sum(x is not None for x in (deadline, budget, weight)) > 1:
         raise UserError("give at most one of --deadline, --budget, --weight")
+    if deadline is not None:
+        unit = "hours" if problem.unit == "h" else "minutes"
+        check_number(deadline, "--deadline", above=0, hint=f"in {unit}")
+    if budget is not None:
+        check_number(budget, "--budget", minimum=0, hint="leave it out for the fastest plan")
+    if weight is not None:
+        check_number(weight, "--weight", minimum=0, maximum=1)
     p = problem
     if deadline is not None:
         return modes.cheapest_meeting_deadline(p.solve, deadline, step=p.step, upper=p.hi, unit=p.unit)
@@ -149,8 +157,9 @@ def plot_front(plans: list[Plan], out: str | Path, *, title: str,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from skylease.experiments.report import save_figure
+    from skylease.experiments.report import check_output, save_figure
 
+    out = check_output(out, "--plot")
     fig, ax = plt.subplots(figsize=(6.5, 4.5), layout="constrained")
     pts = sorted((pl.cost, pl.makespan_s / 60) for pl in plans)
     if pts:
@@ -164,9 +173,6 @@ def plot_front(plans: list[Plan], out: str | Path, *, title: str,
     ax.set_ylabel("completion time (min)")
     ax.set_title(title)
     ax.legend()
-    out = Path(out)
-    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise UserError("plot file must end in .png, .pdf or .svg", file=out)
     save_figure(fig, out)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,35 @@ from typing import Any
 import pandas as pd
 
 from skylease.experiments.store import atomic_write_bytes_via, atomic_write_text
+from skylease.model.errors import UserError
+
+#: The figure formats every plot option writes, by file suffix.
+FIGURE_FORMATS = ("png", "pdf", "svg")
+
+
+def check_output(path: str | Path, field: str, *, formats: Sequence[str] | None = FIGURE_FORMATS) -> Path:
+    """An output file's path, checked before any work (every plot or output-file option calls
+    it): a known suffix (``formats``; None: any), in an existing folder this process can write
+    in, and not itself a folder. Returns the path."""
+    path = Path(path)
+    if formats is not None and path.suffix.lower().lstrip(".") not in formats:
+        kinds = ", ".join(f".{f}" for f in formats[:-1]) + f" or .{formats[-1]}"
+        raise UserError(f"must be a {kinds} file, not {path.suffix or 'a name without suffix'!r}",
+                        file=path, field=field)
+    if path.is_dir():
+        raise UserError("is a folder, not a file", file=path, field=field)
+    folder = path.parent
+    if not folder.is_dir():
+        what = "not a folder" if folder.exists() else "no such folder"
+        raise UserError(what, file=folder, field=field)
+    try:  # the one sure test that a file can be made there (permissions, read-only mounts)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=folder)
+    except OSError as exc:
+        raise UserError(f"cannot write in this folder: {exc.strerror or exc}", file=folder,
+                        field=field) from None
+    os.close(fd)
+    os.unlink(probe)
+    return path
 
 
 def fmt(x: Any, digits: int = 2) -> str:

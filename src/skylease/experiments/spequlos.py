@@ -31,9 +31,11 @@ from typing import Any
 import numpy as np
 
 from skylease.control.qos import SpeQuloS, parse_strategy
+from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR
 from skylease.control.qos.prediction import AlphaModel
 from skylease.control.qos.tail import tail_stats
 from skylease.model.errors import UserError
+from skylease.model.limits import check_number, check_seed, check_size, count
 from skylease.sim.dg.env import DesktopGridEnv
 from skylease.sim.dg.flat import FlatTrace, flatten
 from skylease.sim.dg.workload import BOT_CATEGORIES, make_bot
@@ -57,6 +59,9 @@ TRACE_SEED = 2013
 SUBMIT_MARGIN_S = 10 * 86400.0
 #: The completion ratio at which the oracle predicts (Table 7).
 PREDICT_AT = 0.5
+#: Peak bytes per cloud worker of a run (about 920 measured with 100,000): every credit order is
+#: refused whose cloud workers, started at once, would not fit the memory budget.
+CLOUD_WORKER_BYTES = 1024
 
 
 @functools.lru_cache(maxsize=8)
@@ -152,6 +157,25 @@ def tail_removal(t_speq: float, t_nospeq: float, t_ideal: float, eps: float = 1.
     return min(1.0, 1.0 - (t_speq - t_ideal) / gap)
 
 
+def _tre_note(row: dict[str, Any], base: dict[str, Any]) -> str | None:
+    """Why the tail removal efficiency is missing or not a number; None when it is one."""
+    n, strat = row["n_tasks"], row["strategy"]
+    if not math.isfinite(base["completion_s"]):
+        done = f"{base['completed']:,} of {n:,} tasks"
+        if strat != "none":
+            ok = math.isfinite(row["completion_s"])
+            done += (f"; with {strat} it finished" if ok
+                     else f" ({row['completed']:,} with {strat}, which did not finish either)")
+        return (f"The run without QoS did not finish: the trace ended with {done} done, so it has "
+                "no measurable tail to remove.")
+    if not math.isfinite(row["completion_s"]):
+        return (f"The run with {strat} did not finish ({row['completed']:,} of {n:,} tasks done when "
+                f"the trace ended) while the run without QoS did.")
+    if row["tre"] is None:
+        return "The run without QoS had no tail, so there was nothing to remove."
+    return None
+
+
 #: What ``skylease simulate spequlos --json`` prints per run.
 JSON_KEYS = ("completion_s", "ideal_s", "tail_slowdown", "tail_task_share", "credits_used",
              "cloud_work_share", "predicted_s")
@@ -164,22 +188,30 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     """One strategy's run and its paired baseline (same seed): the CLI's result.
 
     Top-level keys are the strategy's run (:data:`JSON_KEYS` and more); ``baseline`` holds the run
-    without QoS; ``tre`` is the tail removal efficiency against it (None: the baseline had no tail).
+    without QoS; ``tre`` is the tail removal efficiency against it (None: the baseline had no tail
+    or did not finish; ``-inf``: the strategy's run did not finish) and ``tre_note`` says why when
+    it is not a number. ``credits`` may buy at most 2,097,152 cloud workers at once (the memory
+    budget of :mod:`skylease.model.limits`): 31,457,280 credits.
     """
     if sigma not in ("literal", "std"):
         raise UserError(f"sigma must be 'literal' or 'std', got {sigma!r}", field="sigma")
-    if not alpha > 0:
-        raise UserError(f"alpha must be > 0, got {alpha!r}", field="alpha")
-    if credits is not None and not credits >= 0:
-        raise UserError(f"credits must be >= 0, got {credits!r}", field="credits")
-    if epsilon is not None and not epsilon > 0:
-        raise UserError(f"the maximal gap between arrivals must be > 0 s, got {epsilon!r}",
-                        field="random-epsilon")
+    seed = check_seed(seed)
+    check_number(alpha, "--alpha", above=0)
+    if credits is not None:
+        check_number(credits, "--credits", minimum=0)
+        # The most cloud workers any strategy starts is the credits' CPU hours (greedy, G).
+        n_cw = credits / CREDITS_PER_CPU_HOUR
+        check_size(n_cw, "cloud workers", CLOUD_WORKER_BYTES, field="--credits",
+                   asked=f"{credits:,.6g} credits buy up to {count(n_cw)} at once")
+    if epsilon is not None:
+        check_number(epsilon, "--random-epsilon", above=0,
+                     hint="the maximal gap between arrivals, in seconds; leave it out for none")
     kw = dict(data_dir=data_dir, alpha=alpha, credits=credits, sigma=sigma, epsilon=epsilon)
     row = run_once(middleware, trace, bot, strategy, seed, **kw)
     base = row if row["strategy"] == "none" else run_once(middleware, trace, bot, "none", seed, **kw)
-    row["baseline"] = {k: base[k] for k in (*JSON_KEYS, "tail_tasks", "tail_time_share")}
+    row["baseline"] = {k: base[k] for k in (*JSON_KEYS, "tail_tasks", "tail_time_share", "completed")}
     row["tre"] = tail_removal(row["completion_s"], base["completion_s"], base["ideal_s"])
+    row["tre_note"] = _tre_note(row, base)
     row["speedup"] = (base["completion_s"] / row["completion_s"]
                       if math.isfinite(row["completion_s"]) and row["completion_s"] > 0 else None)
     return row

@@ -25,6 +25,7 @@ import inspect
 import itertools
 import json
 import os
+import socket
 import sys
 import time
 import traceback
@@ -182,6 +183,54 @@ def _batches(cells: Sequence[Cell], n_workers: int, batch: int | None) -> list[l
     return [list(cells[i : i + batch]) for i in range(0, len(cells), batch)]
 
 
+def check_cluster(address: str | None, workers: int | None = None, timeout: float = 3.0,
+                  field: str = "--scheduler") -> None:
+    """Check where a campaign will run before a command makes its output folder or starts any work.
+
+    ``workers`` (local worker processes) must be whole, >= 1 and at most this machine's cores (or
+    2): the cells are CPU-bound, so more processes only cost memory (about 150 MB each). ``address`` (a
+    Dask scheduler) must answer as one within ``timeout`` seconds: a refused connection (at once),
+    a silent host, or something else listening on that port (Dask's handshake fails) is refused.
+    """
+    if workers is not None:
+        cores = max(2, os.cpu_count() or 1)
+        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= cores:
+            raise UserError(f"must be a whole number from 1 to {cores} (the cores of this machine; more "
+                            f"processes cannot run the cells sooner), got {workers!r}", field="--workers")
+    if address is None:
+        return
+    import asyncio
+
+    from distributed.comm import connect
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    def refuse(why: str) -> UserError:
+        return UserError(f"cannot reach the Dask scheduler at {address!r}: {why} (checked before "
+                         "anything was written)", field=field)
+
+    try:
+        scheme, loc = parse_address(address)
+        if scheme in ("tcp", "tls"):  # a refused port answers at once; Dask would retry until the timeout
+            with socket.create_connection(parse_host_port(loc, 8786), timeout=timeout):
+                pass
+    except (OSError, ValueError, TypeError) as exc:
+        raise refuse(exc.strerror if isinstance(exc, OSError) and exc.strerror
+                     else f"not a scheduler address, e.g. tcp://HOST:8786 ({' '.join(str(exc).split())})"
+                     ) from None
+
+    async def handshake() -> None:
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(handshake())
+    except (OSError, TimeoutError) as exc:
+        raise refuse(" ".join(str(exc).split())[:200] or type(exc).__name__) from None
+    except Exception as exc:  # something else listens there: Dask's handshake reads garbage
+        raise refuse(f"what answers is not a Dask scheduler ({type(exc).__name__} in the handshake)"
+                     ) from None
+
+
 def run_campaign(
     fn: CellFn,
     grid: Mapping[str, Sequence[Any]],
@@ -201,7 +250,7 @@ def run_campaign(
     if mode not in MODES:
         raise UserError(f"mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
     if workers is not None and workers < 1:
-        raise UserError(f"workers must be >= 1, got {workers}", field="workers")
+        raise UserError(f"workers must be >= 1, got {workers}", field="--workers")
     t0 = time.perf_counter()
     cells = grid_cells(grid, seeds, base_seed)
     store = None
@@ -263,7 +312,7 @@ def _run_on_dask(fn: CellFn, todo: list[Cell], mode: str, scheduler: str | None,
     if scheduler is not None:
         try:
             client = Client(scheduler, timeout=f"{connect_timeout}s")
-        except (OSError, TimeoutError) as exc:
+        except Exception as exc:  # as check_cluster: refused, timed out, or not a Dask scheduler
             raise UserError(f"cannot reach Dask scheduler {scheduler}: {exc}",
                             field="scheduler") from None
     else:

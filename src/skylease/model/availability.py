@@ -1,9 +1,13 @@
-"""Availability of one node as sorted, non-overlapping [start, end) intervals in seconds."""
+"""Availability of one node as sorted, non-overlapping [start, end) intervals in seconds, and of
+many nodes over an observation window (:class:`AvailabilityTrace`, built by the readers and
+generators of :mod:`skylease.traces`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -67,3 +71,105 @@ class Availability:
         lo = np.clip(self.starts, t0, t1)
         hi = np.clip(self.ends, t0, t1)
         return float((hi - lo).sum())
+
+
+@dataclass(frozen=True, eq=False)
+class AvailabilityTrace:
+    """When each of ``n_nodes`` nodes is available, observed over ``[start, end)`` seconds.
+
+    ``origin`` is the Unix time of ``t = 0`` when the trace comes from dated data (else None);
+    ``meta`` records how the trace was made (file, filters, parameters). Neither takes part in
+    equality, which compares names, windows and every node's intervals exactly.
+    """
+
+    name: str
+    nodes: tuple[Availability, ...]
+    start: float
+    end: float
+    origin: float | None = field(default=None, compare=False)
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        if not (math.isfinite(self.start) and math.isfinite(self.end)) or self.end < self.start:
+            raise ValueError(f"bad trace window [{self.start}, {self.end})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AvailabilityTrace):
+            return NotImplemented
+        return (
+            (self.name, self.start, self.end, self.n_nodes)
+            == (other.name, other.start, other.end, other.n_nodes)
+            and all(
+                np.array_equal(a.starts, b.starts) and np.array_equal(a.ends, b.ends)
+                for a, b in zip(self.nodes, other.nodes, strict=True)
+            )
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
+
+    def window(self, t0: float, t1: float, *, rebase: bool = False) -> AvailabilityTrace:
+        """The trace restricted to ``[t0, t1)`` (intervals clipped; every node kept).
+
+        With ``rebase=True`` times are shifted so that ``t0`` becomes 0 (``origin`` follows).
+        """
+        if not t1 >= t0:
+            raise ValueError(f"empty or reversed window [{t0}, {t1})")
+        shift = t0 if rebase else 0.0
+        nodes = tuple(_clip(a, t0, t1, shift) for a in self.nodes)
+        origin = self.origin + shift if self.origin is not None else None
+        return AvailabilityTrace(self.name, nodes, t0 - shift, t1 - shift, origin, dict(self.meta))
+
+    def count_series(self) -> tuple[np.ndarray, np.ndarray]:
+        """The number of available nodes as a step function: ``counts[k]`` holds on
+        ``[times[k], times[k+1])`` (the last one until ``end``); ``times[0] == start``."""
+        starts, ends, _ = self.clipped_intervals()
+        return count_steps(starts, ends, self.start, self.end)
+
+    def available_count(self, t: float) -> int:
+        """How many nodes are available at time ``t``."""
+        return sum(a.is_available(t) for a in self.nodes)
+
+    def clipped_intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All intervals clipped to the window: (starts, ends, node index), node-major."""
+        if not self.nodes:
+            return np.empty(0), np.empty(0), np.empty(0, dtype=np.int64)
+        starts = np.concatenate([a.starts for a in self.nodes])
+        ends = np.concatenate([a.ends for a in self.nodes])
+        node = np.repeat(np.arange(len(self.nodes)), [len(a) for a in self.nodes])
+        s = np.clip(starts, self.start, self.end)
+        e = np.clip(ends, self.start, self.end)
+        keep = e > s
+        return s[keep], e[keep], node[keep]
+
+
+def _clip(a: Availability, t0: float, t1: float, shift: float) -> Availability:
+    s = np.clip(a.starts, t0, t1)
+    e = np.clip(a.ends, t0, t1)
+    keep = e > s
+    return Availability(s[keep] - shift, e[keep] - shift)
+
+
+def count_steps(
+    starts: np.ndarray, ends: np.ndarray, t0: float, t1: float
+) -> tuple[np.ndarray, np.ndarray]:
+    times = np.concatenate([starts, ends])
+    delta = np.concatenate([np.ones(len(starts), np.int64), -np.ones(len(ends), np.int64)])
+    order = np.argsort(times, kind="stable")
+    times, delta = times[order], delta[order]
+    uniq, first = np.unique(times, return_index=True)
+    counts = np.cumsum(np.add.reduceat(delta, first)) if len(times) else np.empty(0, np.int64)
+    # Prepend the window start (count 0 before any interval starts).
+    if not len(uniq) or uniq[0] > t0:
+        uniq = np.concatenate([[t0], uniq])
+        counts = np.concatenate([[0], counts])
+    keep = uniq < t1
+    return uniq[keep], counts[keep].astype(np.int64)

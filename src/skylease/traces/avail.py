@@ -1,10 +1,10 @@
 """Availability traces of many nodes, their Table 2/3 statistics, and the ``.tr`` directory format.
 
-An :class:`AvailabilityTrace` is one :class:`~skylease.model.availability.Availability` per node
-(sorted, disjoint ``[start, end)`` intervals in seconds) plus the observation window
-``[start, end)`` of the trace. Readers of real formats live next to this module (:mod:`.fta`,
-:mod:`.spot`, :mod:`.swf`), generators in :mod:`.dg`, and :func:`load_trace` resolves a name or a
-path to a trace.
+A :class:`~skylease.model.availability.AvailabilityTrace` is one
+:class:`~skylease.model.availability.Availability` per node (sorted, disjoint ``[start, end)``
+intervals in seconds) plus the observation window ``[start, end)`` of the trace. Readers of real
+formats live next to this module (:mod:`.fta`, :mod:`.spot`, :mod:`.swf`), generators in
+:mod:`.dg`, and :func:`load_trace` resolves a name or a path to a trace.
 
 Statistics (SpeQuloS spec §5.2, Tables 2 and 3)
 -----------------------------------------------
@@ -40,14 +40,15 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from skylease.model.availability import Availability
+from skylease.model.availability import Availability, AvailabilityTrace, count_steps
 from skylease.model.errors import UserError
+from skylease.model.limits import check_number, check_seed, check_size, count
+from skylease.traces.tables import DAY, PAPER_TABLES
 from skylease.traces.textio import read_text
 
 __all__ = [
@@ -55,7 +56,6 @@ __all__ = [
     "STAT_COLUMNS",
     "TRACE_NAMES",
     "TRACE_SOURCES",
-    "AvailabilityTrace",
     "format_stats_table",
     "load_trace",
     "read_text",
@@ -63,23 +63,11 @@ __all__ = [
     "trace_stats",
 ]
 
-DAY = 86400.0
-
-#: The SpeQuloS paper's Table 2 (node counts) and Table 3 (duration quartiles, seconds), verbatim.
-PAPER_TABLES: dict[str, dict[str, float]] = {
-    "seti": dict(length_days=120, mean=24391, std=6793, min=15868, max=31092,
-                 av_q25=61, av_q50=531, av_q75=5407, unav_q25=174, unav_q50=501, unav_q75=3078),
-    "nd": dict(length_days=413.87, mean=180, std=4.129, min=77, max=501,
-               av_q25=952, av_q50=3840, av_q75=26562, unav_q25=640, unav_q50=960, unav_q75=1920),
-    "g5klyo": dict(length_days=31, mean=90.573, std=105.4, min=6, max=226,
-                   av_q25=21, av_q50=51, av_q75=63, unav_q25=191, unav_q50=236, unav_q75=480),
-    "g5kgre": dict(length_days=31, mean=474.69, std=178.7, min=184, max=591,
-                   av_q25=5, av_q50=182, av_q75=11268, unav_q25=23, unav_q50=547, unav_q75=6891),
-    "spot10": dict(length_days=90, mean=82.186, std=3.814, min=29, max=87,
-                   av_q25=4415, av_q50=5432, av_q75=17109, unav_q25=4162, unav_q50=5034, unav_q75=9976),
-    "spot100": dict(length_days=90, mean=823.95, std=4.945, min=196, max=877,
-                    av_q25=1063, av_q50=5566, av_q75=22490, unav_q25=383, unav_q50=1906, unav_q75=10274),
-}  # fmt: skip
+#: Peak bytes per availability interval (or node) of a trace being built and summarised (about 220
+#: measured on the 4-million-interval ``seti`` trace): the size limit of :func:`load_trace`.
+INTERVAL_BYTES = 256
+#: The most availability intervals (and nodes) one trace may hold.
+MAX_INTERVALS = 2**23
 
 #: The columns of :func:`format_stats_table`: (key, header, format spec).
 STAT_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -100,108 +88,6 @@ STAT_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-@dataclass(frozen=True, eq=False)
-class AvailabilityTrace:
-    """When each of ``n_nodes`` nodes is available, observed over ``[start, end)`` seconds.
-
-    ``origin`` is the Unix time of ``t = 0`` when the trace comes from dated data (else None);
-    ``meta`` records how the trace was made (file, filters, parameters). Neither takes part in
-    equality, which compares names, windows and every node's intervals exactly.
-    """
-
-    name: str
-    nodes: tuple[Availability, ...]
-    start: float
-    end: float
-    origin: float | None = field(default=None, compare=False)
-    meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "nodes", tuple(self.nodes))
-        if not (math.isfinite(self.start) and math.isfinite(self.end)) or self.end < self.start:
-            raise ValueError(f"bad trace window [{self.start}, {self.end})")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, AvailabilityTrace):
-            return NotImplemented
-        return (
-            (self.name, self.start, self.end, self.n_nodes)
-            == (other.name, other.start, other.end, other.n_nodes)
-            and all(
-                np.array_equal(a.starts, b.starts) and np.array_equal(a.ends, b.ends)
-                for a, b in zip(self.nodes, other.nodes, strict=True)
-            )
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-    @property
-    def n_nodes(self) -> int:
-        return len(self.nodes)
-
-    @property
-    def length(self) -> float:
-        return self.end - self.start
-
-    def window(self, t0: float, t1: float, *, rebase: bool = False) -> AvailabilityTrace:
-        """The trace restricted to ``[t0, t1)`` (intervals clipped; every node kept).
-
-        With ``rebase=True`` times are shifted so that ``t0`` becomes 0 (``origin`` follows).
-        """
-        if not t1 >= t0:
-            raise ValueError(f"empty or reversed window [{t0}, {t1})")
-        shift = t0 if rebase else 0.0
-        nodes = tuple(_clip(a, t0, t1, shift) for a in self.nodes)
-        origin = self.origin + shift if self.origin is not None else None
-        return AvailabilityTrace(self.name, nodes, t0 - shift, t1 - shift, origin, dict(self.meta))
-
-    def count_series(self) -> tuple[np.ndarray, np.ndarray]:
-        """The number of available nodes as a step function: ``counts[k]`` holds on
-        ``[times[k], times[k+1])`` (the last one until ``end``); ``times[0] == start``."""
-        starts, ends, _ = self._flat()
-        return _count_steps(starts, ends, self.start, self.end)
-
-    def available_count(self, t: float) -> int:
-        """How many nodes are available at time ``t``."""
-        return sum(a.is_available(t) for a in self.nodes)
-
-    def _flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """All intervals clipped to the window: (starts, ends, node index), node-major."""
-        if not self.nodes:
-            return np.empty(0), np.empty(0), np.empty(0, dtype=np.int64)
-        starts = np.concatenate([a.starts for a in self.nodes])
-        ends = np.concatenate([a.ends for a in self.nodes])
-        node = np.repeat(np.arange(len(self.nodes)), [len(a) for a in self.nodes])
-        s = np.clip(starts, self.start, self.end)
-        e = np.clip(ends, self.start, self.end)
-        keep = e > s
-        return s[keep], e[keep], node[keep]
-
-
-def _clip(a: Availability, t0: float, t1: float, shift: float) -> Availability:
-    s = np.clip(a.starts, t0, t1)
-    e = np.clip(a.ends, t0, t1)
-    keep = e > s
-    return Availability(s[keep] - shift, e[keep] - shift)
-
-
-def _count_steps(
-    starts: np.ndarray, ends: np.ndarray, t0: float, t1: float
-) -> tuple[np.ndarray, np.ndarray]:
-    times = np.concatenate([starts, ends])
-    delta = np.concatenate([np.ones(len(starts), np.int64), -np.ones(len(ends), np.int64)])
-    order = np.argsort(times, kind="stable")
-    times, delta = times[order], delta[order]
-    uniq, first = np.unique(times, return_index=True)
-    counts = np.cumsum(np.add.reduceat(delta, first)) if len(times) else np.empty(0, np.int64)
-    # Prepend the window start (count 0 before any interval starts).
-    if not len(uniq) or uniq[0] > t0:
-        uniq = np.concatenate([[t0], uniq])
-        counts = np.concatenate([[0], counts])
-    keep = uniq < t1
-    return uniq[keep], counts[keep].astype(np.int64)
-
-
 def _quartiles(x: np.ndarray) -> tuple[float, float, float]:
     if not len(x):
         return (math.nan, math.nan, math.nan)
@@ -216,9 +102,9 @@ def trace_stats(trace: AvailabilityTrace) -> dict[str, Any]:
     av_mean, av_n, unav_q25, unav_q50, unav_q75, unav_mean, unav_n, frac_available,
     churn_per_node_day``. Durations are in seconds; quartiles of an empty set are NaN.
     """
-    s, e, node = trace._flat()
+    s, e, node = trace.clipped_intervals()
     length = trace.length
-    times, counts = _count_steps(s, e, trace.start, trace.end)
+    times, counts = count_steps(s, e, trace.start, trace.end)
     if length > 0:
         widths = np.diff(np.concatenate([times, [trace.end]]))
         mean = float((counts * widths).sum() / length)
@@ -402,12 +288,30 @@ def load_trace(
     gives ``MaxNodes``), or a directory of ``.tr`` files. Shipped files are found with
     :func:`skylease.traces.datasets.locate` in ``data_dir`` (default: the skylease data folder).
     ``duration_s`` cuts file traces to ``[0, duration_s)``.
+
+    A trace must fit the memory budget of :mod:`skylease.model.limits`: at most
+    :data:`MAX_INTERVALS` availability intervals and nodes (``n_nodes`` times the expected
+    intervals per node of a generated trace; ``n_nodes`` times the price changes of a spot ladder).
     """
     from skylease.traces import datasets, dg, fta, spot, swf
 
     key = spec.strip()
+    if seed is not None and not isinstance(seed, np.random.Generator):
+        check_seed(seed)
+    if n_nodes is not None:
+        if isinstance(n_nodes, bool) or not isinstance(n_nodes, int | np.integer) or n_nodes < 1:
+            raise UserError(f"must be a whole number >= 1, got {n_nodes!r}", field="--nodes")
+        check_size(n_nodes, "nodes", INTERVAL_BYTES, field="--nodes")
+    if duration_s is not None:
+        check_number(duration_s, "--days", above=0)
     trace: AvailabilityTrace
     if key in ("seti", "nd"):
+        nodes = n_nodes or (dg.SETI_DEFAULT_NODES if key == "seti" else dg.ND_DEFAULT_NODES)
+        days = (duration_s if duration_s is not None else PAPER_TABLES[key]["length_days"] * DAY) / DAY
+        per_node = days * DAY / dg.mean_cycle_s(key) + 1
+        check_size(nodes * per_node, "availability intervals", INTERVAL_BYTES, field="--nodes x --days",
+                   asked=f"{key} with {nodes:,} nodes over {days:,.6g} days gives about "
+                         f"{count(nodes * per_node)}")
         gen = dg.seti_like if key == "seti" else dg.nd_like
         kwargs: dict[str, Any] = {} if duration_s is None else {"duration_s": duration_s}
         return gen(n_nodes=n_nodes, seed=seed, **kwargs)
@@ -416,6 +320,7 @@ def load_trace(
         path = datasets.locate(ds, Path(data_dir) if data_dir is not None else None) / file
         if key.startswith("spot"):
             times, prices = spot.read_spot_prices(path)
+            _check_ladder(times, n_nodes)
             trace = spot.bid_ladder(times, prices, 10.0 if key == "spot10" else 100.0, n_nodes, name=key)
         elif key == "g5klyo":
             trace = swf.best_effort_availability(swf.read_swf(path), 144, procs_per_node=8, name=key)
@@ -433,6 +338,7 @@ def load_trace(
             trace = fta.read_fta_events(path)
         elif low.endswith((".json", ".json.gz")):
             times, prices = spot.read_spot_prices(path)
+            _check_ladder(times, n_nodes)
             trace = spot.bid_ladder(times, prices, 10.0, n_nodes, name=low.split(".")[0])
         elif low.endswith((".swf", ".swf.gz")):
             trace = swf.best_effort_availability(swf.read_swf(path), n_nodes, name=low.split(".")[0])
@@ -444,6 +350,14 @@ def load_trace(
     if duration_s is not None and duration_s < trace.length:
         trace = trace.window(trace.start, trace.start + duration_s)
     return trace
+
+
+def _check_ladder(times: np.ndarray, n_nodes: int | None) -> None:
+    """A bid ladder of ``n_nodes`` nodes has at most one interval per price change and node."""
+    if n_nodes is not None:
+        check_size(n_nodes * (len(times) + 1), "availability intervals", INTERVAL_BYTES, field="--nodes",
+                   asked=f"{n_nodes:,} bids on {len(times):,} price changes give up to "
+                         f"{n_nodes * (len(times) + 1):,}")
 
 
 def stats_with_paper(

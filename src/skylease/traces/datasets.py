@@ -14,6 +14,13 @@ confirmed URL has an empty URL and its data set has ``url_verified=False``. Upst
 are stored uncompressed but kept here gzipped (``*.json.gz``, ``*.tab.gz``) are compressed on
 arrival: the rule is "local name ends in ``.gz``, URL does not".
 
+Every file has a SHA-256 in the registry, of its content as a reader sees it: the bytes of the
+file, gunzipped when its name ends in ``.gz`` (so the digest does not depend on who compressed it,
+or on the "compressed on arrival" rule). A downloaded file is checked before it is moved into place;
+an import checks every file before it writes any. A file that does not match is one line naming it
+and both digests, and nothing of it is written. The digests were computed from the copies the
+project keeps of every file of every data set (all of them are there).
+
 Every file lands through a temporary file in the destination folder and ``os.replace``, so a
 data folder never holds a half-written file, whatever interrupts a download or an import.
 Every error meant for the user is a one-line :class:`~skylease.model.errors.UserError`.
@@ -22,6 +29,7 @@ Every error meant for the user is a one-line :class:`~skylease.model.errors.User
 from __future__ import annotations
 
 import gzip
+import hashlib
 import http.client
 import json
 import os
@@ -41,6 +49,7 @@ from skylease.model.errors import UserError
 __all__ = [
     "DATASETS",
     "Dataset",
+    "content_sha256",
     "default_data_dir",
     "fetch",
     "get",
@@ -76,6 +85,7 @@ class Dataset:
     urls: tuple[str, ...] = ()
     homepage: str = ""
     url_verified: bool = False
+    sha256: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or self.name != self.name.strip():
@@ -93,8 +103,14 @@ class Dataset:
         for url in self.urls:
             if url and not url.startswith("https://"):
                 raise ValueError(f"data set {self.name}: URL is not https: {url}")
+        if len(self.sha256) != len(self.files) or not all(len(h) == 64 for h in self.sha256):
+            raise ValueError(f"data set {self.name}: one SHA-256 (64 hex digits) per file is needed")
         if self.url_verified and not (self.urls and all(self.urls)):
             raise ValueError(f"data set {self.name} is marked url_verified but lacks URLs")
+
+    def digest(self, file: str) -> str:
+        """The registry's SHA-256 of ``file`` (see the module docstring)."""
+        return self.sha256[self.files.index(file)]
 
     @property
     def downloads(self) -> tuple[tuple[str, str], ...]:
@@ -128,6 +144,7 @@ def _load_registry() -> tuple[Dataset, ...]:
                 urls=urls if any(urls) else (),
                 homepage=entry.get("homepage", ""),
                 url_verified=bool(entry.get("url_verified", False)),
+                sha256=tuple(row.get("sha256", "") for row in rows),
             )
         )
     names = [d.name for d in out]
@@ -231,6 +248,30 @@ def _reason(exc: BaseException) -> str:
     return _one_line(exc)
 
 
+def content_sha256(path: Path, name: str | None = None) -> str:
+    """SHA-256 of a file's content, gunzipped when ``name`` (default: the file's) ends in ``.gz``."""
+    digest = hashlib.sha256()
+    gz = (name or path.name).endswith(".gz")
+    with (gzip.open(path, "rb") if gz else path.open("rb")) as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_digest(ds: Dataset, file: str, path: Path, where: str,
+                  outcome: str = "nothing of it was written") -> None:
+    """A one-line UserError when ``path`` (holding ``file`` of ``ds``) is not the registry's file."""
+    try:
+        got = content_sha256(path, file)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise UserError(f"{ds.name}: {file} from {where} cannot be read ({_reason(exc)}); {outcome}"
+                        ) from None
+    want = ds.digest(file)
+    if got != want:
+        raise UserError(f"{ds.name}: {file} from {where} is not the expected file: its SHA-256 is {got}, "
+                        f"expected {want}; {outcome}")
+
+
 # --------------------------------------------------------------------------- fetch
 
 
@@ -299,6 +340,7 @@ def _download(
                 sink.close()
             out.flush()
             os.fsync(out.fileno())
+        _check_digest(ds, file, tmp, url)
         os.replace(tmp, target)
         tmp = None
     except OSError as exc:
@@ -400,8 +442,8 @@ def import_local(
 
     ``source`` is a folder holding the data set's files, directly or under a subfolder named
     like the data set's ``folder`` (so the root of a full data folder works too). Every file is
-    checked before anything is written; each lands through a temporary file and a rename.
-    Returns ``<data_dir>/<folder>``.
+    checked (present, and its SHA-256 the registry's) before anything is written; each lands
+    through a temporary file and a rename. Returns ``<data_dir>/<folder>``.
     """
     ds = get(name)
     source = Path(source).expanduser()
@@ -418,6 +460,8 @@ def import_local(
             f"cannot import {name}: file {missing} is missing "
             f"({counts[best]} of {len(ds.files)} files found in {src_dir}; searched {searched})"
         )
+    for file in ds.files:  # every file checked before any is written
+        _check_digest(ds, file, src_dir / file, str(src_dir), "nothing was imported")
     dest = _root(data_dir) / ds.folder
     if dest.is_dir() and _same_file(src_dir, dest):
         return dest  # importing the data folder onto itself

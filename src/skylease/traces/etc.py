@@ -9,6 +9,8 @@ Line 1 is the header ``tasks machines 0``: exactly three whole numbers, ``tasks 
 ``machines >= 1``. The third field is always ``0`` in the published files and its meaning is not
 documented anywhere we could find, so :func:`read_etc` requires it to be ``0``: anything else
 probably means a different format, and reading it as this one would give a wrong matrix silently.
+``tasks * machines`` may be at most 8,388,608 (2^23, :func:`check_etc_size`: what 2 GB of memory
+holds while a file is read), checked from the header before the values are read.
 
 After the header come exactly ``tasks * machines`` numbers, task-major: values
 ``machines*t .. machines*t + machines-1`` form row ``t``. Any whitespace separates them (the
@@ -71,6 +73,7 @@ from pathlib import Path
 import numpy as np
 
 from skylease.model.errors import UserError
+from skylease.model.limits import check_size, max_items
 from skylease.traces.textio import read_text as _read_text
 
 __all__ = [
@@ -112,10 +115,36 @@ _FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _HEADER_HINT = "header must be 'tasks machines 0'"
 _NON_FINITE = frozenset({"nan", "inf", "infinity"})
 
+#: Peak bytes per ETC value when a file is read (its text, the split tokens, the matrix: 230 B
+#: measured on a 65536 x 64 file) or generated and written (140 B): the size limit of
+#: :func:`check_etc_size`.
+ETC_VALUE_BYTES = 256
+#: The most characters a value takes in a file (``repr`` of a float is at most 24, plus the
+#: separator, with room for padding): larger files are refused before they are read.
+_VALUE_CHARS = 40
+
 # --------------------------------------------------------------------------------------------------
 # Reading and writing
 
 
+
+
+def check_etc_size(n: int, m: int, *, field: str | None = None, file: str | Path | None = None,
+                   line: int | None = None) -> None:
+    """Refuse an n x m matrix that would not fit the memory budget (:mod:`skylease.model.limits`)."""
+    check_size(n * m, "tasks x machines", ETC_VALUE_BYTES, field=field, file=file, line=line,
+               asked=f"{n:,} x {m:,}")
+
+
+def _check_file_size(path: Path) -> None:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return  # the reader says what is wrong with the path
+    most = max_items(ETC_VALUE_BYTES) * _VALUE_CHARS
+    if not path.name.lower().endswith(".gz") and size > most:
+        raise UserError(f"file of {size / 2**20:,.0f} MB is too large: an ETC file holds at most "
+                        f"{max_items(ETC_VALUE_BYTES):,} values (about {most / 2**20:,.0f} MB)", file=path)
 
 
 def _tokens(lines: list[str], first_line: int) -> Iterator[tuple[int, str]]:
@@ -162,8 +191,10 @@ def read_etc(path: str | os.PathLike[str]) -> np.ndarray:
     value that is not a finite number > 0, or a count of values other than ``tasks * machines``.
     """
     path = Path(path)
+    _check_file_size(path)
     lines = _read_text(path).splitlines()
     n, m = _parse_header(path, lines)
+    check_etc_size(n, m, file=path, line=1)
     expected = n * m
     body = lines[1:]
     # Fast path: numpy parses all values at once; any doubt falls back to the token-by-token

@@ -38,9 +38,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from skylease.model.availability import Availability
+from skylease.model.availability import Availability, AvailabilityTrace
 from skylease.model.errors import UserError
-from skylease.traces.avail import AvailabilityTrace
 from skylease.traces.textio import read_text
 
 __all__ = ["FTA_COLUMNS", "read_fta_events"]

@@ -61,6 +61,8 @@ def read_plain_lwf(path: str | os.PathLike[str]) -> pd.DataFrame:
             raise UserError(f"must be in 1..duration, got {row['real_duration']}", file=path, line=no,
                             field="real_duration")
         rows.append(row)
+    if not rows:  # as every other reader: an empty workload is a mistake, not zero leases
+        raise UserError(f"no lease request: expected one a line ({' '.join(LWF_FIELDS)})", file=path, line=1)
     return pd.DataFrame(rows, columns=list(LWF_FIELDS)).astype({f: "int64" for f in _INT_FIELDS})
 
 

@@ -45,9 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from skylease.model.availability import Availability
+from skylease.model.availability import Availability, AvailabilityTrace
 from skylease.model.errors import UserError
-from skylease.traces.avail import AvailabilityTrace
 from skylease.traces.textio import read_json
 
 __all__ = ["DEFAULT_SPOT_FILE", "bid_ladder", "read_spot_prices"]

@@ -47,9 +47,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from skylease.model.availability import Availability
+from skylease.model.availability import Availability, AvailabilityTrace
 from skylease.model.errors import UserError
-from skylease.traces.avail import AvailabilityTrace
 from skylease.traces.textio import read_text
 
 __all__ = ["SWF_FIELDS", "best_effort_availability", "read_swf"]

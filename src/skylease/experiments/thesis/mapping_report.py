@@ -15,7 +15,7 @@ import pandas as pd
 
 from skylease.experiments.report import md_table, save_figure, write_report
 from skylease.experiments.store import out_folder
-from skylease.experiments.sweep import run_campaign
+from skylease.experiments.sweep import check_cluster, run_campaign
 from skylease.experiments.thesis.mapping_study import (
     ENERGY_CLASSES,
     SIZES,
@@ -68,6 +68,7 @@ def reproduce_thesis_mapping(
     progress: bool = True,
 ) -> MappingReproduction:
     """Run the example, the main study and the energy study; write tables, plots, report.md."""
+    check_cluster(scheduler, workers)  # before the folder is made: a mistake leaves nothing
     out = out_folder(out)
     n_inst = instances or (QUICK_INSTANCES if quick else FULL_INSTANCES)
     n_energy = energy_instances or (QUICK_ENERGY_INSTANCES if quick else FULL_ENERGY_INSTANCES)

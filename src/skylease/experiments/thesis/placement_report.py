@@ -16,7 +16,7 @@ import pandas as pd
 
 from skylease.experiments.report import md_table, save_figure, write_report
 from skylease.experiments.store import atomic_write_bytes_via, out_folder
-from skylease.experiments.sweep import run_campaign
+from skylease.experiments.sweep import check_cluster, run_campaign
 from skylease.experiments.thesis.paper_placement import (
     ENERGY_SAVED_0,
     ENERGY_SAVED_50,
@@ -87,6 +87,7 @@ def reproduce_thesis_placement(
     progress: bool = True,
 ) -> PlacementReproduction:
     """Run the worked example, the Figs. 6.2-6.3 grid and the online variant; write the report."""
+    check_cluster(scheduler, workers)  # before the folder is made: a mistake leaves nothing
     out = out_folder(out)
     n_inst = instances or (QUICK_INSTANCES if quick else INSTANCES)
     sizes = n_vms or (QUICK_N_VMS if quick else N_VMS)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._inputs import _as_assignment, _as_etc
+
 __all__ = ["VOLTAGE_SETS", "energy", "random_voltages"]
 
 #: The three (V_max, V_min) sets of thesis §3.7.2.1, one row per set.
@@ -49,8 +51,6 @@ def random_voltages(m: int, seed: int | np.random.Generator) -> np.ndarray:
 
 def energy(etc, assignment, voltages) -> float:
     """Total energy E_t = E_c + E_i of an assignment (spec A3)."""
-    from .schedule import _as_assignment, _as_etc
-
     a = _as_etc(etc)
     n, m = a.shape
     assign = _as_assignment(assignment, n, m)

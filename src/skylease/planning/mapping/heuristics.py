@@ -18,8 +18,9 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
+from ._inputs import _as_etc
 from .energy import _as_voltages
-from .schedule import Schedule, _as_etc, _build
+from .schedule import Schedule, _build
 
 __all__ = [
     "HEURISTICS", "LAMBDAS", "best_performance", "is_full_consistent", "lambda_sweep", "low1", "low2",

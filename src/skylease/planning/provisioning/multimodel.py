@@ -20,12 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from skylease.model.errors import UserError
+from skylease.model.limits import check_size
 
 from ._lanes import cover_runs, cover_table, least_horizon, run_price
 from ._milp import Milp
 from .catalog import CloudType
 from .plan import Plan, infeasible
-from .watershed import check_interval_args
+from .watershed import DP_CELL_BYTES, check_interval_args, least_intervals
 
 _EPS = 1e-9
 
@@ -157,6 +158,16 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
         stage = [[t.init_minutes if init_penalty_tasks is None
                   else init_penalty_tasks * m.task_minutes / (t.cores * t.capacity) for m in models]
                  for t in types]
+        # A machine that runs past the intervals in which it alone would do all its model's tasks
+        # could be the only machine of its model, for no more money and sooner; so no deadline past
+        # the longest such run changes the plan (see watershed.plan_horizon).
+        singles = [least_intervals(lambda n, t=t, m=m, st=stage[j][k]: run_tasks(t, m, n * interval_min, st),
+                                   m.n_tasks)
+                   for j, t in enumerate(types) if avail[j] > 0 and t.cores > 0 and t.capacity > 0
+                   for k, m in enumerate(models)]
+        if singles:
+            n_int = min(n_int, max(singles))
+        _check_plan_size(n_int, interval_min, total_tasks, len(models))
         return _solve_whole(models, types, n_int, interval_min, billing, transfer_out_per_gb, stage, avail,
                             tiebreak, model_name, deadline_s, msg, init_penalty_tasks, method)
 
@@ -493,6 +504,11 @@ def _fluid_dp(models: tuple[WatershedModel, ...], types: tuple[CloudType, ...], 
                         machine, at = machine + 1, 0
         assert machine < avail[j] or (machine == avail[j] and at == 0)
     return x, (time.perf_counter() - t0) * 1000.0, evals, best_cost
+
+
+def _check_plan_size(n_int: int, interval_min: float, tasks: int, n_models: int) -> None:
+    check_size(n_int * (tasks + n_models), "intervals x tasks", DP_CELL_BYTES,
+               asked=f"{n_int:,} intervals of {interval_min:g} min (the deadline) x {tasks:,} tasks")
 
 
 def run_tasks(t: CloudType, m: WatershedModel, run_min: float, stage_min: float) -> int:

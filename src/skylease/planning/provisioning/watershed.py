@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from skylease.model.errors import UserError
+from skylease.model.limits import check_size
 
 from ._lanes import cover_runs, cover_table, least_horizon, pareto_lengths, run_price
 from ._milp import Milp
@@ -94,6 +95,60 @@ def _tiebreak_weight(types: Sequence[CloudType], billing: str, interval_min: flo
     return g / (2 * (n_int + 1))
 
 
+#: Bytes per interval and task of the lane DP's tables (its cover table and the back-pointer
+#: array of run lengths and tasks: three arrays of 8-byte numbers): the size limit of a plan.
+DP_CELL_BYTES = 24
+
+
+def least_intervals(done: Callable[[int], float], need: float) -> int:
+    """The least whole number of intervals L >= 1 with ``done(L) >= need`` (``done`` never falls
+    and grows without bound), by doubling then bisection."""
+    hi = 1
+    while done(hi) < need - 1e-7:
+        hi *= 2
+    lo = hi // 2 + 1 if hi > 1 else 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if done(mid) >= need - 1e-7:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def plan_horizon(job: WatershedJob, types: Sequence[CloudType], interval_min: float,
+                 capacity: str = "whole") -> int | None:
+    """The intervals past which a longer deadline cannot change the cheapest plan (None: no type
+    can do any task, and no deadline gives a plan).
+
+    The cheapest plan, tie-broken to the fewest active intervals, never runs longer than this:
+
+    * with a free type that can work, the free types alone (every instance of them) finish the job
+      in some M intervals at cost 0; no plan is cheaper, so the plan has cost 0 and at most M;
+    * otherwise a plan whose longest instance (type j) runs past M_j, the intervals in which that
+      one instance alone does every task, costs at least that instance; the plan of that instance
+      alone, cut to M_j, does the job for no more and is shorter, so the tie-broken plan is not
+      longer than the largest M_j.
+
+    A deadline past the horizon is solved as the horizon: the same plan, at a cost in time and
+    memory that no longer grows with the deadline (a deadline of 1e12 min used to build 1e11
+    intervals).
+    """
+    avail = [availability(job, t) for t in types]
+    usable = [(t, a) for t, a in zip(types, avail, strict=True) if a > 0 and t.cores > 0 and t.capacity > 0]
+    if not usable:
+        return None
+
+    def done(group: list[tuple[CloudType, int]], n_instances: bool) -> Callable[[int], float]:
+        return lambda length: sum((a if n_instances else 1) * interval_capacity(
+            job, t, 0.0, length * interval_min, capacity) for t, a in group)
+
+    free = [(t, a) for t, a in usable if t.price_hour == 0]
+    if free:
+        return least_intervals(done(free, True), job.n_tasks)
+    return max(least_intervals(done([u], False), job.n_tasks) for u in usable)
+
+
 def check_interval_args(deadline_min: float, interval_min: float, billing: str) -> None:
     """Validate the arguments every interval model shares (one-line user errors)."""
     if not math.isfinite(deadline_min) or deadline_min <= 0:
@@ -139,6 +194,11 @@ def solve_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min:
     deadline_s = deadline_min * 60.0
     if n_int < 1:
         return infeasible(model, deadline_s, f"no plan finishes by {deadline_min:g} min")
+    horizon = plan_horizon(job, types, interval_min, capacity)
+    if horizon is not None:
+        n_int = min(n_int, horizon)
+    check_size(n_int * (job.n_tasks + 1), "intervals x tasks", DP_CELL_BYTES,
+               asked=f"{n_int:,} intervals of {interval_min:g} min (the deadline) x {job.n_tasks:,} tasks")
     starts = [i * interval_min for i in range(n_int)]
     avail = [availability(job, t) for t in types]
     cap = [[interval_capacity(job, t, s, interval_min, capacity) for t in types] for s in starts]

@@ -84,6 +84,7 @@ from typing import Any
 import numpy as np
 
 from skylease.control.env import CLOUD_USAGE, BotProgress, Policy
+from skylease.model.availability import AvailabilityTrace
 from skylease.model.catalog import InstanceType
 from skylease.model.host import Host, HostId, HostState
 from skylease.model.task import Task
@@ -91,7 +92,6 @@ from skylease.sim.dg.flat import FlatTrace, flatten, on_offset_scalar, on_offset
 from skylease.sim.dg.workload import DGBot, node_powers
 from skylease.sim.env import PolicyTimer
 from skylease.sim.kernel import Kernel, StopSimulation, Timer
-from skylease.traces.avail import AvailabilityTrace
 
 __all__ = ["BOINCEnv", "DGParams", "DGResult", "DesktopGridEnv", "XWHEPEnv"]
 

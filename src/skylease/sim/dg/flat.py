@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from skylease.traces.avail import AvailabilityTrace
+from skylease.model.availability import AvailabilityTrace
 
 __all__ = ["FlatTrace", "flatten", "mix64", "mix64_scalar"]
 
