@@ -125,3 +125,9 @@ def test_an_empty_injection_is_refused(capsys, tmp_path, shared_data):
     empty.write_text("")
     one_line(capsys, ["leases", "simulate", "--workload", shared_data / "lwf/scenarios/preemption.lwf",
                       "--inject", empty], f"{empty}:1:", "no lease request")
+
+
+def test_an_error_prints_the_user_s_text_as_typed_without_emoji_codes(capsys):
+    # rich turns ':smile:'-like text into emoji unless told not to; a workload spec is the user's text
+    _, err = one_line(capsys, ["simulate", "a2ha", "--workload", "nonsense:smile:"], "nonsense:smile:")
+    assert "\N{SMILING FACE WITH OPEN MOUTH AND SMILING EYES}" not in err

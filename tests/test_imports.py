@@ -10,14 +10,6 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 PKG = "skylease"
 
-# Circles known when this test was written, both removed by helper "cliv" (issue 18): AvailabilityTrace
-# lived in traces/avail.py, which imports its readers, which import it back (it moves to model/);
-# mapping's energy() imported schedule's input checks, which import energy (they move to their own
-# module). Delete these exceptions when that lands.
-KNOWN = [frozenset({"skylease.traces.avail", "skylease.traces.dg", "skylease.traces.fta",
-                    "skylease.traces.spot", "skylease.traces.swf"}),
-         frozenset({"skylease.planning.mapping.energy", "skylease.planning.mapping.schedule"})]
-
 
 def modules(src: Path = SRC) -> dict[str, Path]:
     """Module name -> file, for every module of the package (a package is its ``__init__``)."""
@@ -101,7 +93,7 @@ def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
 def test_the_import_graph_has_no_cycles() -> None:
     graph = import_graph()
     assert len(graph) > 50 and graph["skylease.launch"]  # the parse found the package and its imports
-    bad = [sorted(c) for c in cycles(graph) if c not in KNOWN]
+    bad = [sorted(c) for c in cycles(graph)]
     assert not bad, f"modules that import each other in a circle: {bad}"
 
 

@@ -53,8 +53,9 @@ server_app = typer.Typer(help="The warm service that serves `skylease run` with 
                          no_args_is_help=True)
 app.add_typer(server_app, name="server")
 
-out = Console()
-err = Console(stderr=True)
+# no emoji codes: a user's text such as 'nonsense:abc:' must print as typed
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
 
 
 def _version(value: bool) -> None:
