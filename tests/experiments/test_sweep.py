@@ -93,8 +93,12 @@ def test_torn_last_line_is_cut_and_cell_rerun(tmp_path):
     assert all(json.loads(s) for s in cells.read_text().splitlines())
 
 
-def test_dask_processes_campaign(tmp_path):
+def test_dask_processes_campaign(tmp_path, monkeypatch):
+    for name in ("PYTHONHASHSEED", "OMP_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_", "__DASK_PARENT_PID"):
+        monkeypatch.delenv(name, raising=False)  # as a fresh process has it
+    before = dict(os.environ)
     r = run_campaign(square, {"x": list(range(12))}, out=tmp_path, workers=2, progress=False)
+    assert dict(os.environ) == before  # the cluster's worker settings do not leak into the caller
     assert sorted(r.table["y"]) == [x * x for x in range(12)]
     inline = run_campaign(square, {"x": list(range(12))}, mode="inline", progress=False)
     assert r.table.equals(inline.table)  # same seeds, same rows, whatever ran them

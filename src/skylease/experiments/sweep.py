@@ -19,6 +19,7 @@ retried by the next run; failures are returned, never dropped.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import inspect
@@ -29,7 +30,7 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -306,6 +307,28 @@ def _run_on_dask(fn: CellFn, todo: list[Cell], mode: str, scheduler: str | None,
                  workers: int | None, batch: int | None,
                  collect: Callable[[list[dict[str, Any]]], None],
                  advance: Callable[[int], None], connect_timeout: float) -> None:
+    with _environ_kept():
+        _run_on_client(fn, todo, mode, scheduler, workers, batch, collect, advance, connect_timeout)
+
+
+@contextlib.contextmanager
+def _environ_kept() -> Iterator[None]:
+    """This process's environment as it was: a LocalCluster writes its workers' settings into it
+    (PYTHONHASHSEED, OMP_NUM_THREADS=1, ...), which every later subprocess of the caller would
+    otherwise inherit (a warm service keyed on them, a user's own programs)."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        if dict(os.environ) != saved:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+def _run_on_client(fn: CellFn, todo: list[Cell], mode: str, scheduler: str | None,
+                   workers: int | None, batch: int | None,
+                   collect: Callable[[list[dict[str, Any]]], None],
+                   advance: Callable[[int], None], connect_timeout: float) -> None:
     from distributed import Client, LocalCluster, as_completed
 
     cluster = None
