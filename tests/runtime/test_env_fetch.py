@@ -41,24 +41,35 @@ class _Future:
         return {"exit_code": 0}
 
 
-def _env(tmp_path, alive: bool) -> DaskEnvironment:
-    env = DaskEnvironment({"local": _Backend(alive)}, [{"id": 0, "kind": "shell", "command": "true"}],
-                          ResultStore(tmp_path / "r.sqlite"), FixedPool(1))
-    (hid,) = env.acquire("local")
-    env._addr[hid] = "tcp://w0"
-    return env
+@pytest.fixture
+def make_env(tmp_path):
+    """An environment with one host at a fake worker address; its store is closed afterwards (an
+    open store holds three files, which other tests count)."""
+    stores: list[ResultStore] = []
+
+    def make(alive: bool) -> DaskEnvironment:
+        stores.append(ResultStore(tmp_path / f"r{len(stores)}.sqlite"))
+        env = DaskEnvironment({"local": _Backend(alive)}, [{"id": 0, "kind": "shell", "command": "true"}],
+                              stores[-1], FixedPool(1))
+        (hid,) = env.acquire("local")
+        env._addr[hid] = "tcp://w0"
+        return env
+
+    yield make
+    for store in stores:
+        store.close()
 
 
-def test_the_fetch_gives_up_when_the_worker_is_gone(tmp_path):
-    env = _env(tmp_path, alive=False)
+def test_the_fetch_gives_up_when_the_worker_is_gone(make_env):
+    env = make_env(alive=False)
     fut = _Future(waits=None)
     with pytest.raises(_WorkerGone):
         env._fetch(env.host(0), fut)
     assert fut.asked == 1
 
 
-def test_the_fetch_waits_on_while_the_worker_lives(tmp_path):
-    env = _env(tmp_path, alive=True)
+def test_the_fetch_waits_on_while_the_worker_lives(make_env):
+    env = make_env(alive=True)
     fut = _Future(waits=2)
     assert env._fetch(env.host(0), fut) == {"exit_code": 0}
     assert fut.asked == 3
