@@ -1,0 +1,1098 @@
+"""A fuzz test of the whole CLI: every command gets wrong option values and malformed input files.
+
+The commands come from the click tree (``skylease.cli.click_command()``), so a new command or
+option is fuzzed without anyone adding it here; ``test_every_command_and_option_is_fuzzed`` fails
+when one gets no case (then give it a base invocation, or say in EXEMPT why it cannot run fast).
+For each option the wrong values follow from its click type and bounds (not a number, below its
+minimum, NaN, infinity, ...) and from DOMAIN, the table of ranges click does not know (seeds are
+>= 0, shares are in [0, 1], sizes must be refused before they exhaust the machine). Each argument
+or option that reads a file gets that file empty, truncated, binary, with wrong columns or keys,
+in UTF-16 or Latin-1, or as a directory. Every case must get what the developers' guide promises:
+exit status 2, exactly one line on stderr naming the option or the file, no traceback, nothing
+written in the working folder, and an answer within seconds.
+
+How a case runs: a *zygote*, a Python process that has imported all of skylease once, forks one
+child per case. The child runs ``skylease.cli.main(argv)`` in the case's own folder under an
+address-space limit and is killed at a deadline. So a case costs milliseconds, as an in-process
+call does, and a case that would hang or exhaust memory fails alone, fast, instead of taking the
+test run (or the machine) down.
+
+Hypothesis draws the values (``derandomize=True``: the same examples on every run, in CI too).
+Known failures, found by this test and being fixed on other branches, are in KNOWN_FAILURES:
+``xfail(strict=False)`` per (command, case), each with what happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import re
+import resource
+import signal
+import string
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[1]
+CASE_TIMEOUT_S = 10.0  # "an answer within a few seconds", with room for a loaded 2-core CI machine
+CASE_MEMORY = 3 * 2**30  # address space of a case: a case that would exhaust memory fails fast
+EXAMPLES = 3  # hypothesis examples per case (cases with one possible value run once)
+
+# Commands that cannot run fast (or touch things outside the test). Only their cases that are
+# refused before any work starts (Case.early: by click, or by the command's first check) run; each
+# still must be one line and exit 2.
+EXEMPT = {
+    "demo": "takes 35-40 s (a real run included)",
+    "reproduce a2ha": "minutes of work",
+    "reproduce spequlos": "minutes of work",
+    "reproduce haizea": "minutes of work",
+    "reproduce thesis-mapping": "minutes of work",
+    "reproduce thesis-placement": "minutes of work",
+    "server status": "reads the user's warm services (no value to get wrong)",
+    "server stop": "stops the user's warm services (no value to get wrong)",
+    "data fetch": "goes to the network (only names are fuzzed: they are checked before it)",
+}
+
+
+# -- the zygote ---------------------------------------------------------------------------------
+def _serve() -> None:
+    """Import skylease once, then fork one child per request read from stdin (one JSON line each)."""
+    import importlib
+    import pkgutil
+
+    import skylease
+
+    for m in pkgutil.walk_packages(skylease.__path__, "skylease."):
+        if not m.name.endswith("__main__"):
+            importlib.import_module(m.name)
+    from skylease.cli import main
+
+    replies = os.fdopen(os.dup(1), "w")
+    replies.write("ready\n")
+    replies.flush()
+    for line in sys.stdin:
+        replies.write(json.dumps(_fork(main, json.loads(line), replies.fileno())) + "\n")
+        replies.flush()
+
+
+def _fork(main: Callable[[list[str]], int], req: dict, reply_fd: int) -> dict:
+    scratch = Path(tempfile.mkdtemp(prefix="skylease-fuzz-"))
+    out_path, err_path = scratch / "out", scratch / "err"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the case: what `skylease ARGV` would do, in its folder, under its limits
+        code: object = 1
+        try:
+            os.setsid()  # its own process group, so a timeout kills what it started too
+            os.close(reply_fd)
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            for fd, p in ((1, out_path), (2, err_path)):
+                os.dup2(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+            os.chdir(req["cwd"])
+            os.environ.update(req["env"])
+            hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+            soft = req["memory"] if hard == resource.RLIM_INFINITY else min(req["memory"], hard)
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+            code = main(req["argv"])
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException:
+            traceback.print_exc()  # what the console script would print
+            code = 1
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code if isinstance(code, int) else 0)
+    timed_out = False
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() - t0 > req["timeout"]:
+            timed_out = True
+            os.killpg(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            break
+        time.sleep(0.002)
+    seconds = time.monotonic() - t0
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # whatever the case left running
+        os.killpg(pid, signal.SIGKILL)
+    texts = [p.read_bytes()[:200_000].decode("utf-8", "replace") if p.exists() else "" for p in
+             (out_path, err_path)]
+    for p in (out_path, err_path):
+        p.unlink(missing_ok=True)
+    scratch.rmdir()
+    return {"code": os.waitstatus_to_exitcode(status), "timed_out": timed_out, "seconds": seconds,
+            "out": texts[0], "err": texts[1]}
+
+
+@dataclass
+class Outcome:
+    code: int
+    timed_out: bool
+    seconds: float
+    out: str
+    err: str
+
+    def describe(self) -> str:
+        what = "timed out" if self.timed_out else f"exit {self.code}"
+        if self.code < 0 and not self.timed_out:
+            what = f"killed by signal {-self.code}"
+        err = self.err.strip().splitlines()
+        if "Traceback" in self.err:  # where it was raised, and what
+            err = [line for line in err if line.startswith("  File ")][-1:] + err[-1:]
+        return f"{what} after {self.seconds:.1f} s; stderr: {chr(10).join(err[-3:])[-600:]!r}; " \
+               f"stdout: {self.out[-200:]!r}"
+
+
+class Zygote:
+    def __init__(self, scratch: Path) -> None:
+        env = {**os.environ, "SKYLEASE_NO_SERVER": "1", "MPLBACKEND": "Agg",
+               "MPLCONFIGDIR": str(scratch / "mpl"), "PYTHONPATH": os.pathsep.join(sys.path)}
+        self.proc = subprocess.Popen([sys.executable, __file__, "--zygote"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env, cwd=scratch)
+        ready = self.proc.stdout.readline()
+        assert ready == "ready\n", f"the zygote did not start: {ready!r}"
+
+    def run(self, argv: list[str], cwd: Path, env: dict[str, str] | None = None,
+            timeout: float = CASE_TIMEOUT_S) -> Outcome:
+        req = {"argv": argv, "cwd": str(cwd), "env": env or {}, "timeout": timeout, "memory": CASE_MEMORY}
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline()
+        assert reply, "the zygote died"
+        return Outcome(**json.loads(reply))
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory):
+    if not hasattr(os, "fork"):
+        pytest.skip("the fuzz test forks its cases (Linux, macOS)")
+    z = Zygote(tmp_path_factory.mktemp("zygote"))
+    yield z
+    z.close()
+
+
+# -- input files: a valid sample of each kind, and how to spoil it -----------------------------
+def _lines(*rows: str) -> bytes:
+    return "".join(r + "\n" for r in rows).encode()
+
+
+FTA_HEAD = ("event_id component_id node_id platform_id node_name event_type event_start_time "
+            "event_stop_time event_end_reason")
+SPOT = {"SpotPriceHistory": [
+    {"Timestamp": f"2016-01-01T00:0{i}:00.000Z", "SpotPrice": str(0.1 + i / 100), "InstanceType": "c1.xlarge",
+     "AvailabilityZone": "us-east-1a", "ProductDescription": "Linux/UNIX"} for i in range(4)]}
+SWF_JOB = "{n} {submit} 0 {run} 2 0.5 -1 2 100 -1 1 1 1 -1 1 1 -1 -1"
+XML_LEASE = ('<lease-request arrival="00:00:00"><lease id="1" preemptible="true"><nodes>'
+             '<node-set numnodes="1"><res type="CPU" amount="100"/><res type="Memory" amount="1024"/>'
+             '</node-set></nodes><start/><duration time="01:00:00"/></lease></lease-request>')
+LWF_LINE = '{req} {start} 60 30 2 1 1024 5120 "img7" 4096'
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of input file: its name in the case folder, a small valid sample, and its spoilt forms.
+
+    ``truncate`` gives the range of cut points after which the sample is certainly invalid (a cut
+    inside the first line removes every record; one after the header of an ETC file leaves too few
+    values); None when a cut file can still be valid (a job file cut after a line). ``shapes`` are
+    files of the right syntax but the wrong columns, keys or types; ``huge`` asks for more than the
+    machine has. ``latin1`` is the sample with a non-ASCII character, in Latin-1: ``latin1_strict``
+    when the character sits where no text is allowed (a number), so the file is wrong whatever the
+    reader's encoding. ``empty_ok``: an empty file is a valid input (a config with no overrides).
+    """
+
+    name: str
+    valid: bytes
+    truncate: tuple[int, int] | None
+    shapes: tuple[bytes, ...] = ()
+    huge: bytes | None = None
+    latin1: bytes | None = None
+    latin1_strict: bool = True
+    empty_ok: bool = False
+    directory: bool = False  # the input is a folder (its files are the sample's ``inner`` files)
+    inner: str = ""
+    huge_may_answer: bool = False  # a fast answer to the huge file is fine too (a plan: "no plan")
+    lines: bool = True  # a line-based format: an error in a record names its line (FILE:LINE)
+
+
+def _first_line(valid: bytes) -> tuple[int, int]:
+    return 1, valid.index(b"\n") - 1
+
+
+def _kind(name: str, valid: bytes, **kw) -> Kind:
+    kw.setdefault("truncate", _first_line(valid))
+    return Kind(name, valid, **kw)
+
+
+ETC_VALID = _lines("4 2 0", *(f"{10 + 3 * i}.5" for i in range(8)))
+KINDS: dict[str, Kind] = {
+    "etc": _kind("inst.etc", ETC_VALID,
+                 truncate=(len(b"4 2 0\n1"), ETC_VALID.rindex(b"\n", 0, -1) - 1),
+                 shapes=(_lines("4 3 0", *["1.5"] * 8), _lines("4", *["1.5"] * 8), _lines("x y 0", "1")),
+                 huge=_lines("1000000000 1000000000 0", "1 2 3"),
+                 latin1=ETC_VALID.replace(b"10.5", "1é0".encode("latin-1"))),
+    "desktops": _kind("lab.csv", _lines("name,cores,user_minutes", "pc1,8,120", "pc2,4,"),
+                      shapes=(_lines("name,cpus", "pc1,8"), _lines("name,cores,user_minutes", "pc1,8,120,7")),
+                      huge=_lines("name,cores", "pc1,1000000000"),
+                      latin1="name,cores\npc1,8é\n".encode("latin-1")),
+    "vms": _kind("vms.csv", _lines("name,cores,minutes", "blast,4,600", "render,2,60"),
+                 shapes=(_lines("name,cores", "blast,4"), _lines("name,cores,minutes,colour", "a,1,2,red")),
+                 latin1="name,cores,minutes\nblast,4é,600\n".encode("latin-1")),
+    "job-txt": _kind("jobs.txt", _lines("true", "true"), truncate=None, lines=False,
+                     latin1="echo café\n".encode("latin-1"), latin1_strict=False),
+    "job-toml": _kind("job.toml", _lines('command = "true {a}"', "[grid]", "a = [1, 2]"),
+                      shapes=(_lines('command = "true {a}"', "retires = 2", "[grid]", "a = [1, 2]"),
+                              _lines('command = "true {a}"', 'retries = "many"', "[grid]", "a = [1, 2]"),
+                              _lines('command = "true {a}"', "timeout = -5", "[grid]", "a = [1, 2]")),
+                      huge=_lines('command = "true"', "[grid]",
+                                  *(f"k{i} = [{', '.join(map(str, range(60)))}]" for i in range(7))),
+                      latin1='command = "echo café {a}"\n[grid]\na = [1, 2]\n'.encode("latin-1"),
+                      latin1_strict=False),
+    "args-json": _kind("args.json", b"[1, 2, 3]\n", shapes=(b'{"a": 1}\n', b'"x"\n'), lines=False,
+                       latin1='["café"]\n'.encode("latin-1"), latin1_strict=False),
+    "pools": _kind("pools.toml", _lines("[pools.local]", "max_count = 2", "price = 0.0"),
+                   shapes=(_lines("[pools.local]", "max_cont = 2"),
+                           _lines("[pools.local]", 'max_count = "many"'),
+                           _lines("[pools.local]", "max_count = -3")),
+                   latin1="[pools.local]\n# café\nmax_count = 2\n".encode("latin-1"), latin1_strict=False),
+    "plan-hybrid": _kind("plan.toml", _lines("[job]", "n_tasks = 200", "task_minutes = 1.5"), empty_ok=True,
+                         shapes=(_lines("[job]", "n_taskz = 200"), _lines("[job]", 'n_tasks = "many"'),
+                                 _lines("[job]", "n_tasks = -5")),
+                         huge=_lines("[job]", "n_tasks = 1000000000000"), huge_may_answer=True,
+                         latin1="[job]\n# café\nn_tasks = 200\n".encode("latin-1"), latin1_strict=False),
+    "plan-mapreduce": _kind("plan.toml", _lines("[job]", "map_work = 100.0", "reduce_work = 10.0"),
+                            empty_ok=True,
+                            shapes=(_lines("[job]", "map_wrk = 100.0"), _lines("[job]", 'map_work = "lots"')),
+                            latin1="[job]\n# café\nmap_work = 100.0\n".encode("latin-1"),
+                            latin1_strict=False),
+    "plan-multi": _kind("plan.toml", _lines('scenario = "B"'), empty_ok=True,
+                        shapes=(_lines('scenaro = "B"'), _lines("scenario = 7"), _lines('scenario = "Q"')),
+                        latin1='# café\nscenario = "B"\n'.encode("latin-1"), latin1_strict=False),
+    "a2ha-csv": _kind("runs.csv", _lines("runtime", "100", "200", "300"),
+                      shapes=(_lines("name,host", "a,b", "c,d"), _lines("runtime", "-5")),
+                      latin1="runtime\n100\n2é0\n".encode("latin-1")),
+    "a2ha-json": _kind("wf.json", lines=False, valid=json.dumps({"workflow": {"tasks": [
+        {"name": f"t_ID{i:06d}", "runtimeInSeconds": 10 + i} for i in range(3)]}}).encode() + b"\n",
+                       shapes=(b'{"workflow": {}}\n', b'{"workflow": {"tasks": [{"name": "a"}]}}\n', b"[]\n"),
+                       latin1='{"workflow": {"tasks": [{"name": "café", "runtimeInSeconds": 1}]}}\n'.encode(
+                           "latin-1"), latin1_strict=False),
+    "fta": _kind("ev.tab", _lines(FTA_HEAD, "0\t0\t7\t3\t1.0\t0\t1000\t1100\t8000",
+                                  "1\t0\t7\t3\t1.0\t1\t1100\t1500\t0"),
+                 shapes=(_lines("a b c", "1 2 3"), _lines(FTA_HEAD, "0\t0\t7")),
+                 latin1=(FTA_HEAD + "\n0\t0\t7\t3\t1.0\t0\t10é0\t1100\t8000\n").encode("latin-1")),
+    "spot": _kind("prices.json", json.dumps(SPOT).encode() + b"\n", lines=False,
+                  shapes=(b'{"Prices": []}\n',
+                          json.dumps({"SpotPriceHistory": [{"Timestamp": "x"}]}).encode()),
+                  latin1=json.dumps(SPOT).replace("0.1", "0.1é").encode("latin-1")),
+    "swf": _kind("log.swf", _lines(SWF_JOB.format(n=1, submit=0, run=100),
+                                   SWF_JOB.format(n=2, submit=50, run=70)),
+                 shapes=(_lines("1 0 0 100 2"),),
+                 huge=_lines("; MaxNodes: 1000000000", "; MaxProcs: 1000000000",
+                             SWF_JOB.format(n=1, submit=0, run=100)),
+                 latin1=(SWF_JOB.format(n=1, submit=0, run="10é") + "\n").encode("latin-1")),
+    "tr-dir": Kind("nodes", _lines("0 100 1", "100 250 0", "250 400 1"), truncate=(1, 6), directory=True,
+                   inner="n1.tr", shapes=(_lines("0 100"), _lines("100 0 1")), empty_ok=True,
+                   latin1="0 10é 1\n".encode("latin-1")),
+    "lwf": _kind("ars.lwf", _lines(LWF_LINE.format(req=0, start=100), LWF_LINE.format(req=200, start=400)),
+                 shapes=(_lines("0 100 60 30 2"), _lines(LWF_LINE.format(req=0, start="1OO"))),
+                 latin1=(LWF_LINE.format(req=0, start="1é0") + "\n").encode("latin-1")),
+    "lwf-xml": _kind("leases.xml", (f"<lease-workload name='t'>\n<lease-requests>\n{XML_LEASE}\n"
+                                    "</lease-requests>\n</lease-workload>\n").encode(),
+                     shapes=(b"<workload/>\n",
+                             f"<lease-workload>\n{XML_LEASE}\n</lease-workload>\n".encode()),
+                     latin1=(f"<lease-workload name='café'>\n<lease-requests>\n{XML_LEASE}\n"
+                             "</lease-requests>\n</lease-workload>\n").encode("latin-1"),
+                     latin1_strict=False),
+    "leases-toml": _kind("sched.toml", _lines('base = "NOVM-SR"', "suspend_rate = 100.0"), empty_ok=True,
+                         shapes=(_lines("suspend_rat = 100.0"), _lines('suspend_rate = "fast"'),
+                                 _lines("suspend_rate = -1.0")),
+                         latin1='# café\nbase = "NOVM-SR"\n'.encode("latin-1"), latin1_strict=False),
+}
+KINDS["swf-leases"] = replace(KINDS["swf"], huge=None)  # lease workloads run on their own cluster size
+KINDS["lwf-xml"] = replace(KINDS["lwf-xml"], truncate=(1, len(KINDS["lwf-xml"].valid.rstrip()) - 1))
+KINDS["args-json"] = replace(KINDS["args-json"], truncate=(1, len(b"[1, 2, 3]") - 1))
+KINDS["a2ha-json"] = replace(KINDS["a2ha-json"], truncate=(1, len(KINDS["a2ha-json"].valid.rstrip()) - 1))
+KINDS["spot"] = replace(KINDS["spot"], truncate=(1, len(KINDS["spot"].valid.rstrip()) - 1))
+TWO_POOLS = _lines("[pools.volatile]", "max_count = 1", "[pools.reliable]", "max_count = 1", "price = 0.01")
+
+
+# -- the commands, their parameters and what is wrong for each ---------------------------------
+def _commands() -> dict[str, object]:
+    """Every command of the tree by its path ("etc generate"); a group that runs by itself too."""
+    from skylease.cli import click_command
+
+    found: dict[str, object] = {}
+
+    def walk(cmd, path: tuple[str, ...]) -> None:
+        subs = getattr(cmd, "commands", None)
+        if subs is None or (path and getattr(cmd, "invoke_without_command", False)):
+            found[" ".join(path)] = cmd
+        for name, sub in (subs or {}).items():
+            walk(sub, (*path, name))
+
+    walk(click_command(), ())
+    return found
+
+
+@dataclass(frozen=True)
+class Param:
+    command: str
+    key: str  # click's name: "voltages", "etc_file"
+    label: str  # what the user types or sees: "--voltages", "ETC_FILE"
+    type: str  # int, float, str, path, bool
+    positional: bool
+    lo: float | None
+    hi: float | None
+
+
+def _type_of(p) -> str:
+    ann = getattr(getattr(p, "type_descriptor", None), "annotation", None)  # typer's own click
+    if ann is not None:
+        return {int: "int", float: "float", bool: "bool", Path: "path"}.get(ann, "str")
+    name = getattr(getattr(p, "type", None), "name", "text")  # click's types
+    return {"integer": "int", "integer range": "int", "float": "float", "float range": "float",
+            "boolean": "bool", "path": "path"}.get(name, "str")
+
+
+def _params() -> list[Param]:
+    out = []
+    for command, cmd in _commands().items():
+        for p in cmd.params:
+            if getattr(p, "is_flag", False) or p.name == "help" or _type_of(p) == "bool":
+                continue
+            positional = not p.name or not getattr(p, "opts", [""])[0].startswith("-")
+            bounds = getattr(p, "type", None)
+            lo = getattr(p, "min", getattr(bounds, "min", None))
+            hi = getattr(p, "max", getattr(bounds, "max", None))
+            label = p.name.upper() if positional else p.opts[0]
+            out.append(Param(command, p.name, label, _type_of(p), positional, lo, hi))
+    return out
+
+
+@dataclass(frozen=True)
+class Range:
+    """The valid values of a number option, where click does not know them."""
+
+    lo: float | None = None
+    lo_open: bool = False  # lo itself is wrong
+    hi: float | None = None
+    huge: bool = False  # a size: far beyond what the machine can do must be refused up front
+    huge_may_answer: bool = False  # ... or answered within seconds (a plan: the deadline only caps it)
+    inf_ok: bool = False  # infinity means "no limit"
+
+
+SEED = Range(lo=0)
+SHARE = Range(lo=0, hi=1)
+POSITIVE = Range(lo=0, lo_open=True)
+NONNEG = Range(lo=0)
+DOMAIN: dict[tuple[str, str], Range] = {
+    ("map", "lam"): SHARE, ("map", "voltages"): SEED,
+    ("place", "users"): SHARE, ("place", "seed"): SEED,
+    ("etc generate", "tasks"): Range(lo=1, huge=True), ("etc generate", "machines"): Range(lo=1, huge=True),
+    ("etc generate", "v_task"): POSITIVE, ("etc generate", "v_mach"): POSITIVE,
+    ("etc generate", "mu"): POSITIVE, ("etc generate", "r_task"): Range(lo=1),
+    ("etc generate", "r_mach"): Range(lo=1), ("etc generate", "seed"): SEED,
+    ("traces stats", "seed"): SEED, ("traces stats", "nodes"): Range(lo=1, huge=True),
+    ("traces stats", "days"): Range(lo=0.001, huge=True),
+    **{(f"plan {m}", "deadline"): Range(lo=0, lo_open=True, huge=True, huge_may_answer=True)
+       for m in ("mapreduce", "hybrid", "multi")},
+    **{(f"plan {m}", "budget"): Range(lo=0, inf_ok=True) for m in ("mapreduce", "hybrid", "multi")},
+    **{(f"plan {m}", "weight"): SHARE for m in ("mapreduce", "hybrid", "multi")},
+    ("simulate a2ha", "creation_ratio"): SHARE, ("simulate a2ha", "increase_ratio"): SHARE,
+    ("simulate a2ha", "budget"): Range(lo=0, inf_ok=True), ("simulate a2ha", "budget_factor"): Range(lo=1),
+    ("simulate a2ha", "initial_hosts"): Range(lo=0, huge=True),
+    ("simulate a2ha", "orderings"): Range(lo=1, huge=True),
+    ("simulate a2ha", "seed"): SEED, ("simulate a2ha", "boot"): NONNEG, ("simulate a2ha", "unit"): POSITIVE,
+    ("simulate a2ha", "price"): NONNEG,
+    ("simulate spequlos", "seed"): SEED, ("simulate spequlos", "credits"): Range(lo=0, huge=True),
+    ("simulate spequlos", "alpha"): POSITIVE,
+    ("simulate spequlos", "random_epsilon"): Range(lo=0, lo_open=True, inf_ok=True),  # inf: no cap
+    ("simulate replay", "seeds"): Range(lo=1, huge=True),
+    ("run", "price"): NONNEG, ("run", "billing_unit"): POSITIVE, ("run", "budget"): Range(lo=0, inf_ok=True),
+    ("run", "timeout"): POSITIVE, ("run", "tail_credits"): NONNEG, ("run", "time_scale"): POSITIVE,
+    ("run", "trace_start"): NONNEG, ("run", "seed"): SEED,
+    ("leases simulate", "image_seed"): SEED,
+}
+
+# Parameters that read a file (or folder), and the kinds of file they take.
+READS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("map", "etc_file"): ("etc",), ("etc stats", "etc_file"): ("etc",),
+    ("place", "desktops"): ("desktops",), ("place", "vms"): ("vms",),
+    ("run", "job"): ("job-txt", "job-toml"), ("run", "args"): ("args-json",), ("run", "pools"): ("pools",),
+    ("run", "volatility"): ("fta", "tr-dir"),
+    ("traces stats", "traces"): ("fta", "spot", "swf", "tr-dir"),
+    ("plan hybrid", "config"): ("plan-hybrid",), ("plan mapreduce", "config"): ("plan-mapreduce",),
+    ("plan multi", "config"): ("plan-multi",), ("plan pareto", "config"): ("plan-hybrid",),
+    ("simulate a2ha", "workload"): ("a2ha-csv", "a2ha-json"),
+    ("simulate spequlos", "trace"): ("fta", "spot", "swf", "tr-dir"),
+    ("leases simulate", "workload"): ("lwf", "lwf-xml", "swf-leases"),
+    ("leases simulate", "inject"): ("lwf",),
+    ("leases simulate", "config"): ("leases-toml",),
+    ("status", "out_dir"): ("store",), ("simulate replay", "out_dir"): ("store",),
+    ("data import", "path"): ("dataset",),
+}
+# Parameters that name what a command writes: a file, a plot, or a folder.
+WRITES: dict[tuple[str, str], str] = {
+    ("etc generate", "out_file"): "file", ("plan pareto", "plot"): "plot",
+    ("leases simulate", "gantt"): "plot",
+    ("run", "out_dir"): "folder", ("demo", "out_dir"): "folder",
+    **{(f"reproduce {r}", "out_dir"): "folder"
+       for r in ("ilp", "a2ha", "spequlos", "haizea", "thesis-mapping", "thesis-placement")},
+    **{(c, "data_dir"): "folder" for c in ("data", "data import", "data path", "data fetch")},
+}
+# Free-form text options: any value may be valid (or reach the network), so no text is "wrong".
+FREE = {("demo", "scheduler"), *((f"reproduce {r}", "scheduler") for r in ("a2ha", "spequlos", "haizea",
+                                                                          "thesis-mapping"))}
+
+
+def _spec(fmt: str, ints: st.SearchStrategy[int]) -> st.SearchStrategy[str]:
+    return ints.map(fmt.format)
+
+
+# Wrong values of options that take a spec (a policy, a strategy, a synthetic workload), beyond
+# "" and an unknown word, which every text option gets.
+SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
+    ("place", "vms"): {"bad spec": st.one_of(_spec("synthetic:{}", st.integers(max_value=0)),
+                                             st.sampled_from(["synthetic:x", "synthetic:", "synthetic:1.5"])),
+                       "huge": _spec("synthetic:{}", st.integers(10**7, 10**15))},
+    ("run", "policy"): {"bad spec": st.one_of(
+        _spec("fixed:{}", st.integers(max_value=0)), _spec("dask-adaptive:{}", st.integers(max_value=0)),
+        st.sampled_from(["fixed:x", "fixed:", "a2ha:x", "dask-adaptive:x", "fixed:1.5"]))},
+    ("run", "tail_qos"): {"bad spec": st.sampled_from(["9X-C-D", "9A-C", "9A-Q-D", "9A-C-D-E"])},
+    ("simulate a2ha", "workload"): {
+        "bad spec": st.one_of(
+            _spec("normal:{}:100:10", st.integers(max_value=0)),
+            _spec("constant:10:{}", st.integers(max_value=-1)),
+            st.sampled_from(["gamma:10:-100:10", "lognormal:10:100:-1", "normal:10:100", "constant:10:nan",
+                             "gamma:10:inf:1", "bogus:1:2:3", "normal:x:100:10"])),
+        "huge": _spec("gamma:{}:100:10", st.integers(10**8, 10**15))},
+    ("simulate spequlos", "strategy"): {
+        "bad spec": st.sampled_from(["9X-C-R", "9C-C", "9C-Q-R", "9C-C-R-R"])},
+    ("reproduce thesis-mapping", "sizes"): {"bad spec": st.sampled_from(["512x17", ",", "512x16,zz"])},
+    ("reproduce spequlos", "traces"): {"bad spec": st.sampled_from([",", " , "])},
+    ("reproduce haizea", "workloads"): {"bad spec": st.just(",")},
+    ("reproduce haizea", "configs"): {"bad spec": st.just(",")},
+}
+
+# A valid, fast invocation of each command: values by parameter, and the kind of file each
+# file-taking parameter is given (written in the case's folder under the kind's name).
+Invocation = tuple[dict[str, str | None], dict[str, str]]
+BASE: dict[str, Invocation] = {
+    "map": ({"etc_file": "inst.etc"}, {"etc_file": "etc"}),
+    "place": ({"desktops": "thesis-lab", "vms": "synthetic:10"}, {}),
+    "run": ({"job": "jobs.txt", "out_dir": "out", "policy": "fixed:1", "workers": "1"}, {"job": "job-txt"}),
+    "status": ({"out_dir": "prev"}, {"out_dir": "store"}),
+    "data": ({}, {}),
+    "data import": ({"name": "power", "path": "copy"}, {"path": "power-copy"}),
+    "data path": ({"name": "power"}, {}),
+    "etc generate": ({"out_file": "new.etc", "tasks": "8", "machines": "4"}, {}),
+    "etc stats": ({"etc_file": "inst.etc"}, {"etc_file": "etc"}),
+    "traces stats": ({"traces": "nd", "nodes": "10", "days": "1"}, {}),
+    "plan hybrid": ({}, {}), "plan mapreduce": ({}, {}), "plan multi": ({}, {}),
+    "plan pareto": ({"model": "hybrid"}, {}),
+    "simulate a2ha": ({"workload": "constant:10:100", "orderings": "2"}, {}),
+    "simulate spequlos": ({"middleware": "xwhep", "trace": "nd", "bot": "small"}, {}),
+    "simulate replay": ({"out_dir": "prev"}, {"out_dir": "store"}),
+    "leases simulate": ({"workload": "ars.lwf"}, {"workload": "lwf"}),
+    # exempt: never run as they are
+    "demo": ({}, {}), "data fetch": ({"name": "power"}, {}),
+    "reproduce ilp": ({"out_dir": "out"}, {}),  # about 3 s
+    **{f"reproduce {r}": ({"out_dir": "out"}, {}) for r in ("a2ha", "spequlos", "haizea", "thesis-mapping",
+                                                           "thesis-placement")},
+    "server status": ({}, {}), "server stop": ({}, {}),
+}
+# What some parameters need beside them to mean anything: the case's wrong value must be the only
+# mistake, and one that is looked at (None: leave the base's value out).
+CONTEXT: dict[tuple[str, str], Invocation] = {
+    ("run", "args"): ({"job": "math:factorial", "args": "args.json"}, {"args": "args-json"}),
+    ("run", "budget"): ({"policy": "a2ha"}, {}),
+    ("run", "seed"): ({"policy": "a2ha"}, {}),
+    **dict.fromkeys((("run", "tail_qos"), ("run", "reliable_pool"), ("run", "tail_credits")), (
+        {"pools": "two.toml", "pool": "volatile", "tail_qos": "9A-C-D", "reliable_pool": "reliable"},
+        {"pools": "two-pools"})),
+    ("run", "volatile_pool"): ({"volatility": "nd"}, {}),
+    ("run", "time_scale"): ({"volatility": "nd"}, {}),
+    ("run", "trace_start"): ({"volatility": "nd"}, {}),
+    ("traces stats", "traces"): ({"nodes": None, "days": None}, {}),  # a file trace's own size
+    ("etc generate", "r_task"): ({"method": "range"}, {}),  # read by the range method only
+    ("etc generate", "r_mach"): ({"method": "range"}, {}),
+}
+# Commands that look for data sets before their --out: a missing data set is their first answer.
+NEEDS_DATA = {"reproduce spequlos", "reproduce haizea"}
+
+
+@dataclass(frozen=True)
+class Case:
+    param: Param
+    what: str  # "negative", "nan", "file truncated", ...
+    values: st.SearchStrategy[str] | None = None  # the wrong value (None: a file case)
+    kind: str | None = None  # file cases: the kind of file, and how it is spoilt
+    spoil: str = ""
+    strict: bool = True  # False: the input may also be accepted (exit 0 or 1), if cleanly
+    named: bool = True  # the error line must name the option or file (not when the answer is a result)
+    early: bool = False  # refused before any work (by click, or a first check): runs for EXEMPT too
+    flags: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"{self.param.command} {self.param.label} {self.what}"
+
+
+def _text(parses: Callable[[str], object]) -> st.SearchStrategy[str]:
+    """Short text that ``parses`` (int or float) refuses."""
+
+    def bad(s: str) -> bool:
+        with contextlib.suppress(ValueError):
+            return parses(s) is None
+        return True
+
+    return st.text(string.ascii_letters + "._ ,", min_size=1, max_size=6).filter(bad)
+
+
+def _fmt(x: float) -> str:
+    return repr(float(x))
+
+
+def _number_cases(p: Param) -> Iterator[Case]:
+    rng = DOMAIN.get((p.command, p.key), Range())
+    click_lo = p.lo is not None
+    lo = p.lo if click_lo else rng.lo
+    hi = p.hi if p.hi is not None else rng.hi
+    if p.type == "int":
+        yield Case(p, "not an integer", _text(int) | st.floats(0.1, 1e6).filter(lambda x: x % 1).map(_fmt),
+                   early=True)
+        if lo is not None:
+            what = "negative" if lo == 0 else f"below {lo:g}"
+            yield Case(p, what, st.integers(max_value=math.ceil(lo) - 1).map(str), early=click_lo)
+        if hi is not None:
+            yield Case(p, f"above {hi:g}", st.integers(min_value=math.floor(hi) + 1).map(str),
+                       early=p.hi is not None)
+        if rng.huge:
+            yield Case(p, "huge", st.integers(10**9, 10**30).map(str), strict=not rng.huge_may_answer,
+                       named=not rng.huge_may_answer)
+    else:
+        yield Case(p, "not a number", _text(float), early=True)
+        yield Case(p, "nan", st.sampled_from(["nan", "NaN", "-nan"]))
+        if not rng.inf_ok:
+            yield Case(p, "infinite", st.sampled_from(["inf", "-inf", "Infinity", "1e400"]),
+                       strict=not rng.huge_may_answer, named=not rng.huge_may_answer)
+        if lo is not None:
+            if lo == 0 and rng.lo_open and not click_lo:
+                yield Case(p, "zero", st.sampled_from(["0", "0.0", "-0.0"]))
+            below = st.floats(max_value=lo, exclude_max=not rng.lo_open, allow_nan=False,
+                              allow_infinity=False)
+            if lo == 0:
+                below = st.floats(max_value=-1e-9, allow_nan=False, allow_infinity=False)
+            yield Case(p, "negative" if lo == 0 else f"below {lo:g}", below.map(_fmt), early=click_lo)
+        if hi is not None:
+            yield Case(p, f"above {hi:g}", st.floats(min_value=hi, exclude_min=True, allow_nan=False,
+                                                     allow_infinity=False).map(_fmt), early=p.hi is not None)
+        if rng.huge:
+            yield Case(p, "huge", st.floats(1e7, 1e300).map(_fmt), strict=not rng.huge_may_answer,
+                       named=not rng.huge_may_answer)
+    yield Case(p, "empty", st.just(""), early=True)
+
+
+def _file_cases(p: Param, kind_name: str) -> Iterator[Case]:
+    tag = f"{kind_name} " if len(READS.get((p.command, p.key), ())) > 1 else ""
+    if kind_name == "store":
+        for spoil in ("missing", "a file", "empty folder", "empty db", "binary db", "truncated db",
+                      "foreign db", "db is a folder"):
+            yield Case(p, f"{tag}{spoil}", kind=kind_name, spoil=spoil)
+        return
+    if kind_name == "dataset":
+        for spoil in ("missing", "a file", "empty folder", "wrong files"):
+            yield Case(p, f"{tag}{spoil}", kind=kind_name, spoil=spoil)
+        return
+    k = KINDS[kind_name]
+    spoils = ["missing", "a file" if k.directory else "a folder", "binary"]
+    if k.directory:
+        spoils.append("empty folder")
+    if not k.empty_ok:
+        spoils.append("empty file")
+    if k.truncate is not None:
+        spoils.append("truncated")
+    spoils += [f"shape {i}" for i in range(len(k.shapes))]
+    if k.huge is not None:
+        spoils.append("huge")
+    spoils.append("utf-16")
+    if k.latin1 is not None:
+        spoils.append("latin-1")
+    for spoil in spoils:
+        answer = spoil == "huge" and k.huge_may_answer
+        strict = spoil != "utf-16" and not (spoil == "latin-1" and not k.latin1_strict) and not answer
+        yield Case(p, f"{tag}{spoil}", kind=kind_name, spoil=spoil, strict=strict, named=not answer)
+
+
+def _output_cases(p: Param, what: str) -> Iterator[Case]:
+    if what == "folder":
+        yield Case(p, "is a file", st.just("taken"), early=p.command not in NEEDS_DATA | {"data fetch"})
+        if p.command == "run":
+            yield Case(p, "holds a run", st.just("prev"))
+        return
+    suffix = ".png" if what == "plot" else ".etc"
+    yield Case(p, "is a folder", st.just(f"folder{suffix}"))
+    yield Case(p, "in a missing folder", st.just(f"missing/x{suffix}"))
+    if what == "plot":
+        yield Case(p, "unknown format", st.sampled_from(["plot.xyz", "plot", "plot.png.txt"]))
+
+
+def _cases_of(p: Param) -> Iterator[Case]:
+    key = (p.command, p.key)
+    if key == ("run", "out_dir"):  # --resume on what is not a run of skylease's
+        for c in _file_cases(p, "store"):
+            yield replace(c, what=f"--resume {c.what}", flags=("--resume",))
+    if key in WRITES:
+        yield from _output_cases(p, WRITES[key])
+        if p.type == "path":
+            return
+    if p.type in ("int", "float"):
+        yield from _number_cases(p)
+        return
+    for kind_name in READS.get(key, ()):
+        yield from _file_cases(p, kind_name)
+    if key not in FREE and key not in WRITES:
+        yield Case(p, "empty", st.just(""), early=key in SPECS or p.command == "data fetch")
+        if p.type == "str" or key in READS:
+            unknown = st.from_regex(r"\Azz[a-z0-9_]{0,6}\Z")
+            yield Case(p, "unknown", unknown, early=p.command == "data fetch")
+    for what, values in SPECS.get(key, {}).items():
+        yield Case(p, what, values, early=p.command.startswith("reproduce"))
+
+
+def _all_cases() -> list[Case]:
+    cases = []
+    for p in _params():
+        for c in _cases_of(p):
+            if p.command in EXEMPT and not c.early:
+                continue
+            cases.append(c)
+    return cases
+
+
+# -- running a case ----------------------------------------------------------------------------
+WRITERS = {"run", "etc generate", "data import", "reproduce ilp"}  # their valid base writes files
+Draw = Callable[[st.SearchStrategy], object]
+
+
+def _argv(command: str, values: dict[str, str]) -> list[str]:
+    cmd = _commands()[command]
+    argv = command.split()
+    labels = {p.key: p for p in _params() if p.command == command}
+    argv += [values[k] for k, p in labels.items() if p.positional and k in values]
+    for k, p in labels.items():
+        if not p.positional and k in values:
+            argv += [p.label, values[k]]
+    assert all(k in labels for k in values), (command, values, cmd)
+    return argv
+
+
+def _write_base(folder: Path, kind_name: str, store: Path, data: Path | None) -> None:
+    if kind_name == "store":
+        _copy_store(store, folder / "prev")
+    elif kind_name == "two-pools":
+        (folder / "two.toml").write_bytes(TWO_POOLS)
+    elif kind_name == "power-copy":  # a real data set: the import checks its files
+        if data is None or not (data / "power").is_dir():
+            pytest.skip("needs the real data sets (../shared/data/power)")
+        _copy_store(data / "power", folder / "copy")
+    else:
+        k = KINDS[kind_name]
+        if k.directory:
+            (folder / k.name).mkdir()
+            (folder / k.name / k.inner).write_bytes(k.valid)
+        else:
+            (folder / k.name).write_bytes(k.valid)
+
+
+def _copy_store(store: Path, dest: Path) -> None:
+    dest.mkdir()
+    for f in store.iterdir():
+        if f.is_file():
+            (dest / f.name).write_bytes(f.read_bytes())
+
+
+def _clear(path: Path) -> None:
+    if path.is_dir():
+        for p in sorted(path.rglob("*"), reverse=True):
+            p.rmdir() if p.is_dir() else p.unlink()
+        path.rmdir()
+    elif path.exists():
+        path.unlink()
+
+
+def _invocation(command: str, key: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """The base command line's values and files, with the context parameter ``key`` needs."""
+    values, files = dict(BASE[command][0]), dict(BASE[command][1])
+    extra = CONTEXT.get((command, key)) if key is not None else None
+    if extra is not None:
+        values.update(extra[0])
+        files.update(extra[1])
+    return {k: v for k, v in values.items() if v is not None}, files
+
+
+def _spoilt(k: Kind, spoil: str, draw: Draw) -> bytes:
+    if spoil == "empty file":
+        return b""
+    if spoil == "binary":  # never UTF-8 (0x89), with a NUL, whatever follows
+        return b"\x89\x00" + draw(st.binary(max_size=200))
+    if spoil == "truncated":
+        assert k.truncate is not None
+        return k.valid[: draw(st.integers(*k.truncate))]
+    if spoil.startswith("shape "):
+        return k.shapes[int(spoil.split()[1])]
+    if spoil == "huge":
+        assert k.huge is not None
+        return k.huge
+    if spoil == "utf-16":
+        return k.valid.decode().encode("utf-16")
+    assert spoil == "latin-1" and k.latin1 is not None
+    return k.latin1
+
+
+def _spoil_file(folder: Path, case: Case, draw: Draw, store: Path, taken: set[str]) -> str:
+    """Write the case's malformed input in ``folder`` (not over a file of the base, ``taken``); the
+    value naming it."""
+    spoil = case.spoil
+    if spoil == "missing":
+        return "gone"
+    if case.kind == "store":
+        path = folder / "prev"
+        _clear(path)
+        if spoil == "a file":
+            path.write_text("not a run\n")
+            return "prev"
+        path.mkdir()
+        db = path / "results.sqlite"
+        if spoil == "empty db":
+            db.write_bytes(b"")
+        elif spoil == "binary db":
+            db.write_bytes(b"\x89\x00" + draw(st.binary(min_size=1, max_size=4096)))
+        elif spoil == "truncated db":
+            real = (store / "results.sqlite").read_bytes()
+            db.write_bytes(real[: draw(st.integers(1, len(real) - 1))])
+        elif spoil == "foreign db":
+            import sqlite3
+
+            con = sqlite3.connect(db)
+            con.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+            con.execute("INSERT INTO notes (text) VALUES ('mine')")
+            con.commit()
+            con.close()
+        elif spoil == "db is a folder":
+            db.mkdir()
+        return "prev"
+    if case.kind == "dataset":
+        path = folder / "copy"
+        if spoil == "a file":
+            path.write_text("not a folder\n")
+        else:
+            path.mkdir()
+            if spoil == "wrong files":
+                (path / "readme.txt").write_text("hello\n")
+        return "copy"
+    k = KINDS[case.kind]
+    if k.name in taken:
+        k = replace(k, name=f"{case.param.key}-{k.name}")
+    path = folder / k.name
+    _clear(path)
+    if k.directory:
+        if spoil == "a file":
+            path.write_bytes(k.valid)
+            return k.name
+        path.mkdir()
+        if spoil != "empty folder":
+            (path / k.inner).write_bytes(_spoilt(k, spoil, draw))
+        return k.name
+    if spoil == "a folder":
+        path.mkdir()
+        return k.name
+    path.write_bytes(_spoilt(k, spoil, draw))
+    return k.name
+
+
+def _prepare(case: Case, folder: Path, draw: Draw, store: Path, data: Path | None) -> tuple[list[str], str]:
+    """Write the case's files in ``folder``; its command line and the value it gives."""
+    p = case.param
+    values, files = _invocation(p.command, p.key)
+    for key, kind_name in files.items():
+        if key != p.key or case.kind is None:
+            _write_base(folder, kind_name, store, data)
+    if case.kind is not None:
+        taken = {KINDS[kn].name for key, kn in files.items() if key != p.key and kn in KINDS}
+        value = _spoil_file(folder, case, draw, store, taken)
+    else:
+        value = str(draw(case.values))
+        if case.what == "is a folder":
+            (folder / value).mkdir()
+        elif case.what == "is a file":
+            (folder / value).write_text("not a folder\n")
+        elif case.what == "holds a run":
+            _clear(folder / value)
+            _copy_store(store, folder / value)
+    values[p.key] = value
+    return _argv(p.command, values) + list(case.flags), value
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): "folder" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in folder.rglob("*")}
+
+
+def _names(case: Case, line: str, value: str) -> bool:
+    """Whether the error line names what was wrong: the option, or the file or value given. (An
+    empty value is a path to the working folder for some options, so "." may stand for it.)"""
+    p = case.param
+    if not case.named or value == "" or p.label.lstrip("-").lower() in line.lower().replace("_", "-"):
+        return True
+    if p.positional or case.kind is not None or (p.command, p.key) in READS | WRITES.keys():
+        return value in line or value.split("/")[0] in line
+    return False
+
+
+def _changes(before: dict, after: dict) -> list[str]:
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+
+
+def _verdict(case: Case, o: Outcome, before: dict, after: dict, value: str) -> str | None:
+    """What is wrong with how the command answered the case (None: nothing)."""
+    if o.timed_out:
+        return f"no answer within {CASE_TIMEOUT_S:g} s"
+    if "Traceback" in o.out + o.err:
+        return "a traceback"
+    wrote = _changes(before, after)
+    if o.code == 2:
+        lines = o.err.splitlines()
+        if len(lines) != 1 or not lines[0].startswith("skylease"):
+            return f"{len(lines)} lines on stderr, not one 'skylease...: error: ...' line"
+        if not _names(case, lines[0], value):
+            return f"the line names neither {case.param.label} nor {value!r}"
+        if case.spoil.startswith("shape") and KINDS[case.kind].lines:
+            name = KINDS[case.kind].inner or value
+            if not re.search(rf"(^|[\s/]){re.escape(name)}:\d+", lines[0]):
+                return f"the line does not say which line of {name} is wrong ({name}:LINE)"
+        if wrote:
+            return f"changed {wrote[:5]}"
+        return None
+    if not case.strict and o.code in (0, 1):  # accepted, cleanly
+        if wrote and case.param.command not in WRITERS:
+            return f"changed {wrote[:5]}"
+        return None
+    return f"exit status {o.code}, not 2"
+
+
+# -- the tests ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def finished_run(zygote, tmp_path_factory) -> Path:
+    """The output folder of a small finished run: a valid store that cases spoil."""
+    folder = tmp_path_factory.mktemp("finished-run")
+    (folder / "jobs.txt").write_bytes(KINDS["job-txt"].valid)
+    o = zygote.run(["run", "jobs.txt", "--out", "prev", "--workers", "1", "--policy", "fixed:1"], folder,
+                   timeout=120)
+    assert o.code == 0, o.describe()
+    return folder / "prev"
+
+
+CASES = _all_cases()
+
+# Failures this test found on the branch it was written on (issue 18); most are being fixed on
+# other branches, and /work/wt/fuzz-findings.md has one line each. Remove an entry once its fix is
+# merged (an XPASS says so). The ones in HANGS time out or grow for seconds before failing: they do
+# not run while listed here, so the test stays under its two minutes.
+_SEED = "negative seed: numpy ValueError traceback (issue 18 item 1)"
+_ENC = "UnicodeDecodeError traceback (issue 18 item 1)"
+_NO_LINE = "TOML error without FILE:LINE (issue 18 item 3)"
+_STORE = "a results.sqlite skylease did not make (issue 18 item 2)"
+_EMPTY_LEASES = "an empty lease workload runs '0 leases', exit 0 (issue 18 item 7)"
+_EMPTY_IGNORED = "an empty value is taken for 'not given', exit 0"
+_UNIT = "names 'boot: invalid value 300.0', not --unit (issue 18 item 7)"
+_LESS_THAN = "a string for a number: Python's '<' not supported, no line (issue 18 items 1, 3)"
+KNOWN_FAILURES: dict[str, str] = {
+    "map --voltages negative": _SEED,
+    "etc generate --seed negative": _SEED,
+    "traces stats --seed negative": _SEED,
+    "simulate a2ha --seed negative": _SEED,
+    "simulate spequlos --seed negative": _SEED,
+    "run --seed negative": _SEED,
+    "map ETC_FILE huge": "header 1e9 x 1e9: MemoryError traceback (issue 18 item 1)",
+    "etc stats ETC_FILE huge": "header 1e9 x 1e9: MemoryError traceback (issue 18 item 1)",
+    "etc generate --tasks huge": "MemoryError traceback (issue 18 item 1)",
+    "etc generate --machines huge": "MemoryError traceback (issue 18 item 1)",
+    "plan hybrid --deadline huge": "no answer within 10 s (issue 18 item 1)",
+    "plan multi --deadline huge": "grows for 8 s, then MemoryError traceback in _lanes.cover_table",
+    "simulate a2ha --workload huge": "gamma:1e8:...: grows for 4 s, then MemoryError (issue 18 item 1)",
+    "simulate a2ha --budget nan": "ValueError traceback from A2HA (issue 18 item 1)",
+    "simulate spequlos --credits infinite": "CreditError traceback (issue 18 item 1)",
+    "simulate spequlos --credits huge": "no answer within 10 s (issue 18 item 1)",
+    "plan pareto --plot is a folder": "IsADirectoryError traceback after the table (issue 18 item 1)",
+    "plan pareto --plot in a missing folder": "FileNotFoundError traceback after the table (issue 18 item 1)",
+    **{f"plan {m} --config {e}": _ENC for m in ("mapreduce", "hybrid", "multi", "pareto")
+       for e in ("binary", "utf-16", "latin-1")},
+    "plan hybrid --config shape 2": "n_tasks = -5: the error names no file (issue 18 item 1)",
+    "plan pareto --config shape 2": "n_tasks = -5: the error names no file (issue 18 item 1)",
+    "plan hybrid --config shape 1": _LESS_THAN, "plan pareto --config shape 1": _LESS_THAN,
+    "run --pools shape 1": _LESS_THAN,
+    "plan hybrid --config shape 0": _NO_LINE, "plan pareto --config shape 0": _NO_LINE,
+    "plan mapreduce --config shape 0": _NO_LINE, "plan mapreduce --config shape 1": _NO_LINE,
+    "plan multi --config shape 0": _NO_LINE, "plan multi --config shape 1": _NO_LINE,
+    "plan multi --config shape 2": _NO_LINE, "run --pools shape 0": _NO_LINE, "run --pools shape 2": _NO_LINE,
+    "run JOB job-toml shape 0": "misspelt key retires = 2 accepted, exit 0 (issue 18 item 3)",
+    "run JOB job-toml shape 1": "retries = 'many' accepted, exit 0 (issue 18 item 3)",
+    "run JOB job-toml shape 2": "timeout = -5 accepted, exit 0 (issue 18 item 3)",
+    "run JOB job-toml huge": "a 60^7-point grid: grows for 7 s, then MemoryError traceback in jobs.py",
+    "run --policy bad spec": "dask-adaptive:-N: ValueError traceback (issue 18 item 1)",
+    "run --budget nan": "ValueError traceback from A2HA (issue 18 item 1)",
+    "run --budget negative": "ValueError traceback from A2HA (issue 18 item 1)",
+    "run --tail-credits nan": "ValueError traceback from SpeQuloS",
+    "run --tail-credits negative": "ValueError traceback from SpeQuloS",
+    "run --tail-credits infinite": "CreditError traceback",
+    "run --tail-qos unknown": "names 'strategy', not --tail-qos",
+    "run --tail-qos bad spec": "names 'strategy', not --tail-qos",
+    "run --tail-qos empty": _EMPTY_IGNORED,
+    "run --pool empty": _EMPTY_IGNORED,
+    "run --volatility empty": _EMPTY_IGNORED,
+    "simulate a2ha --preset empty": _EMPTY_IGNORED,
+    "run --billing-unit infinite": "says 'pools.local: billing unit must be > 0 seconds, got inf'",
+    "run --timeout infinite": "accepted; every task then fails with OverflowError, exit 1",
+    "run --time-scale infinite": "accepted, exit 0",
+    "run --trace-start nan": "accepted, exit 0",
+    "run --trace-start infinite": "accepted, exit 0",
+    "run --trace-start negative": "accepted, exit 0",
+    **{f"{c} OUT_DIR {s}": _STORE for c in ("status", "simulate replay")
+       for s in ("empty db", "truncated db", "foreign db", "db is a folder")},
+    **{f"run --out --resume {s}": _STORE
+       for s in ("empty db", "truncated db", "foreign db", "db is a folder")},
+    "data --dir is a file": "lists the data sets as absent, exit 0",
+    "traces stats TRACES swf empty file": "ValueError traceback (n_nodes must be at least 1)",
+    "simulate spequlos --trace swf empty file": "ValueError traceback (n_nodes must be at least 1)",
+    "traces stats TRACES swf huge": "MaxNodes: 1000000000 header: MemoryError traceback",
+    "simulate spequlos --trace swf huge": "MaxNodes: 1000000000 header: MemoryError traceback",
+    "traces stats --nodes huge": "MemoryError traceback",
+    "traces stats --days infinite": "no answer within 10 s",
+    "traces stats --days huge": "no answer within 10 s",
+    **{f"plan {m} --budget nan": "'no plan costs at most $nan': NaN not refused, --budget not named"
+       for m in ("mapreduce", "hybrid", "multi")},
+    "simulate a2ha --initial-hosts huge": "no answer within 10 s",
+    "simulate a2ha --orderings huge": "no answer within 10 s",
+    **{f"simulate a2ha --unit {v}": _UNIT for v in ("nan", "infinite", "zero", "negative")},
+    "simulate spequlos --alpha infinite": "accepted, exit 0",
+    "simulate replay --seeds huge": "no answer within 10 s",
+    "leases simulate --workload lwf empty file": _EMPTY_LEASES,
+    "leases simulate --workload lwf-xml empty file": _EMPTY_LEASES,
+    "leases simulate --workload swf-leases empty file": _EMPTY_LEASES,
+    "leases simulate --inject empty file": _EMPTY_LEASES,
+    "leases simulate --workload lwf-xml shape 1": "no <lease-requests>: '0 leases', exit 0 (issue 18 item 7)",
+}
+HANGS = {
+    "plan hybrid --deadline huge", "plan multi --deadline huge", "simulate a2ha --workload huge",
+    "simulate spequlos --credits huge", "run JOB job-toml huge", "traces stats --days infinite",
+    "traces stats --days huge", "simulate a2ha --initial-hosts huge", "simulate a2ha --orderings huge",
+    "simulate replay --seeds huge",
+}
+
+
+def _case_param(c: Case):
+    marks = []
+    if c.id in KNOWN_FAILURES:
+        marks.append(pytest.mark.xfail(strict=False, run=c.id not in HANGS, reason=KNOWN_FAILURES[c.id]))
+    return pytest.param(c, id=c.id, marks=marks)
+
+
+@pytest.mark.parametrize("case", [_case_param(c) for c in CASES])
+def test_a_wrong_input_is_one_line_and_exit_2(case: Case, zygote: Zygote, finished_run: Path, tmp_path):
+    data = _shared_data()
+    failures: list[str] = []
+
+    # Hypothesis does not see a failure (so it neither shrinks nor replays it: a case that hangs
+    # costs one timeout, not ten); the first one fails the test.
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(draws):
+        folder = Path(tempfile.mkdtemp(dir=tmp_path))
+        argv, value = _prepare(case, folder, draws.draw, finished_run, data)
+        if failures:  # drawn all the same: hypothesis wants each example to draw alike
+            return
+        before = _snapshot(folder)
+        o = zygote.run(argv, folder, env={"SKYLEASE_DATA": str(folder / "skylease-data")})
+        why = _verdict(case, o, before, _snapshot(folder), value)
+        if why is not None:
+            failures.append(f"skylease {subprocess.list2cmdline(argv)}: {why}; {o.describe()}")
+
+    check()
+    assert not failures, failures[0]
+
+
+def _shared_data() -> Path | None:
+    """The project's real data sets (../shared/data), when they are there."""
+    path = ROOT.parent / "shared" / "data"
+    return path if path.is_dir() else None
+
+
+def _bases() -> list:
+    out = []
+    for command in BASE:
+        if command in EXEMPT or command == "data path":
+            continue
+        out.append(pytest.param(command, None, id=command))
+        out += [pytest.param(command, key, id=f"{command} with {key}")
+                for (c, key) in CONTEXT if c == command]
+    return out
+
+
+@pytest.mark.parametrize(("command", "context"), _bases())
+def test_bases_are_valid(command: str, context: str | None, zygote: Zygote, finished_run: Path, tmp_path):
+    """Each case changes one value of a command line that works (`data path` answers 2 when the
+    data set is not in the data folder, which is empty here)."""
+    values, files = _invocation(command, context)
+    for kind_name in files.values():
+        _write_base(tmp_path, kind_name, finished_run, _shared_data())
+    argv = _argv(command, values)
+    o = zygote.run(argv, tmp_path, env={"SKYLEASE_DATA": str(tmp_path / "skylease-data")}, timeout=60)
+    assert o.code == 0 and "Traceback" not in o.err, \
+        f"skylease {subprocess.list2cmdline(argv)}: {o.describe()}"
+
+
+def test_every_command_and_option_is_fuzzed():
+    commands = _commands()
+    assert set(commands) == set(BASE), "give each new command a BASE invocation (or say in EXEMPT why not)"
+    params = {(p.command, p.key): p for p in _params()}
+    covered = {(c.param.command, c.param.key) for c in CASES}
+    for key, p in params.items():
+        if p.command not in EXEMPT:
+            assert key in covered, f"no case for {p.command} {p.label}"
+        if p.type == "path":
+            assert key in READS or key in WRITES, f"{p.command} {p.label} is a path: say in READS or WRITES"
+    for table in (DOMAIN, READS, WRITES, SPECS, CONTEXT, dict.fromkeys(FREE)):
+        assert set(table) <= set(params), set(table) - set(params)
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
+    assert set(KNOWN_FAILURES) <= set(ids), set(KNOWN_FAILURES) - set(ids)
+    assert set(KNOWN_FAILURES) >= HANGS
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--zygote"]:
+    _serve()
