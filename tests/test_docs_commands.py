@@ -62,12 +62,9 @@ def blocks(doc: Path) -> list[Block]:
 ALL = [b for doc in DOCS for b in blocks(doc)]
 RUNNABLE = [b for b in ALL if b.mark == "runnable"]
 
-# Blocks that fail on this branch because of what another branch of issue 18 fixes, found by
-# (doc, a piece of the block's text). Remove an entry once the fix is merged (an XPASS says so).
-KNOWN_FAILURES = [
-    ("docs/howto/leases.md", "--inject $I/30days/work_10-dur_3h-size_2medium.lwf --config VM-MULT",
-     "stale figures: it prints 2,684,363 s and 4,174 transfers today (issue 18 item 8, helper cliv)"),
-]
+# Blocks known not to run as written: (doc, a piece of the block's text, why), run as
+# xfail(strict=False); empty now that every doc runs.
+KNOWN_FAILURES: list[tuple[str, str, str]] = []
 
 
 def _known_failure(b: Block) -> str | None:

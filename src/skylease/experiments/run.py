@@ -252,6 +252,11 @@ def check_options(opts: RunOptions) -> None:
                                (opts.seed, "--seed", 0), (opts.retries, "--retries", 0)):
         if value is not None and value < least:
             raise UserError(f"must be an integer >= {least}, got {value}", field=name)
+    for value, name in ((opts.pool, "--pool"), (opts.reliable_pool, "--reliable-pool"),
+                        (opts.volatile_pool, "--volatile-pool"), (opts.volatility, "--volatility"),
+                        (opts.tail_qos, "--tail-qos"), (opts.policy, "--policy"), (opts.args, "--args")):
+        if value is not None and not value.strip():  # an empty value is a mistake, not "not given"
+            raise UserError("must not be empty (leave the option out instead)", field=name)
     if opts.retries is not None and opts.retries > MAX_RETRIES:
         raise UserError(f"at most {MAX_RETRIES}, got {opts.retries}", field="--retries")
     if opts.retry_failed and not opts.resume:
@@ -597,6 +602,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: The most simulated runs one replay makes (each is a column of the table it prints).
+MAX_REPLAY_SEEDS = 100
+
+
 def replay(out: str | Path, seeds: Sequence[int] = (0,)) -> dict[str, Any]:
     """Simulate a finished real run again: its measured task runtimes, its policy and pools.
 
@@ -606,6 +615,9 @@ def replay(out: str | Path, seeds: Sequence[int] = (0,)) -> dict[str, Any]:
     """
     from skylease.sim.env import simulate
 
+    if len(seeds) > MAX_REPLAY_SEEDS:
+        raise UserError(f"at most {MAX_REPLAY_SEEDS} (one simulated run, and one column, per seed), "
+                        f"got {len(seeds):,}", field="--seeds")
     store = open_run(out)
     try:
         meta = store.meta()

@@ -38,7 +38,7 @@ from skylease.model.errors import UserError
 from skylease.model.limits import check_number, check_seed, check_size, count
 from skylease.sim.dg.env import DesktopGridEnv
 from skylease.sim.dg.flat import FlatTrace, flatten
-from skylease.sim.dg.workload import BOT_CATEGORIES, make_bot
+from skylease.sim.dg.workload import BOT_CATEGORIES, CREDIT_FRACTION, make_bot
 from skylease.traces.avail import load_trace
 
 __all__ = [
@@ -117,6 +117,8 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     ss = np.random.SeedSequence([seed, 0xB07])
     ss_bot, ss_env = ss.spawn(2)
     b = make_bot(cat, seed=int(ss_bot.generate_state(1)[0]), sigma=sigma, epsilon=epsilon)
+    if credits is not None:
+        check_order(credits, b.credits / CREDIT_FRACTION)
     order = b.credits if credits is None else float(credits)
     submit = submission_time(flat, seed)
     env = DesktopGridEnv(mw, flat, b, submit_at=submit, seed=ss_env)
@@ -138,6 +140,21 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
         "predicted_s": ps["t_pred"], "predict_p": ps["predict_p"],
         "events": res.events, "wall_s": res.wall_s,
     }
+
+
+#: The largest order, in multiples of what running every task of the bag in the cloud costs.
+MAX_ORDER_FACTOR = 10
+
+
+def check_order(credits: float, whole_bag: float) -> None:
+    """Refuse an order beyond :data:`MAX_ORDER_FACTOR` times ``whole_bag`` (the credits that run
+    every task in the cloud): its cloud workers could never be given work, and a greedy strategy
+    would start them all at once (minutes of simulation for nothing)."""
+    most = MAX_ORDER_FACTOR * whole_bag
+    if credits > most:
+        raise UserError(f"{credits:,.6g} credits is more than {MAX_ORDER_FACTOR} times what running the "
+                        f"whole bag in the cloud costs ({whole_bag:,.0f} credits); at most {most:,.0f}",
+                        field="--credits")
 
 
 def environment_cell(middleware: str, trace: str, bot: str, strategies: Sequence[str], seed: int,

@@ -40,6 +40,7 @@ import inspect
 import io
 import itertools
 import json
+import math
 import re
 import shlex
 import string
@@ -52,6 +53,7 @@ from pydantic import Field
 
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, KeyLines, load_toml, shown
+from skylease.model.limits import check_size, count
 from skylease.runtime.execute import resolve_target
 from skylease.traces.textio import read_json, read_text
 
@@ -212,6 +214,11 @@ def _python_task(tid: int, target: str, a: tuple, kw: Mapping[str, Any], line: i
 # -- TOML job files -------------------------------------------------------------------------------
 
 
+#: Bytes one task of a job costs a run (its description, its rows in the result store, the
+#: driver's bookkeeping; a generous bound): the memory budget of :mod:`skylease.model.limits`
+#: allows about a million tasks per job.
+TASK_BYTES = 2048
+
 #: The most retries of a task a run takes (command line or job file): past this, a task that keeps
 #: failing is a bug in the task, not bad luck.
 MAX_RETRIES = 100
@@ -304,6 +311,9 @@ def _grid_rows(grid: Mapping[str, list[Any]], lines: KeyLines, *, shell: bool
             if bad:
                 kinds = "strings, numbers or booleans" if shell else "anything but dates"
                 raise lines.error(f"values must be {kinds}, found {shown(v)}", "grid", name)
+    n = math.prod(len(v) for v in grid.values())
+    check_size(n, "tasks", TASK_BYTES, file=lines.file, line=lines.line("grid"), field="grid",
+               asked=" x ".join(f"{len(v):,}" for v in grid.values()) + f" = {count(n)}")
     rows = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grid.values())]
     return names, rows
 

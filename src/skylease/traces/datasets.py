@@ -178,7 +178,13 @@ def default_data_dir() -> Path:
 
 
 def _root(data_dir: Path | str | None) -> Path:
-    return default_data_dir() if data_dir is None else Path(data_dir).expanduser()
+    """The data folder; one that exists as something else than a folder is named as such (every
+    data-set path under it would fail, and a listing would call everything absent)."""
+    root = default_data_dir() if data_dir is None else Path(data_dir).expanduser()
+    if root.exists() and not root.is_dir():
+        raise UserError("is not a folder (the data folder holds one folder per data set)", file=root,
+                        field="--dir" if data_dir is not None else None)
+    return root
 
 
 def _present(ds: Dataset, folder: Path) -> int:

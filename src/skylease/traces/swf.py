@@ -49,6 +49,7 @@ import pandas as pd
 
 from skylease.model.availability import Availability, AvailabilityTrace
 from skylease.model.errors import UserError
+from skylease.model.limits import check_size
 from skylease.traces.textio import read_text
 
 __all__ = ["SWF_FIELDS", "best_effort_availability", "read_swf"]
@@ -169,6 +170,11 @@ def read_swf(path: str | os.PathLike[str]) -> pd.DataFrame:
     return df
 
 
+#: Bytes one node of the cluster costs while its availability is derived (its busy intervals, its
+#: place in the free heap, its availability record; a generous bound).
+NODE_BYTES = 256
+
+
 def best_effort_availability(
     jobs: pd.DataFrame,
     n_nodes: int | None = None,
@@ -198,16 +204,22 @@ def best_effort_availability(
     job_start = submit + np.maximum(wait, 0.0)
     ok = (run > 0) & (procs > 0) & (submit >= 0)
     need = np.ceil(procs / procs_per_node).astype(np.int64)
+    origin = None  # the header field the node count comes from
     if n_nodes is None:
         attrs = getattr(jobs, "attrs", {})
         if attrs.get("max_nodes"):
-            n_nodes = int(attrs["max_nodes"])
+            n_nodes, origin = int(attrs["max_nodes"]), "MaxNodes"
         elif attrs.get("max_procs"):
-            n_nodes = math.ceil(attrs["max_procs"] / procs_per_node)
+            n_nodes, origin = math.ceil(attrs["max_procs"] / procs_per_node), "MaxProcs"
         else:
             n_nodes = int(need[ok].max()) if ok.any() else 0
+    source = getattr(jobs, "attrs", {}).get("source")
     if n_nodes < 1:
-        raise ValueError("n_nodes must be at least 1")
+        if source is None:
+            raise ValueError("n_nodes must be at least 1")
+        raise UserError("no node count: the header gives no MaxNodes or MaxProcs and no job ran",
+                        file=source)
+    check_size(n_nodes, "nodes", NODE_BYTES, file=source, field=origin)
     if start is not None:
         t0 = float(start)
     else:
