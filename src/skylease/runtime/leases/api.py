@@ -1,0 +1,127 @@
+"""What the lease manager offers the service and the CLI (issue 19): requests in, views out.
+
+The HTTP layer (:mod:`skylease.service`) and the command-line client hold no logic: they turn a
+request body into a :class:`LeaseRequest`, call a :class:`LeaseManager` method, and print or send
+the view it returns. A refused request is a :class:`LeaseRefused` (a :class:`UserError` with the
+reason), which the service answers with 409; a lease that does not exist, or that belongs to
+another user, is :class:`LeaseNotFound` (404).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from skylease.model.errors import UserError
+
+#: The longest lease one request may ask for, in lease seconds (ten years).
+MAX_DURATION_S = 10 * 365 * 86400
+#: The longest payload command line, in bytes.
+MAX_COMMAND_BYTES = 4096
+
+
+class LeaseRefused(UserError):
+    """A request the lease manager cannot grant (too big for the site, an AR in the past or that
+    does not fit, an immediate lease that cannot start now): the reason is the message."""
+
+
+class LeaseNotFound(UserError):
+    """No lease with that id is visible to the caller."""
+
+
+class LeaseRequest(BaseModel):
+    """One lease request, as JSON bodies and Haizea's XML ``<lease>`` element both give it.
+
+    ``type``: ``best-effort`` (queued, backfilled, preemptible by default), ``advance-reservation``
+    (exactly at ``start``, not preemptible by default) or ``immediate`` (now or refused).
+    ``start`` is in lease seconds since the server's epoch (``GET /health`` tells ``now``), or
+    relative to now when ``start_in`` is given instead. Per-node resources: ``cpu`` (CPUs),
+    ``memory``/``disk`` (MB). ``command``: the payload of each VM (a shell line; default: a loop
+    that lasts the lease's duration).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["best-effort", "advance-reservation", "immediate"] = "best-effort"
+    nodes: Annotated[int, Field(ge=1, le=100_000)] = 1
+    duration: Annotated[int, Field(ge=1, le=MAX_DURATION_S)]
+    start: Annotated[int, Field(ge=0, le=2**53)] | None = None
+    start_in: Annotated[int, Field(ge=0, le=MAX_DURATION_S)] | None = None
+    cpu: Annotated[float, Field(gt=0, le=1024, allow_inf_nan=False)] = 1.0
+    memory: Annotated[int, Field(ge=0, le=2**40)] = 1024
+    disk: Annotated[int, Field(ge=0, le=2**40)] = 0
+    image: Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9._+-]+$")] | None = None
+    image_size: Annotated[int, Field(ge=0, le=2**40)] = 0
+    preemptible: bool | None = None
+    command: Annotated[str, Field(min_length=1, max_length=MAX_COMMAND_BYTES)] | None = None
+
+    @model_validator(mode="after")
+    def _start_matches_type(self) -> LeaseRequest:
+        ar = self.type == "advance-reservation"
+        if ar and (self.start is None) == (self.start_in is None):
+            raise ValueError("an advance reservation needs exactly one of 'start' and 'start_in'")
+        if not ar and (self.start is not None or self.start_in is not None):
+            raise ValueError(f"a {self.type} lease takes no start")
+        if self.image is None and self.image_size:
+            raise ValueError("image_size without an image")
+        return self
+
+
+class LeaseView(BaseModel):
+    """A lease as the API shows it: the record `skylease leases simulate --json` prints per lease
+    (``id``, ``type``, ``submit``, ``requested_start``, ``requested_duration``, ``nodes``, ``image``,
+    ``start``, ``end``, ``state``, ``reason``, ``events``) plus its owner, where it runs now and its
+    payloads."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: int
+    owner: str
+    type: str
+    submit: int
+    requested_start: int | None
+    requested_duration: int
+    nodes: int
+    image: str | None
+    start: int | None
+    end: int | None
+    state: str
+    reason: str | None
+    events: list[dict[str, Any]] = []
+    running_on: list[str] = []  # node names of the VM reservation active now
+    payloads: list[dict[str, Any]] = []  # per VM: node, pid, state (running/stopped/exited), exit code
+
+
+class HostView(BaseModel):
+    """A node of the site: its capacity, what runs there now and its image cache."""
+
+    name: str
+    index: int
+    cpu: float
+    memory: int
+    disk: int
+    cpus: list[int]  # the machine's CPUs its payloads are pinned to
+    leases: list[int]  # leases with an active reservation on it now
+    cache: list[str]  # images in its cache
+
+
+class LeaseManager(Protocol):
+    """The lease manager as the service sees it. ``owner`` is the caller's user name; ``None``
+    means an administrator (sees and may cancel every lease)."""
+
+    def now(self) -> int: ...
+
+    def request(self, owner: str, req: LeaseRequest) -> LeaseView: ...
+
+    def cancel(self, owner: str | None, lease_id: int) -> LeaseView: ...
+
+    def lease(self, owner: str | None, lease_id: int) -> LeaseView: ...
+
+    def leases(self, owner: str | None) -> list[LeaseView]: ...
+
+    def queue(self, owner: str | None) -> list[LeaseView]: ...
+
+    def hosts(self) -> list[HostView]: ...
+
+    def close(self) -> None: ...
