@@ -239,3 +239,79 @@ def test_an_ar_too_close_to_suspend_for_cancels_the_running_lease(run_leases):
     run_leases([be, ar], 1, SR)
     assert ("preempt", 667) in be.history and not any(w == "suspend" for w, _ in be.history)
     assert ar.first_start == 686 and be.end == 686 + 1583 + 726
+
+
+# -- the lease service's inputs: cancel and premature end --------------------------------------------
+def _drive(sched: LeaseScheduler, until: int, t: int = 0) -> None:
+    """Step at every event time from ``t`` to ``until``, as the simulator and the service do."""
+    sched.step(t)
+    while (nxt := sched.next_event(t)) <= until:
+        t = int(nxt)
+        sched.step(t)
+
+
+def test_cancelling_a_running_lease_frees_its_node_and_the_queue_moves_up():
+    log = _Log()
+    sched = LeaseScheduler(1, enactment=log)
+    a, b = _be(0, 0, 1, 100), _be(1, 0, 1, 100)
+    sched.submit(a)
+    sched.submit(b)
+    _drive(sched, 10)
+    assert a.state is LeaseState.ACTIVE and b.first_start is None
+    sched.cancel(0, 10)
+    sched.step(10)
+    assert a.state is LeaseState.CANCELLED and a.end == 10 and ("cancel", 10) in a.history
+    assert ("stop", 0, 10) in log.calls  # what ran of it is stopped
+    assert b.first_start == 10  # the queue moves up at once
+    with pytest.raises(ValueError, match="already cancelled"):
+        sched.cancel(0, 11)
+
+
+def test_cancelling_a_queued_or_reserved_lease_takes_it_out_without_running_it():
+    sched = LeaseScheduler(1)
+    a, b, c = _be(0, 0, 1, 100), _be(1, 0, 1, 50), _ar(2, 0, 500, 1, 10)
+    for le in (a, b, c):
+        sched.submit(le)
+    _drive(sched, 5)
+    assert b.state is LeaseState.SCHEDULED  # the future reservation behind a
+    sched.cancel(1, 5)
+    sched.cancel(2, 5)
+    _drive(sched, 1000, 5)
+    assert b.first_start is None and c.first_start is None
+    assert b.state is c.state is LeaseState.CANCELLED
+    assert not sched.rr and not sched.busy and a.end == 100
+
+
+def test_a_premature_end_is_the_simulator_s_shorter_real_duration():
+    # the same lease, once with a real duration of 30 s known in advance (the simulator), once told at
+    # 30 s that its work ended (the service): the same events at the same times, slideback included
+    def run(premature: bool) -> list[list[tuple[str, int]]]:
+        sched = LeaseScheduler(2)
+        first = _be(0, 0, 2, 100) if premature else _be(0, 0, 2, 100, real=30)
+        leases = [first, _be(1, 0, 2, 100), _be(2, 5, 1, 20)]
+        for le in leases[:2]:
+            sched.submit(le)
+        _drive(sched, 4)
+        sched.submit(leases[2])
+        sched.step(5)
+        t = 5
+        while (nxt := sched.next_event(t)) <= 400:
+            if premature and t < 30 <= nxt:
+                assert sched.premature_end(0, 30)
+                nxt = 30
+            t = int(nxt)
+            sched.step(t)
+        return [le.history for le in leases]
+
+    assert run(premature=True) == run(premature=False)
+
+
+def test_a_premature_end_needs_a_running_lease_that_ends_later():
+    sched = LeaseScheduler(1)
+    a, b = _be(0, 0, 1, 100), _be(1, 0, 1, 100)
+    sched.submit(a)
+    sched.submit(b)
+    sched.step(0)
+    assert not sched.premature_end(1, 10)  # not running
+    assert not sched.premature_end(0, 100)  # its planned end
+    assert not sched.premature_end(7, 10)  # no such lease

@@ -33,12 +33,12 @@ from skylease.control.leases import (
     BLUE_HORIZON_NODE,
     PAPER_CONFIGURATIONS,
     Lease,
-    LeaseKind,
     LeaseState,
     ResourceTuple,
     SchedulerConfig,
 )
 from skylease.control.leases.config import configuration_key
+from skylease.control.leases.records import KIND_NAMES, lease_events, lease_record
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, load_toml
 from skylease.sim.leases import (
@@ -58,9 +58,6 @@ from skylease.traces.textio import read_text
 __all__ = ["IMAGE_DRAWS", "KIND_NAMES", "LeaseConfig", "LeaseSimulation", "Workload", "clock",
            "detect_format", "lease_events", "load_config", "load_workload", "simulate_workload"]
 
-#: How a lease's kind is written in the output.
-KIND_NAMES = {LeaseKind.BEST_EFFORT: "best-effort", LeaseKind.ADVANCE_RESERVATION: "advance-reservation",
-              LeaseKind.IMMEDIATE: "immediate"}
 #: The image draws a TOML configuration may ask for ("none": leases keep no image).
 IMAGE_DRAWS = ("uniform", "skewed", "single", "none")
 DEFAULT_CONFIG = "NOVM-NOSR"
@@ -212,12 +209,8 @@ class LeaseSimulation:
 
     def records(self) -> list[dict[str, Any]]:
         """One record per lease, in workload order: its request, what happened and its events."""
-        events = lease_events(self.run)
-        return [{"id": le.id, "type": KIND_NAMES[le.kind], "submit": le.submit, "requested_start": le.start,
-                 "requested_duration": le.duration, "nodes": le.nodes, "image": le.image,
-                 "start": le.first_start, "end": le.end, "state": le.state.value, "reason": le.reason,
-                 "events": events.get(le.id, [])}
-                for le in self.workload.leases]
+        events = lease_events(self.run.log, self.run.runs, self.run.transfers)
+        return [lease_record(le, events.get(le.id, [])) for le in self.workload.leases]
 
     def summary(self) -> dict[str, Any]:
         s = self.run.summary()
@@ -276,42 +269,6 @@ def simulate_workload(workload: str | Path | Workload, inject: str | Path | None
         assign_images(imageless, cfg.images, seed=seed)
     run = simulate_leases(w.leases, w.n_nodes, capacity=w.capacity, config=cfg.scheduler, until="all")
     return LeaseSimulation(w, cfg, seed, run)
-
-
-_RUN_KIND = {"start": "vm", "resume": "resume", "suspend": "suspend"}
-
-
-def lease_events(run: LeaseRun) -> dict[int, list[dict[str, Any]]]:
-    """Each lease's events, in time order: the scheduler's (``time`` is when it happened;
-    ``planned_start`` for schedule/reserve/slideback), with the nodes and end (``until``) of each run,
-    suspension and resumption; ``migrate`` where a lease resumes on other nodes than it was
-    suspended on; ``transfer`` for each image transfer it waited for."""
-    runs = {(r.lease, r.kind, r.start): r for r in run.runs}
-    out: dict[int, list[dict[str, Any]]] = {}
-    suspended_on: dict[int, tuple[int, ...]] = {}
-    for e in run.log:
-        rec: dict[str, Any] = {"time": e.now, "event": e.what}
-        evs = out.setdefault(e.lease, [])
-        if e.what in ("schedule", "reserve", "slideback"):
-            rec["planned_start"] = e.at
-        elif e.what in _RUN_KIND:
-            rec["time"] = e.at
-            r = runs.get((e.lease, _RUN_KIND[e.what], e.at))
-            if r is not None:
-                rec["nodes"], rec["until"] = list(r.nodes), r.stop
-                if e.what == "suspend":
-                    suspended_on[e.lease] = r.nodes
-                elif e.what == "resume" and suspended_on.get(e.lease, r.nodes) != r.nodes:
-                    evs.append({"time": e.at, "event": "migrate", "from": list(suspended_on[e.lease]),
-                                "to": list(r.nodes)})
-        evs.append(rec)
-    for tr in run.transfers:
-        for lid, nodes in tr.users:
-            out.setdefault(lid, []).append({"time": tr.start, "event": "transfer", "until": tr.end,
-                                            "image": tr.image, "nodes": list(nodes), "channel": tr.channel})
-    for evs in out.values():
-        evs.sort(key=lambda ev: ev["time"])  # stable: the scheduler's order at equal times
-    return out
 
 
 _TIMELINE = {"start": "runs", "preempt": "preempted", "suspend": "suspends", "resume": "resumes",

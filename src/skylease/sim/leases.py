@@ -20,7 +20,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,7 @@ from skylease.control.leases import (
     SchedulerConfig,
     Transfer,
 )
+from skylease.control.leases.records import Event, Run, TransferRun
 from skylease.sim.kernel import Kernel
 
 __all__ = ["BLUE_HORIZON_NODES", "Event", "LeaseRun", "Run", "SimulatedEnactment", "TransferRun", "ar_leases",
@@ -45,38 +46,6 @@ __all__ = ["BLUE_HORIZON_NODES", "Event", "LeaseRun", "Run", "SimulatedEnactment
 BLUE_HORIZON_NODES = 144
 #: Measurements recorded before the submission of the lease at 5 % of the BE leases are dropped.
 CLIP_FRACTION = 0.05
-
-
-class Run(NamedTuple):
-    """One reservation carried out: a VM run, a suspension or a resumption (a Gantt chart's bar)."""
-
-    lease: int
-    kind: str  # "vm", "suspend", "resume"
-    start: int
-    stop: int
-    nodes: tuple[int, ...]
-
-
-class Event(NamedTuple):
-    """A scheduler event (:attr:`Lease.history`) with the simulation time ``now`` it was decided at;
-    ``at`` is the event's own time (for "schedule", "reserve" and "slideback": the planned start)."""
-
-    lease: int
-    what: str
-    at: int
-    now: int
-
-
-class TransferRun(NamedTuple):
-    """An image transfer carried out: ``image`` multicast on ``[start, end)`` on the best-effort
-    ("be", FIFO) or advance-reservation ("ar", EDF) channel; ``users``: (lease id, its nodes) of the
-    leases waiting for it when it ended."""
-
-    image: str
-    start: int
-    end: int
-    channel: str
-    users: tuple[tuple[int, tuple[int, ...]], ...]
 
 
 class SimulatedEnactment:

@@ -60,6 +60,7 @@ class LeaseState(StrEnum):
     SUSPENDED = "suspended"
     DONE = "done"
     REJECTED = "rejected"
+    CANCELLED = "cancelled"  # by its owner (the lease service), whatever state it was in
 
 
 class RRKind(StrEnum):

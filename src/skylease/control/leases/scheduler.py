@@ -100,7 +100,7 @@ class LeaseScheduler:
         self.completed: list[Lease] = []
         self.rejected: list[tuple[Lease, str]] = []
         self._arrived: list[Lease] = []  # AR and IM leases submitted, handled at the next step
-        self._ids: set[int] = set()
+        self._leases: dict[int, Lease] = {}  # every lease submitted, by id
         self._be_placed = 0  # BE leases holding a plan (VM, resume or suspend reservations)
         self.enactment: Enactment = NullEnactment() if enactment is None else enactment
         self.on_event = on_event
@@ -111,10 +111,10 @@ class LeaseScheduler:
     def submit(self, lease: Lease) -> None:
         """A new request: BE leases join the queue, AR and IM leases are admitted at the next
         :meth:`step`; a request the cluster can never satisfy is rejected with its reason."""
-        if lease.id in self._ids:
+        if lease.id in self._leases:
             self._reject(lease, f"lease id {lease.id} is already in use")
             return
-        self._ids.add(lease.id)
+        self._leases[lease.id] = lease
         best = max(self.table.capacity, key=lambda c: c.memory)
         if lease.nodes > self.table.n_nodes:
             self._reject(lease, f"asks for {lease.nodes} nodes; the cluster has {self.table.n_nodes}")
@@ -135,6 +135,55 @@ class LeaseScheduler:
             self.queue.append(lease)
         else:
             self._arrived.append(lease)
+
+    def cancel(self, lease_id: int, now: int) -> Lease:
+        """Its owner withdraws a lease (the lease service): out of the queue, or its plan out of the
+        slot table, stopping what runs of it. Freed nodes are offered to the leases planned after it
+        as after a premature end (slideback); the queue is scheduled at the next :meth:`step`.
+        A lease already over (done, rejected, cancelled) raises ``ValueError``."""
+        lease = self._find(lease_id)
+        if lease.state in (LeaseState.DONE, LeaseState.REJECTED, LeaseState.CANCELLED):
+            raise ValueError(f"lease {lease_id} is already {lease.state.value}")
+        nodes: tuple[int, ...] = ()
+        if lease in self._arrived:
+            self._arrived.remove(lease)
+        elif lease.kind is LeaseKind.BEST_EFFORT and lease in self.queue:
+            self.queue.remove(lease)
+        if lease.id in self.rr:
+            vm = self.rr[lease.id]
+            parts = (vm.resume, vm, vm.suspend)
+            was_running = any(p is not None and p.state is LeaseState.ACTIVE for p in parts)
+            nodes = vm.nodes if was_running else ()
+            self._unplace(vm, now)
+        lease.state = LeaseState.CANCELLED
+        lease.end = now
+        lease.reason = "cancelled by its owner"
+        self._emit("cancel", lease, now)
+        if nodes and self.config.backfilling:
+            self._slideback(now, nodes)
+        return lease
+
+    def premature_end(self, lease_id: int, now: int) -> bool:
+        """The lease's work ended at ``now``, before its VM reservation's planned end (a real payload
+        exited early): its real end becomes ``now`` and the next :meth:`step` at ``now`` ends it as
+        the simulator ends a lease whose real duration is shorter. False when the lease has no
+        running VM reservation that ends later."""
+        vm = self.rr.get(lease_id)
+        if vm is None or vm.state is not LeaseState.ACTIVE or not vm.start <= now < vm.real_end:
+            return False
+        self.table.reschedule(vm, vm.start, vm.end, now)
+        vm.lease.real_remaining = now - vm.start
+        return True
+
+    def lease(self, lease_id: int) -> Lease:
+        """A lease this scheduler was given (KeyError if none)."""
+        return self._find(lease_id)
+
+    def _find(self, lease_id: int) -> Lease:
+        lease = self._leases.get(lease_id)
+        if lease is None:
+            raise KeyError(lease_id)
+        return lease
 
     def _reject(self, lease: Lease, why: str) -> None:
         lease.state = LeaseState.REJECTED

@@ -1,0 +1,521 @@
+"""The lease manager on a real clock: the simulator's :class:`LeaseScheduler`, driven by wall time,
+journaled in the database, enacted on this machine's nodes (issue 19, spec 001 §3).
+
+One policy, two clocks: the scheduler is the one :mod:`skylease.sim.leases` drives, unchanged. The
+simulator calls ``step(t)`` at every arrival and every slot-table change point; so does this
+manager, at the same lease times: a request is submitted and stepped at ``now``, and a thread steps
+at each ``next_event`` when the clock reaches it (events are recorded at their exact times even when
+the thread wakes a few milliseconds late, so the schedule is the simulator's). Two inputs exist only
+here: a lease cancelled by its owner, and a premature end, when a lease's payloads exit before its
+reservation's planned end (the scheduler then reacts as to a shorter real duration).
+
+Crash safety (spec: "no lease is lost, started twice or left in a state that does not match its
+processes"): every input goes to the :class:`~skylease.runtime.leases.journal.Journal` with the
+events it produced, in one transaction, before the API answers and before anything is enacted. A
+restarted manager replays the journal into a fresh scheduler (nothing enacted), adopts the payload
+processes still alive, steps through what fell due while it was down, and reconciles the rest.
+
+Enactment is a reconciliation: the scheduler's start/stop calls mark the leases they touch, and at the
+end of each command the manager makes each touched lease's processes match what the scheduler says
+(:func:`desired`): running on the nodes of its active VM reservation, stopped while suspended with
+work saved, or gone. The machine-level primitives (spawn, SIGSTOP, SIGCONT, re-pin, shutdown,
+image copies) are :class:`~skylease.runtime.leases.local.LocalNodes`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from skylease.control.leases import (
+    Lease,
+    LeaseKind,
+    LeaseScheduler,
+    LeaseState,
+    Reservation,
+    SchedulerConfig,
+    Transfer,
+)
+from skylease.control.leases.records import Event, Run, TransferRun, lease_events, lease_record
+from skylease.model.errors import UserError
+from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseRefused, LeaseRequest, LeaseView
+from skylease.runtime.leases.clock import RealClock
+from skylease.runtime.leases.journal import Batch, InputKind, Journal, PayloadRow
+
+log = logging.getLogger("skylease.leases")
+
+_KINDS = {"best-effort": LeaseKind.BEST_EFFORT, "advance-reservation": LeaseKind.ADVANCE_RESERVATION,
+          "immediate": LeaseKind.IMMEDIATE}
+_TERMINAL = (LeaseState.DONE, LeaseState.REJECTED, LeaseState.CANCELLED)
+#: A payload that exits less than this many lease seconds before its reservation's planned end ended
+#: on time (the default payload lasts its duration: it must not turn into a premature end).
+ON_TIME_S = 1
+#: Real seconds the payload of the default command outlives its reservation's planned end, so that
+#: the scheduler's shutdown, not the payload, ends it.
+PAYLOAD_MARGIN_S = 1.0
+
+
+@dataclass
+class _Live:
+    """A payload process the manager knows, with its journal row."""
+
+    payload: Any  # local.Payload
+    row: int
+    run: int  # the lease time its VM reservation started when it was spawned
+
+
+@dataclass
+class _Trace:
+    """What happened, for the lease records: events, reservations carried out, transfers."""
+
+    events: dict[int, list[Event]] = field(default_factory=dict)
+    runs: dict[int, list[Run]] = field(default_factory=dict)
+    transfers: dict[int, list[TransferRun]] = field(default_factory=dict)
+
+    def event(self, e: Event) -> None:
+        self.events.setdefault(e.lease, []).append(e)
+
+
+class _Enactment:
+    """The scheduler's :class:`~skylease.control.leases.Enactment`: records each reservation carried
+    out (as :class:`~skylease.sim.leases.SimulatedEnactment` does) and the leases touched, which the
+    manager then reconciles with their processes."""
+
+    def __init__(self, trace: _Trace) -> None:
+        self.trace = trace
+        self.touched: set[int] = set()
+        self.open: dict[int, tuple[int, Reservation]] = {}
+
+    def start(self, rr: Reservation, now: int) -> None:
+        self.open[id(rr)] = (now, rr)
+        self.touched.add(rr.lease.id)
+
+    def stop(self, rr: Reservation, now: int) -> None:
+        start, _ = self.open.pop(id(rr))
+        run = Run(rr.lease.id, rr.kind.value, start, now, rr.nodes)
+        self.trace.runs.setdefault(rr.lease.id, []).append(run)
+        self.touched.add(rr.lease.id)
+
+
+def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[int, ...]]:
+    """What the lease's processes should be now: ``("run", nodes)`` while its VM reservation is
+    active; ``("stopped", ())`` while it is suspended with work saved (a suspension or resumption
+    running, or waiting to resume: what is left is less than its ``full`` planned duration);
+    ``("none", ())`` otherwise (not started, done, cancelled, or preempted and requeued without
+    suspension, which loses the work of its run)."""
+    if lease.state in _TERMINAL:
+        return "none", ()
+    vm = sched.rr.get(lease.id)
+    if vm is not None and vm.state is LeaseState.ACTIVE:
+        return "run", vm.nodes
+    if lease.remaining < full:
+        return "stopped", ()
+    return "none", ()
+
+
+class LocalLeaseManager:
+    """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
+    protocol). ``nodes`` is the enactment (default: :class:`~skylease.runtime.leases.local.LocalNodes`
+    on ``site``); ``time_scale`` lease seconds per real second (stored at the first start: a restart
+    must use the same); at most ``max_leases_per_user`` leases not over per user."""
+
+    def __init__(self, engine: sa.Engine, site: Any, *, config: SchedulerConfig | None = None,
+                 time_scale: float = 1.0, data_dir: Path | str = ".", nodes: Any = None,
+                 grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05) -> None:
+        self.site = site
+        self.config = config if config is not None else SchedulerConfig()
+        self.data_dir = Path(data_dir)
+        self.grace_s = grace_s
+        self.max_leases_per_user = max_leases_per_user
+        self.poll_s = poll_s
+        self.journal = Journal(engine)
+        settings = self.journal.init_settings({"epoch": time.time(), "time_scale": float(time_scale),
+                                               "serve_id": uuid.uuid4().hex, "n_nodes": site.n_nodes,
+                                               "config": _config_key(self.config)})
+        if settings["time_scale"] != float(time_scale):
+            scale = settings["time_scale"]
+            raise UserError(f"this database's lease clock runs at {scale:g} lease seconds per second; start "
+                            f"the server with --time-scale {scale:g}", field="--time-scale")
+        if settings["n_nodes"] != site.n_nodes or settings["config"] != _config_key(self.config):
+            raise UserError("this database's leases were scheduled on another site or configuration "
+                            f"({settings['n_nodes']} nodes, {settings['config']}); use that one, or "
+                            "another database", field="--db")
+        self.serve_id: str = settings["serve_id"]
+        self.clock = RealClock(settings["epoch"], settings["time_scale"])
+        if nodes is None:
+            from skylease.runtime.leases.local import LocalNodes
+
+            nodes = LocalNodes(site, self.data_dir, self.serve_id, grace_s=grace_s)
+        self.nodes = nodes
+        self.trace = _Trace()
+        self._enact = _Enactment(self.trace)
+        self.sched = LeaseScheduler(site.n_nodes, capacity=list(site.capacity), config=self.config,
+                                    enactment=self._enact, on_event=self._on_event)
+        self.sched.images.on_done = self._transferred
+        self._owner: dict[int, str] = {}
+        self._request: dict[int, dict[str, Any]] = {}
+        self._full: dict[int, int] = {}  # lease id -> its full planned duration
+        self._live: dict[tuple[int, int], _Live] = {}  # (lease, vnode) -> its payload
+        self._rows: dict[tuple[int, int, int], int] = {}  # (lease, vnode, run) -> payload row ever spawned
+        self._copies: dict[int, Any] = {}  # id(transfer) -> its copy
+        self._batch = Batch.new()
+        self._now = 0  # the lease time of the step being taken (events are stamped with it)
+        self._stepped = -1  # the last time stepped
+        self._next_id = 1
+        self._lock = threading.RLock()
+        self._wake = threading.Condition(self._lock)
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self.replayed_events_match: bool | None = None
+        self._recording = True  # False while the journal is replayed: its events are stored already
+        self._replayed: list[Event] = []
+        self._lost: list[PayloadRow] = []
+
+    # -- life --------------------------------------------------------------------------------------
+    def start(self) -> LocalLeaseManager:
+        """Recover the journal's state, reconcile the processes, and start stepping."""
+        with self._lock:
+            self._recover()
+        self._thread = threading.Thread(target=self._loop, name="skylease-leases", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self, *, stop_payloads: bool = False) -> None:
+        """Stop stepping. Payloads go on (a restarted server adopts them) unless ``stop_payloads``."""
+        with self._lock:
+            self._closing = True
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.nodes.close(kill=stop_payloads)
+
+    def now(self) -> int:
+        return self.clock.now()
+
+    # -- the API -----------------------------------------------------------------------------------
+    def request(self, owner: str, req: LeaseRequest) -> LeaseView:
+        with self._lock:
+            now = self.clock.now()
+            self._advance(now)
+            self._commit_and_enact(now)
+            live = sum(1 for lid, o in self._owner.items()
+                       if o == owner and self.sched.lease(lid).state not in _TERMINAL)
+            if live >= self.max_leases_per_user:
+                raise LeaseRefused(f"{owner} has {live:,} leases not over; at most "
+                                   f"{self.max_leases_per_user:,}")
+            body = self._lease_body(self._next_id, req, now)
+            self._batch.inputs.append((now, InputKind.SUBMIT, body["id"], body))
+            self._batch.new_leases.append((body["id"], owner, req.model_dump(exclude_none=True), now,
+                                           LeaseState.PENDING.value))
+            lease = self._submit(body, owner, req.model_dump(exclude_none=True))
+            self._step(now)
+            self._commit_and_enact(now)
+            self._wake.notify_all()
+            view = self._view(lease)
+        if lease.state is LeaseState.REJECTED:
+            raise LeaseRefused(f"lease {lease.id} refused: {lease.reason}")
+        return view
+
+    def cancel(self, owner: str | None, lease_id: int) -> LeaseView:
+        with self._lock:
+            lease = self._visible(owner, lease_id)
+            now = self.clock.now()
+            self._advance(now)
+            self._commit_and_enact(now)
+            if lease.state in _TERMINAL:  # (it may have ended in the meantime)
+                raise LeaseRefused(f"lease {lease_id} is already {lease.state.value}")
+            self._batch.inputs.append((now, InputKind.CANCEL, lease_id, None))
+            self.sched.cancel(lease_id, now)
+            self._enact.touched.add(lease_id)
+            self._step(now)
+            self._commit_and_enact(now)
+            self._wake.notify_all()
+            return self._view(lease)
+
+    def lease(self, owner: str | None, lease_id: int) -> LeaseView:
+        with self._lock:
+            return self._view(self._visible(owner, lease_id))
+
+    def leases(self, owner: str | None) -> list[LeaseView]:
+        with self._lock:
+            return [self._view(self.sched.lease(lid)) for lid in sorted(self._owner)
+                    if owner is None or self._owner[lid] == owner]
+
+    def queue(self, owner: str | None) -> list[LeaseView]:
+        with self._lock:
+            return [self._view(le) for le in self.sched.queue if owner is None or self._owner[le.id] == owner]
+
+    def hosts(self) -> list[HostView]:
+        with self._lock:
+            on: dict[int, set[int]] = {k: set() for k in range(self.site.n_nodes)}
+            for vm in self.sched.rr.values():
+                for part in (vm.resume, vm, vm.suspend):
+                    if part is not None and part.state is LeaseState.ACTIVE:
+                        for k in part.nodes:
+                            on[k].add(vm.lease.id)
+            out = []
+            for k in range(self.site.n_nodes):
+                cap = self.site.capacity[k]
+                out.append(HostView(name=self.site.node_name(k), index=k, cpu=cap.cpu, memory=cap.memory,
+                                    disk=cap.disk, cpus=list(self.site.cpus(k)), leases=sorted(on[k]),
+                                    cache=list(self.nodes.cached(k))))
+            return out
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        with self._lock:
+            while not self._closing:
+                try:
+                    now = self.clock.now()
+                    self._advance(now)
+                    self._payload_exits(now)
+                    self._commit_and_enact(now)
+                except Exception:  # a bug or a lost database: stop stepping, loudly (a restart recovers)
+                    log.exception("the lease manager stopped")
+                    self._closing = True
+                    raise
+                nxt = self.sched.next_event(self._stepped)
+                wait = self.poll_s if nxt == float("inf") else min(self.poll_s, self.clock.seconds_until(nxt))
+                self._wake.wait(max(wait, 0.001))
+
+    def _advance(self, now: int) -> None:
+        """Step at every event time due by ``now``, each at its own time (as the simulator does)."""
+        while True:
+            nxt = self.sched.next_event(self._stepped)
+            if nxt > now:
+                return
+            t = int(nxt)
+            self._batch.inputs.append((t, InputKind.STEP, None, None))
+            self._step(t)
+
+    def _step(self, t: int) -> None:
+        self._now = t
+        self.sched.step(t)
+        self._stepped = max(self._stepped, t)
+
+    def _payload_exits(self, now: int) -> None:
+        """Payloads that ended by themselves: a lease whose payloads all exited before its VM
+        reservation's planned end ended early (a premature end, spec §6.6)."""
+        ended: set[int] = set()
+        for p in self.nodes.exited():
+            live = self._live.pop((p.lease, p.vnode), None)
+            if live is None:
+                continue
+            self.journal.update_payload(live.row, state="exited", exit_code=p.exit_code,
+                                        reason="exited by itself")
+            ended.add(p.lease)
+        for lid in sorted(ended):
+            if any(k[0] == lid for k in self._live):
+                continue  # another VM of the lease still works
+            vm = self.sched.rr.get(lid)
+            if vm is None or vm.state is not LeaseState.ACTIVE or now >= vm.end - ON_TIME_S:
+                continue
+            if self.sched.premature_end(lid, now):
+                self._batch.inputs.append((now, InputKind.END, lid, None))
+                self._enact.touched.add(lid)
+                self._step(now)
+
+    # -- journal and enactment ---------------------------------------------------------------------
+    def _commit_and_enact(self, now: int) -> None:
+        for lid in self._enact.touched:
+            self._batch.states[lid] = self.sched.lease(lid).state.value
+        self.journal.commit(self._batch)  # before anything is enacted: the journal leads
+        self._batch = Batch.new()
+        touched, self._enact.touched = self._enact.touched, set()
+        self._reconcile(sorted(touched), now)
+        self._transfers(now)
+
+    def _reconcile(self, lease_ids: Iterable[int], now: int) -> None:
+        for lid in lease_ids:
+            lease = self.sched.lease(lid)
+            what, nodes = desired(self.sched, lease, self._full[lid])
+            mine = sorted((k, v) for k, v in self._live.items() if k[0] == lid)
+            if what == "none":
+                for key, live in mine:
+                    self.nodes.shutdown(live.payload, grace_s=self.grace_s)
+                    self.journal.update_payload(live.row, state="killed", reason=f"lease {lease.state.value}")
+                    del self._live[key]
+                continue
+            if what == "stopped":
+                for _, live in mine:
+                    if live.payload.state != "stopped":
+                        self.nodes.suspend(live.payload)
+                        self.journal.update_payload(live.row, state="stopped")
+                continue
+            vm = self.sched.rr[lid]
+            for vnode, k in enumerate(nodes):
+                live = self._live.get((lid, vnode))
+                if live is not None:
+                    if live.payload.node != k:
+                        self.nodes.migrate(live.payload, k)
+                        self.journal.update_payload(live.row, state=live.payload.state, node=k)
+                    if live.payload.state == "stopped":
+                        self.nodes.resume(live.payload)
+                        self.journal.update_payload(live.row, state="running")
+                elif (lid, vnode, vm.start) not in self._rows:  # never started in this run
+                    self._spawn(lease, vnode, k, vm, nodes, now)
+
+    def _spawn(self, lease: Lease, vnode: int, node: int, vm: Reservation, nodes: tuple[int, ...],
+               now: int) -> None:
+        req = self._request[lease.id]
+        env = {"SKYLEASE_NODES": ",".join(self.site.node_name(k) for k in nodes)}
+        if lease.image is not None:
+            env["SKYLEASE_IMAGE"] = str(self.nodes.cache_path(node, lease.image))
+        duration_s = self.clock.real_seconds(max(0, vm.end - now)) + PAYLOAD_MARGIN_S
+        p = self.nodes.spawn(lease.id, vnode, node, command=req.get("command"), duration_s=duration_s,
+                             env=env)
+        row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
+        self._live[(lease.id, vnode)] = _Live(p, row, vm.start)
+        self._rows[(lease.id, vnode, vm.start)] = row
+
+    def _transfers(self, now: int) -> None:
+        """Image transfers running now are copies into their nodes' caches, paced to end with them."""
+        for tr in (*self.sched.images.fifo, *self.sched.images.edf):
+            if tr.start <= now < tr.end and id(tr) not in self._copies:
+                seconds = self.clock.real_seconds(tr.end - now)
+                self._copies[id(tr)] = self.nodes.copy_image(tr.image, tr.size_mb, sorted(tr.nodes), seconds)
+
+    def _transferred(self, tr: Transfer) -> None:
+        self._copies.pop(id(tr), None)
+        users = tuple((lid, tuple(sorted(ns))) for lid, ns in sorted(tr.users.items()))
+        rec = TransferRun(tr.image, tr.start, tr.end, "be" if tr.deadline is None else "ar", users)
+        for lid, _ in users:
+            self.trace.transfers.setdefault(lid, []).append(rec)
+
+    def _on_event(self, what: str, lease: Lease, t: int) -> None:
+        e = Event(lease.id, what, t, self._now)
+        self.trace.event(e)
+        (self._batch.events if self._recording else self._replayed).append(e)
+
+    # -- requests ----------------------------------------------------------------------------------
+    def _lease_body(self, lid: int, req: LeaseRequest, now: int) -> dict[str, Any]:
+        kind = _KINDS[req.type]
+        if kind is not LeaseKind.BEST_EFFORT and req.preemptible:
+            raise LeaseRefused(f"an {req.type} lease cannot be preemptible (only best-effort leases are)")
+        start = None
+        if kind is LeaseKind.ADVANCE_RESERVATION:
+            start = req.start if req.start is not None else now + (req.start_in or 0)
+        return {"id": lid, "kind": kind.value, "submit": now, "nodes": req.nodes, "duration": req.duration,
+                "start": start, "cpu": req.cpu, "memory": req.memory, "disk": req.disk, "image": req.image,
+                "image_size": req.image_size,
+                "preemptible": kind is LeaseKind.BEST_EFFORT and req.preemptible is not False}
+
+    def _submit(self, body: dict[str, Any], owner: str, request: dict[str, Any]) -> Lease:
+        b = dict(body)
+        lid = b.pop("id")
+        lease = Lease(lid, LeaseKind(b.pop("kind")), b.pop("submit"), b.pop("nodes"), b["duration"],
+                      b["duration"], b.pop("duration"), **b)
+        self._owner[lid] = owner
+        self._request[lid] = request
+        self._next_id = max(self._next_id, lid + 1)
+        self.sched.submit(lease)
+        self._full[lid] = lease.remaining if lease.state is not LeaseState.REJECTED else 0
+        self._enact.touched.add(lid)
+        return lease
+
+    def _visible(self, owner: str | None, lease_id: int) -> Lease:
+        if lease_id not in self._owner or (owner is not None and self._owner[lease_id] != owner):
+            raise LeaseNotFound(f"no lease {lease_id}")
+        return self.sched.lease(lease_id)
+
+    def _view(self, lease: Lease) -> LeaseView:
+        runs = list(self.trace.runs.get(lease.id, ()))
+        for start, rr in self._enact.open.values():  # reservations under way: until their planned end
+            if rr.lease.id == lease.id:
+                runs.append(Run(lease.id, rr.kind.value, start, rr.end, rr.nodes))
+        evs = lease_events(self.trace.events.get(lease.id, ()), runs,
+                           self.trace.transfers.get(lease.id, ()))
+        rec = lease_record(lease, evs.get(lease.id, []))
+        vm = self.sched.rr.get(lease.id)
+        active = vm is not None and vm.state is LeaseState.ACTIVE
+        running = [self.site.node_name(k) for k in vm.nodes] if active else []
+        pl = [{"vnode": v, "node": self.site.node_name(live.payload.node), "pid": live.payload.pid,
+               "state": live.payload.state}
+              for (lid, v), live in sorted(self._live.items()) if lid == lease.id]
+        return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl, **rec)
+
+    # -- recovery ----------------------------------------------------------------------------------
+    def _recover(self) -> None:
+        """Replay the journal (nothing enacted), adopt the payloads still alive, then catch up."""
+        owners = self.journal.owners()
+        self._recording = False
+        t_last = -1
+        for inp in self.journal.inputs():
+            self._now = inp.t
+            if inp.kind is InputKind.SUBMIT:
+                assert inp.body is not None and inp.lease is not None
+                owner, request = owners[inp.lease]
+                self._submit(inp.body, owner, request)
+            elif inp.kind is InputKind.CANCEL:
+                self.sched.cancel(int(inp.lease or 0), inp.t)
+            elif inp.kind is InputKind.END:
+                self.sched.premature_end(int(inp.lease or 0), inp.t)
+            else:
+                self._step(inp.t)
+            t_last = max(t_last, inp.t)
+        self._stepped = t_last
+        self._recording = True
+        stored = self.journal.events()
+        self.replayed_events_match = stored == self._replayed
+        if not self.replayed_events_match:  # a scheduler that is not deterministic, or a changed one
+            log.error("the journal's replay differs from its stored events (%d stored, %d replayed)",
+                      len(stored), len(self._replayed))
+        self._replayed = []
+        self._enact.touched.clear()
+        self._adopt()
+        now = self.clock.now()
+        self._advance(now)  # what fell due while the server was down
+        self._enact.touched.update(self._owner)
+        self._lost_payloads(now)
+        self._commit_and_enact(now)
+
+    def _adopt(self) -> None:
+        rows = self.journal.payloads()
+        for r in rows:
+            self._rows[(r.lease, r.vnode, r.run)] = r.id
+        found = {(p.lease, p.vnode): p for p in self.nodes.find_own()}
+        for r in rows:
+            if r.state not in ("running", "stopped"):
+                continue
+            p = found.pop((r.lease, r.vnode), None)
+            if p is not None and p.pid == r.pid and self.nodes.adopt(p):
+                self._live[(r.lease, r.vnode)] = _Live(p, r.id, r.run)
+            else:
+                self.journal.update_payload(r.id, state="lost", reason="gone while the server was down")
+                self._lost.append(r)
+        for p in found.values():  # spawned, then the server died before it was journaled
+            vm = self.sched.rr.get(p.lease)
+            run = vm.start if vm is not None else self._now
+            row = self.journal.add_payload(p.lease, p.vnode, p.node, run, p.pid, p.start_ticks, p.state)
+            self._live[(p.lease, p.vnode)] = _Live(p, row, run)
+            self._rows[(p.lease, p.vnode, run)] = row
+
+    def _lost_payloads(self, now: int) -> None:
+        """A lease whose payload died while the server was down, in the run it is still in, ended
+        early: a premature end now (its reservation is not left running with no process)."""
+        for lid in sorted({r.lease for r in self._lost}):
+            vm = self.sched.rr.get(lid)
+            if vm is None or vm.state is not LeaseState.ACTIVE:
+                continue
+            if any(r.lease == lid and r.run == vm.start for r in self._lost) and not any(
+                    k[0] == lid for k in self._live) and self.sched.premature_end(lid, now):
+                self._batch.inputs.append((now, InputKind.END, lid, None))
+                self._step(now)
+
+
+def _config_key(config: SchedulerConfig) -> str:
+    """A configuration's identity (a journal replays only under the configuration it was made with)."""
+    import hashlib
+
+    return hashlib.sha256(repr(config).encode()).hexdigest()[:16]
+
+
+__all__ = ["LocalLeaseManager", "desired"]
