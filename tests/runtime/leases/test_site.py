@@ -4,8 +4,10 @@ file, the line and the key; the default site matches this machine."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +54,16 @@ def test_a_site_file_gives_the_nodes_in_order_with_their_capacities(tmp_path):
     # consecutive CPUs, as many as the node's, wrapping around the machine
     assert [site.cpus(k) for k in range(5)] == [(0, 1), (2,), (3,), (0,), (1,)]
     assert site.index("small1") == 2
+
+
+def test_the_site_file_of_the_docs_loads_as_it_says(tmp_path):
+    doc = Path(__file__).resolve().parents[3] / "docs" / "howto" / "serve.md"
+    (example,) = re.findall(r"```toml\n(.*?)```", doc.read_text(), flags=re.S)
+    (tmp_path / "images").mkdir()
+    site = load_site(write(tmp_path, example))
+    assert site.names == ["big", *(f"small{i}" for i in range(6))]
+    assert site.capacity[0][:3] == (2.0, 8192, 100000) and site.capacity[1][:3] == (1.0, 2048, 0)
+    assert site.bandwidth == 100 and [n.cache_mb for n in site.nodes] == [20000] * 7
 
 
 def test_nodes_map_to_cpu_i_mod_cores_and_a_node_takes_its_cpus_when_there_are_enough():

@@ -365,7 +365,7 @@ class LocalNodes:
         with self._lock:
             if not self._ours(p):
                 return False
-            p.node = node
+            p.node = self._live[p.pid].payload.node = node
             for _ in range(3):
                 changed = False
                 for pid in _group(p.pid):
@@ -599,9 +599,7 @@ class LocalNodes:
             for sig in sigs:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(p.pid, sig)
-            self._live[p.pid].payload.state = state
-            if p is not self._live[p.pid].payload:
-                p.state = state
+            p.state = self._live[p.pid].payload.state = state
             return True
 
     def _watch_fd(self, fd: int, what: object) -> None:
