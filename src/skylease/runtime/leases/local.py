@@ -1,0 +1,675 @@
+"""Local enactment: the lease scheduler's commands carried out as processes on this machine.
+
+Linux only (it uses /proc, process groups, pidfds and CPU affinity). :class:`LocalNodes` holds
+the primitives the lease manager's reconciliation calls; it decides nothing itself:
+
+* a VM is one **process group** (its own session, so a ``kill -9`` of the server leaves it
+  running): ``sh -c COMMAND``, or by default a loop of short sleeps that lasts ``duration_s`` seconds
+  of *running* time (a plain ``sleep`` exits at once when continued after a stop longer than what
+  it had left). Its leader is the payload: when the leader exits, what is left of its group is
+  killed and the exit is reported by :meth:`LocalNodes.exited`.
+* it is pinned to its node's CPUs (:meth:`skylease.runtime.leases.site.Site.cpus`) from its first
+  instruction: the spawning thread narrows its own affinity for the fork, which the child inherits;
+* suspend = SIGSTOP to the group, resume = SIGCONT, migrate = re-pin every thread of every
+  process of the group, shutdown = SIGCONT + SIGTERM, then SIGKILL after a grace period (a watcher
+  thread keeps the deadlines; the caller never waits);
+* its environment is the server's, the caller's ``env``, and ``SKYLEASE_LEASE``,
+  ``SKYLEASE_VNODE``, ``SKYLEASE_NODE`` (the node's name) and ``SKYLEASE_SERVE_ID``, by which a
+  restarted server finds its payloads again in /proc (:meth:`LocalNodes.find_own`); its working
+  folder is its node's folder ``<data>/nodes/<node>`` (the image cache is ``cache/`` there);
+* its standard output and error go through a pipe to a small *log keeper* process (in a session
+  of its own, so it outlives the server too, and ends when the payload's group closes the pipe)
+  that writes ``<data>/payloads/<lease>-<vnode>.log`` and, when that reaches 64 KiB, moves it to
+  ``.log.1`` and starts a new one: the last 64 KiB at least, 128 KiB at most, are kept
+  (:meth:`LocalNodes.output`). A payload never writes to the server, so it never blocks on it.
+
+Exits are noticed at once through pidfds (own children and adopted processes alike), and own
+children are reaped by the watcher thread, so no zombie is left behind. A process group is
+signalled only while it is certainly ours: its leader has the recorded start time (field 22 of
+/proc/PID/stat), or the leader is gone and members remain (the kernel does not reuse a pid number
+while a process group still has it).
+
+Image transfers (:meth:`LocalNodes.copy_image`) copy the repository's file into each destination
+node's cache folder at the pace that fills the window the schedule reserved, under a temporary
+name renamed at the end: a cached image is whole or absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import logging
+import os
+import re
+import secrets
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from skylease.runtime.leases.site import Site
+
+__all__ = ["ENV_LEASE", "ENV_NODE", "ENV_SERVE_ID", "ENV_VNODE", "PAYLOAD_LOG_BYTES", "TICK_S", "ImageCopy",
+           "LocalNodes", "Payload"]
+
+log = logging.getLogger(__name__)
+
+ENV_LEASE = "SKYLEASE_LEASE"
+ENV_VNODE = "SKYLEASE_VNODE"
+ENV_NODE = "SKYLEASE_NODE"
+ENV_SERVE_ID = "SKYLEASE_SERVE_ID"
+#: A payload log is moved aside (``.log.1``) when it reaches this size: at least this much of the
+#: latest output is kept, at most twice this.
+PAYLOAD_LOG_BYTES = 64 * 1024
+#: The default payload's sleep step: a stop costs it at most this much of its running time.
+TICK_S = 0.05
+#: An image's cache file name (no slash; a leading dot is kept for the temporary files).
+_IMAGE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,254}$")
+_MB = 2**20
+
+PayloadState = Literal["running", "stopped", "exited"]
+
+# The default payload: `duration` seconds of running time. Each step counts the time it really
+# took, except across a stop (noticed by the SIGCONT that ends it), where it counts one step at most.
+_DEFAULT_PAYLOAD = f"""
+import signal, sys, time
+left, tick, continued = float(sys.argv[1]), {TICK_S!r}, False
+def on_cont(signum, frame):
+    global continued
+    continued = True
+signal.signal(signal.SIGCONT, on_cont)
+last = time.monotonic()
+while left > 0:
+    time.sleep(min(tick, left))
+    now = time.monotonic()
+    dt, last = now - last, now
+    if continued:
+        continued, dt = False, min(dt, tick)
+    left -= dt
+"""
+
+# The log keeper: stdin to `path`, moved to `path.1` when it would pass `limit` bytes.
+_KEEPER = """
+import os, sys
+path, limit = sys.argv[1], int(sys.argv[2])
+flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+fd = os.open(path, flags, 0o644)
+size = os.fstat(fd).st_size
+while chunk := os.read(0, 65536):
+    try:
+        if size and size + len(chunk) > limit:
+            os.close(fd)
+            os.replace(path, path + ".1")
+            fd = os.open(path, flags | os.O_TRUNC, 0o644)
+            size = 0
+        size += os.write(fd, chunk)
+    except OSError:  # a full disk loses output; the payload must not lose its pipe
+        pass
+"""
+
+
+@dataclass
+class Payload:
+    """One VM's process group: its leader ``pid`` (also the group id) and that process's start
+    time in clock ticks since boot (a reused pid has another). ``exit_code``: the leader's, as
+    :class:`subprocess.Popen` gives it (negative: killed by that signal); ``None`` while it runs
+    and for an adopted payload (not our child: its status goes to its new parent)."""
+
+    lease: int
+    vnode: int
+    node: int
+    pid: int
+    start_ticks: int
+    state: PayloadState = "running"
+    exit_code: int | None = None
+    log: Path | None = None
+    ended_at: float | None = None  # time.time() when its end was noticed
+
+
+@dataclass(eq=False)
+class _Proc:
+    payload: Payload
+    pidfd: int
+    popen: subprocess.Popen | None  # None: adopted
+
+
+class _Stat(NamedTuple):
+    state: str  # R, S, D, T (stopped), t, Z (zombie), ...
+    pgrp: int
+    start_ticks: int
+
+
+def _stat(pid: int) -> _Stat | None:
+    """Fields 3, 5 and 22 of /proc/PID/stat, or None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    rest = data[data.rindex(b")") + 2:].split()  # the command name may hold spaces and parens
+    return _Stat(rest[0].decode(), int(rest[2]), int(rest[19]))
+
+
+def _pids() -> Iterator[int]:
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            yield int(name)
+
+
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid``."""
+    return [pid for pid in _pids() if (st := _stat(pid)) is not None and st.pgrp == pgid and st.state != "Z"]
+
+
+def _state(states: Sequence[str]) -> PayloadState:
+    """A group is stopped when any of its processes is: the rest may be waiting for it (a shell
+    stopped between its vfork and the child's exec waits in state D until the child continues)."""
+    return "stopped" if any(s in "Tt" for s in states) else "running"
+
+
+def _environ(pid: int) -> dict[str, str] | None:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:  # gone, or another user's
+        return None
+    pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
+
+
+@contextlib.contextmanager
+def _pinned(cpus: Sequence[int]) -> Iterator[None]:
+    """This thread runs on ``cpus`` meanwhile (Linux: affinity is per thread, and a forked child
+    inherits its parent thread's)."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+class ImageCopy:
+    """An image transfer under way (:meth:`LocalNodes.copy_image`)."""
+
+    def __init__(self, image: str, source: Path | None, size_bytes: int, dests: list[Path],
+                 seconds: float) -> None:
+        self.image = image
+        self.source = source  # None: a stand-in of zeros
+        self.size_bytes = size_bytes
+        self.paths = dests
+        self.seconds = seconds
+        self.error: str | None = None  # why it did not complete
+        self._t0 = time.monotonic()
+        self._done = False
+        self._cancel = threading.Event()
+        self._ended = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"skylease-copy-{image}", daemon=True)
+        self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        """The image is in place, whole, on every destination node."""
+        return self._done
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether the copy has ended (completed, failed or cancelled) within ``timeout`` seconds."""
+        return self._ended.wait(timeout)
+
+    def cancel(self) -> None:
+        """Stop it; no destination gets the image unless it was being renamed into place already."""
+        self._cancel.set()
+        self._ended.wait()
+
+    def _pace(self, written: int) -> None:
+        """Wait until ``written`` bytes are due (the copy never runs ahead of its window)."""
+        due = self._t0 + self.seconds * (written / self.size_bytes if self.size_bytes else 1.0)
+        if self._cancel.wait(max(0.0, due - time.monotonic())):
+            raise InterruptedError
+
+    def _run(self) -> None:
+        tmps = [p.with_name(f".{p.name}.{secrets.token_hex(4)}.part") for p in self.paths]
+        files = []
+        try:
+            for t in tmps:
+                t.parent.mkdir(parents=True, exist_ok=True)
+                files.append(open(t, "wb"))  # noqa: SIM115 (closed below, before the renames)
+            if self.source is not None:
+                chunk = min(4 * _MB, max(64 * 1024, self.size_bytes // 64))
+                written = 0
+                with open(self.source, "rb") as src:
+                    while data := src.read(chunk):
+                        self._pace(written)
+                        for f in files:
+                            f.write(data)
+                        written += len(data)
+            else:  # a stand-in: sparse, no disk blocks spent on zeros
+                for f in files:
+                    f.truncate(self.size_bytes)
+            self._pace(self.size_bytes)
+            for f in files:
+                f.close()
+            for t, p in zip(tmps, self.paths, strict=True):
+                os.replace(t, p)
+            self._done = True
+        except InterruptedError:
+            self.error = "cancelled"
+        except OSError as exc:
+            self.error = f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc)
+        finally:
+            for f in files:
+                f.close()
+            for t in tmps:
+                with contextlib.suppress(FileNotFoundError):
+                    t.unlink()
+            self._ended.set()
+
+
+class LocalNodes:
+    """The nodes of ``site`` on this machine: payload processes and image caches under the data
+    folder ``data``. ``serve_id`` marks our payloads (a server's database id: a restarted server
+    with the same id finds them). ``on_exit`` is called (from the watcher thread) when payloads
+    have ended, so that the caller can collect them with :meth:`exited`."""
+
+    def __init__(self, site: Site, data: Path, serve_id: str, *,
+                 on_exit: Callable[[], None] | None = None) -> None:
+        if not sys.platform.startswith("linux"):
+            raise RuntimeError("local enactment needs Linux (/proc, pidfds, CPU affinity)")
+        if not serve_id or "\0" in serve_id:
+            raise ValueError("serve_id must be a non-empty string")
+        self.site = site
+        self.data = Path(data)
+        self.serve_id = serve_id
+        self.on_exit = on_exit
+        self._lock = threading.Lock()
+        self._live: dict[int, _Proc] = {}  # leader pid -> payload
+        self._keepers: dict[int, subprocess.Popen] = {}  # pidfd -> log keeper (reaped when it ends)
+        self._ended: list[Payload] = []
+        self._kills: list[tuple[float, int, int, int]] = []  # heap: (deadline, seq, pid, start ticks)
+        self._seq = 0
+        self._pending: list[tuple[int, object]] = []  # pidfds for the watcher to register
+        self._copies: set[ImageCopy] = set()
+        self._closed = False
+        self._stopping = False
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, None)
+        self._thread = threading.Thread(target=self._watch, name="skylease-local-nodes", daemon=True)
+        self._thread.start()
+
+    # -- payloads -------------------------------------------------------------------------------
+    def node_dir(self, node: int) -> Path:
+        """``<data>/nodes/<name>``: the node's working folder (its image cache is ``cache/`` in it)."""
+        return self.data / "nodes" / self.site.nodes[node].name
+
+    def spawn(self, lease: int, vnode: int, node: int, *, command: str | None = None,
+              duration_s: float = 0.0, env: Mapping[str, str] | None = None) -> Payload:
+        """Start VM ``vnode`` of ``lease`` on ``node``: ``sh -c command``, or (``command=None``) a
+        payload that runs ``duration_s`` seconds, not counting the time it is stopped."""
+        self._check_node(node)
+        if self._closed:
+            raise RuntimeError("LocalNodes is closed")
+        name = self.site.nodes[node].name
+        workdir = self.node_dir(node)
+        workdir.mkdir(parents=True, exist_ok=True)
+        logs = self.data / "payloads"
+        logs.mkdir(parents=True, exist_ok=True)
+        logfile = logs / f"{lease}-{vnode}.log"
+        full_env = {**os.environ, **(env or {}), ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
+                    ENV_SERVE_ID: self.serve_id}
+        if command is None:
+            argv = [sys.executable, "-I", "-S", "-c", _DEFAULT_PAYLOAD, repr(float(duration_s))]
+        else:
+            argv = ["/bin/sh", "-c", command]
+        r, w = os.pipe2(os.O_CLOEXEC)
+        try:
+            keeper = subprocess.Popen([sys.executable, "-I", "-S", "-c", _KEEPER, str(logfile),
+                                       str(PAYLOAD_LOG_BYTES)], stdin=r, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True, env={}, cwd="/")
+            self._watch_fd(os.pidfd_open(keeper.pid), keeper)
+            with _pinned(self.site.cpus(node)):
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=w, stderr=w,
+                                        start_new_session=True, env=full_env, cwd=workdir)
+        finally:
+            os.close(r)
+            os.close(w)
+        st = _stat(proc.pid)
+        assert st is not None  # our unreaped child: at worst a zombie
+        p = Payload(lease, vnode, node, proc.pid, st.start_ticks, log=logfile)
+        tracked = _Proc(p, os.pidfd_open(proc.pid), proc)
+        with self._lock:
+            self._live[p.pid] = tracked
+        self._watch_fd(tracked.pidfd, tracked)
+        return p
+
+    def suspend(self, p: Payload) -> bool:
+        """SIGSTOP to the group (delivered within milliseconds). False if it has ended."""
+        return self._signal(p, (signal.SIGSTOP,), "stopped")
+
+    def resume(self, p: Payload) -> bool:
+        """SIGCONT to the group. False if it has ended."""
+        return self._signal(p, (signal.SIGCONT,), "running")
+
+    def migrate(self, p: Payload, node: int) -> bool:
+        """Pin every thread of every process of the group to ``node``'s CPUs (and record ``node``).
+        A process forked during a pass is caught by the next; at most three passes. False if it
+        has ended."""
+        self._check_node(node)
+        cpus = set(self.site.cpus(node))
+        with self._lock:
+            if not self._ours(p):
+                return False
+            p.node = self._live[p.pid].payload.node = node
+            for _ in range(3):
+                changed = False
+                for pid in _group(p.pid):
+                    with contextlib.suppress(OSError):
+                        for tid in (int(t) for t in os.listdir(f"/proc/{pid}/task")):
+                            with contextlib.suppress(OSError):  # the thread ended meanwhile
+                                if os.sched_getaffinity(tid) != cpus:
+                                    os.sched_setaffinity(tid, cpus)
+                                    changed = True
+                if not changed:
+                    break
+            return True
+
+    def shutdown(self, p: Payload, grace_s: float = 5.0) -> bool:
+        """SIGCONT and SIGTERM to the group now, SIGKILL after ``grace_s`` seconds if the leader
+        still runs then (without waiting: the watcher thread does it). The exit is reported by
+        :meth:`exited`. False if it has ended already."""
+        if not self._signal(p, (signal.SIGCONT, signal.SIGTERM), "running"):
+            return False
+        with self._lock:
+            self._seq += 1
+            deadline = time.monotonic() + max(0.0, grace_s)
+            heapq.heappush(self._kills, (deadline, self._seq, p.pid, p.start_ticks))
+        self._wake()
+        return True
+
+    def exited(self) -> list[Payload]:
+        """The payloads whose leader ended since the last call (state ``exited``; ``exit_code`` for
+        our own children, ``None`` for adopted ones)."""
+        with self._lock:
+            out, self._ended = self._ended, []
+        return out
+
+    def live(self) -> list[Payload]:
+        """The payloads spawned or adopted that have not ended."""
+        with self._lock:
+            return [t.payload for t in self._live.values()]
+
+    def output(self, p: Payload, limit: int = PAYLOAD_LOG_BYTES) -> str:
+        """The last ``limit`` bytes of what the payload's lease and VM wrote (both logs, decoded)."""
+        if p.log is None:
+            return ""
+        data = b""
+        for path in (p.log.with_name(p.log.name + ".1"), p.log):
+            with contextlib.suppress(FileNotFoundError):
+                data += path.read_bytes()
+        return data[-limit:].decode(errors="replace")
+
+    # -- after a restart --------------------------------------------------------------------------
+    def find_own(self) -> list[Payload]:
+        """Our payloads still alive (after a restart): the process group leaders of this user whose
+        environment holds our ``SKYLEASE_SERVE_ID``; ``state`` is ``stopped`` when any process of
+        the group is. ``node``: the node the environment names, or
+        after a migration the first node whose CPUs match the process's affinity (-1: the site
+        has no node of that name now). Nothing is adopted: see :meth:`adopt`."""
+        uid, stats = os.getuid(), {}
+        for pid in _pids():
+            try:
+                if os.stat(f"/proc/{pid}").st_uid != uid:
+                    continue
+            except OSError:
+                continue
+            if (st := _stat(pid)) is not None and st.state != "Z":
+                stats[pid] = st
+        groups: dict[int, list[str]] = {}
+        for st in stats.values():
+            groups.setdefault(st.pgrp, []).append(st.state)
+        found = []
+        for pid, st in stats.items():
+            if st.pgrp != pid:
+                continue
+            env = _environ(pid)
+            if env is None or env.get(ENV_SERVE_ID) != self.serve_id:
+                continue
+            try:
+                lease, vnode = int(env[ENV_LEASE]), int(env[ENV_VNODE])
+            except (KeyError, ValueError):
+                continue
+            found.append(Payload(lease, vnode, self._node_of(pid, env.get(ENV_NODE, "")), pid, st.start_ticks,
+                                 _state(groups[pid]), log=self.data / "payloads" / f"{lease}-{vnode}.log"))
+        return found
+
+    def adopt(self, p: Payload) -> bool:
+        """Whether ``p`` (a recorded or found payload) is still the same live process; if so it is
+        watched from now on (its end reported by :meth:`exited`) and ``p.state`` is refreshed.
+        Signals are idempotent: after a restart, :meth:`resume` what should run and :meth:`suspend`
+        what should not, whatever the state says."""
+        with self._lock:
+            if p.pid in self._live:
+                return self._live[p.pid].payload.start_ticks == p.start_ticks
+        st = _stat(p.pid)
+        if st is None or st.state == "Z" or st.start_ticks != p.start_ticks:
+            return False
+        try:
+            pidfd = os.pidfd_open(p.pid)
+        except OSError:
+            return False
+        st = _stat(p.pid)  # the pidfd holds whatever process had the pid then: still ours?
+        if st is None or st.state == "Z" or st.start_ticks != p.start_ticks:
+            os.close(pidfd)
+            return False
+        states = [s.state for pid in _group(p.pid) if (s := _stat(pid)) is not None]
+        p.state, p.exit_code, p.ended_at = _state(states), None, None
+        tracked = _Proc(p, pidfd, None)
+        with self._lock:
+            self._live[p.pid] = tracked
+        self._watch_fd(pidfd, tracked)
+        return True
+
+    # -- images -----------------------------------------------------------------------------------
+    def copy_image(self, image: str, size_mb: int, nodes: Sequence[int], seconds: float) -> ImageCopy:
+        """Copy ``<repository>/<image>`` into the cache of each of ``nodes``
+        (``<data>/nodes/<name>/cache/<image>``) in the background, paced to take ``seconds`` (never
+        less). When the repository has no such file (or the site none), a stand-in of ``size_mb`` MB
+        of zeros (a sparse file) is written instead, so that a site without real images still
+        works. Each copy is written under a temporary name and renamed when the window is over."""
+        self._check_image(image)
+        for k in nodes:
+            self._check_node(k)
+        if self._closed:
+            raise RuntimeError("LocalNodes is closed")
+        repo = self.site.repository
+        source = repo / image if repo is not None and (repo / image).is_file() else None
+        size = source.stat().st_size if source is not None else max(0, size_mb) * _MB
+        dests = [self.node_dir(k) / "cache" / image for k in sorted(set(nodes))]
+        copy = ImageCopy(image, source, size, dests, max(0.0, seconds))
+        with self._lock:
+            self._copies = {c for c in self._copies if not c.wait(0)}
+            self._copies.add(copy)
+        return copy
+
+    def evict(self, node: int, image: str) -> bool:
+        """Delete ``image`` from ``node``'s cache; whether it was there."""
+        self._check_node(node)
+        self._check_image(image)
+        try:
+            (self.node_dir(node) / "cache" / image).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def cached(self, node: int) -> list[str]:
+        """The images in ``node``'s cache (whole ones only), sorted."""
+        self._check_node(node)
+        try:
+            names = os.listdir(self.node_dir(node) / "cache")
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in names if not n.startswith("."))
+
+    # -- the end ----------------------------------------------------------------------------------
+    def close(self, kill: bool = False, grace_s: float = 5.0) -> None:
+        """Stop the watcher thread and the image copies. With ``kill``, shut every payload down
+        first (SIGKILL after ``grace_s``) and wait for them; without, they keep running (a new
+        LocalNodes with the same ``serve_id`` can adopt them)."""
+        if self._closed:
+            return
+        if kill:
+            for p in self.live():
+                self.shutdown(p, grace_s)
+            deadline = time.monotonic() + grace_s + 2.0
+            while self.live() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        self._closed = True
+        with self._lock:
+            copies = list(self._copies)
+        for c in copies:
+            c.cancel()
+        with self._lock:
+            self._stopping = True
+        self._wake()
+        self._thread.join()
+        with self._lock:
+            self._handle([])  # what was still pending joins the rest
+            for fd, keeper in self._keepers.items():
+                if kill:  # their payloads are gone: they end at once
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        keeper.wait(1.0)
+                os.close(fd)
+            for t in self._live.values():
+                os.close(t.pidfd)
+            self._live.clear()
+            self._keepers.clear()
+        self._sel.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def __enter__(self) -> LocalNodes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(kill=True)
+
+    # -- inside -----------------------------------------------------------------------------------
+    def _check_node(self, node: int) -> None:
+        if not 0 <= node < self.site.n_nodes:
+            raise ValueError(f"node {node} is not a node of the site (0..{self.site.n_nodes - 1})")
+
+    @staticmethod
+    def _check_image(image: str) -> None:
+        if not _IMAGE_NAME.match(image):
+            raise ValueError(f"{image!r} is not an image name (letters, digits, . _ + -; no leading dot)")
+
+    def _node_of(self, pid: int, name: str) -> int:
+        try:
+            node = self.site.index(name)
+        except KeyError:
+            node = -1
+        try:
+            cpus = tuple(sorted(os.sched_getaffinity(pid)))
+        except OSError:
+            return node
+        if node >= 0 and self.site.cpus(node) == cpus:
+            return node
+        return next((k for k in range(self.site.n_nodes) if self.site.cpus(k) == cpus), node)
+
+    def _ours(self, p: Payload) -> bool:
+        """Whether the group of ``p`` is tracked and can be signalled safely (lock held)."""
+        t = self._live.get(p.pid)
+        if t is None or t.payload.start_ticks != p.start_ticks:
+            return False
+        if t.popen is not None:
+            return True  # our unreaped child holds the pid (and the group id)
+        st = _stat(p.pid)
+        return st is None or st.start_ticks == p.start_ticks  # gone: only its group holds the number
+
+    def _signal(self, p: Payload, sigs: Sequence[int], state: PayloadState) -> bool:
+        with self._lock:
+            if not self._ours(p):
+                return False
+            for sig in sigs:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(p.pid, sig)
+            p.state = self._live[p.pid].payload.state = state
+            return True
+
+    def _watch_fd(self, fd: int, what: object) -> None:
+        with self._lock:
+            self._pending.append((fd, what))
+        self._wake()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self._wake_w, b"x")
+
+    def _watch(self) -> None:
+        while True:
+            with self._lock:
+                timeout = max(0.0, self._kills[0][0] - time.monotonic()) if self._kills else None
+            events = self._sel.select(timeout)
+            ended = False
+            with self._lock:
+                if self._stopping:
+                    return
+                try:
+                    ended = self._handle(events)
+                except Exception:  # never let the watcher die: exits would go unnoticed
+                    log.exception("local nodes watcher")
+            if ended and self.on_exit is not None:
+                try:
+                    self.on_exit()
+                except Exception:
+                    log.exception("on_exit callback")
+
+    def _handle(self, events: list[tuple[selectors.SelectorKey, int]]) -> bool:
+        """One round of the watcher (lock held): new pidfds, ended processes, due SIGKILLs."""
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._wake_r, 4096):
+                pass
+        for fd, what in self._pending:
+            self._sel.register(fd, selectors.EVENT_READ, what)
+            if isinstance(what, subprocess.Popen):
+                self._keepers[fd] = what
+        self._pending.clear()
+        ended = False
+        for key, _ in events:
+            what = key.data
+            if what is None:
+                continue
+            self._sel.unregister(key.fd)
+            os.close(key.fd)
+            if isinstance(what, subprocess.Popen):  # a log keeper
+                del self._keepers[key.fd]
+                what.wait()
+            elif isinstance(what, _Proc) and self._live.get(what.payload.pid) is what:
+                self._end(what)
+                ended = True
+        now = time.monotonic()
+        while self._kills and self._kills[0][0] <= now:
+            _, _, pid, ticks = heapq.heappop(self._kills)
+            t = self._live.get(pid)
+            if t is not None and t.payload.start_ticks == ticks and self._ours(t.payload):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+        return ended
+
+    def _end(self, t: _Proc) -> None:
+        """The leader of ``t`` has exited: kill what is left of its group, reap it, report it."""
+        p = t.payload
+        if self._ours(p):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)
+        if t.popen is not None:
+            p.exit_code = t.popen.wait()
+        p.state, p.ended_at = "exited", time.time()
+        del self._live[p.pid]
+        self._ended.append(p)
