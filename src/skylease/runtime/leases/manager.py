@@ -153,7 +153,7 @@ class LocalLeaseManager:
         if nodes is None:
             from skylease.runtime.leases.local import LocalNodes
 
-            nodes = LocalNodes(site, self.data_dir, self.serve_id, grace_s=grace_s)
+            nodes = LocalNodes(site, self.data_dir, self.serve_id, on_exit=self._poke)
         self.nodes = nodes
         self.trace = _Trace()
         self._enact = _Enactment(self.trace)
@@ -199,6 +199,18 @@ class LocalLeaseManager:
 
     def now(self) -> int:
         return self.clock.now()
+
+    def _poke(self) -> None:
+        """A payload ended (called from the enactment's watcher thread): wake the loop now if it
+        waits; if the lock is busy its holder looks at the exits anyway."""
+        if self._lock.acquire(blocking=False):
+            try:
+                self._wake.notify_all()
+            finally:
+                self._lock.release()
+
+    def _name(self, k: int) -> str:
+        return self.site.names[k]
 
     # -- the API -----------------------------------------------------------------------------------
     def request(self, owner: str, req: LeaseRequest) -> LeaseView:
@@ -264,7 +276,7 @@ class LocalLeaseManager:
             out = []
             for k in range(self.site.n_nodes):
                 cap = self.site.capacity[k]
-                out.append(HostView(name=self.site.node_name(k), index=k, cpu=cap.cpu, memory=cap.memory,
+                out.append(HostView(name=self._name(k), index=k, cpu=cap.cpu, memory=cap.memory,
                                     disk=cap.disk, cpus=list(self.site.cpus(k)), leases=sorted(on[k]),
                                     cache=list(self.nodes.cached(k))))
             return out
@@ -366,9 +378,9 @@ class LocalLeaseManager:
     def _spawn(self, lease: Lease, vnode: int, node: int, vm: Reservation, nodes: tuple[int, ...],
                now: int) -> None:
         req = self._request[lease.id]
-        env = {"SKYLEASE_NODES": ",".join(self.site.node_name(k) for k in nodes)}
+        env = {"SKYLEASE_NODES": ",".join(self._name(k) for k in nodes)}
         if lease.image is not None:
-            env["SKYLEASE_IMAGE"] = str(self.nodes.cache_path(node, lease.image))
+            env["SKYLEASE_IMAGE"] = str(self.nodes.node_dir(node) / "cache" / lease.image)
         duration_s = self.clock.real_seconds(max(0, vm.end - now)) + PAYLOAD_MARGIN_S
         p = self.nodes.spawn(lease.id, vnode, node, command=req.get("command"), duration_s=duration_s,
                              env=env)
@@ -436,8 +448,8 @@ class LocalLeaseManager:
         rec = lease_record(lease, evs.get(lease.id, []))
         vm = self.sched.rr.get(lease.id)
         active = vm is not None and vm.state is LeaseState.ACTIVE
-        running = [self.site.node_name(k) for k in vm.nodes] if active else []
-        pl = [{"vnode": v, "node": self.site.node_name(live.payload.node), "pid": live.payload.pid,
+        running = [self._name(k) for k in vm.nodes] if active else []
+        pl = [{"vnode": v, "node": self._name(live.payload.node), "pid": live.payload.pid,
                "state": live.payload.state}
               for (lid, v), live in sorted(self._live.items()) if lid == lease.id]
         return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl, **rec)
