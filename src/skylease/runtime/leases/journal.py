@@ -138,8 +138,9 @@ class Journal:
     # -- reading -----------------------------------------------------------------------------------
     def inputs(self) -> Iterator[Input]:
         with self.engine.connect() as c:
-            for r in c.execute(sa.select(inputs).order_by(inputs.c.seq)):
-                yield Input(r.seq, r.t, InputKind(r.kind), r.lease, json.loads(r.body) if r.body else None)
+            for r in c.execute(sa.select(inputs).order_by(inputs.c.seq)).mappings():  # (Row.t is its tuple)
+                yield Input(r["seq"], r["t"], InputKind(r["kind"]), r["lease"],
+                            json.loads(r["body"]) if r["body"] else None)
 
     def events(self) -> list[Event]:
         with self.engine.connect() as c:

@@ -304,11 +304,12 @@ class LocalLeaseManager:
             nxt = self.sched.next_event(self._stepped)
             if nxt > now:
                 return
-            t = int(nxt)
-            self._batch.inputs.append((t, InputKind.STEP, None, None))
-            self._step(t)
+            self._step(int(nxt))
 
     def _step(self, t: int) -> None:
+        """The scheduler's step at ``t``, journaled (every step is an input of the replay)."""
+        if self._recording:
+            self._batch.inputs.append((t, InputKind.STEP, None, None))
         self._now = t
         self.sched.step(t)
         self._stepped = max(self._stepped, t)
