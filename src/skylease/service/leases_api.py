@@ -20,8 +20,8 @@ an unsupported content type 415, a refused request (:class:`LeaseRefused`) 409, 
 exception is logged on the server and answered 500 with a generic message.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: FastAPI reads the routes' annotations, which name local
+# aliases (Caller, LeaseId), at run time.
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
@@ -120,7 +120,7 @@ class _BodyLimit:
 
 
 def _too_large(limit: int) -> JSONResponse:
-    return JSONResponse({"detail": f"request body larger than {limit:,} bytes"}, status_code=413)
+    return JSONResponse({"detail": f"request body larger than {limit // 1024} KiB"}, status_code=413)
 
 
 class _CatchAll:
