@@ -21,6 +21,8 @@ class FakeManager:
         return self.clock
 
     def request(self, owner: str, req: LeaseRequest) -> LeaseView:
+        if req.command == "fail inside the manager":  # a bug: the service must answer a generic 500
+            raise RuntimeError("an internal failure")
         with self._lock:
             if req.nodes > self.nodes:
                 raise LeaseRefused(f"asks for {req.nodes} nodes; the site has {self.nodes}")

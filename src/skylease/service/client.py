@@ -99,8 +99,9 @@ class Client:
     @classmethod
     def from_options(cls, server: str | None, token: str | None) -> Client:
         """The server and token of the options, else of the environment (see the module's doc)."""
-        url = (server or os.environ.get("SKYLEASE_SERVER") or DEFAULT_SERVER).strip().rstrip("/")
-        option = "SKYLEASE_SERVER" if not server and os.environ.get("SKYLEASE_SERVER") else "--server"
+        env_server = os.environ.get("SKYLEASE_SERVER")
+        option = "SKYLEASE_SERVER" if server is None and env_server else "--server"
+        url = (server if server is not None else env_server or DEFAULT_SERVER).strip().rstrip("/")
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UserError(f"{url!r} is not a server URL: give http://HOST:PORT or https://HOST:PORT",
@@ -109,7 +110,7 @@ class Client:
             parts.port  # noqa: B018 - a port out of range raises here
         except ValueError:
             raise UserError(f"{url!r} has no valid port", field=option) from None
-        tok = (token or os.environ.get("SKYLEASE_TOKEN") or "").strip()
+        tok = (token if token is not None else os.environ.get("SKYLEASE_TOKEN") or "").strip()
         if not tok:
             raise UserError("no token: give --token or set SKYLEASE_TOKEN (`skylease serve user add NAME` "
                             "on the server prints one)", field="--token")
