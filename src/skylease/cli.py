@@ -992,14 +992,26 @@ def leases_request_cmd(
     out.print(leases_table([view]))
 
 
-@leases_app.command("cancel")
+# parsed here, so that "-5" is a wrong id (not an unknown option) and the error shows the value
+LeaseIdArgument = Annotated[str, typer.Argument(metavar="ID", help="The lease's id.")]
+_ID_SETTINGS = {"ignore_unknown_options": True}
+
+
+def _lease_id(text: str) -> int:
+    if not text.strip().isdigit() or len(text.strip()) > 16:
+        raise UserError(f"{text!r} is not a lease id (a whole number >= 0)", field="ID")
+    return int(text)
+
+
+@leases_app.command("cancel", context_settings=_ID_SETTINGS)
 def leases_cancel_cmd(
-    lease_id: Annotated[int, typer.Argument(metavar="ID", min=0, help="The lease's id.")],
+    lease_id: LeaseIdArgument,
     server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
 ) -> None:
     """Cancel a lease on a server: it leaves the queue or its reservations, its payloads are stopped."""
+    lid = _lease_id(lease_id)
     client = _client(server, token)
-    view = _served(lambda: client.cancel(lease_id))
+    view = _served(lambda: client.cancel(lid))
     if as_json:
         _print_json(view)
         return
@@ -1022,14 +1034,15 @@ def leases_list_cmd(server: ServerOption = None, token: TokenOption = None,
     out.print(leases_table(views, title=f"{len(views)} lease(s)"))
 
 
-@leases_app.command("show")
+@leases_app.command("show", context_settings=_ID_SETTINGS)
 def leases_show_cmd(
-    lease_id: Annotated[int, typer.Argument(metavar="ID", min=0, help="The lease's id.")],
+    lease_id: LeaseIdArgument,
     server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
 ) -> None:
     """One lease on a server: its state, events, reservations, where it runs and its payloads."""
+    lid = _lease_id(lease_id)
     client = _client(server, token)
-    view = _served(lambda: client.lease(lease_id))
+    view = _served(lambda: client.lease(lid))
     if as_json:
         _print_json(view)
         return

@@ -274,6 +274,8 @@ def test_the_client_maps_errors_to_one_line(fake_server, tokens, capsys, tmp_pat
         (["leases", "request", "--duration", "60", "--command", "fail inside the manager"], 1,
          "answered 500 Internal Server Error: internal server error"),
         # refused before anything is sent
+        (["leases", "show", "-5"], 2, "ID: '-5' is not a lease id"),
+        (["leases", "cancel", "x1"], 2, "ID: 'x1' is not a lease id"),
         (["leases", "request", "--nodes", "0", "--duration", "60"], 2, "--nodes"),
         (["leases", "request", "--duration", "1:2"], 2, "--duration: '1:2' is not a number of seconds"),
         (["leases", "request", "--nodes", "2"], 2, "--duration: a lease needs a duration"),
