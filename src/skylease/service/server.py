@@ -62,6 +62,7 @@ class ServeConfig(FileModel):
     site: Annotated[str, Field(min_length=1)] | None = None  # a site file (TOML)
     scheduler: Annotated[str, Field(min_length=1)] = DEFAULT_SCHEDULER  # a configuration name or a TOML file
     grace: Annotated[float, Field(ge=0, le=3600)] = 5.0  # seconds from SIGTERM to SIGKILL of a payload
+    max_leases_per_user: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000  # not over yet, per user
     allow_remote: bool = False
     tls_cert: Annotated[str, Field(min_length=1)] | None = None
     tls_key: Annotated[str, Field(min_length=1)] | None = None
@@ -195,22 +196,34 @@ def _listen(host: str, port: int) -> socket.socket:
 ManagerFactory = Callable[[Engine, ServeConfig, Path], LeaseManager]
 
 
-def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path) -> LeaseManager:
-    """The real lease manager on this machine's nodes (runtime/leases/manager.py)."""
+def _local_parts(cfg: ServeConfig) -> tuple[Any, Any]:
+    """The real manager's scheduler configuration and site (None: the default site), the files
+    read and checked."""
     from skylease.experiments.leases import load_config
 
     try:
-        scheduler = load_config(cfg.scheduler)
+        scheduler = load_config(cfg.scheduler).scheduler
     except UserError as exc:  # load_config speaks of `leases simulate --config`
         raise UserError(exc.message, file=exc.file, line=exc.line,
                         field=exc.field if exc.file else "--scheduler") from None
     if importlib.util.find_spec("skylease.runtime.leases.manager") is None:  # until the manager lands
         raise UserError("this build of skylease has no lease manager yet (skylease.runtime.leases.manager)")
-    from skylease.runtime.leases.manager import LocalLeaseManager
     from skylease.runtime.leases.site import load_site
-    site = load_site(Path(cfg.site) if cfg.site is not None else None)
-    return LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,
-                             grace=cfg.grace)
+
+    return scheduler, load_site(Path(cfg.site)) if cfg.site is not None else None
+
+
+def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path) -> LeaseManager:
+    """The real lease manager on this machine's nodes (runtime/leases/manager.py), started."""
+    from skylease.runtime.leases.manager import LocalLeaseManager
+    from skylease.runtime.leases.site import default_site
+
+    scheduler, site = _local_parts(cfg)
+    if site is None:
+        site = default_site(data_dir)
+    manager = LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,
+                                grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user)
+    return manager.start()
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -259,6 +272,8 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
 
     tls = check_network(cfg)
     data_dir = data_dir_of(cfg)
+    if manager_factory is None:
+        _local_parts(cfg)  # a wrong scheduler or site file: said before anything is created
     engine = open_database(cfg)
     sock = _listen(cfg.host, cfg.port)
     port = sock.getsockname()[1]
