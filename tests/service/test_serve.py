@@ -23,6 +23,8 @@ import pytest
 
 from skylease.cli import main
 
+from .api_fake import FakeManager
+
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE.parents[1].parent / "shared" / "data" / "lwf" / "scenarios"
 START_RE = re.compile(r"^skylease serve: (https?://\S+) \(OpenAPI at /docs\), data in (.+), database (\S+)$")
@@ -164,13 +166,17 @@ def test_a_config_file_is_read_and_options_win(tmp_path):
         load_serve_config(tmp_path / "bad.toml")
 
 
-def test_a_port_in_use_is_one_line(tmp_path, capsys):
+def test_a_port_in_use_is_one_line(tmp_path):
+    from skylease.model.errors import UserError
+    from skylease.service.server import load_serve_config, serve
+
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
-        port = str(taken.getsockname()[1])
-        code, _, err = run(capsys, "serve", "--port", port, "--data-dir", str(tmp_path))
-    assert code == 2 and "--port" in one_line(err) and "in use" in err
+        cfg = load_serve_config(None, port=taken.getsockname()[1], data_dir=tmp_path)
+        with pytest.raises(UserError, match="in use") as exc:
+            serve(cfg, manager_factory=lambda *_: FakeManager())
+    assert exc.value.field == "--port"
 
 
 # -- users ----------------------------------------------------------------------------------------
