@@ -918,25 +918,23 @@ TokenOption = Annotated[str | None, typer.Option("--token", help="Your token (de
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the server's JSON answer.")]
 
 
-def _client(server: str | None, token: str | None):
-    from skylease.service.client import Client
+def _ask(server: str | None, token: str | None, as_json: bool, call, render) -> None:
+    """Send ``call(client)`` to the server and print its answer: JSON with ``--json``, else the
+    tables ``render(client module, answer)`` makes. A failing or unreachable server is one line
+    and exit status 1 (a refusal, 4xx, is a UserError: exit 2)."""
+    from skylease.service import client as sc
 
-    return Client.from_options(server, token)
-
-
-def _served(call):
-    """The server's answer to ``call()``; a failing or unreachable server is one line and exit 1."""
-    from skylease.service.client import ServiceError
-
+    c = sc.Client.from_options(server, token)
     try:
-        return call()
-    except ServiceError as e:
+        answer = call(c)
+    except sc.ServiceError as e:
         err.print(f"skylease: error: {e}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
-
-
-def _print_json(doc: object) -> None:
-    print(json.dumps(doc, allow_nan=False))
+    if as_json:
+        print(json.dumps(answer, allow_nan=False))
+        return
+    for table in render(sc, answer):
+        out.print(table)
 
 
 @leases_app.command("request")
@@ -980,16 +978,10 @@ def leases_request_cmd(
                             field=extra[0])
         body, content_type = read_request_file(file)
     else:
-        body, content_type = request_from_options(**options).model_dump_json(exclude_unset=True).encode(), \
-            "application/json"
-    client = _client(server, token)
-    view = _served(lambda: client.request(body, content_type))
-    if as_json:
-        _print_json(view)
-        return
-    from skylease.service.client import leases_table
-
-    out.print(leases_table([view]))
+        body = request_from_options(**options).model_dump_json(exclude_unset=True).encode()
+        content_type = "application/json"
+    _ask(server, token, as_json, lambda c: c.request(body, content_type),
+         lambda sc, v: [sc.leases_table([v])])
 
 
 # parsed here, so that "-5" is a wrong id (not an unknown option) and the error shows the value
@@ -1010,28 +1002,15 @@ def leases_cancel_cmd(
 ) -> None:
     """Cancel a lease on a server: it leaves the queue or its reservations, its payloads are stopped."""
     lid = _lease_id(lease_id)
-    client = _client(server, token)
-    view = _served(lambda: client.cancel(lid))
-    if as_json:
-        _print_json(view)
-        return
-    from skylease.service.client import leases_table
-
-    out.print(leases_table([view]))
+    _ask(server, token, as_json, lambda c: c.cancel(lid), lambda sc, v: [sc.leases_table([v])])
 
 
 @leases_app.command("list")
 def leases_list_cmd(server: ServerOption = None, token: TokenOption = None,
                     as_json: JsonOption = False) -> None:
     """Your leases on a server (an administrator's: every lease)."""
-    client = _client(server, token)
-    views = _served(client.leases)
-    if as_json:
-        _print_json(views)
-        return
-    from skylease.service.client import leases_table
-
-    out.print(leases_table(views, title=f"{len(views)} lease(s)"))
+    _ask(server, token, as_json, lambda c: c.leases(),
+         lambda sc, vs: [sc.leases_table(vs, title=f"{len(vs)} lease(s)")])
 
 
 @leases_app.command("show", context_settings=_ID_SETTINGS)
@@ -1041,43 +1020,22 @@ def leases_show_cmd(
 ) -> None:
     """One lease on a server: its state, events, reservations, where it runs and its payloads."""
     lid = _lease_id(lease_id)
-    client = _client(server, token)
-    view = _served(lambda: client.lease(lid))
-    if as_json:
-        _print_json(view)
-        return
-    from skylease.service.client import lease_detail
-
-    for table in lease_detail(view):
-        out.print(table)
+    _ask(server, token, as_json, lambda c: c.lease(lid), lambda sc, v: sc.lease_detail(v))
 
 
 @leases_app.command("queue")
 def leases_queue_cmd(server: ServerOption = None, token: TokenOption = None,
                      as_json: JsonOption = False) -> None:
     """The best-effort leases waiting on a server, in queue order."""
-    client = _client(server, token)
-    views = _served(client.queue)
-    if as_json:
-        _print_json(views)
-        return
-    from skylease.service.client import leases_table
-
-    out.print(leases_table(views, title=f"queue: {len(views)} lease(s)"))
+    _ask(server, token, as_json, lambda c: c.queue(),
+         lambda sc, vs: [sc.leases_table(vs, title=f"queue: {len(vs)} lease(s)")])
 
 
 @leases_app.command("hosts")
 def leases_hosts_cmd(server: ServerOption = None, token: TokenOption = None,
                      as_json: JsonOption = False) -> None:
     """A server's nodes: capacity, leases running now, cached images (administrators only)."""
-    client = _client(server, token)
-    hosts = _served(client.hosts)
-    if as_json:
-        _print_json(hosts)
-        return
-    from skylease.service.client import hosts_table
-
-    out.print(hosts_table(hosts))
+    _ask(server, token, as_json, lambda c: c.hosts(), lambda sc, hs: [sc.hosts_table(hs)])
 
 
 # -- serve ------------------------------------------------------------------------------------
@@ -1158,7 +1116,8 @@ def serve_user_list_cmd(db: DbOption = None, config: ServeConfigOption = None, d
 
     users = list_users(_serve_database(config, db, data_dir))
     if as_json:
-        _print_json([{"name": u.name, "admin": u.admin, "created": u.created.isoformat()} for u in users])
+        print(json.dumps([{"name": u.name, "admin": u.admin, "created": u.created.isoformat()}
+                          for u in users]))
         return
     t = Table("user", "admin", "created", title=f"{len(users)} user(s)")
     for u in users:

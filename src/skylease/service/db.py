@@ -26,7 +26,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from skylease.model.errors import UserError
 
-__all__ = ["CONNECT_TIMEOUT_S", "DB_FILE", "create_schema", "engine_for", "metadata", "shown_url", "users"]
+__all__ = ["CONNECT_TIMEOUT_S", "DB_FILE", "check_data_dir", "create_schema", "engine_for", "metadata",
+           "shown_url", "users"]
 
 #: The database file in the data folder when no URL is given.
 DB_FILE = "skylease.sqlite"
@@ -56,11 +57,16 @@ def shown_url(url: str | URL) -> str:
         return str(url)
 
 
+def check_data_dir(data_dir: Path) -> None:
+    """A data folder that exists as something else is one line naming ``--data-dir``."""
+    if data_dir.exists() and not data_dir.is_dir():
+        raise UserError("is not a folder (the server keeps its database and files there)", file=data_dir,
+                        field="--data-dir")
+
+
 def _url(url: str | None, data_dir: Path) -> URL:
     if url is None:
-        if data_dir.exists() and not data_dir.is_dir():
-            raise UserError("is not a folder (the server keeps its database and files there)", file=data_dir,
-                            field="--data-dir")
+        check_data_dir(data_dir)
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

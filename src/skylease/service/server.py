@@ -39,7 +39,7 @@ from sqlalchemy.engine import Engine
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, load_toml
 from skylease.runtime.leases.api import LeaseManager
-from skylease.service.db import create_schema, engine_for, shown_url
+from skylease.service.db import check_data_dir, create_schema, engine_for, shown_url
 
 __all__ = ["DEFAULT_PORT", "DEFAULT_SCHEDULER", "ServeConfig", "Served", "is_loopback", "load_serve_config",
            "open_database", "serve"]
@@ -272,6 +272,7 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
 
     tls = check_network(cfg)
     data_dir = data_dir_of(cfg)
+    check_data_dir(data_dir)
     if manager_factory is None:
         _local_parts(cfg)  # a wrong scheduler or site file: said before anything is created
     engine = open_database(cfg)
