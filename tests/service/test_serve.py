@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -42,10 +43,15 @@ def factory(engine, cfg, data_dir):
     m.close = lambda: (Path(data_dir) / "manager-closed").write_text("closed")
     return m
 
-served = serve(load_serve_config(None, port=0, data_dir={data!r}), manager_factory=factory,
+served = serve(load_serve_config(None, port=0, data_dir={data!r}, **{options!r}), manager_factory=factory,
                announce=lambda s: print(s.line(), flush=True))
 print("stopped", flush=True)
 """
+
+
+def fake_argv(data: Path, **options: str) -> list[str]:
+    """The command of a server process with the in-memory manager, data in ``data``."""
+    return [sys.executable, "-c", FAKE_SERVER.format(here=str(HERE), data=str(data), options=options)]
 
 
 def start(argv: list[str], cwd: Path, timeout: float = 60) -> tuple[subprocess.Popen, str]:
@@ -84,7 +90,7 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> tuple[int, str, s
 @pytest.fixture
 def fake_server(tmp_path):
     data = tmp_path / "serve"
-    proc, url = start([sys.executable, "-c", FAKE_SERVER.format(here=str(HERE), data=str(data))], tmp_path)
+    proc, url = start(fake_argv(data), tmp_path)
     yield url, data
     stop(proc)
 
@@ -213,7 +219,7 @@ def test_user_add_with_a_bad_db_is_one_line(tmp_path, capsys):
 # -- the client against a real server process -----------------------------------------------------
 def test_the_server_prints_where_it_is_and_stops_cleanly_on_sigterm(tmp_path):
     data = tmp_path / "serve"
-    proc, url = start([sys.executable, "-c", FAKE_SERVER.format(here=str(HERE), data=str(data))], tmp_path)
+    proc, url = start(fake_argv(data), tmp_path)
     assert url.startswith("http://127.0.0.1:")
     r = httpx.get(url + "/openapi.json")
     assert r.status_code == 200 and "/leases" in r.json()["paths"]
@@ -224,7 +230,7 @@ def test_the_server_prints_where_it_is_and_stops_cleanly_on_sigterm(tmp_path):
 
 def test_ctrl_c_stops_it_cleanly_too(tmp_path):
     data = tmp_path / "serve"
-    proc, _ = start([sys.executable, "-c", FAKE_SERVER.format(here=str(HERE), data=str(data))], tmp_path)
+    proc, _ = start(fake_argv(data), tmp_path)
     code, _, err = stop(proc, signal.SIGINT)
     assert code == 0 and "Traceback" not in err and (data / "manager-closed").exists(), err
 
@@ -313,6 +319,29 @@ def test_an_unreachable_server_is_one_line_naming_it(capsys, monkeypatch):
     code, out, err = run(capsys, "leases", "list", "--server", url, "--token", "t")
     assert code == 1 and out == "" and f"cannot reach the server at {url}" in one_line(err)
     assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+def test_with_a_certificate_it_serves_https_and_the_client_checks_it(tmp_path, capsys, monkeypatch):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    data = tmp_path / "serve"
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    proc, url = start(fake_argv(data, tls_cert=str(cert), tls_key=str(key)), tmp_path)
+    try:
+        assert url.startswith("https://127.0.0.1:")
+        assert main(["serve", "user", "add", "alice", "--data-dir", str(data)]) == 0
+        token = capsys.readouterr().out.strip()
+        code, out, err = run(capsys, "leases", "request", "--duration", "60", "--server", url,
+                             "--token", token, "--json")
+        assert code == 0 and json.loads(out)["owner"] == "alice", err
+        monkeypatch.delenv("SSL_CERT_FILE")  # a certificate nobody vouches for: refused, in one line
+        code, _, err = run(capsys, "leases", "list", "--server", url, "--token", token)
+        assert code == 1 and "CERTIFICATE_VERIFY_FAILED" in one_line(err)
+    finally:
+        assert stop(proc)[0] == 0
 
 
 @pytest.mark.skipif(importlib.util.find_spec("skylease.runtime.leases.manager") is None,
