@@ -23,3 +23,37 @@ def _no_warm_service(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every `skylease run` a test starts runs in its own process, unless the test asks for the warm
     service (tests/service), so no test leaves a service behind."""
     monkeypatch.setenv("SKYLEASE_NO_SERVER", "1")
+
+
+@pytest.fixture
+def postgres_url():
+    """A fresh, empty PostgreSQL database (``skylease_test_<random>``) on the server of
+    ``$SKYLEASE_TEST_POSTGRES`` (which .ci/run starts), dropped afterwards; its URL. Skips when no
+    server is configured or reachable, fails instead when ``SKYLEASE_REQUIRE_POSTGRES=1`` (CI)."""
+    import os
+    import secrets
+
+    required = os.environ.get("SKYLEASE_REQUIRE_POSTGRES") == "1"
+    base = os.environ.get("SKYLEASE_TEST_POSTGRES", "").strip()
+    if not base:
+        why = ("no PostgreSQL server configured: set SKYLEASE_TEST_POSTGRES, e.g. "
+               "postgresql+psycopg:///postgres?host=/var/run/postgresql (.ci/run does)")
+        pytest.fail(why) if required else pytest.skip(why)
+    import sqlalchemy as sa
+
+    url = sa.engine.make_url(base)
+    name = f"skylease_test_{secrets.token_hex(6)}"
+    server = sa.create_engine(url, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 5})
+    try:
+        with server.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError as exc:
+        server.dispose()
+        why = f"PostgreSQL at {url.render_as_string(hide_password=True)} is not usable: {exc.orig}"
+        pytest.fail(why) if required else pytest.skip(why)
+    try:
+        yield url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with server.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        server.dispose()

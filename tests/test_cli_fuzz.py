@@ -64,6 +64,11 @@ EXEMPT = {
     "server status": "reads the user's warm services (no value to get wrong)",
     "server stop": "stops the user's warm services (no value to get wrong)",
     "data fetch": "goes to the network (only names are fuzzed: they are checked before it)",
+    "serve": "runs until stopped (tests/service/test_serve.py starts and stops it)",
+    "serve user add": "any new name is valid, and adds it (tests/service/test_serve.py)",
+    "serve user remove": "needs a user in the database (tests/service/test_db.py)",
+    **{f"leases {c}": "needs a running server (tests/service/test_serve.py runs it against one)"
+       for c in ("request", "cancel", "list", "show", "queue", "hosts")},
 }
 
 
@@ -326,6 +331,15 @@ KINDS: dict[str, Kind] = {
                      latin1=(f"<lease-workload name='café'>\n<lease-requests>\n{XML_LEASE}\n"
                              "</lease-requests>\n</lease-workload>\n").encode("latin-1"),
                      latin1_strict=False),
+    "serve-toml": _kind("serve.toml", _lines("port = 8642", "time_scale = 60.0"), empty_ok=True,
+                        shapes=(_lines("prot = 8642"), _lines('port = "http"'), _lines("time_scale = -1.0")),
+                        latin1='# café\nport = 8642\n'.encode("latin-1"), latin1_strict=False),
+    # the site file of `serve --site` (runtime/leases/site.py); serve is exempt, so no case runs yet
+    "site-toml": _kind("site.toml", _lines("# the default site"), empty_ok=True),
+    "pem": _kind("cert.pem", _lines("-----BEGIN CERTIFICATE-----", "MIIB", "-----END CERTIFICATE-----"),
+                 lines=False),
+    "lease-json": _kind("lease.json", b'{"nodes": 1, "duration": 60}\n', lines=False,
+                        shapes=(b'{"nodes": 0, "duration": 60}\n', b'{"duraton": 60}\n', b"[]\n")),
     "leases-toml": _kind("sched.toml", _lines('base = "NOVM-SR"', "suspend_rate = 100.0"), empty_ok=True,
                          shapes=(_lines("suspend_rat = 100.0"), _lines('suspend_rate = "fast"'),
                                  _lines("suspend_rate = -1.0")),
@@ -437,6 +451,8 @@ DOMAIN: dict[tuple[str, str], Range] = {
     ("leases simulate", "image_seed"): SEED,
 }
 
+# The commands that open the server's database (--config, --db, --data-dir).
+SERVE_DB_COMMANDS = ("serve", "serve user add", "serve user list", "serve user remove")
 # Parameters that read a file (or folder), and the kinds of file they take.
 READS: dict[tuple[str, str], tuple[str, ...]] = {
     ("map", "etc_file"): ("etc",), ("etc stats", "etc_file"): ("etc",),
@@ -454,6 +470,9 @@ READS: dict[tuple[str, str], tuple[str, ...]] = {
     ("status", "out_dir"): ("store",), ("simulate replay", "out_dir"): ("store",),
     ("export", "out_dir"): ("store",),
     ("data import", "path"): ("dataset",),
+    **{(c, "config"): ("serve-toml",) for c in SERVE_DB_COMMANDS},
+    ("serve", "site"): ("site-toml",), ("serve", "tls_cert"): ("pem",), ("serve", "tls_key"): ("pem",),
+    ("leases request", "file"): ("lease-json", "lwf-xml"),
 }
 # Parameters that name what a command writes: a file, a plot, or a folder.
 WRITES: dict[tuple[str, str], str] = {
@@ -463,6 +482,7 @@ WRITES: dict[tuple[str, str], str] = {
     **{(f"reproduce {r}", "out_dir"): "folder"
        for r in ("ilp", "a2ha", "spequlos", "haizea", "thesis-mapping", "thesis-placement")},
     **{(c, "data_dir"): "folder" for c in ("data", "data import", "data path", "data fetch")},
+    **{(c, "data_dir"): "folder" for c in SERVE_DB_COMMANDS},
 }
 # Free-form text options: any value may be valid (or reach the network), so no text is "wrong".
 FREE = {("demo", "scheduler"), ("export", "output"),
@@ -525,6 +545,12 @@ BASE: dict[str, Invocation] = {
     **{f"reproduce {r}": ({"out_dir": "out"}, {}) for r in ("a2ha", "spequlos", "haizea", "thesis-mapping",
                                                            "thesis-placement")},
     "server status": ({}, {}), "server stop": ({}, {}),
+    "serve user list": ({"data_dir": "srv"}, {}),
+    "serve": ({}, {}), "serve user add": ({"name": "alice"}, {}),
+    "serve user remove": ({"name": "alice"}, {}),
+    **{f"leases {c}": ({}, {}) for c in ("list", "queue", "hosts")},
+    **{f"leases {c}": ({"lease_id": "1"}, {}) for c in ("cancel", "show")},
+    "leases request": ({"file": "lease.json"}, {"file": "lease-json"}),
 }
 # What some parameters need beside them to mean anything: the case's wrong value must be the only
 # mistake, and one that is looked at (None: leave the base's value out).

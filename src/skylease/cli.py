@@ -46,8 +46,14 @@ reproduce_app = typer.Typer(help="Regenerate a paper's tables and figures, ours 
                             no_args_is_help=True)
 app.add_typer(reproduce_app, name="reproduce")
 leases_app = typer.Typer(help="Simulate lease workloads (best-effort, advance-reservation and immediate "
-                         "leases) with the lease scheduler.", no_args_is_help=True)
+                         "leases) with the lease scheduler; request, list, show and cancel leases on a "
+                         "`skylease serve` server.", no_args_is_help=True)
 app.add_typer(leases_app, name="leases")
+serve_app = typer.Typer(help="Run the lease manager as a server (HTTP API, OpenAPI at /docs); `serve user "
+                        "add NAME` gives a user a token.", invoke_without_command=True, no_args_is_help=False)
+app.add_typer(serve_app, name="serve")
+serve_user_app = typer.Typer(help="Add, list and remove the server's users.", no_args_is_help=True)
+serve_app.add_typer(serve_user_app, name="user")
 server_app = typer.Typer(help="The warm service that serves `skylease run` with everything imported "
                          "(started by a run that executed its tasks; SKYLEASE_NO_SERVER=1 turns it off).",
                          no_args_is_help=True)
@@ -903,6 +909,232 @@ def leases_simulate_cmd(
             out.print(f"  and {len(rejected) - 10} more")
     if gantt is not None:
         out.print(f"Gantt chart: {gantt}", markup=False, highlight=False, soft_wrap=True)
+
+
+# -- leases on a server (the client of `skylease serve`) -------------------------------------------
+ServerOption = Annotated[str | None, typer.Option("--server", help="The server's URL (default: "
+                                                  "$SKYLEASE_SERVER, else http://127.0.0.1:8642).")]
+TokenOption = Annotated[str | None, typer.Option("--token", help="Your token (default: $SKYLEASE_TOKEN).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the server's JSON answer.")]
+
+
+def _ask(server: str | None, token: str | None, as_json: bool, call, render) -> None:
+    """Send ``call(client)`` to the server and print its answer: JSON with ``--json``, else the
+    tables ``render(client module, answer)`` makes. A failing or unreachable server is one line
+    and exit status 1 (a refusal, 4xx, is a UserError: exit 2)."""
+    from skylease.service import client as sc
+
+    c = sc.Client.from_options(server, token)
+    try:
+        answer = call(c)
+    except sc.ServiceError as e:
+        err.print(f"skylease: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        print(json.dumps(answer, allow_nan=False))
+        return
+    for table in render(sc, answer):
+        out.print(table)
+
+
+@leases_app.command("request")
+def leases_request_cmd(
+    file: Annotated[Path | None, typer.Argument(help="A lease request: JSON, or a Haizea XML <lease> element "
+                                                "(- reads standard input). Or give the options below.")]
+    = None,
+    nodes: Annotated[int | None, typer.Option(min=1, help="Nodes (VMs) of the lease (default 1).")] = None,
+    duration: Annotated[str | None, typer.Option(help="How long: seconds, or [D:]HH:MM:SS.")] = None,
+    start: Annotated[str | None, typer.Option(help="Start of an advance reservation, in lease time "
+                                              "(seconds or [D:]HH:MM:SS since the server's epoch).")] = None,
+    start_in: Annotated[str | None, typer.Option(help="Start of an advance reservation, from now "
+                                                 "(seconds or [D:]HH:MM:SS).")] = None,
+    lease_type: Annotated[str | None, typer.Option("--type", help="best-effort, advance-reservation or "
+                                                   "immediate (default: best-effort; with a start, "
+                                                   "advance-reservation).")] = None,
+    cpu: Annotated[float | None, typer.Option(help="CPUs per node (default 1).")] = None,
+    memory: Annotated[int | None, typer.Option(min=0, help="Memory per node, MB (default 1024).")] = None,
+    disk: Annotated[int | None, typer.Option(min=0, help="Disk per node, MB (default 0).")] = None,
+    image: Annotated[str | None, typer.Option(help="Disk image name (from the site's repository).")] = None,
+    image_size: Annotated[int | None, typer.Option(min=0, help="Disk image size, MB.")] = None,
+    preemptible: Annotated[bool | None, typer.Option("--preemptible/--not-preemptible", help="Whether an "
+                                                     "advance reservation may preempt it (default: "
+                                                     "best-effort leases are).")] = None,
+    command: Annotated[str | None, typer.Option(help="Payload of each VM, a shell line (default: one that "
+                                                "lasts the lease's duration).")] = None,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """Request a lease from a server: it is scheduled, reserved, queued, or refused with the reason."""
+    from skylease.service.client import parse_seconds, read_request_file, request_from_options
+
+    options = {"nodes": nodes, "type": lease_type, "cpu": cpu, "memory": memory, "disk": disk, "image": image,
+               "image_size": image_size, "preemptible": preemptible, "command": command,
+               "duration": None if duration is None else parse_seconds(duration, "--duration"),
+               "start": None if start is None else parse_seconds(start, "--start"),
+               "start_in": None if start_in is None else parse_seconds(start_in, "--start-in")}
+    if file is not None:
+        extra = [f"--{k.replace('_', '-')}" for k, v in options.items() if v is not None]
+        if extra:
+            raise UserError(f"give a FILE or options, not both ({', '.join(extra)} with FILE)",
+                            field=extra[0])
+        body, content_type = read_request_file(file)
+    else:
+        body = request_from_options(**options).model_dump_json(exclude_unset=True).encode()
+        content_type = "application/json"
+    _ask(server, token, as_json, lambda c: c.request(body, content_type),
+         lambda sc, v: [sc.leases_table([v])])
+
+
+# parsed here, so that "-5" is a wrong id (not an unknown option) and the error shows the value
+LeaseIdArgument = Annotated[str, typer.Argument(metavar="ID", help="The lease's id.")]
+_ID_SETTINGS = {"ignore_unknown_options": True}
+
+
+def _lease_id(text: str) -> int:
+    if not text.strip().isdigit() or len(text.strip()) > 16:
+        raise UserError(f"{text!r} is not a lease id (a whole number >= 0)", field="ID")
+    return int(text)
+
+
+@leases_app.command("cancel", context_settings=_ID_SETTINGS)
+def leases_cancel_cmd(
+    lease_id: LeaseIdArgument,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """Cancel a lease on a server: it leaves the queue or its reservations, its payloads are stopped."""
+    lid = _lease_id(lease_id)
+    _ask(server, token, as_json, lambda c: c.cancel(lid), lambda sc, v: [sc.leases_table([v])])
+
+
+@leases_app.command("list")
+def leases_list_cmd(server: ServerOption = None, token: TokenOption = None,
+                    as_json: JsonOption = False) -> None:
+    """Your leases on a server (an administrator's: every lease)."""
+    _ask(server, token, as_json, lambda c: c.leases(),
+         lambda sc, vs: [sc.leases_table(vs, title=f"{len(vs)} lease(s)")])
+
+
+@leases_app.command("show", context_settings=_ID_SETTINGS)
+def leases_show_cmd(
+    lease_id: LeaseIdArgument,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """One lease on a server: its state, events, reservations, where it runs and its payloads."""
+    lid = _lease_id(lease_id)
+    _ask(server, token, as_json, lambda c: c.lease(lid), lambda sc, v: sc.lease_detail(v))
+
+
+@leases_app.command("queue")
+def leases_queue_cmd(server: ServerOption = None, token: TokenOption = None,
+                     as_json: JsonOption = False) -> None:
+    """The best-effort leases waiting on a server, in queue order."""
+    _ask(server, token, as_json, lambda c: c.queue(),
+         lambda sc, vs: [sc.leases_table(vs, title=f"queue: {len(vs)} lease(s)")])
+
+
+@leases_app.command("hosts")
+def leases_hosts_cmd(server: ServerOption = None, token: TokenOption = None,
+                     as_json: JsonOption = False) -> None:
+    """A server's nodes: capacity, leases running now, cached images (administrators only)."""
+    _ask(server, token, as_json, lambda c: c.hosts(), lambda sc, hs: [sc.hosts_table(hs)])
+
+
+# -- serve ------------------------------------------------------------------------------------
+ServeConfigOption = Annotated[Path | None, typer.Option("--config", help="The server's TOML file "
+                                                        "(options given here win over it).")]
+DbOption = Annotated[str | None, typer.Option("--db", help="Database URL: sqlite:///FILE or "
+                                              "postgresql://USER@HOST/DB (default: SQLite in the data "
+                                              "folder).")]
+DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="The server's data folder (default: "
+                                                    "$SKYLEASE_DATA/serve, ~/.local/share/skylease/serve).")]
+
+
+@serve_app.callback()
+def serve_cmd(
+    ctx: typer.Context,
+    config: ServeConfigOption = None,
+    db: DbOption = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1; another than "
+                                             "loopback needs --allow-remote and TLS).")] = None,
+    port: Annotated[int | None, typer.Option(min=0, max=65535, help="Port (default 8642; 0: a free one).")]
+    = None,
+    time_scale: Annotated[float | None, typer.Option(help="Lease seconds per real second (default 1; 60 runs "
+                                                     "an hour of leases in a minute).")] = None,
+    data_dir: DataDirOption = None,
+    site: Annotated[Path | None, typer.Option(help="Site file (TOML: nodes, image repository; default: one "
+                                              "node per core).")] = None,
+    scheduler: Annotated[str | None, typer.Option(help="Scheduler configuration: NOVM-SR (default), "
+                                                  "NOVM-NOSR, ... or a TOML file, as `leases simulate "
+                                                  "--config`.")] = None,
+    grace: Annotated[float | None, typer.Option(help="Seconds from SIGTERM to SIGKILL of a payload that "
+                                                "ends (default 5).")] = None,
+    allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow an address other than "
+                                               "loopback (with --tls-cert and --tls-key).")] = False,
+    tls_cert: Annotated[Path | None, typer.Option(help="TLS certificate (PEM): serve HTTPS.")] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="TLS private key (PEM).")] = None,
+) -> None:
+    """Run the lease manager as a server until SIGTERM or Ctrl-C."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from skylease.service.server import load_serve_config, serve
+
+    cfg = load_serve_config(config, host=host, port=port, db=db, data_dir=data_dir, time_scale=time_scale,
+                            site=site, scheduler=scheduler, grace=grace, tls_cert=tls_cert, tls_key=tls_key,
+                            allow_remote=allow_remote or None)
+    served = serve(cfg, announce=lambda s: out.print(s.line(), markup=False, highlight=False,
+                                                     soft_wrap=True))
+    out.print(f"skylease serve: stopped ({served.url})", markup=False, highlight=False, soft_wrap=True)
+
+
+def _serve_database(config: Path | None, db: str | None, data_dir: Path | None):
+    from skylease.service.server import load_serve_config, open_database
+
+    return open_database(load_serve_config(config, db=db, data_dir=data_dir))
+
+
+@serve_user_app.command("add")
+def serve_user_add_cmd(
+    name: Annotated[str, typer.Argument(help="The user's name (letters, digits, . _ @ -).")],
+    admin: Annotated[bool, typer.Option("--admin", help="An administrator: sees and cancels every lease, "
+                                        "lists the hosts.")] = False,
+    db: DbOption = None, config: ServeConfigOption = None, data_dir: DataDirOption = None,
+) -> None:
+    """Add a user to the server's database and print its token (once: only a hash is kept)."""
+    from skylease.service.auth import add_user, check_name
+
+    check_name(name)  # before the database is opened (or created)
+    token = add_user(_serve_database(config, db, data_dir), name, admin)
+    print(token)
+    err.print(f"user {name!r}{' (admin)' if admin else ''} added; the line above is its token, shown only "
+              "now: give it as SKYLEASE_TOKEN or --token", markup=False, highlight=False, soft_wrap=True)
+
+
+@serve_user_app.command("list")
+def serve_user_list_cmd(db: DbOption = None, config: ServeConfigOption = None, data_dir: DataDirOption = None,
+                        as_json: JsonOption = False) -> None:
+    """The server's users."""
+    from skylease.service.auth import list_users
+
+    users = list_users(_serve_database(config, db, data_dir))
+    if as_json:
+        print(json.dumps([{"name": u.name, "admin": u.admin, "created": u.created.isoformat()}
+                          for u in users]))
+        return
+    t = Table("user", "admin", "created", title=f"{len(users)} user(s)")
+    for u in users:
+        t.add_row(u.name, "yes" if u.admin else "no", u.created.isoformat(timespec="seconds"))
+    out.print(t)
+
+
+@serve_user_app.command("remove")
+def serve_user_remove_cmd(
+    name: Annotated[str, typer.Argument(help="The user's name.")],
+    db: DbOption = None, config: ServeConfigOption = None, data_dir: DataDirOption = None,
+) -> None:
+    """Remove a user: its token stops working (its leases stay)."""
+    from skylease.service.auth import remove_user
+
+    remove_user(_serve_database(config, db, data_dir), name)
+    out.print(f"user {name!r} removed", markup=False, highlight=False)
 
 
 # -- run (real workers) ---------------------------------------------------------------------

@@ -129,7 +129,28 @@ def test_xml_immediate_and_day_times(tmp_path):
         (_xml(_one(dur="00:00:00")), ":3: duration: must be > 0"),
         ("<lease-workload>\n<lease-requests>\n</lease-workload>\n", ":3: not well-formed XML"),
         ("<workload/>\n", ":1: the root element is <workload>"),
+        # infinite numbers and times were an OverflowError (a traceback)
+        (_xml(_one(dur="inf:00:00")), ":3: duration: 'inf:00:00' is not a time"),
+        (_xml(_one().replace('numnodes="1"', 'numnodes="inf"')), ":3: numnodes: must be a finite number"),
     ],
 )
 def test_malformed_xml_names_file_line_and_field(tmp_path, body, needle):
     _assert_one_line_error(read_xml_lwf, tmp_path, body, needle)
+
+
+def test_one_lease_element_as_text():
+    """What the lease service reads from a request body: a <lease>, or its <lease-request>."""
+    from skylease.model.errors import UserError
+    from skylease.traces.lwf import parse_lease_xml
+
+    req = _one(arrival="00:05:00", lid=3, start='<start><exact time="01:00:00"/></start>', dur="00:30:00")
+    row = parse_lease_xml(req)
+    assert (row["kind"], row["start"], row["duration"], row["id"]) == ("AR", 3600, 1800, 3)
+    lease = req[req.index("<lease "):req.index("</lease-request>")]
+    assert parse_lease_xml(lease) == row
+    for text, needle in (("<lease-workload/>", "not <lease> or <lease-request>"),
+                         ('<!DOCTYPE lease [<!ENTITY x "y">]><lease/>', "DOCTYPE"),
+                         ("<lease>" + " " * 70_000 + "</lease>", "longer than 65,536 characters")):
+        with pytest.raises(UserError, match=needle) as exc:
+            parse_lease_xml(text)
+        assert str(exc.value).startswith("request body") and "\n" not in str(exc.value)

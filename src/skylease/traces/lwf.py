@@ -7,7 +7,8 @@
   an optional ``<site>`` (node count and per-node resources) and ``<lease-request arrival=...>``
   elements, each holding one ``<lease>`` (nodes, ``<start/>`` empty for best-effort, ``<exact>``
   for an advance reservation, ``<now/>`` for an immediate lease; duration; disk image) and
-  optionally a ``<realduration>``. :func:`read_xml_lwf` returns an :class:`XmlWorkload`.
+  optionally a ``<realduration>``. :func:`read_xml_lwf` returns an :class:`XmlWorkload`;
+  :func:`parse_lease_xml` reads one ``<lease>`` element given as text (a request to the service).
 
 Malformed input gives a one-line :class:`~skylease.model.errors.UserError` naming the file, the
 line and the field.
@@ -15,6 +16,7 @@ line and the field.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +28,8 @@ import pandas as pd
 from skylease.model.errors import UserError
 from skylease.traces.textio import read_text
 
-__all__ = ["LWF_FIELDS", "XML_FIELDS", "XmlWorkload", "read_plain_lwf", "read_xml_lwf"]
+__all__ = ["LWF_FIELDS", "MAX_LEASE_XML_CHARS", "XML_FIELDS", "XmlWorkload", "clock_seconds",
+           "parse_lease_xml", "read_plain_lwf", "read_xml_lwf"]
 
 LWF_FIELDS = ("submit", "start", "duration", "real_duration", "nodes", "cpu", "memory", "disk", "image",
               "image_size")
@@ -101,7 +104,12 @@ class _El:
 
 
 def _parse_xml(path: Path) -> _El:
-    data = read_text(path)
+    return _parse_xml_text(read_text(path), path)
+
+
+def _parse_xml_text(data: str, path: Path | str, *, no_dtd: bool = False) -> _El:
+    """The element tree of ``data`` (``path`` names it in errors). ``no_dtd``: refuse a document
+    type declaration (text from the network needs no entities)."""
     parser = expat.ParserCreate()
     stack: list[_El] = []
     root: list[_El] = []
@@ -114,8 +122,14 @@ def _parse_xml(path: Path) -> _El:
     def end(tag: str) -> None:
         stack.pop()
 
+    def doctype(*_: object) -> None:
+        raise UserError("a DOCTYPE is not accepted here", file=path, line=parser.CurrentLineNumber)
+
     parser.StartElementHandler = start
     parser.EndElementHandler = end
+    if no_dtd:
+        parser.StartDoctypeDeclHandler = doctype
+        parser.EntityDeclHandler = doctype
     try:
         parser.Parse(data, True)
     except expat.ExpatError as e:
@@ -124,23 +138,27 @@ def _parse_xml(path: Path) -> _El:
     return root[0]
 
 
-def _seconds(text: str, path: Path, el: _El, what: str) -> int:
-    """``[D:]HH:MM:SS[.ss]`` to whole seconds (rounded up)."""
+def clock_seconds(text: str) -> int:
+    """``[D:]HH:MM:SS[.ss]`` (Haizea's times) as whole seconds, rounded up; ValueError otherwise."""
     parts = text.strip().split(":")
-    try:
-        if len(parts) not in (3, 4):
-            raise ValueError
-        nums = [float(p) for p in parts]
-        if any(n < 0 for n in nums):
-            raise ValueError
-    except ValueError:
-        raise UserError(f"{text!r} is not a time [D:]HH:MM:SS[.ss]", file=path, line=el.line,
-                        field=what) from None
+    if len(parts) not in (3, 4):
+        raise ValueError(f"{text!r} is not a time [D:]HH:MM:SS[.ss]")
+    nums = [float(p) for p in parts]
+    if any(not 0 <= n < 1e12 for n in nums):  # nan and inf too
+        raise ValueError(f"{text!r} is not a time [D:]HH:MM:SS[.ss]")
     secs = nums[-1] + 60 * nums[-2] + 3600 * nums[-3] + (86400 * nums[0] if len(nums) == 4 else 0)
     return int(-(-secs // 1))
 
 
-def _attr(el: _El | None, name: str, path: Path, parent: _El, what: str) -> str:
+def _seconds(text: str, path: Path | str, el: _El, what: str) -> int:
+    try:
+        return clock_seconds(text)
+    except ValueError:
+        raise UserError(f"{text!r} is not a time [D:]HH:MM:SS[.ss]", file=path, line=el.line,
+                        field=what) from None
+
+
+def _attr(el: _El | None, name: str, path: Path | str, parent: _El, what: str) -> str:
     if el is None:
         raise UserError(f"<{parent.tag}> has no <{what.split('.')[0]}>", file=path, line=parent.line,
                         field=what)
@@ -149,22 +167,98 @@ def _attr(el: _El | None, name: str, path: Path, parent: _El, what: str) -> str:
     return el.attrs[name]
 
 
-def _number(text: str, path: Path, el: _El, what: str, *, minimum: float = 0) -> float:
+def _number(text: str, path: Path | str, el: _El, what: str, *, minimum: float = 0) -> float:
     try:
         x = float(text)
     except ValueError:
         raise UserError(f"{text!r} is not a number", file=path, line=el.line, field=what) from None
     if not x >= minimum:
         raise UserError(f"must be >= {minimum:g}, got {text}", file=path, line=el.line, field=what)
+    if not math.isfinite(x):
+        raise UserError(f"must be a finite number, got {text}", file=path, line=el.line, field=what)
     return x
 
 
-def _resources(node_set: _El, path: Path) -> dict[str, float]:
+def _resources(node_set: _El, path: Path | str) -> dict[str, float]:
     out = {}
     for res in node_set.all("res"):
         kind = _attr(res, "type", path, node_set, "res.type")
         out[kind] = _number(_attr(res, "amount", path, node_set, "res.amount"), path, res, f"res {kind}")
     return out
+
+
+def _lease_row(lease: _El, req: _El | None, path: Path | str, default_id: int) -> dict[str, Any]:
+    """One ``<lease>`` element (in its ``<lease-request>``, when there is one) as a request row:
+    :data:`XML_FIELDS` but ``submit``."""
+    lid = int(_number(lease.attrs.get("id", str(default_id)), path, lease, "id"))
+    nodes_el = lease.find("nodes")
+    node_set = nodes_el.find("node-set") if nodes_el is not None else None
+    numnodes = int(_number(_attr(node_set, "numnodes", path, lease, "node-set.numnodes"), path, lease,
+                           "numnodes", minimum=1))
+    assert node_set is not None
+    res = _resources(node_set, path)
+    start_el = lease.find("start")
+    if start_el is None:
+        raise UserError("<lease> has no <start>", file=path, line=lease.line, field="start")
+    exact, now = start_el.find("exact"), start_el.find("now")
+    if exact is not None:
+        at = _attr(exact, "time", path, start_el, "exact.time")
+        kind, start = "AR", _seconds(at, path, exact, "start")
+    elif now is not None:
+        kind, start = "IM", None
+    else:
+        kind, start = "BE", None
+    duration = _seconds(_attr(lease.find("duration"), "time", path, lease, "duration.time"), path, lease,
+                        "duration")
+    if duration < 1:
+        raise UserError("must be > 0", file=path, line=lease.line, field="duration")
+    real_el = req.find("realduration") if req is not None else None
+    if real_el is None:
+        real_el = lease.find("realduration")
+    real = duration
+    if real_el is not None:
+        real = _seconds(_attr(real_el, "time", path, real_el, "realduration.time"), path, real_el,
+                        "realduration")
+    if not 0 < real <= duration:
+        raise UserError(f"must be in 1..{duration} s (the duration), got {real}", file=path,
+                        line=real_el.line if real_el is not None else lease.line, field="realduration")
+    image, image_size = None, 0
+    sw = lease.find("software")
+    disk = sw.find("disk-image") if sw is not None else None
+    if disk is not None:
+        image = _attr(disk, "id", path, sw, "disk-image.id").strip("'\"")  # type: ignore[arg-type]
+        image_size = int(_number(_attr(disk, "size", path, sw, "disk-image.size"), path, disk, "size"))
+    pre = lease.attrs.get("preemptible", "true" if kind == "BE" else "false").strip().lower()
+    if pre not in ("true", "false"):
+        raise UserError(f"must be true or false, got {pre!r}", file=path, line=lease.line,
+                        field="preemptible")
+    return {"id": lid, "kind": kind, "start": start, "duration": duration, "real_duration": real,
+            "nodes": numnodes, "cpu": res.get("CPU", 100.0) / 100, "memory": int(res.get("Memory", 0)),
+            "disk": int(res.get("Disk", 0)), "net": res.get("Net-in", 0.0), "image": image,
+            "image_size": image_size, "preemptible": pre == "true"}
+
+
+#: The largest ``<lease>`` text :func:`parse_lease_xml` reads (as the service's body limit).
+MAX_LEASE_XML_CHARS = 64 * 1024
+
+
+def parse_lease_xml(text: str, source: str = "request body") -> dict[str, Any]:
+    """One Haizea ``<lease>`` element, or a ``<lease-request>`` holding one (and maybe its
+    ``<realduration>``), given as text: the request row (:data:`XML_FIELDS` but ``submit``; the
+    arrival, if any, is ignored). ``source`` names the text in errors. A DOCTYPE is refused."""
+    if len(text) > MAX_LEASE_XML_CHARS:
+        raise UserError(f"longer than {MAX_LEASE_XML_CHARS:,} characters", file=source)
+    root = _parse_xml_text(text, source, no_dtd=True)
+    if root.tag == "lease-request":
+        req, lease = root, root.find("lease")
+        if lease is None:
+            raise UserError("<lease-request> has no <lease>", file=source, line=root.line, field="lease")
+    elif root.tag == "lease":
+        req, lease = None, root
+    else:
+        raise UserError(f"the root element is <{root.tag}>, not <lease> or <lease-request>", file=source,
+                        line=root.line)
+    return _lease_row(lease, req, source, 1)
 
 
 def read_xml_lwf(path: str | os.PathLike[str]) -> XmlWorkload:
@@ -201,57 +295,13 @@ def read_xml_lwf(path: str | os.PathLike[str]) -> XmlWorkload:
         lease = req.find("lease")
         if lease is None:
             raise UserError("<lease-request> has no <lease>", file=path, line=req.line, field="lease")
-        lid = int(_number(lease.attrs.get("id", str(i + 1)), path, lease, "id"))
+        row = _lease_row(lease, req, path, i + 1)
+        lid = row["id"]
         if lid in seen:
             raise UserError(f"lease id {lid} is already used on line {seen[lid]}", file=path, line=lease.line,
                             field="id")
         seen[lid] = lease.line
-        nodes_el = lease.find("nodes")
-        node_set = nodes_el.find("node-set") if nodes_el is not None else None
-        numnodes = int(_number(_attr(node_set, "numnodes", path, lease, "node-set.numnodes"), path, lease,
-                               "numnodes", minimum=1))
-        assert node_set is not None
-        res = _resources(node_set, path)
-        start_el = lease.find("start")
-        if start_el is None:
-            raise UserError("<lease> has no <start>", file=path, line=lease.line, field="start")
-        exact, now = start_el.find("exact"), start_el.find("now")
-        if exact is not None:
-            at = _attr(exact, "time", path, start_el, "exact.time")
-            kind, start = "AR", _seconds(at, path, exact, "start")
-        elif now is not None:
-            kind, start = "IM", None
-        else:
-            kind, start = "BE", None
-        duration = _seconds(_attr(lease.find("duration"), "time", path, lease, "duration.time"), path, lease,
-                            "duration")
-        if duration < 1:
-            raise UserError("must be > 0", file=path, line=lease.line, field="duration")
-        real_el = req.find("realduration")
-        if real_el is None:
-            real_el = lease.find("realduration")
-        real = duration
-        if real_el is not None:
-            real = _seconds(_attr(real_el, "time", path, req, "realduration.time"), path, real_el,
-                            "realduration")
-        if not 0 < real <= duration:
-            raise UserError(f"must be in 1..{duration} s (the duration), got {real}", file=path,
-                            line=real_el.line if real_el is not None else req.line, field="realduration")
-        image, image_size = None, 0
-        sw = lease.find("software")
-        disk = sw.find("disk-image") if sw is not None else None
-        if disk is not None:
-            image = _attr(disk, "id", path, sw, "disk-image.id").strip("'\"")  # type: ignore[arg-type]
-            image_size = int(_number(_attr(disk, "size", path, sw, "disk-image.size"), path, disk, "size"))
-        pre = lease.attrs.get("preemptible", "true" if kind == "BE" else "false").strip().lower()
-        if pre not in ("true", "false"):
-            raise UserError(f"must be true or false, got {pre!r}", file=path, line=lease.line,
-                            field="preemptible")
-        rows.append({"id": lid, "kind": kind, "submit": submit, "start": start, "duration": duration,
-                     "real_duration": real, "nodes": numnodes, "cpu": res.get("CPU", 100.0) / 100,
-                     "memory": int(res.get("Memory", 0)), "disk": int(res.get("Disk", 0)),
-                     "net": res.get("Net-in", 0.0), "image": image, "image_size": image_size,
-                     "preemptible": pre == "true"})
+        rows.append({**row, "submit": submit})
     df = pd.DataFrame(rows, columns=list(XML_FIELDS))
     df["start"] = df["start"].astype("Int64")
     return XmlWorkload(root.attrs.get("name", path.stem), n_nodes, node_res, df)

@@ -1,0 +1,235 @@
+"""The client of ``skylease serve`` (issue 19): the ``skylease leases request|cancel|list|show|queue|hosts``
+commands call the server through :class:`Client` and print what it answers with the tables here.
+
+The server is ``--server``, else ``$SKYLEASE_SERVER``, else ``http://127.0.0.1:8642``; the token
+``--token``, else ``$SKYLEASE_TOKEN``. A request the server refuses (4xx) is a :class:`UserError`
+with the server's reason (exit 2); a server that fails (5xx), does not answer or cannot be reached is
+a :class:`ServiceError` naming its URL (exit 1). HTTPS servers are checked against the system's
+certificates, or those of ``$SSL_CERT_FILE`` (a self-signed certificate: point it there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import ValidationError
+from rich.table import Table
+
+from skylease.model.errors import UserError
+from skylease.model.files import read_text
+from skylease.runtime.leases.api import LeaseRequest
+from skylease.service.bodies import is_xml, lease_request_from_json, lease_request_from_xml
+from skylease.traces.lwf import clock_seconds
+
+__all__ = ["DEFAULT_SERVER", "Client", "ServiceError", "events_table", "hosts_table", "lease_detail",
+           "leases_table", "parse_seconds", "read_request_file", "request_from_options"]
+
+DEFAULT_SERVER = "http://127.0.0.1:8642"
+#: How long the client waits for an answer (a request is answered once it is journaled).
+TIMEOUT_S = 30.0
+
+
+class ServiceError(Exception):
+    """The server failed, did not answer or cannot be reached (exit status 1)."""
+
+
+# -- building a request ---------------------------------------------------------------------------
+def parse_seconds(text: str, option: str) -> int:
+    """A duration or time option: whole seconds (``3600``) or ``[D:]HH:MM:SS``."""
+    s = text.strip()
+    if s.isdigit():
+        return int(s)
+    try:
+        return clock_seconds(s)
+    except ValueError:
+        raise UserError(f"{text!r} is not a number of seconds or [D:]HH:MM:SS", field=option) from None
+
+
+_OPTION_OF = {"type": "--type", "nodes": "--nodes", "duration": "--duration", "start": "--start",
+              "start_in": "--start-in", "cpu": "--cpu", "memory": "--memory", "disk": "--disk",
+              "image": "--image", "image_size": "--image-size", "preemptible": "--preemptible",
+              "command": "--command"}
+
+
+def request_from_options(**options: Any) -> LeaseRequest:
+    """A lease request from the command line's options (those that are None are not given); an
+    advance reservation when a start is given and no type."""
+    given = {k: v for k, v in options.items() if v is not None}
+    if "type" not in given and ("start" in given or "start_in" in given):
+        given["type"] = "advance-reservation"
+    if "duration" not in given:
+        raise UserError("a lease needs a duration (--duration SECONDS or HH:MM:SS), or give a FILE",
+                        field="--duration")
+    try:
+        return LeaseRequest.model_validate(given)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        key = str(first["loc"][0]) if first["loc"] else ""
+        what = str(first.get("ctx", {}).get("error", first["msg"])) if first["type"] == "value_error" \
+            else str(first["msg"])
+        raise UserError(what[:1].lower() + what[1:], field=_OPTION_OF.get(key, "--type")) from None
+
+
+def read_request_file(path: Path) -> tuple[bytes, str]:
+    """A lease request file (JSON, or a Haizea XML ``<lease>`` element; ``-``: standard input),
+    checked here so that a mistake names the file and its line: the body and its content type."""
+    if str(path) == "-":
+        text, name = sys.stdin.read(), "<stdin>"
+    else:
+        text, name = read_text(path), str(path)
+    if is_xml(text):
+        lease_request_from_xml(text, name)
+        return text.encode(), "application/xml"
+    lease_request_from_json(text, name)
+    return text.encode(), "application/json"
+
+
+# -- talking to the server ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Client:
+    server: str
+    token: str
+
+    @classmethod
+    def from_options(cls, server: str | None, token: str | None) -> Client:
+        """The server and token of the options, else of the environment (see the module's doc)."""
+        env_server = os.environ.get("SKYLEASE_SERVER")
+        option = "SKYLEASE_SERVER" if server is None and env_server else "--server"
+        url = (server if server is not None else env_server or DEFAULT_SERVER).strip().rstrip("/")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UserError(f"{url!r} is not a server URL: give http://HOST:PORT or https://HOST:PORT",
+                            field=option)
+        try:
+            parts.port  # noqa: B018 - a port out of range raises here
+        except ValueError:
+            raise UserError(f"{url!r} has no valid port", field=option) from None
+        tok = (token if token is not None else os.environ.get("SKYLEASE_TOKEN") or "").strip()
+        if not tok:
+            raise UserError("no token: give --token or set SKYLEASE_TOKEN (`skylease serve user add NAME` "
+                            "on the server prints one)", field="--token")
+        return cls(url, tok)
+
+    def call(self, method: str, path: str, *, body: bytes | None = None,
+             content_type: str | None = None) -> Any:
+        """The server's JSON answer to ``method path``."""
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        try:
+            r = httpx.request(method, self.server + path, headers=headers, content=body, timeout=TIMEOUT_S)
+        except httpx.TimeoutException:
+            raise ServiceError(f"the server at {self.server} did not answer within {TIMEOUT_S:g} s") from None
+        except (httpx.HTTPError, OSError, ValueError) as exc:
+            raise ServiceError(f"cannot reach the server at {self.server}: {_reason(exc)}") from None
+        if r.status_code >= 400:
+            detail = _detail(r)
+            where = f"the server at {self.server} answered {r.status_code} {r.reason_phrase}: {detail}"
+            if r.status_code >= 500:
+                raise ServiceError(where)
+            raise UserError(f"{detail} ({r.status_code} {r.reason_phrase})" if r.status_code != 401 else
+                            f"{detail}: the server at {self.server} does not know this token",
+                            field="--token" if r.status_code == 401 else None)
+        try:
+            return r.json()
+        except ValueError:
+            raise ServiceError(f"the server at {self.server} answered something else than JSON") from None
+
+    def request(self, body: bytes, content_type: str) -> dict[str, Any]:
+        return self.call("POST", "/leases", body=body, content_type=content_type)
+
+    def cancel(self, lease_id: int) -> dict[str, Any]:
+        return self.call("DELETE", f"/leases/{lease_id}")
+
+    def lease(self, lease_id: int) -> dict[str, Any]:
+        return self.call("GET", f"/leases/{lease_id}")
+
+    def leases(self) -> list[dict[str, Any]]:
+        return self.call("GET", "/leases")
+
+    def queue(self) -> list[dict[str, Any]]:
+        return self.call("GET", "/queue")
+
+    def hosts(self) -> list[dict[str, Any]]:
+        return self.call("GET", "/hosts")
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:200] or type(exc).__name__
+
+
+def _detail(r: Any) -> str:
+    try:
+        detail = r.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    if detail is None:
+        detail = r.text.strip()[:200] or r.reason_phrase
+    return " ".join(str(detail).split())
+
+
+# -- tables ---------------------------------------------------------------------------------------
+def _t(v: Any) -> str:
+    return "-" if v is None or v == [] else str(v)
+
+
+def _joined(values: Any, sep: str = ",") -> str:
+    return sep.join(map(str, values or [])) or "-"
+
+
+def leases_table(views: list[dict[str, Any]], title: str | None = None) -> Table:
+    """Leases, one a row: id, owner, type, state, nodes, start, end, where it runs, why."""
+    t = Table("id", "owner", "type", "state", "nodes", "start", "end", "on", "reason", title=title)
+    for v in views:
+        t.add_row(*(_t(v.get(k)) for k in ("id", "owner", "type", "state", "nodes", "start", "end")),
+                  _joined(v.get("running_on"), ", "), _t(v.get("reason")))
+    return t
+
+
+_SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requested_duration", "nodes", "image",
+          "start", "end", "reason", "running_on")
+
+
+def lease_detail(v: dict[str, Any]) -> list[Table]:
+    """One lease: its fields, its payloads and its events (each a table)."""
+    fields = Table("field", "value", title=f"lease {v.get('id')}")
+    for key in (*_SHOWN, *sorted(k for k in v if k not in (*_SHOWN, "events", "payloads"))):
+        value = v.get(key)
+        fields.add_row(key.replace("_", " "), _joined(value, ", ") if isinstance(value, list) else _t(value))
+    out = [fields]
+    if v.get("payloads"):
+        keys = list(dict.fromkeys(k for p in v["payloads"] for k in p))
+        payloads = Table(*keys, title="payloads")
+        for p in v["payloads"]:
+            payloads.add_row(*(_t(p.get(k)) for k in keys))
+        out.append(payloads)
+    out.append(events_table(v.get("events") or []))
+    return out
+
+
+def events_table(events: list[dict[str, Any]]) -> Table:
+    """A lease's events in order: when, what, and the rest of each record."""
+    t = Table("time", "event", "details", title="events")
+    for ev in events:
+        rest = {k: val for k, val in ev.items() if k not in ("time", "event")}
+        t.add_row(_t(ev.get("time")), _t(ev.get("event")),
+                  " ".join(f"{k}={json.dumps(val)}" for k, val in rest.items()) or "-")
+    return t
+
+
+def hosts_table(hosts: list[dict[str, Any]]) -> Table:
+    """The site's nodes: capacity, CPUs, leases running now, cached images."""
+    t = Table("node", "cpu", "memory (MB)", "disk (MB)", "CPUs", "leases", "cache", title="hosts")
+    for h in hosts:
+        t.add_row(*(_t(h.get(k)) for k in ("name", "cpu", "memory", "disk")), _joined(h.get("cpus")),
+                  _joined(h.get("leases")), _joined(h.get("cache"), ", "))
+    return t

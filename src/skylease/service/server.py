@@ -1,0 +1,301 @@
+"""``skylease serve`` (issue 19): the long-lived server, its configuration and its database.
+
+:class:`ServeConfig` is the server's TOML file (``--config FILE``); an option given on the command
+line wins over the file. Paths in the file are relative to the file's folder. Defaults: loopback
+(127.0.0.1) port 8642, the data folder ``$SKYLEASE_DATA/serve`` (``~/.local/share/skylease/serve``),
+SQLite there, the lease clock at real time (``time_scale = 1``), the default site (one node per
+core), the scheduler configuration NOVM-SR (the paper's configuration that *suspends* a preempted
+best-effort lease rather than cancelling it: what a user of a shared machine expects), and 5 s of
+grace between SIGTERM and SIGKILL for a payload that ends.
+
+Security: a server that binds to anything but a loopback address serves the network, so it needs
+``--allow-remote`` *and* a certificate and key (``--tls-cert``, ``--tls-key``): tokens are bearer
+secrets and must not cross a network in clear. What is missing is said in one line, before
+anything starts.
+
+The server stops cleanly on SIGTERM or SIGINT: uvicorn finishes the requests under way, then the
+lease manager is closed (its journal committed; the payloads keep running, to be adopted by the
+next start).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import ipaddress
+import logging
+import signal
+import socket
+import ssl
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError
+from sqlalchemy.engine import Engine
+
+from skylease.model.errors import UserError
+from skylease.model.files import FileModel, load_toml
+from skylease.runtime.leases.api import LeaseManager
+from skylease.service.db import check_data_dir, create_schema, engine_for, shown_url
+
+__all__ = ["DEFAULT_PORT", "DEFAULT_SCHEDULER", "ServeConfig", "Served", "is_loopback", "load_serve_config",
+           "open_database", "serve"]
+
+DEFAULT_PORT = 8642
+#: The scheduler configuration of a server (see the module's docstring).
+DEFAULT_SCHEDULER = "NOVM-SR"
+
+log = logging.getLogger("skylease.service")
+
+
+class ServeConfig(FileModel):
+    """The server's configuration file (TOML); every key is optional."""
+
+    host: Annotated[str, Field(min_length=1, max_length=253)] = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_PORT  # 0: any free port (the start line tells)
+    db: Annotated[str, Field(min_length=1, max_length=4096)] | None = None  # a database URL
+    data_dir: Annotated[str, Field(min_length=1)] | None = None
+    time_scale: Annotated[float, Field(gt=0, le=1e6)] = 1.0  # lease seconds per real second
+    site: Annotated[str, Field(min_length=1)] | None = None  # a site file (TOML)
+    scheduler: Annotated[str, Field(min_length=1)] = DEFAULT_SCHEDULER  # a configuration name or a TOML file
+    grace: Annotated[float, Field(ge=0, le=3600)] = 5.0  # seconds from SIGTERM to SIGKILL of a payload
+    max_leases_per_user: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000  # not over yet, per user
+    allow_remote: bool = False
+    tls_cert: Annotated[str, Field(min_length=1)] | None = None
+    tls_key: Annotated[str, Field(min_length=1)] | None = None
+
+
+#: The path keys of the file, resolved against its folder.
+_PATH_KEYS = ("data_dir", "site", "tls_cert", "tls_key")
+#: The command-line option of each key (for one-line errors).
+OPTION = {k: "--" + k.replace("_", "-") for k in ServeConfig.model_fields}
+
+
+def load_serve_config(path: Path | None = None, **overrides: Any) -> ServeConfig:
+    """The configuration of ``path`` (None: the defaults), with the non-None ``overrides`` (options
+    of the command line) applied on top."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        cfg, _ = load_toml(Path(path), ServeConfig)
+        values = cfg.model_dump(exclude_unset=True)
+        for key in _PATH_KEYS:
+            if values.get(key) is not None:
+                values[key] = str(Path(path).parent / Path(values[key]).expanduser())
+        scheduler = values.get("scheduler")
+        if scheduler is not None and scheduler.lower().endswith(".toml"):
+            values["scheduler"] = str(Path(path).parent / Path(scheduler).expanduser())
+    for key, value in overrides.items():
+        if key not in ServeConfig.model_fields:
+            raise TypeError(f"no configuration key {key!r}")
+        if value is not None:
+            values[key] = str(value) if isinstance(value, Path) else value
+    try:
+        return ServeConfig.model_validate(values)
+    except ValidationError as exc:  # an option's value: click checked its type, pydantic its range
+        first = exc.errors(include_url=False)[0]
+        key = str(first["loc"][0]) if first["loc"] else "config"
+        raise UserError(f"{first['msg']}, got {first.get('input')!r}", field=OPTION.get(key, key)) from None
+
+
+def data_dir_of(cfg: ServeConfig) -> Path:
+    """The server's data folder (database, site files, node caches)."""
+    if cfg.data_dir is not None:
+        return Path(cfg.data_dir).expanduser()
+    from skylease.traces.datasets import default_data_dir
+
+    return default_data_dir() / "serve"
+
+
+def open_database(cfg: ServeConfig) -> Engine:
+    """The server's database (created where missing), or one line naming ``--db`` or ``--data-dir``."""
+    engine = engine_for(cfg.db, data_dir_of(cfg))
+    create_schema(engine, *_journal_metadata())
+    return engine
+
+
+def _journal_metadata() -> list[Any]:
+    """The lease journal's tables (runtime/leases/journal.py), when this build has them."""
+    if importlib.util.find_spec("skylease.runtime.leases.journal") is None:  # until the manager lands
+        return []
+    from skylease.runtime.leases.journal import metadata
+
+    return [metadata]
+
+
+# -- checks before anything starts --------------------------------------------------------------
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (127.0.0.0/8, ::1 or localhost)."""
+    if host.lower() in ("localhost", "localhost.", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _readable(path: str, option: str) -> Path:
+    p = Path(path).expanduser()
+    try:
+        with p.open("rb") as fh:
+            fh.read(1)
+    except FileNotFoundError:
+        raise UserError("file not found", file=p, field=option) from None
+    except IsADirectoryError:
+        raise UserError("is a folder, not a file", file=p, field=option) from None
+    except OSError as exc:
+        raise UserError(f"cannot read it: {exc.strerror or exc}", file=p, field=option) from None
+    return p
+
+
+def check_network(cfg: ServeConfig) -> ssl.SSLContext | None:
+    """Refuse a non-loopback address without ``--allow-remote`` and TLS; check the TLS files."""
+    if (cfg.tls_cert is None) != (cfg.tls_key is None):
+        given, missing = ("--tls-cert", "--tls-key") if cfg.tls_key is None else ("--tls-key", "--tls-cert")
+        raise UserError(f"{given} needs {missing} too", field=missing)
+    if not is_loopback(cfg.host):
+        missing = [o for o, ok in (("--allow-remote", cfg.allow_remote), ("--tls-cert", cfg.tls_cert),
+                                   ("--tls-key", cfg.tls_key)) if not ok]
+        if missing:
+            raise UserError(f"{cfg.host} is not a loopback address: serving the network needs --allow-remote "
+                            f"and a certificate (--tls-cert, --tls-key); missing {', '.join(missing)}",
+                            field="--host")
+    if cfg.tls_cert is None or cfg.tls_key is None:
+        return None
+    cert, key = _readable(cfg.tls_cert, "--tls-cert"), _readable(cfg.tls_key, "--tls-key")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise UserError(f"not a certificate and its key (PEM): {' '.join(str(exc).split())}", file=cert,
+                        field="--tls-cert") from None
+    return context
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (uvicorn listens on it), or one line naming the option."""
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise UserError(f"cannot resolve {host!r}: {exc.strerror}", field="--host") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="--port") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+# -- the manager --------------------------------------------------------------------------------
+ManagerFactory = Callable[[Engine, ServeConfig, Path], LeaseManager]
+
+
+def _local_parts(cfg: ServeConfig) -> tuple[Any, Any]:
+    """The real manager's scheduler configuration and site (None: the default site), the files
+    read and checked."""
+    from skylease.experiments.leases import load_config
+
+    try:
+        scheduler = load_config(cfg.scheduler).scheduler
+    except UserError as exc:  # load_config speaks of `leases simulate --config`
+        raise UserError(exc.message, file=exc.file, line=exc.line,
+                        field=exc.field if exc.file else "--scheduler") from None
+    if importlib.util.find_spec("skylease.runtime.leases.manager") is None:  # until the manager lands
+        raise UserError("this build of skylease has no lease manager yet (skylease.runtime.leases.manager)")
+    from skylease.runtime.leases.site import load_site
+
+    return scheduler, load_site(Path(cfg.site)) if cfg.site is not None else None
+
+
+def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path) -> LeaseManager:
+    """The real lease manager on this machine's nodes (runtime/leases/manager.py), started."""
+    from skylease.runtime.leases.manager import LocalLeaseManager
+    from skylease.runtime.leases.site import default_site
+
+    scheduler, site = _local_parts(cfg)
+    if site is None:
+        site = default_site(data_dir)
+    manager = LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,
+                                grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user)
+    return manager.start()
+
+
+# -- running ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Served:
+    """What a server started: where it answers, its data folder and its database."""
+
+    url: str
+    data_dir: Path
+    database: str
+
+    def line(self) -> str:
+        return (f"skylease serve: {self.url} (OpenAPI at /docs), data in {self.data_dir}, database "
+                f"{self.database}")
+
+
+@contextlib.contextmanager
+def _quiet_signals(server: Any) -> Iterator[list[int]]:
+    """SIGINT and SIGTERM only stop the uvicorn ``server`` (which captures them while it serves, and
+    raises them again when it has stopped): they must not kill this process before the manager is
+    closed. The signals received are listed."""
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():  # only the main thread gets signals
+        yield got
+        return
+
+    def stop(sig: int, _frame: object) -> None:
+        got.append(sig)
+        server.should_exit = True  # a signal before uvicorn listens for them stops it too
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield got
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
+          announce: Callable[[Served], None] | None = None) -> Served:
+    """Run the server until SIGTERM or SIGINT. Everything a user can get wrong (the address, TLS,
+    the database, the port in use, the scheduler configuration) is checked before it starts."""
+    import uvicorn
+
+    from skylease.service.leases_api import create_app
+
+    tls = check_network(cfg)
+    data_dir = data_dir_of(cfg)
+    check_data_dir(data_dir)
+    if manager_factory is None:
+        _local_parts(cfg)  # a wrong scheduler or site file: said before anything is created
+    engine = open_database(cfg)
+    sock = _listen(cfg.host, cfg.port)
+    port = sock.getsockname()[1]
+    host = f"[{cfg.host.strip('[]')}]" if ":" in cfg.host else cfg.host
+    scheme = "https" if tls else "http"
+    served = Served(f"{scheme}://{host}:{port}", data_dir.resolve(), shown_url(engine.url))
+    manager: LeaseManager | None = None
+    try:
+        manager = (manager_factory or local_manager)(engine, cfg, data_dir)
+        app = create_app(manager, engine)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
+                                ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key, lifespan="off")
+        server = uvicorn.Server(config)
+        logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
+        with _quiet_signals(server):
+            if announce is not None:
+                announce(served)
+            server.run(sockets=[sock])
+    finally:
+        sock.close()
+        if manager is not None:
+            manager.close()
+        engine.dispose()
+    return served

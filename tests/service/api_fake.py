@@ -1,0 +1,70 @@
+"""A small in-memory lease manager that keeps the :class:`LeaseManager` protocol, for the service's
+tests until they run against the real manager: leases are queued, a request for more nodes than the
+site has or an advance reservation in the past is refused, a user sees only their own leases."""
+
+from __future__ import annotations
+
+import threading
+
+from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseRefused, LeaseRequest, LeaseView
+
+
+class FakeManager:
+    def __init__(self, nodes: int = 4) -> None:
+        self.nodes = nodes
+        self.clock = 100
+        self.closed = False
+        self._leases: dict[int, LeaseView] = {}
+        self._lock = threading.Lock()
+
+    def now(self) -> int:
+        return self.clock
+
+    def request(self, owner: str, req: LeaseRequest) -> LeaseView:
+        if req.command == "fail inside the manager":  # a bug: the service must answer a generic 500
+            raise RuntimeError("an internal failure")
+        with self._lock:
+            if req.nodes > self.nodes:
+                raise LeaseRefused(f"asks for {req.nodes} nodes; the site has {self.nodes}")
+            start = req.start if req.start_in is None else self.clock + req.start_in
+            if req.type == "advance-reservation" and start is not None and start < self.clock:
+                raise LeaseRefused(f"starts at {start}, before now ({self.clock})")
+            lid = len(self._leases) + 1
+            ar = req.type == "advance-reservation"
+            view = LeaseView(id=lid, owner=owner, type=req.type, submit=self.clock, requested_start=start,
+                             requested_duration=req.duration, nodes=req.nodes, image=req.image,
+                             start=start if ar else None, end=start + req.duration if ar else None,
+                             state="scheduled" if ar else "queued", reason=None,
+                             events=[{"at": self.clock, "what": "submit"}])
+            self._leases[lid] = view
+            return view
+
+    def _get(self, owner: str | None, lease_id: int) -> LeaseView:
+        view = self._leases.get(lease_id)
+        if view is None or (owner is not None and view.owner != owner):
+            raise LeaseNotFound(f"no lease {lease_id}")
+        return view
+
+    def cancel(self, owner: str | None, lease_id: int) -> LeaseView:
+        with self._lock:
+            view = self._get(owner, lease_id).model_copy(update={"state": "cancelled"})
+            self._leases[lease_id] = view
+            return view
+
+    def lease(self, owner: str | None, lease_id: int) -> LeaseView:
+        with self._lock:
+            return self._get(owner, lease_id)
+
+    def leases(self, owner: str | None) -> list[LeaseView]:
+        with self._lock:
+            return [v for v in self._leases.values() if owner is None or v.owner == owner]
+
+    def queue(self, owner: str | None) -> list[LeaseView]:
+        return [v for v in self.leases(owner) if v.state == "queued"]
+
+    def hosts(self) -> list[HostView]:
+        return [HostView(name=f"node{i}", index=i, cpu=1.0, memory=1024, disk=0, cpus=[i % 2], leases=[],
+                         cache=[]) for i in range(self.nodes)]
+
+    def close(self) -> None:
+        self.closed = True
