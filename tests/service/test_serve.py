@@ -7,7 +7,6 @@ manager of api_fake.py; the last test runs `python -m skylease serve` itself whe
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -344,8 +343,6 @@ def test_with_a_certificate_it_serves_https_and_the_client_checks_it(tmp_path, c
         assert stop(proc)[0] == 0
 
 
-@pytest.mark.skipif(importlib.util.find_spec("skylease.runtime.leases.manager") is None,
-                    reason="the real lease manager (runtime/leases/manager.py) is not in this build yet")
 def test_python_m_skylease_serve_answers_and_stops(tmp_path):
     proc, url = start([sys.executable, "-m", "skylease", "serve", "--port", "0", "--data-dir",
                        str(tmp_path / "serve"), "--time-scale", "60"], tmp_path)

@@ -21,7 +21,6 @@ next start).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import ipaddress
 import logging
 import signal
@@ -112,17 +111,10 @@ def data_dir_of(cfg: ServeConfig) -> Path:
 def open_database(cfg: ServeConfig) -> Engine:
     """The server's database (created where missing), or one line naming ``--db`` or ``--data-dir``."""
     engine = engine_for(cfg.db, data_dir_of(cfg))
-    create_schema(engine, *_journal_metadata())
-    return engine
-
-
-def _journal_metadata() -> list[Any]:
-    """The lease journal's tables (runtime/leases/journal.py), when this build has them."""
-    if importlib.util.find_spec("skylease.runtime.leases.journal") is None:  # until the manager lands
-        return []
     from skylease.runtime.leases.journal import metadata
 
-    return [metadata]
+    create_schema(engine, metadata)
+    return engine
 
 
 # -- checks before anything starts --------------------------------------------------------------
@@ -206,8 +198,6 @@ def _local_parts(cfg: ServeConfig) -> tuple[Any, Any]:
     except UserError as exc:  # load_config speaks of `leases simulate --config`
         raise UserError(exc.message, file=exc.file, line=exc.line,
                         field=exc.field if exc.file else "--scheduler") from None
-    if importlib.util.find_spec("skylease.runtime.leases.manager") is None:  # until the manager lands
-        raise UserError("this build of skylease has no lease manager yet (skylease.runtime.leases.manager)")
     from skylease.runtime.leases.site import load_site
 
     return scheduler, load_site(Path(cfg.site)) if cfg.site is not None else None

@@ -17,8 +17,12 @@ from skylease.model.errors import UserError
 
 #: The longest lease one request may ask for, in lease seconds (ten years).
 MAX_DURATION_S = 10 * 365 * 86400
-#: The longest payload command line, in bytes.
+#: The longest payload command line, in characters.
 MAX_COMMAND_BYTES = 4096
+#: An image name is a file name in the node caches: no slash, no leading dot.
+IMAGE_NAME = r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$"
+#: A command line holds no NUL (no process can be given one).
+NO_NUL = r"^[^\x00]*$"
 
 
 class LeaseRefused(UserError):
@@ -38,7 +42,9 @@ class LeaseRequest(BaseModel):
     ``start`` is in lease seconds since the server's epoch (``GET /health`` tells ``now``), or
     relative to now when ``start_in`` is given instead. Per-node resources: ``cpu`` (CPUs),
     ``memory``/``disk`` (MB). ``command``: the payload of each VM (a shell line; default: a loop
-    that lasts the lease's duration).
+    that lasts the lease's duration, or ``real_duration`` when given: a lease whose work ends
+    before its requested time, as Haizea's ``<realduration>``, which the scheduler sees as a
+    premature end).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -51,10 +57,11 @@ class LeaseRequest(BaseModel):
     cpu: Annotated[float, Field(gt=0, le=1024, allow_inf_nan=False)] = 1.0
     memory: Annotated[int, Field(ge=0, le=2**40)] = 1024
     disk: Annotated[int, Field(ge=0, le=2**40)] = 0
-    image: Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9._+-]+$")] | None = None
+    image: Annotated[str, Field(min_length=1, max_length=255, pattern=IMAGE_NAME)] | None = None
     image_size: Annotated[int, Field(ge=0, le=2**40)] = 0
     preemptible: bool | None = None
-    command: Annotated[str, Field(min_length=1, max_length=MAX_COMMAND_BYTES)] | None = None
+    command: Annotated[str, Field(min_length=1, max_length=MAX_COMMAND_BYTES, pattern=NO_NUL)] | None = None
+    real_duration: Annotated[int, Field(ge=1, le=MAX_DURATION_S)] | None = None
 
     @model_validator(mode="after")
     def _start_matches_type(self) -> LeaseRequest:
@@ -65,6 +72,11 @@ class LeaseRequest(BaseModel):
             raise ValueError(f"a {self.type} lease takes no start")
         if self.image is None and self.image_size:
             raise ValueError("image_size without an image")
+        if self.real_duration is not None and self.real_duration > self.duration:
+            raise ValueError("real_duration must be at most duration")
+        if self.real_duration is not None and self.command is not None:
+            raise ValueError("real_duration sets how long the default payload works; a command decides "
+                             "that itself")
         return self
 
 

@@ -382,7 +382,10 @@ class LocalLeaseManager:
         env = {"SKYLEASE_NODES": ",".join(self._name(k) for k in nodes)}
         if lease.image is not None:
             env["SKYLEASE_IMAGE"] = str(self.nodes.node_dir(node) / "cache" / lease.image)
-        duration_s = self.clock.real_seconds(max(0, vm.end - now)) + PAYLOAD_MARGIN_S
+        if req.get("real_duration") is not None:  # its work ends early: the scheduler learns it then
+            duration_s = self.clock.real_seconds(self.config.planned(int(req["real_duration"])))
+        else:  # works until the scheduler shuts it down at its reservation's end
+            duration_s = self.clock.real_seconds(max(0, vm.end - now)) + PAYLOAD_MARGIN_S
         p = self.nodes.spawn(lease.id, vnode, node, command=req.get("command"), duration_s=duration_s,
                              env=env)
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
