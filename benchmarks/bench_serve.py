@@ -38,10 +38,8 @@ import multiprocessing as mp
 import os
 import platform
 import random
-import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -55,7 +53,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-START_RE = re.compile(r"^skylease serve: (http://\S+) \(OpenAPI at /docs\)")
 KINDS = ("be", "ar", "show", "list")
 WEIGHTS = (0.4, 0.2, 0.3, 0.1)
 LABEL = {"be": "best-effort", "ar": "AR", "show": "show", "list": "list"}
@@ -263,24 +260,17 @@ def run_http(args: argparse.Namespace, clients: int, dbs: Databases, work: Path,
 
     from skylease.runtime.leases.site import load_site
     from skylease.service.auth import add_user
+    from skylease.service.demo import start_server, stop_server
 
     data = work / f"serve-{clients}"
     site_file = _write_site(data, args.nodes)
     url_db = dbs.fresh()
     engine = _engine(url_db, data)
     tokens = {name: add_user(engine, name) for name in ("preload", *(f"c{i}" for i in range(clients)))}
-    argv = [sys.executable, "-m", "skylease", "serve", "--port", "0", "--data-dir", str(data),
-            "--site", str(site_file), "--grace", "1", *(["--db", url_db] if url_db else [])]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc, url = start_server("--data-dir", str(data), "--site", str(site_file), "--grace", "1",
+                             *(["--db", url_db] if url_db else []))
     info: dict[str, int] = {}
     try:
-        line = proc.stdout.readline().strip() if proc.stdout else ""
-        m = START_RE.match(line)
-        if m is None:
-            proc.kill()
-            raise SystemExit(f"the server did not start: {line!r} {proc.communicate()[1][-2000:]}")
-        url = m.group(1)
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens['preload']}"},
                           timeout=300) as http:
             for body in preload:
@@ -310,13 +300,7 @@ def run_http(args: argparse.Namespace, clients: int, dbs: Databases, work: Path,
         done = sorted((d for _, ds, _ in got for d in ds), key=lambda d: d.at)
         return Layer(f"HTTP server, {clients} client{'s' * (clients > 1)}", clients, done, wall, cpu), info
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+        stop_server(proc, timeout_s=60)
         info["payloads_killed"] = _kill_payloads(load_site(site_file), data, engine)
         engine.dispose()
 
