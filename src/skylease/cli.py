@@ -142,6 +142,7 @@ def demo(
     _demo_leases()
     _demo_placement()
     _demo_real_run(out_dir)
+    _demo_serve()
     out.print(f"[dim]demo took {time.perf_counter() - t0:.1f} s[/dim]")
 
 
@@ -233,6 +234,32 @@ def _demo_real_run(out_dir: Path | None) -> None:
     out.print(f"   {res['ok']} of {res['tasks']} tasks done in {res['wall_s']:.1f} s on {res['hosts']} "
               f"workers (at most {res['peak_hosts']} at once), ${res['cost']:.2f} charged of the $0.50 "
               f"budget. Try: skylease run --help")
+
+
+def _demo_serve() -> None:
+    from skylease.service.demo import AR_AFTER_S, AR_DURATION_S, AR_NODES, BE_REQUEST, DEMO_SCALE, serve_demo
+
+    out.print(f"\n9. The lease manager as a service: `skylease serve` on a free port of this machine, 2 "
+              f"nodes, its clock at {DEMO_SCALE:g} lease seconds per second; a user asks for a best-effort "
+              f"lease of {BE_REQUEST['nodes']} node x {BE_REQUEST['duration'] // 3600} h, then for an "
+              f"advance reservation of {AR_NODES} nodes {AR_AFTER_S // 60} minutes later for "
+              f"{AR_DURATION_S // 60} minutes:")
+    with tempfile.TemporaryDirectory(prefix="skylease-demo-serve-") as tmp:
+        res = serve_demo(tmp)
+    out.print(f"   server at {res.url}; times from the first request:", markup=False, highlight=False)
+    for line in res.timeline:
+        out.print(f"   {line}", markup=False, highlight=False, soft_wrap=True)
+    if res.payload_pid is not None:
+        during, after = (_proc_state_words(s) for s in [*res.payload_states, None, None][:2])
+        out.print(f"   Lease 1's payload (pid {res.payload_pid}) in /proc: {during} while the reservation "
+                  f"ran, {after} after it.", markup=False, highlight=False, soft_wrap=True)
+    out.print(f"   {res.seconds:.1f} s from the server's start to its stop. Try: skylease serve --help",
+              markup=False, highlight=False)
+
+
+def _proc_state_words(state: str | None) -> str:
+    return {"T": "stopped (T)", "S": "running (S, sleeping)", "R": "running (R)", None: "gone"}.get(
+        state, f"in state {state}")
 
 
 def _demo_placement() -> None:

@@ -56,7 +56,8 @@ from skylease.traces.swf import SWF_FIELDS, best_effort_requests, read_swf
 from skylease.traces.textio import read_text
 
 __all__ = ["IMAGE_DRAWS", "KIND_NAMES", "LeaseConfig", "LeaseSimulation", "Workload", "clock",
-           "detect_format", "lease_events", "load_config", "load_workload", "simulate_workload"]
+           "detect_format", "lease_events", "lease_timeline", "load_config", "load_workload",
+           "simulate_workload"]
 
 #: The image draws a TOML configuration may ask for ("none": leases keep no image).
 IMAGE_DRAWS = ("uniform", "skewed", "single", "none")
@@ -236,17 +237,7 @@ class LeaseSimulation:
 
     def timeline(self, limit: int | None = None) -> list[str]:
         """One line per lease (the first ``limit``): what happened to it, and when."""
-        lines = []
-        for rec in self.records()[:limit]:
-            head = f"lease {rec['id']} ({rec['type']}, {rec['nodes']} node{'s' * (rec['nodes'] > 1)})"
-            if rec["state"] == "rejected":
-                lines.append(f"{head}: rejected at {clock(rec['submit'])}: {rec['reason']}")
-                continue
-            steps = [_step(ev) for ev in rec["events"] if ev["event"] in _TIMELINE]
-            if rec["state"] != "done":
-                steps.append(f"still {rec['state']}")
-            lines.append(f"{head}: " + ", ".join(steps))
-        return lines
+        return lease_timeline(self.records()[:limit])
 
     def to_json(self) -> dict[str, Any]:
         """``{"leases": [...], "summary": {...}}`` with NaN and infinities as ``None``."""
@@ -269,6 +260,22 @@ def simulate_workload(workload: str | Path | Workload, inject: str | Path | None
         assign_images(imageless, cfg.images, seed=seed)
     run = simulate_leases(w.leases, w.n_nodes, capacity=w.capacity, config=cfg.scheduler, until="all")
     return LeaseSimulation(w, cfg, seed, run)
+
+
+def lease_timeline(records: list[dict[str, Any]]) -> list[str]:
+    """One line per lease record (as ``leases simulate --json`` and the lease service give them):
+    what happened to it, and when."""
+    lines = []
+    for rec in records:
+        head = f"lease {rec['id']} ({rec['type']}, {rec['nodes']} node{'s' * (rec['nodes'] > 1)})"
+        if rec["state"] == "rejected":
+            lines.append(f"{head}: rejected at {clock(rec['submit'])}: {rec['reason']}")
+            continue
+        steps = [_step(ev) for ev in rec["events"] if ev["event"] in _TIMELINE]
+        if rec["state"] != "done":
+            steps.append(f"still {rec['state']}")
+        lines.append(f"{head}: " + ", ".join(steps))
+    return lines
 
 
 _TIMELINE = {"start": "runs", "preempt": "preempted", "suspend": "suspends", "resume": "resumes",
