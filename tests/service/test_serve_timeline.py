@@ -67,8 +67,9 @@ COMMANDS = {"preemption": {0: "sleep 100000 | sleep 100000"}}
 STAGGER_S = 80
 #: Keys of an event that are lease times (the server's are shifted by T0).
 TIME_KEYS = ("time", "until", "planned_start")
-#: Lease seconds after an event before the test reads /proc (the enactment follows the step).
-SETTLE_S = 6
+#: Lease seconds (half a real second) after an event before the test reads /proc (the enactment
+#: follows the step; a loaded machine may take a while to get to it).
+SETTLE_S = 30
 _TERMINAL = ("done", "rejected", "cancelled")
 _REQUEST = re.compile(r"<lease-request\b.*?</lease-request>", re.S)
 _EXACT = re.compile(r'(<exact\s+time=")([^"]*)(")')
@@ -322,6 +323,7 @@ def test_the_suspended_lease_is_stopped_and_continues(served):
     for phase, pid, said, states in run.samples:
         by_phase.setdefault(phase, []).append((pid, said, states))
     counts = {k: len(v) for k, v in by_phase.items()}
+    print(f"\n[timeline] preemption: /proc readings of lease 1's payload group by phase: {counts}")
     # read all along each phase (15, 30 and 30 real seconds, every quarter of a second)
     assert all(counts.get(k, 0) >= n for k, n in (("before", 5), ("suspended", 20), ("resumed", 20))), counts
     pid, _, states = by_phase["before"][0]
@@ -424,8 +426,8 @@ def test_a_request_is_answered_before_its_payloads_start_and_the_next_one_is_sta
     second = m.request("alice", wide)
     assert first.state == "active" and second.state in ("pending", "queued", "scheduled")
     assert answered_s < SPAWN_S, answered_s
-    # at 600 lease s a second, the 4 payloads take 720 lease s to start; arrival to submission: < 0.05 s
-    assert arrived <= second.submit <= arrived + 30, (arrived, second.submit)
+    # at 600 lease s a second, the 4 payloads take 720 lease s to start; arrival to submission: < 0.1 s
+    assert arrived <= second.submit <= arrived + 60, (arrived, second.submit)
     deadline = time.monotonic() + 4 * SPAWN_S + 10
     while len(m.lease(None, first.id).payloads) < 4:  # and the payloads do start
         assert time.monotonic() < deadline, m.lease(None, first.id)
