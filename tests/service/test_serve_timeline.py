@@ -4,14 +4,15 @@
 nodes, every time within 5 lease seconds (0.083 s of real time).
 
 Each scenario gets its own server (a subprocess on a free loopback port, its own data folder and
-SQLite database, a site file with the workload's nodes and capacities). Each lease request of the
-workload (its ``<lease-request>`` element, as XML) is sent when the server's lease clock (``GET
-/health``'s ``now``) reaches ``T0 + arrival``, ``T0`` being a lease time just after the server
-started: an advance reservation's ``<exact>`` start is moved by ``T0`` as well, and the server's event
-times, less ``T0``, are compared with the simulator's. The server numbers leases from 1 in
-submission order; the workload's are matched to them in that order.
+SQLite database, a site file with the workload's nodes and capacities, an administrator). Each lease
+request of the workload (its ``<lease-request>`` element, as XML) is sent when the server's lease
+clock (``GET /health``'s ``now``) reaches ``T0 + arrival``, ``T0`` being a lease time just after the
+servers started: an advance reservation's ``<exact>`` start is moved by ``T0`` as well, and the
+server's event times (``GET /leases/{id}``), less ``T0``, are compared with the simulator's. The
+server numbers leases from 1 in submission order; the workload's are matched to them in that order.
 
-The scenarios run at once (they mostly wait), about two minutes in all:
+The scenarios run at once (they mostly wait; their T0 are STAGGER_S apart so that their round-time
+events do not all fall due at the same moment on this machine), about two minutes in all:
 
 * ``preemption``, ``reservation``, ``wait`` under NOVM-SR, the server's default;
 * ``reuse2`` under VM-REUSE-UNIFORM: its point is image reuse (two ARs bring their images to nodes
@@ -24,7 +25,9 @@ The scenarios run at once (they mostly wait), about two minutes in all:
   knows it in advance), and the AR's early end lets the suspended lease slide back;
 
 and in ``preemption`` the suspended best-effort lease's payload group is read in /proc: every process
-stopped (state T) while it is suspended, running again afterwards, with the same leader.
+stopped (state T) while it is suspended, running again afterwards, the same processes. That lease
+is sent as the equivalent JSON with a payload command (a shell and a pipe of two sleeps), so that
+its group has more than one process; the other leases run the default payload.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -44,7 +48,6 @@ from typing import Any
 import httpx
 import pytest
 
-from skylease.experiments.leases import simulate_workload
 from skylease.service.auth import add_user
 from skylease.service.bodies import lease_request_from_xml
 from skylease.service.client import Client
@@ -62,8 +65,7 @@ SCENARIOS = {"wait": "NOVM-SR", "preemption": "NOVM-SR", "reservation": "NOVM-SR
 #: payload): preemption's best-effort lease runs a group of three processes (a shell and a pipe of
 #: two sleeps, long enough to outlive the lease), to see that suspending it stops every one.
 COMMANDS = {"preemption": {0: "sleep 100000 | sleep 100000"}}
-#: Lease seconds between the T0 of one scenario and the next (the longest, wait, first): their
-#: arrivals and events, at round times, would else all fall due at the same moment on this machine.
+#: Lease seconds between the T0 of one scenario and the next (the longest, wait, first).
 STAGGER_S = 80
 #: Keys of an event that are lease times (the server's are shifted by T0).
 TIME_KEYS = ("time", "until", "planned_start")
@@ -96,9 +98,11 @@ def site_file(path: Path, workload: Path) -> Path:
     return path
 
 
-def simulate(workload: Path, config: str) -> list[dict[str, Any]]:
-    """The lease records ``skylease leases simulate --workload W --config C --json`` prints."""
-    return simulate_workload(workload, config=config).to_json()["leases"]
+def simulate(workload: Path, config: str) -> subprocess.Popen:
+    """``skylease leases simulate --workload W --config C --json`` (its ``leases`` are the records)."""
+    argv = ["leases", "simulate", "--workload", str(workload), "--config", config, "--json"]
+    return subprocess.Popen([sys.executable, "-m", "skylease", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def add_admin(data: Path) -> str:
@@ -178,9 +182,9 @@ def run_scenario(name: str, config: str, scenarios: Path, tmp: Path, ready: thre
     loads the machine), send its requests on time, follow its leases until they are over."""
     t_wall = time.monotonic()
     workload = scenarios / f"{name}.lwf"
-    proc = None
+    proc = simulation = None
     try:
-        out = Served(name, config, simulate(workload, config))
+        simulation = simulate(workload, config)  # (while the server starts)
         data = tmp / name
         token = add_admin(data)
         site = site_file(tmp / f"{name}-site.toml", workload)
@@ -188,8 +192,14 @@ def run_scenario(name: str, config: str, scenarios: Path, tmp: Path, ready: thre
                            "--time-scale", str(SCALE), "--site", str(site), "--scheduler", config], tmp)
         server = Server(url, token)
         assert server.client.leases() == []  # the first call of a process is slower: not a timed one
+        printed, err = simulation.communicate(timeout=120)
+        assert simulation.returncode == 0, err
+        out = Served(name, config, json.loads(printed)["leases"])
     except BaseException:
         ready.abort()  # (the other scenarios do not wait for this one)
+        if simulation is not None and simulation.poll() is None:
+            simulation.kill()
+            simulation.communicate()
         if proc is not None:
             stop(proc)
         raise
@@ -219,7 +229,7 @@ def run_scenario(name: str, config: str, scenarios: Path, tmp: Path, ready: thre
                 break
             assert time.monotonic() < deadline, f"{name}: leases not over: {[v['state'] for v in views]}"
             time.sleep(0.25)
-        out.views = views
+        out.views = [server.client.lease(i) for i in ids]  # (GET /leases/{id}: as `leases show`)
         out.hosts = server.client.hosts()
         server.close()
     finally:
