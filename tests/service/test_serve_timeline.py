@@ -194,7 +194,8 @@ def run_scenario(name: str, config: str, scenarios: Path, tmp: Path, ready: thre
         assert server.client.leases() == []  # the first call of a process is slower: not a timed one
         printed, err = simulation.communicate(timeout=120)
         assert simulation.returncode == 0, err
-        out = Served(name, config, json.loads(printed)["leases"])
+        # (in submission order, as the server numbers them: by arrival, then file order)
+        out = Served(name, config, sorted(json.loads(printed)["leases"], key=lambda rec: rec["submit"]))
     except BaseException:
         ready.abort()  # (the other scenarios do not wait for this one)
         if simulation is not None and simulation.poll() is None:
@@ -270,7 +271,8 @@ def watch_suspension(server: Server, out: Served, views: list[dict[str, Any]]) -
 
 
 @pytest.fixture(scope="module")
-def served(shared_data, tmp_path_factory) -> dict[str, Served]:
+def served(shared_data, tmp_path_factory) -> dict[str, Served | BaseException]:
+    """Every scenario run at once; a scenario that failed gives its exception (its tests raise it)."""
     scenarios = shared_data / "lwf" / "scenarios"
     tmp = tmp_path_factory.mktemp("timeline")
     t0 = time.monotonic()
@@ -279,7 +281,7 @@ def served(shared_data, tmp_path_factory) -> dict[str, Served]:
         futures = {name: pool.submit(run_scenario, name, config, scenarios, tmp, ready, i * STAGGER_S,
                                      watch_suspension if name == "preemption" else None)
                    for i, (name, config) in enumerate(SCENARIOS.items())}
-        results = {name: f.result() for name, f in futures.items()}
+        results = {name: f.exception() or f.result() for name, f in futures.items()}
     print(f"\n[timeline] all scenarios: {time.monotonic() - t0:.1f} s of wall time")
     return results
 
@@ -315,11 +317,20 @@ def differences(run: Served) -> tuple[list[str], int]:
     return problems, worst
 
 
+def run_of(served: dict[str, Served | BaseException], name: str) -> Served:
+    run = served[name]
+    if isinstance(run, BaseException):
+        raise run
+    return run
+
+
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_the_server_gives_the_simulators_timeline(served, name):
-    run = served[name]
+    run = run_of(served, name)
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
     problems, worst = differences(run)
+    problems += [f"{name}: lease {v['id']} is over and has payloads {v['payloads']}" for v in run.views
+                 if v["payloads"]]
     print(f"\n[timeline] {name} ({run.config}): worst difference {worst} lease s = {worst / SCALE:.3f} s; "
           f"{run.wall_s:.1f} s of wall time; sent (arrival, seen, submit, real s): {run.sent}")
     assert not problems, "\n".join(problems[:12])
@@ -328,7 +339,7 @@ def test_the_server_gives_the_simulators_timeline(served, name):
 def test_the_suspended_lease_is_stopped_and_continues(served):
     """Every process of the suspended lease's payload group is stopped (T) while the AR runs, and
     the same processes run again afterwards."""
-    run = served["preemption"]
+    run = run_of(served, "preemption")
     by_phase: dict[str, list[tuple[int, str, dict[int, str]]]] = {}
     for phase, pid, said, states in run.samples:
         by_phase.setdefault(phase, []).append((pid, said, states))
@@ -348,7 +359,7 @@ def test_the_suspended_lease_is_stopped_and_continues(served):
 
 
 def test_image_reuse_leaves_the_images_where_the_schedule_put_them(served):
-    caches = {h["name"]: h["cache"] for h in served["reuse2"].hosts}
+    caches = {h["name"]: h["cache"] for h in run_of(served, "reuse2").hosts}
     assert caches == {"node0": ["foobar1.img"], "node1": ["foobar1.img"], "node2": ["foobar2.img"],
                       "node3": ["foobar2.img"]}
 
