@@ -3,9 +3,10 @@ journaled in the database, enacted on this machine's nodes (issue 19, spec 001 Â
 
 One policy, two clocks: the scheduler is the one :mod:`skylease.sim.leases` drives, unchanged. The
 simulator calls ``step(t)`` at every arrival and every slot-table change point; so does this
-manager, at the same lease times: a request is submitted and stepped at ``now``, and a thread steps
-at each ``next_event`` when the clock reaches it (events are recorded at their exact times even when
-the thread wakes a few milliseconds late, so the schedule is the simulator's). Two inputs exist only
+manager, at the same lease times: a request is submitted and stepped at the lease time it reached
+the manager, and a thread steps at each ``next_event`` when the clock reaches it (events are
+recorded at their exact times even when the thread wakes a few milliseconds late, or the lock is
+busy when a request comes, so the schedule is the simulator's). Two inputs exist only
 here: a lease cancelled by its owner, and a premature end, when a lease's payloads exit before its
 reservation's planned end (the scheduler then reacts as to a shorter real duration).
 
@@ -15,8 +16,9 @@ events it produced, in one transaction, before the API answers and before anythi
 restarted manager replays the journal into a fresh scheduler (nothing enacted), adopts the payload
 processes still alive, steps through what fell due while it was down, and reconciles the rest.
 
-Enactment is a reconciliation: the scheduler's start/stop calls mark the leases they touch, and at the
-end of each command the manager makes each touched lease's processes match what the scheduler says
+Enactment is a reconciliation: the scheduler's start/stop calls mark the leases they touch, and after
+each command (for a request: in the manager thread, once it is answered, so that starting processes
+delays no answer) the manager makes each touched lease's processes match what the scheduler says
 (:func:`desired`): running on the nodes of its active VM reservation, stopped while suspended with
 work saved, or gone. The machine-level primitives (spawn, SIGSTOP, SIGCONT, re-pin, shutdown,
 image copies) are :class:`~skylease.runtime.leases.local.LocalNodes`.
@@ -167,6 +169,7 @@ class LocalLeaseManager:
         self._rows: dict[tuple[int, int, int], int] = {}  # (lease, vnode, run) -> payload row ever spawned
         self._copies: dict[int, Any] = {}  # id(transfer) -> its copy
         self._batch = Batch.new()
+        self._unenacted: set[int] = set()  # leases journaled since the last enactment
         self._now = 0  # the lease time of the step being taken (events are stamped with it)
         self._stepped = -1  # the last time stepped
         self._next_id = 1
@@ -214,10 +217,16 @@ class LocalLeaseManager:
 
     # -- the API -----------------------------------------------------------------------------------
     def request(self, owner: str, req: LeaseRequest) -> LeaseView:
+        """Submit a request at the lease time it reached the manager (not when the lock was free:
+        the manager thread may hold it while it starts processes), step, journal, and answer at
+        once; the manager thread enacts what changed (starting a lease's payloads takes time the
+        answer, and so the next request of a client, must not wait for)."""
+        arrived = self.clock.now()
         with self._lock:
-            now = self.clock.now()
+            now = max(arrived, self._stepped)  # (lease time never goes back for the scheduler)
             self._advance(now)
-            self._commit_and_enact(now)
+            self._commit()
+            self._wake.notify_all()  # the manager thread enacts what this call journals, once it returns
             live = sum(1 for lid, o in self._owner.items()
                        if o == owner and self.sched.lease(lid).state not in _TERMINAL)
             if live >= self.max_leases_per_user:
@@ -229,17 +238,17 @@ class LocalLeaseManager:
                                            LeaseState.PENDING.value))
             lease = self._submit(body, owner, req.model_dump(exclude_none=True))
             self._step(now)
-            self._commit_and_enact(now)
-            self._wake.notify_all()
+            self._commit()
             view = self._view(lease)
         if lease.state is LeaseState.REJECTED:
             raise LeaseRefused(f"lease {lease.id} refused: {lease.reason}")
         return view
 
     def cancel(self, owner: str | None, lease_id: int) -> LeaseView:
+        arrived = self.clock.now()  # (as a request: the lease time it reached the manager)
         with self._lock:
             lease = self._visible(owner, lease_id)
-            now = self.clock.now()
+            now = max(arrived, self._stepped)
             self._advance(now)
             self._commit_and_enact(now)
             if lease.state in _TERMINAL:  # (it may have ended in the meantime)
@@ -337,12 +346,19 @@ class LocalLeaseManager:
                 self._step(now)
 
     # -- journal and enactment ---------------------------------------------------------------------
-    def _commit_and_enact(self, now: int) -> None:
+    def _commit(self) -> None:
+        """Journal what the scheduler did; the leases it touched are enacted by the next
+        :meth:`_commit_and_enact` (never before they are journaled: the journal leads)."""
         for lid in self._enact.touched:
             self._batch.states[lid] = self.sched.lease(lid).state.value
-        self.journal.commit(self._batch)  # before anything is enacted: the journal leads
+        self.journal.commit(self._batch)
         self._batch = Batch.new()
-        touched, self._enact.touched = self._enact.touched, set()
+        self._unenacted |= self._enact.touched
+        self._enact.touched = set()
+
+    def _commit_and_enact(self, now: int) -> None:
+        self._commit()
+        touched, self._unenacted = self._unenacted, set()
         self._reconcile(sorted(touched), now)
         self._transfers(now)
 
