@@ -67,19 +67,23 @@ ENV_SERVE_ID = "SKYLEASE_SERVE_ID"
 #: A payload log is moved aside (``.log.1``) when it reaches this size: at least this much of the
 #: latest output is kept, at most twice this.
 PAYLOAD_LOG_BYTES = 64 * 1024
-#: The default payload's sleep step: a stop costs it at most this much of its running time.
-TICK_S = 0.05
+#: The default payload's sleep step: a stop makes it miscount its running time by at most half of it.
+TICK_S = 0.02
 #: An image's cache file name (no slash; a leading dot is kept for the temporary files).
 _IMAGE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,254}$")
 _MB = 2**20
 
 PayloadState = Literal["running", "stopped", "exited"]
 
-# The default payload: `duration` seconds of running time. Each step counts the time it really
-# took, except across a stop (noticed by the SIGCONT that ends it), where it counts one step at most.
+# The default payload: `duration` seconds of running time, counted from the Unix time `since` (its
+# start, or earlier: the time its run began, when it is spawned late). Each step counts the time it
+# really took, except across a stop (noticed by the SIGCONT that ends it), where it counts half a
+# step: it ran some part of that step, at most all of it. It exits at once when its work is done
+# (no interpreter teardown): the lease manager dates the end of the work by the exit.
 _DEFAULT_PAYLOAD = f"""
-import signal, sys, time
-left, tick, continued = float(sys.argv[1]), {TICK_S!r}, False
+import os, signal, sys, time
+left = float(sys.argv[1]) - max(0.0, time.time() - float(sys.argv[2]))
+tick, continued = {TICK_S!r}, False
 def on_cont(signum, frame):
     global continued
     continued = True
@@ -90,8 +94,9 @@ while left > 0:
     now = time.monotonic()
     dt, last = now - last, now
     if continued:
-        continued, dt = False, min(dt, tick)
+        continued, dt = False, min(dt, tick) / 2
     left -= dt
+os._exit(0)
 """
 
 # The log keeper: stdin to `path`, moved to `path.1` when it would pass `limit` bytes.
@@ -309,9 +314,12 @@ class LocalNodes:
         return self.data / "nodes" / self.site.nodes[node].name
 
     def spawn(self, lease: int, vnode: int, node: int, *, command: str | None = None,
-              duration_s: float = 0.0, env: Mapping[str, str] | None = None) -> Payload:
+              duration_s: float = 0.0, env: Mapping[str, str] | None = None,
+              since: float | None = None) -> Payload:
         """Start VM ``vnode`` of ``lease`` on ``node``: ``sh -c command``, or (``command=None``) a
-        payload that runs ``duration_s`` seconds, not counting the time it is stopped."""
+        payload that runs ``duration_s`` seconds, not counting the time it is stopped, from the Unix
+        time ``since`` (default: now; an earlier time, such as when the VM's run began, leaves it
+        that much less to run: its start-up and a late spawn do not make its work end later)."""
         self._check_node(node)
         if self._closed:
             raise RuntimeError("LocalNodes is closed")
@@ -324,7 +332,8 @@ class LocalNodes:
         full_env = {**os.environ, **(env or {}), ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
                     ENV_SERVE_ID: self.serve_id}
         if command is None:
-            argv = [sys.executable, "-I", "-S", "-c", _DEFAULT_PAYLOAD, repr(float(duration_s))]
+            begun = time.time() if since is None else min(float(since), time.time())
+            argv = [sys.executable, "-I", "-S", "-c", _DEFAULT_PAYLOAD, repr(float(duration_s)), repr(begun)]
         else:
             argv = ["/bin/sh", "-c", command]
         r, w = os.pipe2(os.O_CLOEXEC)

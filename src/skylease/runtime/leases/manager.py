@@ -14,7 +14,8 @@ Crash safety (spec: "no lease is lost, started twice or left in a state that doe
 processes"): every input goes to the :class:`~skylease.runtime.leases.journal.Journal` with the
 events it produced, in one transaction, before the API answers and before anything is enacted. A
 restarted manager replays the journal into a fresh scheduler (nothing enacted), adopts the payload
-processes still alive, steps through what fell due while it was down, and reconciles the rest.
+processes still alive, steps through what fell due while it was down, and reconciles the rest. The
+crash tests provoke the worst moments for real with :data:`CRASH_ENV` (for tests only).
 
 Enactment is a reconciliation: the scheduler's start/stop calls mark the leases they touch, and after
 each command (for a request: in the manager thread, once it is answered, so that starting processes
@@ -27,6 +28,8 @@ image copies) are :class:`~skylease.runtime.leases.local.LocalNodes`.
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import threading
 import time
 import uuid
@@ -43,6 +46,7 @@ from skylease.control.leases import (
     LeaseScheduler,
     LeaseState,
     Reservation,
+    RRKind,
     SchedulerConfig,
     Transfer,
 )
@@ -63,15 +67,31 @@ ON_TIME_S = 1
 #: Real seconds the payload of the default command outlives its reservation's planned end, so that
 #: the scheduler's shutdown, not the payload, ends it.
 PAYLOAD_MARGIN_S = 1.0
+#: For tests only (tests/service/test_serve_crash.py): ``before-spawn:ID`` or ``after-spawn:ID`` in
+#: this environment variable makes the server SIGKILL itself when it is about to start a payload of
+#: lease ID (the request's transaction committed, no process yet), or has just started one (not
+#: recorded yet): the worst moments of a crash, provoked for real. Read when the manager is made;
+#: unset, as it always is outside those tests, it does nothing.
+CRASH_ENV = "SKYLEASE_TEST_CRASH"
+_CRASH_POINTS = ("before-spawn", "after-spawn")
 
 
 @dataclass
 class _Live:
-    """A payload process the manager knows, with its journal row."""
+    """A payload process the manager knows, with its journal row.
+
+    ``debt``: lease seconds it has run beyond its schedule (negative: less), up to lease time
+    ``checked``; ``running``: whether it runs (not stopped) since then. Its schedule's stops and
+    continues are enacted a little late (the journal is committed first), and not at all while the
+    server is down: its work then ends ``debt`` before (after) the schedule's time, which a
+    premature end puts right (:meth:`LocalLeaseManager._payload_exits`)."""
 
     payload: Any  # local.Payload
     row: int
     run: int  # the lease time its VM reservation started when it was spawned
+    checked: float
+    running: bool = True
+    debt: float = 0.0
 
 
 @dataclass
@@ -151,6 +171,7 @@ class LocalLeaseManager:
                             f"({settings['n_nodes']} nodes, {settings['config']}); use that one, or "
                             "another database", field="--db")
         self.serve_id: str = settings["serve_id"]
+        self._crash_at = _crash_point(os.environ.get(CRASH_ENV, ""))
         self.clock = RealClock(settings["epoch"], settings["time_scale"])
         if nodes is None:
             from skylease.runtime.leases.local import LocalNodes
@@ -180,7 +201,7 @@ class LocalLeaseManager:
         self.replayed_events_match: bool | None = None
         self._recording = True  # False while the journal is replayed: its events are stored already
         self._replayed: list[Event] = []
-        self._lost: list[PayloadRow] = []
+        self._ends: dict[int, int] = {}  # lease -> the lease time its work ended (premature ends due)
 
     # -- life --------------------------------------------------------------------------------------
     def start(self) -> LocalLeaseManager:
@@ -224,6 +245,7 @@ class LocalLeaseManager:
         arrived = self.clock.now()
         with self._lock:
             now = max(arrived, self._stepped)  # (lease time never goes back for the scheduler)
+            self._payload_exits(now)  # (the loop may not have got to them: this thread holds the lock)
             self._advance(now)
             self._commit()
             self._wake.notify_all()  # the manager thread enacts what this call journals, once it returns
@@ -249,6 +271,7 @@ class LocalLeaseManager:
         with self._lock:
             lease = self._visible(owner, lease_id)
             now = max(arrived, self._stepped)
+            self._payload_exits(now)  # (the loop may not have got to them: this thread holds the lock)
             self._advance(now)
             self._commit_and_enact(now)
             if lease.state in _TERMINAL:  # (it may have ended in the meantime)
@@ -296,8 +319,8 @@ class LocalLeaseManager:
             while not self._closing:
                 try:
                     now = self.clock.now()
-                    self._advance(now)
                     self._payload_exits(now)
+                    self._advance(now)
                     self._commit_and_enact(now)
                 except Exception:  # a bug or a lost database: stop stepping, loudly (a restart recovers)
                     log.exception("the lease manager stopped")
@@ -325,25 +348,58 @@ class LocalLeaseManager:
 
     def _payload_exits(self, now: int) -> None:
         """Payloads that ended by themselves: a lease whose payloads all exited before its VM
-        reservation's planned end ended early (a premature end, spec §6.6)."""
-        ended: set[int] = set()
+        reservation's planned end ended early (a premature end, spec §6.6), at the lease time of
+        its last exit (not when this loop got to it: what fell due before that is stepped first)."""
         for p in self.nodes.exited():
-            live = self._live.pop((p.lease, p.vnode), None)
-            if live is None:
+            live = self._live.get((p.lease, p.vnode))
+            if live is None or live.payload.pid != p.pid:  # (one shut down already)
                 continue
+            del self._live[(p.lease, p.vnode)]
             self.journal.update_payload(live.row, state="exited", exit_code=p.exit_code,
                                         reason="exited by itself")
-            ended.add(p.lease)
-        for lid in sorted(ended):
-            if any(k[0] == lid for k in self._live):
-                continue  # another VM of the lease still works
-            vm = self.sched.rr.get(lid)
-            if vm is None or vm.state is not LeaseState.ACTIVE or now >= vm.end - ON_TIME_S:
+            t = float(now) if p.ended_at is None else min(self._lease_clock(p.ended_at), now + 1.0)
+            if not any(k[0] == p.lease for k in self._live):  # (else another VM of the lease still works)
+                # when its work would have ended on its schedule: later if it ran unscheduled (the
+                # nearest whole second: a few milliseconds of exit are not a second of work)
+                self._account(p.lease, live, t)
+                self._ends[p.lease] = max(0, round(t + live.debt))
+        for lid, t in sorted(self._ends.items(), key=lambda item: (item[1], item[0])):
+            if t > now:
                 continue
-            if self.sched.premature_end(lid, now):
-                self._batch.inputs.append((now, InputKind.END, lid, None))
+            del self._ends[lid]
+            self._advance(t)
+            t = max(t, self._stepped)
+            vm = self.sched.rr.get(lid)
+            if vm is None or vm.state is not LeaseState.ACTIVE or t >= vm.end - ON_TIME_S:
+                continue
+            if self.sched.premature_end(lid, t):
+                self._batch.inputs.append((t, InputKind.END, lid, None))
                 self._enact.touched.add(lid)
-                self._step(now)
+                self._step(t)
+
+    def _lease_clock(self, unix: float) -> float:
+        """The lease time of a Unix time (not rounded)."""
+        return (unix - self.clock.epoch) * self.clock.scale
+
+    def _account(self, lid: int, live: _Live, t: float) -> None:
+        """Bring ``live.debt`` up to lease time ``t``: what it ran since ``live.checked``, less
+        what its schedule had it run (its VM reservations, carried out or under way)."""
+        a = live.checked
+        if t <= a:
+            return
+        scheduled = sum(max(0.0, min(r.stop, t) - max(r.start, a))
+                        for r in self.trace.runs.get(lid, ()) if r.kind == "vm")
+        scheduled += sum(max(0.0, t - max(start, a)) for start, rr in self._enact.open.values()
+                         if rr.lease.id == lid and rr.kind is RRKind.VM)
+        live.debt += (t - a if live.running else 0.0) - scheduled
+        live.checked = t
+
+    def _stop_or_continue(self, lid: int, live: _Live, run: bool) -> None:
+        """SIGSTOP or SIGCONT a payload, its running time accounted (see :class:`_Live`)."""
+        self._account(lid, live, self._lease_clock(time.time()))
+        (self.nodes.resume if run else self.nodes.suspend)(live.payload)
+        live.running = run
+        self.journal.update_payload(live.row, state="running" if run else "stopped")
 
     # -- journal and enactment ---------------------------------------------------------------------
     def _commit(self) -> None:
@@ -376,8 +432,7 @@ class LocalLeaseManager:
             if what == "stopped":
                 for _, live in mine:
                     if live.payload.state != "stopped":
-                        self.nodes.suspend(live.payload)
-                        self.journal.update_payload(live.row, state="stopped")
+                        self._stop_or_continue(lid, live, run=False)
                 continue
             vm = self.sched.rr[lid]
             for vnode, k in enumerate(nodes):
@@ -387,8 +442,7 @@ class LocalLeaseManager:
                         self.nodes.migrate(live.payload, k)
                         self.journal.update_payload(live.row, state=live.payload.state, node=k)
                     if live.payload.state == "stopped":
-                        self.nodes.resume(live.payload)
-                        self.journal.update_payload(live.row, state="running")
+                        self._stop_or_continue(lid, live, run=True)
                 elif (lid, vnode, vm.start) not in self._rows:  # never started in this run
                     self._spawn(lease, vnode, k, vm, nodes, now)
 
@@ -398,15 +452,27 @@ class LocalLeaseManager:
         env = {"SKYLEASE_NODES": ",".join(self._name(k) for k in nodes)}
         if lease.image is not None:
             env["SKYLEASE_IMAGE"] = str(self.nodes.node_dir(node) / "cache" / lease.image)
+        # The default payload's work is counted from the lease time its run began (not from its own
+        # start-up, nor from a late spawn after a restart), so that it ends when the simulator's would.
         if req.get("real_duration") is not None:  # its work ends early: the scheduler learns it then
-            duration_s = self.clock.real_seconds(self.config.planned(int(req["real_duration"])))
-        else:  # works until the scheduler shuts it down at its reservation's end
-            duration_s = self.clock.real_seconds(max(0, vm.end - now)) + PAYLOAD_MARGIN_S
+            done = self._full[lease.id] - lease.remaining  # by earlier runs (suspended, then lost)
+            work = self.config.planned(int(req["real_duration"])) - done
+            duration_s = self.clock.real_seconds(max(0, work))
+        else:  # works until the scheduler shuts it down: its whole remaining time, not this
+            # reservation's end (a planned suspension ends the reservation before the work is done)
+            duration_s = self.clock.real_seconds(lease.remaining) + PAYLOAD_MARGIN_S
+        self._crash_point("before-spawn", lease.id)
         p = self.nodes.spawn(lease.id, vnode, node, command=req.get("command"), duration_s=duration_s,
-                             env=env)
+                             env=env, since=self.clock.real_at(vm.start))
+        self._crash_point("after-spawn", lease.id)
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
-        self._live[(lease.id, vnode)] = _Live(p, row, vm.start)
+        self._live[(lease.id, vnode)] = _Live(p, row, vm.start, checked=vm.start)  # (as its work counts)
         self._rows[(lease.id, vnode, vm.start)] = row
+
+    def _crash_point(self, where: str, lease_id: int) -> None:
+        """Die here if the crash tests ask for it (:data:`CRASH_ENV`)."""
+        if self._crash_at == (where, lease_id):
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def _transfers(self, now: int) -> None:
         """Image transfers running now are copies into their nodes' caches, paced to end with them."""
@@ -502,45 +568,73 @@ class LocalLeaseManager:
                       len(stored), len(self._replayed))
         self._replayed = []
         self._enact.touched.clear()
-        self._adopt()
+        self._adopt(t_last)
         now = self.clock.now()
         self._advance(now)  # what fell due while the server was down
         self._enact.touched.update(self._owner)
         self._lost_payloads(now)
         self._commit_and_enact(now)
 
-    def _adopt(self) -> None:
+    def _adopt(self, t_last: int) -> None:
+        """Our payload processes still alive are matched to their rows by pid and start time: a
+        payload of a row that says it runs (or is stopped) is adopted; one spawned but never
+        recorded (the server died in between) is recorded and adopted; one that should be gone
+        (its shutdown was under way) is shut down again. A row whose process is gone is lost.
+
+        An adopted payload's running time is accounted from the last journaled time ``t_last``:
+        until then the schedule was enacted; since, it has stayed as it is found (running or
+        stopped), whatever its schedule said (:meth:`_account` counts the difference)."""
         rows = self.journal.payloads()
         for r in rows:
             self._rows[(r.lease, r.vnode, r.run)] = r.id
-        found = {(p.lease, p.vnode): p for p in self.nodes.find_own()}
-        for r in rows:
-            if r.state not in ("running", "stopped"):
+        by_process = {(r.pid, r.start_ticks): r for r in rows}
+        adopted: set[int] = set()
+        for p in self.nodes.find_own():
+            r = by_process.get((p.pid, p.start_ticks))
+            if not self.nodes.adopt(p):
                 continue
-            p = found.pop((r.lease, r.vnode), None)
-            if p is not None and p.pid == r.pid and self.nodes.adopt(p):
-                self._live[(r.lease, r.vnode)] = _Live(p, r.id, r.run)
+            if r is None:  # spawned, then the server died before it was journaled
+                vm = self.sched.rr.get(p.lease)
+                run = vm.start if vm is not None else self._now
+                row = self.journal.add_payload(p.lease, p.vnode, p.node, run, p.pid, p.start_ticks, p.state)
+                self._live[(p.lease, p.vnode)] = _Live(p, row, run, t_last, p.state == "running")
+                self._rows[(p.lease, p.vnode, run)] = row
+            elif r.state in ("running", "stopped"):
+                self._live[(r.lease, r.vnode)] = _Live(p, r.id, r.run, t_last, p.state == "running")
+                adopted.add(r.id)
             else:
+                self.nodes.shutdown(p, grace_s=self.grace_s)
+        for r in rows:
+            if r.state in ("running", "stopped") and r.id not in adopted:
                 self.journal.update_payload(r.id, state="lost", reason="gone while the server was down")
-                self._lost.append(r)
-        for p in found.values():  # spawned, then the server died before it was journaled
-            vm = self.sched.rr.get(p.lease)
-            run = vm.start if vm is not None else self._now
-            row = self.journal.add_payload(p.lease, p.vnode, p.node, run, p.pid, p.start_ticks, p.state)
-            self._live[(p.lease, p.vnode)] = _Live(p, row, run)
-            self._rows[(p.lease, p.vnode, run)] = row
 
     def _lost_payloads(self, now: int) -> None:
-        """A lease whose payload died while the server was down, in the run it is still in, ended
-        early: a premature end now (its reservation is not left running with no process)."""
-        for lid in sorted({r.lease for r in self._lost}):
-            vm = self.sched.rr.get(lid)
-            if vm is None or vm.state is not LeaseState.ACTIVE:
+        """A lease whose VM reservation is active but whose payloads have all ended (died while the
+        server was down, or exited before it could record their end) has no work left: a premature
+        end now (its reservation is not left running with no process). A lease whose current
+        payloads were never started is not one (:meth:`_reconcile` starts them)."""
+        latest: dict[tuple[int, int], PayloadRow] = {}
+        for r in self.journal.payloads():  # by id: a VM's last row is its current process
+            latest[(r.lease, r.vnode)] = r
+        for lid, vm in sorted(self.sched.rr.items()):
+            if vm.state is not LeaseState.ACTIVE or any(k[0] == lid for k in self._live):
                 continue
-            if any(r.lease == lid and r.run == vm.start for r in self._lost) and not any(
-                    k[0] == lid for k in self._live) and self.sched.premature_end(lid, now):
+            rows = [latest.get((lid, v)) for v in range(len(vm.nodes))]
+            if all(r is not None and r.state in ("exited", "lost") for r in rows) and \
+                    self.sched.premature_end(lid, now):
                 self._batch.inputs.append((now, InputKind.END, lid, None))
                 self._step(now)
+
+
+def _crash_point(value: str) -> tuple[str, int] | None:
+    """The point of :data:`CRASH_ENV`'s value (None when it is empty)."""
+    if not value:
+        return None
+    where, _, lease = value.partition(":")
+    if where not in _CRASH_POINTS or not lease.isdigit():
+        raise UserError(f"{value!r} is not one of {', '.join(p + ':LEASE' for p in _CRASH_POINTS)} (a test "
+                        "setting)", field=CRASH_ENV)
+    return where, int(lease)
 
 
 def _config_key(config: SchedulerConfig) -> str:
@@ -550,4 +644,4 @@ def _config_key(config: SchedulerConfig) -> str:
     return hashlib.sha256(repr(config).encode()).hexdigest()[:16]
 
 
-__all__ = ["LocalLeaseManager", "desired"]
+__all__ = ["CRASH_ENV", "LocalLeaseManager", "desired"]
