@@ -184,6 +184,9 @@ class LocalLeaseManager:
                                     enactment=self._enact, on_event=self._on_event)
         self.sched.images.on_done = self._transferred
         self._owner: dict[int, str] = {}
+        # owner -> leases that may not be over (pruned at each request: counting them does not
+        # grow with the journal's history)
+        self._unfinished: dict[str, set[int]] = {}
         self._request: dict[int, dict[str, Any]] = {}
         self._full: dict[int, int] = {}  # lease id -> its full planned duration
         self._live: dict[tuple[int, int], _Live] = {}  # (lease, vnode) -> its payload
@@ -249,8 +252,9 @@ class LocalLeaseManager:
             self._advance(now)
             self._commit()
             self._wake.notify_all()  # the manager thread enacts what this call journals, once it returns
-            live = sum(1 for lid, o in self._owner.items()
-                       if o == owner and self.sched.lease(lid).state not in _TERMINAL)
+            mine = self._unfinished.setdefault(owner, set())
+            mine.difference_update([lid for lid in mine if self.sched.lease(lid).state in _TERMINAL])
+            live = len(mine)
             if live >= self.max_leases_per_user:
                 raise LeaseRefused(f"{owner} has {live:,} leases not over; at most "
                                    f"{self.max_leases_per_user:,}")
@@ -512,6 +516,7 @@ class LocalLeaseManager:
         lease = Lease(lid, LeaseKind(b.pop("kind")), b.pop("submit"), b.pop("nodes"), b["duration"],
                       b["duration"], b.pop("duration"), **b)
         self._owner[lid] = owner
+        self._unfinished.setdefault(owner, set()).add(lid)
         self._request[lid] = request
         self._next_id = max(self._next_id, lid + 1)
         self.sched.submit(lease)
@@ -537,7 +542,7 @@ class LocalLeaseManager:
         running = [self._name(k) for k in vm.nodes] if active else []
         pl = [{"vnode": v, "node": self._name(live.payload.node), "pid": live.payload.pid,
                "state": live.payload.state}
-              for (lid, v), live in sorted(self._live.items()) if lid == lease.id]
+              for (_, v), live in sorted((k, x) for k, x in self._live.items() if k[0] == lease.id)]
         return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl, **rec)
 
     # -- recovery ----------------------------------------------------------------------------------
