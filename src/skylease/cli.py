@@ -54,6 +54,9 @@ serve_app = typer.Typer(help="Run the lease manager as a server (HTTP API, OpenA
 app.add_typer(serve_app, name="serve")
 serve_user_app = typer.Typer(help="Add, list and remove the server's users.", no_args_is_help=True)
 serve_app.add_typer(serve_user_app, name="user")
+qos_app = typer.Typer(help="SpeQuloS on a `skylease serve` server: accounts and credits, bags of tasks, "
+                      "predictions (runs use it with `skylease run --qos URL`).", no_args_is_help=True)
+app.add_typer(qos_app, name="qos")
 server_app = typer.Typer(help="The warm service that serves `skylease run` with everything imported "
                          "(started by a run that executed its tasks; SKYLEASE_NO_SERVER=1 turns it off).",
                          no_args_is_help=True)
@@ -1065,6 +1068,81 @@ def leases_hosts_cmd(server: ServerOption = None, token: TokenOption = None,
     _ask(server, token, as_json, lambda c: c.hosts(), lambda sc, hs: [sc.hosts_table(hs)])
 
 
+# -- qos (SpeQuloS on a server) ----------------------------------------------------------------
+BotIdArgument = Annotated[int, typer.Argument(metavar="BOT", min=0, max=2**53, help="The bag's id.")]
+CreditsArgument = Annotated[float, typer.Argument(metavar="CREDITS", help="Credits (15 per CPU hour of "
+                                                  "cloud worker).")]
+_BOT_COLUMNS = ("id", "owner", "infrastructure", "n_tasks", "state", "completed", "strategy",
+                "credits_ordered", "credits_spent", "t_pred")
+
+
+def _credits(value: float, option: str = "CREDITS") -> float:
+    import math
+
+    if not (math.isfinite(value) and 0 < value <= 1e12):
+        raise UserError(f"must be a number of credits in (0, 1e12], got {value:g}", field=option)
+    return value
+
+
+@qos_app.command("account")
+def qos_account_cmd(
+    user: Annotated[str | None, typer.Argument(help="Whose account (default: yours; another's only for "
+                                               "an administrator).")] = None,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """An account's balance and its last movements (deposits, orders, bills, refunds)."""
+    _ask(server, token, as_json, lambda c: c.qos_account(user),
+         lambda sc, a: [sc.record_table(f"account {a['user']}", a),
+                        sc.rows_table("last movements", a.get("movements") or [],
+                                      ("at", "kind", "amount", "bot", "worker", "note"))])
+
+
+@qos_app.command("deposit")
+def qos_deposit_cmd(
+    user: Annotated[str, typer.Argument(help="Whose account.")], credits: CreditsArgument,
+    note: Annotated[str | None, typer.Option(help="Why (kept in the ledger).")] = None,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """Credit a user's account (administrators only)."""
+    amount = _credits(credits)
+    _ask(server, token, as_json, lambda c: c.qos_deposit(user, amount, note),
+         lambda sc, a: [sc.record_table("deposit", a)])
+
+
+@qos_app.command("order")
+def qos_order_cmd(bot: BotIdArgument, credits: CreditsArgument, server: ServerOption = None,
+                  token: TokenOption = None, as_json: JsonOption = False) -> None:
+    """Order credits for one of your bags: refused (exit 2, with the reason) when the balance is short."""
+    amount = _credits(credits)
+    _ask(server, token, as_json, lambda c: c.qos_order(bot, amount),
+         lambda sc, o: [sc.record_table(f"order of bag {bot}", o)])
+
+
+@qos_app.command("predict")
+def qos_predict_cmd(bot: BotIdArgument, server: ServerOption = None, token: TokenOption = None,
+                    as_json: JsonOption = False) -> None:
+    """The Oracle's predicted completion time of a bag, its ±20 % band and the success rate."""
+    _ask(server, token, as_json, lambda c: c.qos_predict(bot),
+         lambda sc, p: [sc.record_table(f"prediction for bag {bot}", p)])
+
+
+@qos_app.command("bots")
+def qos_bots_cmd(server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False) -> None:
+    """Your bags of tasks (an administrator's: all), with progress, prediction and credits."""
+    _ask(server, token, as_json, lambda c: c.qos_bots(),
+         lambda sc, bs: [sc.rows_table(f"{len(bs)} bag(s) of tasks", bs, _BOT_COLUMNS)])
+
+
+@qos_app.command("history")
+def qos_history_cmd(
+    infrastructure: Annotated[str, typer.Argument(help="The infrastructure's name (as runs register it).")],
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """Finished bags of an infrastructure: what the Oracle learns α from."""
+    _ask(server, token, as_json, lambda c: c.qos_history(infrastructure),
+         lambda sc, bs: [sc.rows_table(f"{len(bs)} finished bag(s) on {infrastructure}", bs, _BOT_COLUMNS)])
+
+
 # -- serve ------------------------------------------------------------------------------------
 ServeConfigOption = Annotated[Path | None, typer.Option("--config", help="The server's TOML file "
                                                         "(options given here win over it).")]
@@ -1196,6 +1274,16 @@ def run_cmd(
     reliable_pool: Annotated[str | None, typer.Option(help="The pool the QoS policy rents.")] = None,
     tail_credits: Annotated[float | None, typer.Option(help="Credits for the QoS policy (15 per CPU "
                                                        "hour; default: from the budget).")] = None,
+    qos: Annotated[str | None, typer.Option("--qos", help="A SpeQuloS service (`skylease serve` URL) "
+                                            "that serves the tail (needs --reliable-pool).")] = None,
+    qos_token: Annotated[str | None, typer.Option(help="Your token on the --qos service (default: "
+                                                  "$SKYLEASE_TOKEN).")] = None,
+    qos_credits: Annotated[float | None, typer.Option(help="Credits ordered for this run on the --qos "
+                                                      "service (refused if your balance is short).")]
+    = None,
+    qos_strategy: Annotated[str, typer.Option(help="The --qos service's strategy for this run.")] = "9C-C-R",
+    qos_infrastructure: Annotated[str | None, typer.Option(help="The infrastructure this run's history "
+                                                           "counts for (default: local-POOL).")] = None,
     volatility: Annotated[str | None, typer.Option(help="Kill and restart workers following an "
                                                    "availability trace (name or file).")] = None,
     volatile_pool: Annotated[str | None, typer.Option(help="The pool --volatility plays on.")] = None,
@@ -1221,8 +1309,11 @@ def run_cmd(
                       task_timeout_s=timeout, tail_qos=tail_qos, reliable_pool=reliable_pool,
                       tail_credits=tail_credits, volatility=volatility, volatile_pool=volatile_pool,
                       time_scale=time_scale, trace_start=trace_start, seed=seed, resume=resume,
-                      retry_failed=retry_failed, args=args)
-    res = _with_live_display(lambda on_progress: run_job(job, opts, on_progress=on_progress), budget)
+                      retry_failed=retry_failed, args=args, qos=qos, qos_token=qos_token,
+                      qos_credits=qos_credits, qos_strategy=qos_strategy,
+                      qos_infrastructure=qos_infrastructure)
+    res = _with_live_display(lambda on_progress: run_job(job, opts, on_progress=on_progress,
+                                                         on_notice=_notice), budget)
     table = Table("", "value", title=f"{res['job']} ({res['outcome']})")
     for k, label in (("tasks", "tasks"), ("ok", "succeeded"), ("failed", "failed"), ("left", "not run"),
                      ("wall_s", "wall time (s)"), ("cost", "cost"), ("hosts", "workers rented"),
@@ -1276,6 +1367,10 @@ def _print_next(res: dict) -> None:
     out.print("Next:", markup=False)
     for line in lines:
         out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _notice(text: str) -> None:
+    err.print(f"skylease run: {text}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _with_live_display(run, budget: float | None) -> dict:

@@ -31,6 +31,7 @@ import json
 import math
 import os
 import shlex
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -72,6 +73,11 @@ class RunOptions:
     reliable_pool: str | None = None
     tail_credits: float | None = None
     tail_tick_s: float = 2.0
+    qos: str | None = None  # a SpeQuloS service's URL: it serves the tail instead of --tail-qos
+    qos_token: str | None = None
+    qos_credits: float | None = None
+    qos_strategy: str = "9C-C-R"
+    qos_infrastructure: str | None = None  # default: local-<the volatile pool>
     volatility: str | None = None
     volatile_pool: str | None = None
     time_scale: float = 60.0
@@ -245,6 +251,7 @@ def check_options(opts: RunOptions) -> None:
     number(opts.budget, "--budget")
     number(opts.task_timeout_s, "--timeout", positive=True)
     number(opts.tail_credits, "--tail-credits")
+    number(opts.qos_credits, "--qos-credits")
     number(opts.tail_tick_s, "tail_tick_s", positive=True)
     number(opts.time_scale, "--time-scale", positive=True)
     number(opts.trace_start, "--trace-start")
@@ -266,12 +273,17 @@ def check_options(opts: RunOptions) -> None:
         parse_policy(opts.policy, DEFAULT_POOL, opts.budget, opts.billing_unit)  # its own checks
     except ValueError as e:  # a value the policy itself refuses
         raise UserError(str(e), field="--policy") from None
+    if opts.qos is not None:
+        _check_qos(opts)
+    elif opts.qos_token is not None or opts.qos_credits is not None or opts.qos_infrastructure is not None:
+        raise UserError("goes with --qos URL", field="--qos-token" if opts.qos_token is not None
+                        else "--qos-credits" if opts.qos_credits is not None else "--qos-infrastructure")
     if opts.tail_qos is not None:
         _strategy(opts.tail_qos)
         if opts.reliable_pool is None:
             raise UserError("--tail-qos needs --reliable-pool NAME (a pool of the pools file)",
                             field="--reliable-pool")
-    elif opts.reliable_pool is not None or opts.tail_credits is not None:
+    elif opts.qos is None and (opts.reliable_pool is not None or opts.tail_credits is not None):
         raise UserError("goes with --tail-qos", field="--reliable-pool" if opts.reliable_pool is not None
                         else "--tail-credits")
     if opts.volatility is None and (opts.volatile_pool is not None or opts.trace_start is not None):
@@ -279,15 +291,31 @@ def check_options(opts: RunOptions) -> None:
                         else "--trace-start")
 
 
-def _strategy(spec: str) -> Any:
+def _check_qos(opts: RunOptions) -> None:
+    from urllib.parse import urlsplit
+
+    if opts.tail_qos is not None:
+        raise UserError("--qos and --tail-qos both cut the tail: keep one", field="--tail-qos")
+    if opts.reliable_pool is None:
+        raise UserError("--qos needs --reliable-pool NAME (the pool its cloud workers come from)",
+                        field="--reliable-pool")
+    parts = urlsplit(opts.qos.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"{opts.qos!r} is not a service URL: give http://HOST:PORT", field="--qos")
+    if not (opts.qos_token or os.environ.get("SKYLEASE_TOKEN", "")).strip():
+        raise UserError("no token: give --qos-token or set SKYLEASE_TOKEN", field="--qos-token")
+    _strategy(opts.qos_strategy, "--qos-strategy")
+
+
+def _strategy(spec: str, option: str = "--tail-qos") -> Any:
     from skylease.control.qos import parse_strategy
 
     try:
         strategy = parse_strategy(spec)
     except (UserError, ValueError) as e:
-        raise UserError(getattr(e, "message", str(e)), field="--tail-qos") from None
+        raise UserError(getattr(e, "message", str(e)), field=option) from None
     if strategy is None:
-        raise UserError("'none' cuts no tail: leave --tail-qos out", field="--tail-qos")
+        raise UserError(f"'none' cuts no tail: leave {option} out", field=option)
     return strategy
 
 
@@ -336,8 +364,8 @@ def parse_policy(spec: str, pool: str, budget: float | None, unit: float) -> tup
 
 
 # -- the run ----------------------------------------------------------------------------------------
-def run_job(job_spec: str, opts: RunOptions,
-            on_progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
+def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] | None = None,
+            on_notice: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run (or resume) a job; returns the summary also written to ``OUT/summary.json``.
 
     Ctrl-C (KeyboardInterrupt) during the run is a stop: the summary comes back with outcome
@@ -372,6 +400,9 @@ def run_job(job_spec: str, opts: RunOptions,
     policy, order = parse_policy(opts.policy, main_pool, opts.budget, itype0.billing_unit)
     _check_policy_fits(policy, itype0, opts)
     qos = _tail_policy(opts, specs) if opts.tail_qos else None
+    remote = None
+    if opts.qos is not None:  # registered (and its credits ordered) before any work: a refusal stops here
+        qos, remote = _qos_relay(opts, len(job.tasks), on_notice or _stderr)
     volatility = _volatility(opts, specs, main_pool) if opts.volatility else None
 
     # A resumed run is checked before anything starts; a new run's folder and store are made only
@@ -420,6 +451,8 @@ def run_job(job_spec: str, opts: RunOptions,
             store.end_segment(res.cost, res.outcome)
         finally:
             close_backends(backends, local)
+            if remote is not None:
+                remote.close()
         summary = _summary(store, res, opts, job_spec, job, segment, spent_before, time.time() - started, qos)
         atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=float))
         from skylease.experiments.run_report import write_run_report
@@ -486,6 +519,35 @@ def _tail_policy(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> Po
     else:
         credits = 1e9  # no budget on a free pool: credits do not bind
     return SpeQuloS(strategy, credits, tick=opts.tail_tick_s, pool=opts.reliable_pool, predict_at=0.5)
+
+
+def _qos_relay(opts: RunOptions, n_tasks: int, notice: Callable[[str], None]) -> tuple[Policy, Any]:
+    """The relay to a SpeQuloS service, the bag registered there (or said unreachable, once)."""
+    from skylease.control.qos.relay import QoSRelay, ServiceUnavailable
+    from skylease.runtime.qos.remote import RemoteBag
+
+    assert opts.qos is not None and opts.reliable_pool is not None
+    infra = opts.qos_infrastructure or f"local-{opts.volatile_pool or opts.pool or 'default'}"
+    registration = {"infrastructure": infra, "n_tasks": n_tasks, "strategy": opts.qos_strategy,
+                    "tick": opts.tail_tick_s, "pool": opts.reliable_pool, "credits": opts.qos_credits or 0.0}
+    token = (opts.qos_token or os.environ.get("SKYLEASE_TOKEN", "")).strip()
+    bag = RemoteBag(opts.qos.strip(), token, registration)
+    relay = QoSRelay(bag.send, opts.reliable_pool, period=opts.tail_tick_s, on_unavailable=notice)
+    try:
+        bag.register()
+        notice(f"QoS: bag {bag.bot} registered at {opts.qos.strip()} ({opts.qos_strategy}, "
+               f"{opts.qos_credits or 0:g} credits)")
+    except ServiceUnavailable as exc:
+        notice(f"the QoS service is unreachable ({exc}); the run goes on without QoS")
+        relay.attached = False
+    except BaseException:
+        bag.close()
+        raise
+    return relay, bag
+
+
+def _stderr(text: str) -> None:
+    print(f"skylease run: {text}", file=sys.stderr, flush=True)
 
 
 def _volatility(opts: RunOptions, specs: Mapping[str, Any], main_pool: str) -> Any:

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from pydantic import ValidationError
 from rich.table import Table
@@ -28,7 +28,8 @@ from skylease.service.bodies import is_xml, lease_request_from_json, lease_reque
 from skylease.traces.lwf import clock_seconds
 
 __all__ = ["DEFAULT_SERVER", "Client", "ServiceError", "events_table", "hosts_table", "lease_detail",
-           "leases_table", "parse_seconds", "read_request_file", "request_from_options"]
+           "leases_table", "parse_seconds", "read_request_file", "record_table", "request_from_options",
+           "rows_table"]
 
 DEFAULT_SERVER = "http://127.0.0.1:8642"
 #: How long the client waits for an answer (a request is answered once it is journaled).
@@ -180,6 +181,29 @@ class Client:
     def hosts(self) -> list[dict[str, Any]]:
         return self.call("GET", "/hosts")
 
+    # -- SpeQuloS (issue 20) -------------------------------------------------------------------
+    def _json(self, method: str, path: str, body: dict[str, Any]) -> Any:
+        return self.call(method, path, body=json.dumps(body).encode(), content_type="application/json")
+
+    def qos_account(self, user: str | None = None) -> dict[str, Any]:
+        return self.call("GET", "/qos/account" if user is None else f"/qos/accounts/{quote(user, safe='')}")
+
+    def qos_deposit(self, user: str, credits: float, note: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"credits": credits} | ({"note": note} if note else {})
+        return self._json("POST", f"/qos/accounts/{quote(user, safe='')}/deposits", body)
+
+    def qos_order(self, bot: int, credits: float) -> dict[str, Any]:
+        return self._json("POST", f"/qos/bots/{bot}/orders", {"credits": credits})
+
+    def qos_predict(self, bot: int) -> dict[str, Any]:
+        return self.call("GET", f"/qos/bots/{bot}/prediction")
+
+    def qos_bots(self) -> list[dict[str, Any]]:
+        return self.call("GET", "/qos/bots")
+
+    def qos_history(self, infrastructure: str) -> list[dict[str, Any]]:
+        return self.call("GET", f"/qos/history/{quote(infrastructure, safe='')}")
+
 
 def _reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
@@ -251,4 +275,30 @@ def hosts_table(hosts: list[dict[str, Any]]) -> Table:
     for h in hosts:
         t.add_row(*(_t(h.get(k)) for k in ("name", "cpu", "memory", "disk")), _joined(h.get("cpus")),
                   _joined(h.get("leases")), _joined(h.get("cache"), ", "))
+    return t
+
+
+# -- SpeQuloS tables --------------------------------------------------------------------------------
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.6g}"
+    return str(v)
+
+
+def record_table(title: str, record: dict[str, Any], skip: tuple[str, ...] = ()) -> Table:
+    """One record (an account, a prediction, an order) as a two-column table."""
+    t = Table("", "value", title=title)
+    for k, v in record.items():
+        if k not in skip and not isinstance(v, list | dict):
+            t.add_row(k.replace("_", " "), _cell(v))
+    return t
+
+
+def rows_table(title: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> Table:
+    """Records as rows (bags, history, ledger movements), the given columns in order."""
+    t = Table(*(c.replace("_", " ") for c in columns), title=title)
+    for r in rows:
+        t.add_row(*(_cell(r.get(c)) for c in columns))
     return t

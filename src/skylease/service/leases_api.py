@@ -169,8 +169,9 @@ def _readable(exc: RequestValidationError) -> str:
     return f"{where}: {what}{more}" if where else f"{what}{more}"
 
 
-def create_app(manager: LeaseManager, engine: Engine) -> FastAPI:
-    """The service's app: the lease routes over ``manager``, users and tokens in ``engine``."""
+def create_app(manager: LeaseManager, engine: Engine, qos: Any = None) -> FastAPI:
+    """The service's app: the lease routes over ``manager``, users and tokens in ``engine``, and
+    SpeQuloS's routes over ``qos`` (a :class:`~skylease.runtime.qos.service.QoSService`) if given."""
     app = FastAPI(title="skylease", version=__version__,
                   description="The skylease lease manager: request, list, show and cancel leases. Every "
                               "route but /health needs `Authorization: Bearer TOKEN` (a token from "
@@ -247,6 +248,15 @@ def create_app(manager: LeaseManager, engine: Engine) -> FastAPI:
         if not user.admin:
             raise HTTPException(403, "only an administrator may list the hosts")
         return manager.hosts()
+
+    if qos is not None:
+        from skylease.runtime.qos.ledger import CreditRefused
+        from skylease.runtime.qos.service import NotYours
+        from skylease.service.qos_api import add_qos_routes
+
+        add_qos_routes(app, Caller, qos, _ERRORS)
+        app.add_exception_handler(CreditRefused, lambda _r, e: JSONResponse({"detail": str(e)}, 409))
+        app.add_exception_handler(NotYours, lambda _r, e: JSONResponse({"detail": str(e)}, 404))
 
     def answer(status: int) -> Callable[[Request, Exception], JSONResponse]:
         def handler(_request: Request, exc: Exception) -> JSONResponse:

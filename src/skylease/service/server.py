@@ -112,8 +112,9 @@ def open_database(cfg: ServeConfig) -> Engine:
     """The server's database (created where missing), or one line naming ``--db`` or ``--data-dir``."""
     engine = engine_for(cfg.db, data_dir_of(cfg))
     from skylease.runtime.leases.journal import metadata
+    from skylease.runtime.qos.service import METADATA as QOS_METADATA
 
-    create_schema(engine, metadata)
+    create_schema(engine, metadata, *QOS_METADATA)
     return engine
 
 
@@ -274,7 +275,10 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
     manager: LeaseManager | None = None
     try:
         manager = (manager_factory or local_manager)(engine, cfg, data_dir)
-        app = create_app(manager, engine)
+        from skylease.runtime.qos.service import QoSService
+
+        qos = QoSService(engine)
+        app = create_app(manager, engine, qos)
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key, lifespan="off")
         server = uvicorn.Server(config)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -97,6 +98,18 @@ class QoSRelay(Policy):
         self._idle: set[int] = set()
         self._timer: Handle | None = None
         self._t0 = 0.0
+
+    @property
+    def prediction(self) -> Instructions | None:
+        """The service's last answer when it holds a prediction (it has ``t_pred``)."""
+        return self.last if self.last is not None and self.last.t_pred is not None else None
+
+    def summary(self) -> dict[str, Any]:
+        """What a run records of its service: the last answer's credits and prediction."""
+        last = self.last or Instructions()
+        return {"service": True, "attached": self.attached, "reports": self.reports,
+                "credits_ordered": last.credits_ordered, "credits_spent": last.credits_spent,
+                "t_pred": last.t_pred, "cws": len(self._hosts), "done": last.done}
 
     # -- callbacks ------------------------------------------------------------------------------
     def on_start(self, env: Environment) -> None:

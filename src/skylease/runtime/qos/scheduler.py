@@ -82,6 +82,7 @@ class RemoteBot:
         self._seq = itertools.count()
         self._ids = itertools.count(1)
         self._cws: dict[HostId, _CW] = {}
+        self._orphans: set[HostId] = set()
         self._progress = BotProgress(0, 0, 0)
         self._ctimes: list[float] = []
         self._atimes: list[float] = []
@@ -183,13 +184,19 @@ class RemoteBot:
         _extend(self._ctimes, r.since_c, r.completions, r.completed, "completions")
         _extend(self._atimes, r.since_a, r.assignments, r.assigned, "assignments")
         for sid, state in r.workers.items():
-            cw = self._cws.get(int(sid))
-            if cw is None:
-                continue  # (not this bag's: ignored rather than trusted)
             try:
                 new = HostState(state)
             except ValueError:
                 raise UserError(f"worker {sid}: unknown state {state!r}", field="workers") from None
+            cw = self._cws.get(int(sid))
+            if cw is None:
+                # started by an earlier incarnation of the service (before a restart): nobody
+                # bills it now, so it stops; new ids never reuse its id
+                self._ids = itertools.count(max(int(sid) + 1, next(self._ids)))
+                if new is not HostState.RELEASED and int(sid) not in self._orphans:
+                    self._orphans.add(int(sid))
+                    self._stop.append(int(sid))
+                continue
             if cw.state is not HostState.RELEASED:  # (released by the service: that stands)
                 if new is not HostState.BOOTING and cw.up_at is None:
                     cw.up_at = self._now

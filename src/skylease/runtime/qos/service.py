@@ -1,0 +1,160 @@
+"""SpeQuloS as one service (spec 003 §3): Information, Credit System, Oracle and Scheduler together.
+
+:class:`QoSService` is what the HTTP layer (and a simulation, in process) calls: it registers bags
+of tasks, orders credits for them, takes the runs' reports (stored as the bag's progress, given to
+its SpeQuloS policy, answered with instructions), predicts, and keeps accounts. Each call checks
+who may do it: a user reaches only their own account and bags; an administrator reaches all.
+
+After a restart the Scheduler's policies are gone (they live in memory); the database is not. A
+run's next report re-attaches its bag: a new policy serves it on what is left of its order, and
+the cloud workers the old one started are stopped (the new one does not know them, and the old
+bills ended with the old process), so nothing runs unbilled and nothing is billed twice.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from skylease.control.qos.relay import Instructions, Report
+from skylease.control.qos.strategy import parse_strategy
+from skylease.model.errors import UserError
+from skylease.runtime.qos.bots import METADATA as BOTS_METADATA
+from skylease.runtime.qos.bots import BotNotFound, BotRegistry
+from skylease.runtime.qos.ledger import METADATA as LEDGER_METADATA
+from skylease.runtime.qos.ledger import CreditRefused, Ledger, LedgerBank
+from skylease.runtime.qos.scheduler import QoSScheduler
+
+__all__ = ["METADATA", "NotYours", "QoSService", "ServeSettings"]
+
+#: Every table of the QoS service (for ``create_schema``).
+METADATA: tuple[sa.MetaData, ...] = (LEDGER_METADATA, BOTS_METADATA)
+
+
+class NotYours(LookupError):
+    """A bag or account the caller may not reach (answered as not found: ids tell nothing)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    """How a bag is served: its strategy, the scheduler's period (s of the bag's time), the pool
+    its cloud workers come from."""
+
+    strategy: str = "9C-C-R"
+    tick: float = 240.0
+    pool: str = "cloud"
+
+
+class QoSService:
+    """The four modules of SpeQuloS over one database."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.ledger = Ledger(engine)
+        self.registry = BotRegistry(engine)
+        self.scheduler = QoSScheduler(LedgerBank(self.ledger))
+        self._how: dict[int, ServeSettings] = {}
+        self._lock = threading.Lock()
+
+    # -- who may -------------------------------------------------------------------------------
+    def _bot(self, caller: str | None, bot: int) -> Any:
+        """The bag, if ``caller`` (None: an administrator) may reach it."""
+        try:
+            view = self.registry.bot(bot)
+        except BotNotFound:
+            raise NotYours(f"no bag of tasks {bot}") from None
+        if caller is not None and view.owner != caller:
+            raise NotYours(f"no bag of tasks {bot}")
+        return view
+
+    @staticmethod
+    def _account(caller: str | None, user: str) -> None:
+        if caller is not None and caller != user:
+            raise NotYours(f"no account {user!r} for you: a user sees only their own")
+
+    # -- Information ---------------------------------------------------------------------------
+    def register(self, owner: str, infrastructure: str, n_tasks: int, *, strategy: str = "9C-C-R",
+                 tick: float = 240.0, pool: str = "cloud") -> Any:
+        """Register a bag of tasks; it is served once credits are ordered for it."""
+        parse_strategy(strategy)  # (a bad name is one line before anything is stored)
+        if not 0 < tick <= 86_400:
+            raise UserError(f"tick must be in (0, 86400] seconds, got {tick!r}", field="tick")
+        view = self.registry.register(owner, infrastructure, n_tasks, strategy=strategy)
+        with self._lock:
+            self._how[view.id] = ServeSettings(strategy, float(tick), pool)
+        return view
+
+    def bots(self, caller: str | None) -> list[Any]:
+        return self.registry.bots(caller)
+
+    def bot(self, caller: str | None, bot: int) -> Any:
+        return self._bot(caller, bot)
+
+    def history(self, infrastructure: str) -> list[Any]:
+        return self.registry.history(infrastructure)
+
+    # -- Credit System -------------------------------------------------------------------------
+    def account(self, caller: str | None, user: str) -> dict[str, Any]:
+        self._account(caller, user)
+        return {"user": user, "balance": self.ledger.balance(user),
+                "movements": self.ledger.movements(user, 100)}
+
+    def deposit(self, user: str, amount: float, note: str | None = None) -> float:
+        """An administrator's deposit; returns the new balance."""
+        self.ledger.deposit(user, amount, note=note)
+        return self.ledger.balance(user)
+
+    def order(self, caller: str, bot: int, credits: float) -> Any:
+        """Order credits for one's bag (CreditRefused when the balance is short); the bag is
+        served from then on."""
+        view = self._bot(caller, bot)
+        if view.state != "running":
+            raise CreditRefused(f"bag {bot} is {view.state}: nothing to order credits for")
+        with self._lock:
+            how = self._how.get(bot) or ServeSettings(view.strategy or "9C-C-R")
+            policy = self.scheduler.served(bot)
+            if policy is None:
+                self.ledger.order(caller, bot, credits)
+                self._attach(view, how, credits, fresh=True)
+            else:
+                self.ledger.order(caller, bot, credits)  # more credits for a bag already served
+                policy.credits += credits
+        return self.ledger.order_of(bot)
+
+    def _attach(self, view: Any, how: ServeSettings, credits: float, *, fresh: bool) -> None:
+        alpha = self.registry.alpha(view.infrastructure)
+        # the order is already in the ledger: the policy orders 0 more (adding nothing to it)
+        policy = self.scheduler.attach(view.id, view.owner, n_tasks=view.n_tasks, strategy=how.strategy,
+                                       credits=0.0, pool=how.pool, tick=how.tick, alpha=alpha)
+        policy.credits = credits if fresh else self.ledger.order_of(view.id).ordered
+
+    # -- the runs' reports ---------------------------------------------------------------------
+    def report(self, caller: str, bot: int, r: Report) -> Instructions:
+        """A run's report: stored as progress, given to the bag's policy (re-attached after a
+        restart), answered with what the run must do."""
+        view = self._bot(caller, bot)
+        self.registry.report(bot, r.t, r.completed, r.assigned, max(0, r.submitted - r.assigned))
+        with self._lock:
+            if self.scheduler.served(bot) is None:
+                order = self.ledger.order_of(bot)
+                if order is not None and not order.closed and view.state == "running":
+                    how = self._how.get(bot) or ServeSettings(view.strategy or "9C-C-R")
+                    self._attach(view, how, order.ordered, fresh=False)
+            if self.scheduler.served(bot) is None:  # no credits: progress and predictions only
+                done = r.completed >= view.n_tasks
+                if done:
+                    self.registry.finish(bot, r.t)
+                return Instructions(acked_c=r.since_c + len(r.completions),
+                                    acked_a=r.since_a + len(r.assignments), done=done,
+                                    stop=tuple(int(w) for w in r.workers))
+            answer = self.scheduler.report(bot, r)
+        if answer.done:
+            self.registry.finish(bot, r.t)
+        return answer
+
+    # -- Oracle --------------------------------------------------------------------------------
+    def predict(self, caller: str | None, bot: int) -> Any:
+        self._bot(caller, bot)
+        return self.registry.predict(bot)

@@ -1,0 +1,173 @@
+"""SpeQuloS's HTTP API (issue 20): bags of tasks, reports, predictions, accounts and credits.
+
+Routes (under the same tokens as the lease routes)::
+
+    POST /qos/bots                      register a bag of tasks (and order credits for it) -> 201
+    GET  /qos/bots                      the caller's bags (an administrator's: every bag)
+    GET  /qos/bots/{id}                 one bag: its progress, state and order
+    POST /qos/bots/{id}/reports         a run's report -> what the run must do (Instructions)
+    POST /qos/bots/{id}/orders          order more credits for a bag (409 when the balance is short)
+    GET  /qos/bots/{id}/prediction      the Oracle's predicted completion time, with its band
+    GET  /qos/history/{infrastructure}  finished bags of an infrastructure (what α is learned from)
+    GET  /qos/account                   the caller's account: balance and last movements
+    GET  /qos/accounts/{user}           an account: balance and last movements (one's own, or admin)
+    POST /qos/accounts/{user}/deposits  credit an account (administrators only)
+
+A bag or account the caller may not reach is 404, as one that does not exist.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time.
+import math
+from dataclasses import asdict, is_dataclass
+from typing import Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Path
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
+
+from skylease.control.qos.relay import Report
+from skylease.runtime.qos.ledger import CreditRefused
+from skylease.runtime.qos.service import QoSService
+
+__all__ = ["add_qos_routes"]
+
+#: The most tasks a bag may have, and the most times or workers one report may carry.
+MAX_TASKS = 10_000_000
+MAX_ITEMS = 100_000
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$"
+_Seconds = Annotated[float, Field(ge=0, le=1e10, allow_inf_nan=False)]
+_Count = Annotated[int, Field(ge=0, le=MAX_TASKS)]
+_Credits = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BotRequest(_Body):
+    """A bag of tasks to serve: where it runs, how many tasks, and how to serve it."""
+
+    infrastructure: Annotated[str, Field(min_length=1, max_length=64, pattern=_NAME)]
+    n_tasks: Annotated[int, Field(ge=1, le=MAX_TASKS)]
+    strategy: Annotated[str, Field(min_length=1, max_length=16)] = "9C-C-R"
+    tick: Annotated[float, Field(gt=0, le=86_400, allow_inf_nan=False)] = 240.0
+    pool: Annotated[str, Field(min_length=1, max_length=64, pattern=_NAME)] = "cloud"
+    credits: Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)] = 0.0
+
+
+class ReportBody(_Body):
+    """A run's report (see :class:`skylease.control.qos.relay.Report`)."""
+
+    t: _Seconds
+    submitted: _Count
+    assigned: _Count
+    completed: _Count
+    since_c: _Count = 0
+    completions: Annotated[list[_Seconds], Field(max_length=MAX_ITEMS)] = []
+    since_a: _Count = 0
+    assignments: Annotated[list[_Seconds], Field(max_length=MAX_ITEMS)] = []
+    workers: Annotated[dict[Annotated[str, Field(pattern=r"^[0-9]{1,9}$")], str],
+                       Field(max_length=MAX_ITEMS)] = {}
+    idle: Annotated[list[Annotated[int, Field(ge=0, le=10**9)]], Field(max_length=MAX_ITEMS)] = []
+
+
+class OrderBody(_Body):
+    credits: _Credits
+
+
+class DepositBody(_Body):
+    credits: _Credits
+    note: Annotated[str, Field(max_length=200)] | None = None
+
+
+def _plain(x: Any) -> Any:
+    """A view as JSON-able values (dataclasses and pydantic models alike; NaN as null)."""
+    if isinstance(x, BaseModel):
+        x = x.model_dump()
+    elif is_dataclass(x) and not isinstance(x, type):
+        x = asdict(x)
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_plain(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int | str, Any]) -> None:
+    """Add SpeQuloS's routes to ``app``; ``caller`` is the authenticated-user dependency type."""
+    Caller = caller
+    BotId = Annotated[int, Path(ge=0, le=2**53, description="The bag's id.")]
+    not_found = {**errors, 404: {"description": "no such bag or account visible to the caller"}}
+    refused = {**not_found, 409: {"description": "the order is refused (the balance is short)"}}
+
+    def scope(user: Any) -> str | None:
+        return None if user.admin else user.name
+
+    @app.post("/qos/bots", status_code=201, tags=["qos"], responses=refused)
+    def register(body: BotRequest, user: Caller) -> dict[str, Any]:
+        """Register a bag of tasks; with ``credits``, order them for it at once (it is served)."""
+        if body.credits > 0 and qos.ledger.balance(user.name) < body.credits:
+            raise CreditRefused(f"{user.name} has {qos.ledger.balance(user.name):g} credits; "
+                                f"the order asks for {body.credits:g}")
+        view = qos.register(user.name, body.infrastructure, body.n_tasks, strategy=body.strategy,
+                            tick=body.tick, pool=body.pool)
+        if body.credits > 0:
+            qos.order(user.name, view.id, body.credits)
+        return _plain(qos.bot(user.name, view.id))
+
+    @app.get("/qos/bots", tags=["qos"], responses=errors)
+    def bots(user: Caller) -> list[dict[str, Any]]:
+        """The caller's bags (an administrator's: all), with their progress and state."""
+        return _plain(qos.bots(scope(user)))
+
+    @app.get("/qos/bots/{bot}", tags=["qos"], responses=not_found)
+    def bot(bot: BotId, user: Caller) -> dict[str, Any]:
+        return _plain(qos.bot(scope(user), bot))
+
+    @app.post("/qos/bots/{bot}/reports", tags=["qos"], responses=not_found)
+    async def report(bot: BotId, body: ReportBody, user: Caller) -> dict[str, Any]:
+        """A run's report: its progress is stored and its bag's policy answers what to do."""
+        r = Report(body.t, body.submitted, body.assigned, body.completed, body.since_c,
+                   tuple(body.completions), body.since_a, tuple(body.assignments),
+                   {int(k): v for k, v in body.workers.items()}, tuple(body.idle))
+        return _plain(await run_in_threadpool(qos.report, user.name, bot, r))
+
+    @app.post("/qos/bots/{bot}/orders", tags=["qos"], responses=refused)
+    def order(bot: BotId, body: OrderBody, user: Caller) -> dict[str, Any]:
+        """Order credits for one's bag: moved from the account to the bag's order."""
+        return _plain(qos.order(user.name, bot, body.credits))
+
+    @app.get("/qos/bots/{bot}/prediction", tags=["qos"], responses=not_found)
+    def prediction(bot: BotId, user: Caller) -> dict[str, Any]:
+        """t_p = α · t_c(r)/r, its ±20 % band, α and the success rate on this infrastructure."""
+        return _plain(qos.predict(scope(user), bot))
+
+    @app.get("/qos/history/{infrastructure}", tags=["qos"], responses=errors)
+    def history(infrastructure: str, user: Caller) -> list[dict[str, Any]]:
+        """Finished bags of an infrastructure: sizes, naive predictions and completion times."""
+        rows = qos.history(infrastructure)
+        return _plain([r for r in rows if user.admin or _owner(r) == user.name])
+
+    @app.get("/qos/account", tags=["qos"], responses=errors)
+    def my_account(user: Caller) -> dict[str, Any]:
+        """The caller's account: balance and last movements."""
+        return _plain(qos.account(user.name, user.name))
+
+    @app.get("/qos/accounts/{name}", tags=["qos"], responses=not_found)
+    def account(name: str, user: Caller) -> dict[str, Any]:
+        """An account's balance and its last movements (one's own; any for an administrator)."""
+        return _plain(qos.account(scope(user), name))
+
+    @app.post("/qos/accounts/{name}/deposits", status_code=201, tags=["qos"],
+              responses={**errors, 403: {"description": "not an administrator"}})
+    def deposit(name: str, body: DepositBody, user: Caller) -> dict[str, Any]:
+        """Credit an account (administrators only)."""
+        if not user.admin:
+            raise HTTPException(403, "only an administrator may deposit credits")
+        return {"user": name, "balance": qos.deposit(name, body.credits, body.note)}
+
+
+def _owner(row: Any) -> Any:
+    return row.get("owner") if isinstance(row, dict) else getattr(row, "owner", None)
