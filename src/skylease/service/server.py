@@ -63,6 +63,10 @@ class ServeConfig(FileModel):
     grace: Annotated[float, Field(ge=0, le=3600)] = 5.0  # seconds from SIGTERM to SIGKILL of a payload
     max_leases_per_user: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000  # not over yet, per user
     allow_remote: bool = False
+    # SpeQuloS's deposit policy: every `qos_deposit_every` seconds, each user's balance is topped up
+    # to `qos_deposit_cap` credits (the paper's example: 200 nodes x price x 24 h a day). None: off.
+    qos_deposit_cap: Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)] | None = None
+    qos_deposit_every: Annotated[float, Field(ge=1, le=366 * 86_400, allow_inf_nan=False)] = 86_400.0
     tls_cert: Annotated[str, Field(min_length=1)] | None = None
     tls_key: Annotated[str, Field(min_length=1)] | None = None
 
@@ -253,6 +257,24 @@ def _quiet_signals(server: Any) -> Iterator[list[int]]:
             signal.signal(s, handler)
 
 
+def _deposit_policy(engine: Engine, qos: Any, cap: float, every: float, stopping: threading.Event) -> None:
+    """SpeQuloS's deposit policy (spec 003 §3): each user topped up to ``cap`` now, then every
+    ``every`` seconds, in a thread that ends with the server."""
+    from skylease.service.auth import list_users
+
+    def run() -> None:
+        while True:
+            for user in list_users(engine):
+                try:
+                    qos.ledger.top_up(user.name, cap)
+                except Exception:  # (one account's failure must not end the policy for the others)
+                    log.exception("the deposit policy failed for %s", user.name)
+            if stopping.wait(every):
+                return
+
+    threading.Thread(target=run, name="qos-deposit-policy", daemon=True).start()
+
+
 def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
           announce: Callable[[Served], None] | None = None) -> Served:
     """Run the server until SIGTERM or SIGINT. Everything a user can get wrong (the address, TLS,
@@ -273,12 +295,15 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
     scheme = "https" if tls else "http"
     served = Served(f"{scheme}://{host}:{port}", data_dir.resolve(), shown_url(engine.url))
     manager: LeaseManager | None = None
+    stopping = threading.Event()
     try:
         manager = (manager_factory or local_manager)(engine, cfg, data_dir)
         from skylease.runtime.qos.service import QoSService
 
         qos = QoSService(engine)
         app = create_app(manager, engine, qos)
+        if cfg.qos_deposit_cap is not None:
+            _deposit_policy(engine, qos, cfg.qos_deposit_cap, cfg.qos_deposit_every, stopping)
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key, lifespan="off")
         server = uvicorn.Server(config)
@@ -288,6 +313,7 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
                 announce(served)
             server.run(sockets=[sock])
     finally:
+        stopping.set()
         sock.close()
         if manager is not None:
             manager.close()

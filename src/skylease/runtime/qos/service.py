@@ -34,6 +34,18 @@ __all__ = ["METADATA", "NotYours", "QoSService", "ServeSettings"]
 METADATA: tuple[sa.MetaData, ...] = (LEDGER_METADATA, BOTS_METADATA)
 
 
+class _AdoptingBank(LedgerBank):
+    """The ledger as a served bag's policy sees it: the service places orders itself (when a user
+    orders, before the bag is attached), so the policy's own order at its start adopts the open
+    order of its bag instead of ordering again (also after a restart: nothing is ordered twice)."""
+
+    def order(self, user: Any, bot: Any, credits: float) -> bool:
+        o = self.ledger.order_of(int(bot))
+        if o is not None and not o.closed and o.user == str(user):
+            return True
+        return super().order(user, bot, credits)
+
+
 class NotYours(LookupError):
     """A bag or account the caller may not reach (answered as not found: ids tell nothing)."""
 
@@ -54,7 +66,7 @@ class QoSService:
     def __init__(self, engine: sa.Engine) -> None:
         self.ledger = Ledger(engine)
         self.registry = BotRegistry(engine)
-        self.scheduler = QoSScheduler(LedgerBank(self.ledger))
+        self.scheduler = QoSScheduler(_AdoptingBank(self.ledger))
         self._how: dict[int, ServeSettings] = {}
         self._lock = threading.Lock()
 
@@ -62,11 +74,9 @@ class QoSService:
     def _bot(self, caller: str | None, bot: int) -> Any:
         """The bag, if ``caller`` (None: an administrator) may reach it."""
         try:
-            view = self.registry.bot(bot)
+            view = self.registry.bot(bot, owner=caller)
         except BotNotFound:
             raise NotYours(f"no bag of tasks {bot}") from None
-        if caller is not None and view.owner != caller:
-            raise NotYours(f"no bag of tasks {bot}")
         return view
 
     @staticmethod
@@ -113,22 +123,22 @@ class QoSService:
         if view.state != "running":
             raise CreditRefused(f"bag {bot} is {view.state}: nothing to order credits for")
         with self._lock:
-            how = self._how.get(bot) or ServeSettings(view.strategy or "9C-C-R")
+            order = self.ledger.order(caller, bot, credits)  # (refused with the reason when short)
             policy = self.scheduler.served(bot)
             if policy is None:
-                self.ledger.order(caller, bot, credits)
-                self._attach(view, how, credits, fresh=True)
-            else:
-                self.ledger.order(caller, bot, credits)  # more credits for a bag already served
-                policy.credits += credits
-        return self.ledger.order_of(bot)
+                self._attach(view)
+            else:  # more credits for a bag already served
+                policy.credits = order.ordered
+        return order
 
-    def _attach(self, view: Any, how: ServeSettings, credits: float, *, fresh: bool) -> None:
-        alpha = self.registry.alpha(view.infrastructure)
-        # the order is already in the ledger: the policy orders 0 more (adding nothing to it)
-        policy = self.scheduler.attach(view.id, view.owner, n_tasks=view.n_tasks, strategy=how.strategy,
-                                       credits=0.0, pool=how.pool, tick=how.tick, alpha=alpha)
-        policy.credits = credits if fresh else self.ledger.order_of(view.id).ordered
+    def _attach(self, view: Any) -> None:
+        """Serve ``view`` with a policy on its open order (placed already: the policy adopts it)."""
+        how = self._how.get(view.id) or ServeSettings(view.strategy or "9C-C-R")
+        order = self.ledger.order_of(view.id)
+        assert order is not None
+        self.scheduler.attach(view.id, view.owner, n_tasks=view.n_tasks, strategy=how.strategy,
+                              credits=order.ordered, pool=how.pool, tick=how.tick,
+                              alpha=self.registry.alpha(view.infrastructure))
 
     # -- the runs' reports ---------------------------------------------------------------------
     def report(self, caller: str, bot: int, r: Report) -> Instructions:
@@ -140,8 +150,7 @@ class QoSService:
             if self.scheduler.served(bot) is None:
                 order = self.ledger.order_of(bot)
                 if order is not None and not order.closed and view.state == "running":
-                    how = self._how.get(bot) or ServeSettings(view.strategy or "9C-C-R")
-                    self._attach(view, how, order.ordered, fresh=False)
+                    self._attach(view)
             if self.scheduler.served(bot) is None:  # no credits: progress and predictions only
                 done = r.completed >= view.n_tasks
                 if done:
