@@ -398,6 +398,7 @@ class BotRegistry:
     def alpha(self, infrastructure: str, *, exclude: int | None = None) -> AlphaModel:
         """α fitted on the finished BoTs of ``infrastructure`` that know ``p_half`` (the latest
         :data:`HISTORY_RUNS`), leaving out the BoT ``exclude``."""
+        infrastructure = _infrastructure(infrastructure)
         q = (sa.select(qos_bots.c.p_half, qos_bots.c.completion_time)
              .where(qos_bots.c.infrastructure == infrastructure, qos_bots.c.state == "done",
                     qos_bots.c.p_half > 0, qos_bots.c.completion_time.is_not(None))
