@@ -260,6 +260,9 @@ class BotRegistry:
                t_half: float | None = None, owner: str | None = None) -> BotView:
         """Store one progress report of a running BoT at ``t`` s since its registration.
 
+        ``completed``: tasks done; ``assigned``: tasks ever given to a worker; ``queued``: tasks
+        waiting for one (the counts of :class:`~skylease.control.env.BotProgress` and ``queued()``
+        of a TailEnvironment, so a proxy environment can be rebuilt from the latest report).
         Refused (one line naming the field): ``completed``, ``assigned`` or ``queued`` beyond
         ``n_tasks``; ``t`` before the last report's; fewer completions than the last report; a BoT
         that is not running. ``t_half``: the exact time of the ``rank(0.5, n_tasks)``-th completion,
