@@ -24,12 +24,13 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from skylease.control.env import Policy
 from skylease.control.qos import SpeQuloS, parse_strategy
 from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR
 from skylease.control.qos.prediction import AlphaModel
@@ -103,13 +104,16 @@ def _middleware(mw: str) -> str:
 def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", seed: int = 0, *,
              data_dir: str | os.PathLike[str] | None = None, alpha: float = 1.0,
              sigma: str = "literal", credits: float | None = None,
-             epsilon: float | None = None) -> dict[str, Any]:
+             epsilon: float | None = None,
+             wrap: Callable[[SpeQuloS], Policy] | None = None) -> dict[str, Any]:
     """One BoT run: the row of metrics an experiment records (times in seconds after submission).
 
     ``strategy``: a SpeQuloS strategy (``9C-C-R``...) or ``none`` (the policy still predicts,
     without renting anything); ``alpha``: the prediction's correction factor; ``credits``: the
     order (default: the spec's 10 % of the BoT's workload); ``epsilon``: RANDOM's maximal gap
-    between arrivals (:func:`~skylease.sim.dg.workload.make_bot`; None: not enforced, spec A9b).
+    between arrivals (:func:`~skylease.sim.dg.workload.make_bot`; None: not enforced, spec A9b);
+    ``wrap``: the environment runs ``wrap(policy)`` instead of the SpeQuloS policy, a policy that
+    passes every callback on and watches the run (:mod:`skylease.experiments.qos_service`).
     """
     mw, cat = _middleware(middleware), _category(bot)
     strat = parse_strategy(strategy)
@@ -123,7 +127,7 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     submit = submission_time(flat, seed)
     env = DesktopGridEnv(mw, flat, b, submit_at=submit, seed=ss_env)
     policy = SpeQuloS(strat, order, predict_at=PREDICT_AT, alpha=AlphaModel(alpha))
-    res = env.run(policy)
+    res = env.run(policy if wrap is None else wrap(policy))
     n = len(b)
     ts = tail_stats(res.completion_times, n)
     ps = policy.summary()

@@ -1,2 +1,3 @@
-"""SpeQuloS as a service (issue 20): the Credit System, the Information module and the Oracle on a
-database, and the Scheduler that drives runs."""
+"""The SpeQuloS service logic on a database (issue 20): each module holds one of the service's
+modules (the Credit System, the Information and Oracle modules, the Scheduler) with its tables on
+its own ``METADATA``; the HTTP layer (:mod:`skylease.service`) calls them."""
