@@ -1073,7 +1073,7 @@ BotIdArgument = Annotated[int, typer.Argument(metavar="BOT", min=0, max=2**53, h
 CreditsArgument = Annotated[float, typer.Argument(metavar="CREDITS", help="Credits (15 per CPU hour of "
                                                   "cloud worker).")]
 _BOT_COLUMNS = ("id", "owner", "infrastructure", "n_tasks", "state", "completed", "strategy",
-                "credits_ordered", "credits_spent", "t_pred")
+                "credits_ordered", "credits_spent", "t_pred")  # (t_pred: the Oracle's, s since registered)
 
 
 def _credits(value: float, option: str = "CREDITS") -> float:
@@ -1140,7 +1140,9 @@ def qos_history_cmd(
 ) -> None:
     """Finished bags of an infrastructure: what the Oracle learns α from."""
     _ask(server, token, as_json, lambda c: c.qos_history(infrastructure),
-         lambda sc, bs: [sc.rows_table(f"{len(bs)} finished bag(s) on {infrastructure}", bs, _BOT_COLUMNS)])
+         lambda sc, h: [sc.record_table(f"{infrastructure}: α learned from {h['runs']} finished bag(s)", h),
+                        sc.rows_table("finished bags (yours; an administrator's: all)", h["bots"],
+                                      ("id", "owner", "n_tasks", "p_half", "completion_time"))])
 
 
 # -- serve ------------------------------------------------------------------------------------

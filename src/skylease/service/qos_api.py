@@ -69,6 +69,7 @@ class ReportBody(_Body):
     workers: Annotated[dict[Annotated[str, Field(pattern=r"^[0-9]{1,9}$")], str],
                        Field(max_length=MAX_ITEMS)] = {}
     idle: Annotated[list[Annotated[int, Field(ge=0, le=10**9)]], Field(max_length=MAX_ITEMS)] = []
+    queued: _Count = 0
 
 
 class OrderBody(_Body):
@@ -131,7 +132,7 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int 
         """A run's report: its progress is stored and its bag's policy answers what to do."""
         r = Report(body.t, body.submitted, body.assigned, body.completed, body.since_c,
                    tuple(body.completions), body.since_a, tuple(body.assignments),
-                   {int(k): v for k, v in body.workers.items()}, tuple(body.idle))
+                   {int(k): v for k, v in body.workers.items()}, tuple(body.idle), body.queued)
         return _plain(await run_in_threadpool(qos.report, user.name, bot, r))
 
     @app.post("/qos/bots/{bot}/orders", tags=["qos"], responses=refused)
@@ -145,10 +146,12 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int 
         return _plain(qos.predict(scope(user), bot))
 
     @app.get("/qos/history/{infrastructure}", tags=["qos"], responses=errors)
-    def history(infrastructure: str, user: Caller) -> list[dict[str, Any]]:
+    def history(infrastructure: str, user: Caller) -> dict[str, Any]:
         """Finished bags of an infrastructure: sizes, naive predictions and completion times."""
-        rows = qos.history(infrastructure)
-        return _plain([r for r in rows if user.admin or _owner(r) == user.name])
+        h = _plain(qos.history(infrastructure))
+        if not user.admin:  # α is learned from every user's bags; the bags listed are one's own
+            h["bots"] = [b for b in h["bots"] if b["owner"] == user.name]
+        return h
 
     @app.get("/qos/account", tags=["qos"], responses=errors)
     def my_account(user: Caller) -> dict[str, Any]:
@@ -168,6 +171,3 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int 
             raise HTTPException(403, "only an administrator may deposit credits")
         return {"user": name, "balance": qos.deposit(name, body.credits, body.note)}
 
-
-def _owner(row: Any) -> Any:
-    return row.get("owner") if isinstance(row, dict) else getattr(row, "owner", None)

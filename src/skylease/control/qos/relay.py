@@ -43,7 +43,7 @@ class Report:
     ``completions``/``assignments``: times of the completions and first assignments from index
     ``since_c``/``since_a`` on (what the service has not acknowledged); ``workers``: the state of
     each CW (service id -> :class:`HostState` value); ``idle``: CWs that asked for work and got
-    none since the last report.
+    none since the last report; ``queued``: tasks waiting for a worker.
     """
 
     t: float
@@ -56,6 +56,7 @@ class Report:
     assignments: tuple[float, ...] = ()
     workers: dict[int, str] = field(default_factory=dict)
     idle: tuple[int, ...] = ()
+    queued: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +142,7 @@ class QoSRelay(Policy):
         workers.update({sid: HostState.RELEASED.value for sid in self._gone})
         report = Report(env.now - self._t0, pr.submitted, pr.assigned, pr.completed,
                         self._acked_c, _times(ct[self._acked_c:]), self._acked_a, _times(at[self._acked_a:]),
-                        workers, tuple(sorted(self._idle)))
+                        workers, tuple(sorted(self._idle)), env.queued())
         self.reports += 1
         try:
             answer = self.send(report)

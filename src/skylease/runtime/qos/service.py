@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from skylease.control.qos.relay import Instructions, Report
 from skylease.control.qos.strategy import parse_strategy
+from skylease.control.qos.tail import rank
 from skylease.model.errors import UserError
 from skylease.runtime.qos.bots import METADATA as BOTS_METADATA
 from skylease.runtime.qos.bots import BotNotFound, BotRegistry
@@ -32,6 +33,12 @@ __all__ = ["METADATA", "NotYours", "QoSService", "ServeSettings"]
 
 #: Every table of the QoS service (for ``create_schema``).
 METADATA: tuple[sa.MetaData, ...] = (LEDGER_METADATA, BOTS_METADATA)
+
+
+def _exact(r: Report, k: int) -> float | None:
+    """The time of the ``k``-th completion when this report carries it (else None)."""
+    i = k - 1 - r.since_c
+    return r.completions[i] if k >= 1 and 0 <= i < len(r.completions) else None
 
 
 class _AdoptingBank(LedgerBank):
@@ -96,11 +103,21 @@ class QoSService:
             self._how[view.id] = ServeSettings(strategy, float(tick), pool)
         return view
 
-    def bots(self, caller: str | None) -> list[Any]:
-        return self.registry.bots(caller)
+    def bots(self, caller: str | None) -> list[dict[str, Any]]:
+        """The caller's bags (None: every bag), each with its order and its prediction."""
+        return [self._with_credits(v) for v in self.registry.bots(caller)]
 
-    def bot(self, caller: str | None, bot: int) -> Any:
-        return self._bot(caller, bot)
+    def bot(self, caller: str | None, bot: int) -> dict[str, Any]:
+        return self._with_credits(self._bot(caller, bot))
+
+    def _with_credits(self, view: Any) -> dict[str, Any]:
+        d = view.model_dump()
+        order = self.ledger.order_of(view.id)
+        d["credits_ordered"] = None if order is None else order.ordered
+        d["credits_spent"] = None if order is None else order.spent
+        d["served"] = self.scheduler.served(view.id) is not None
+        d["t_pred"] = self.registry.predict(view.id).t_p if view.completed else None
+        return d
 
     def history(self, infrastructure: str) -> list[Any]:
         return self.registry.history(infrastructure)
@@ -145,22 +162,24 @@ class QoSService:
         """A run's report: stored as progress, given to the bag's policy (re-attached after a
         restart), answered with what the run must do."""
         view = self._bot(caller, bot)
-        self.registry.report(bot, r.t, r.completed, r.assigned, max(0, r.submitted - r.assigned))
+        half = _exact(r, rank(0.5, view.n_tasks))
+        self.registry.report(bot, r.t, r.completed, r.assigned, max(0, r.queued), t_half=half)
         with self._lock:
             if self.scheduler.served(bot) is None:
                 order = self.ledger.order_of(bot)
                 if order is not None and not order.closed and view.state == "running":
                     self._attach(view)
             if self.scheduler.served(bot) is None:  # no credits: progress and predictions only
-                done = r.completed >= view.n_tasks
-                if done:
-                    self.registry.finish(bot, r.t)
-                return Instructions(acked_c=r.since_c + len(r.completions),
-                                    acked_a=r.since_a + len(r.assignments), done=done,
-                                    stop=tuple(int(w) for w in r.workers))
-            answer = self.scheduler.report(bot, r)
+                answer = Instructions(acked_c=r.since_c + len(r.completions),
+                                      acked_a=r.since_a + len(r.assignments),
+                                      done=r.completed >= view.n_tasks,
+                                      stop=tuple(int(w) for w, st in r.workers.items() if st != "released"),
+                                      t_pred=self.registry.predict(bot).t_p)
+            else:
+                answer = self.scheduler.report(bot, r)
         if answer.done:
-            self.registry.finish(bot, r.t)
+            end = _exact(r, view.n_tasks)
+            self.registry.finish(bot, r.t if end is None else end, t_half=half)
         return answer
 
     # -- Oracle --------------------------------------------------------------------------------
