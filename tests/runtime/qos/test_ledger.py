@@ -327,6 +327,27 @@ def test_threads_sharing_one_engine_keep_the_books_too(backend):
     check_hammer(engine, led, json.loads(json.dumps(reports)))
 
 
+def test_a_movement_waits_out_another_writer_on_sqlite_and_retries_past_the_busy_timeout(tmp_path):
+    """A writer holding SQLite's lock longer than the driver waits ("database is locked") delays a
+    movement but does not fail it: the ledger retries until the lock is free."""
+    import sqlite3
+    import threading
+
+    Ledger(engine_for(None, tmp_path)).deposit("ann", 5)  # the file, in WAL mode, with the tables
+    impatient = sa.create_engine(f"sqlite:///{tmp_path / 'skylease.sqlite'}", connect_args={"timeout": 0.05})
+    led = Ledger(impatient)
+    other = sqlite3.connect(tmp_path / "skylease.sqlite", isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.6, other.execute, ["COMMIT"])
+    release.start()
+    t = time.monotonic()
+    led.deposit("ann", 1)
+    assert time.monotonic() - t >= 0.5 and led.balance("ann") == 6
+    release.join()
+    other.close()
+    impatient.dispose()
+
+
 # -- the SpeQuloS policy billing the ledger --------------------------------------------------------------
 def test_the_spequlos_policy_bills_the_ledger_as_it_bills_the_in_memory_bank(backend, led):
     from skylease.model.availability import Availability, AvailabilityTrace
