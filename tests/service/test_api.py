@@ -44,7 +44,11 @@ def manager() -> FakeManager:
 
 @pytest.fixture
 def client(manager, engine):
-    with TestClient(create_app(manager, engine), raise_server_exceptions=False) as c:
+    """The app with both services, as `skylease serve` makes it (the QoS routes on a real
+    QoSService: the token and fuzz tests cover them too)."""
+    from skylease.runtime.qos.service import QoSService
+
+    with TestClient(create_app(manager, engine, QoSService(engine)), raise_server_exceptions=False) as c:
         yield c
 
 

@@ -26,7 +26,6 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from skylease.control.qos.relay import Report
-from skylease.runtime.qos.ledger import CreditRefused
 from skylease.runtime.qos.service import QoSService
 
 __all__ = ["add_qos_routes"]
@@ -109,13 +108,8 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int 
     @app.post("/qos/bots", status_code=201, tags=["qos"], responses=refused)
     def register(body: BotRequest, user: Caller) -> dict[str, Any]:
         """Register a bag of tasks; with ``credits``, order them for it at once (it is served)."""
-        if body.credits > 0 and qos.ledger.balance(user.name) < body.credits:
-            raise CreditRefused(f"{user.name} has {qos.ledger.balance(user.name):g} credits; "
-                                f"the order asks for {body.credits:g}")
         view = qos.register(user.name, body.infrastructure, body.n_tasks, strategy=body.strategy,
-                            tick=body.tick, pool=body.pool)
-        if body.credits > 0:
-            qos.order(user.name, view.id, body.credits)
+                            tick=body.tick, pool=body.pool, credits=body.credits)
         return _plain(qos.bot(user.name, view.id))
 
     @app.get("/qos/bots", tags=["qos"], responses=errors)

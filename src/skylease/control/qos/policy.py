@@ -17,6 +17,7 @@ policy acts only through :class:`~skylease.control.env.TailEnvironment`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -127,6 +128,16 @@ class SpeQuloS(Policy):
     def spent(self) -> float:
         """Credits billed to this bag so far."""
         return self.bank.get(self.bot).spent if self.ordered else 0.0
+
+    def skip_to(self, now: float) -> None:
+        """Serve from ``now`` on a bag that started earlier (a service that attached it late, or
+        after a restart): the next tick is the first after ``now``, not every tick since the bag's
+        start at once (which would bill a new CW for ticks it never ran)."""
+        if self._timer is None or self.env is None:
+            return
+        self._timer.cancel()
+        self._k = max(self._k - 1, math.floor((now - self._t0) / self.tick))
+        self._schedule()
 
     def _schedule(self) -> None:
         assert self.env is not None

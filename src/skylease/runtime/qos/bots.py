@@ -88,6 +88,8 @@ qos_bots = sa.Table(
     sa.Column("infrastructure", sa.String(64), nullable=False, index=True),
     sa.Column("n_tasks", sa.BigInteger, nullable=False),
     sa.Column("strategy", sa.String(32)),
+    sa.Column("tick", sa.Float),  # how the service serves it: its Scheduler's period (s)...
+    sa.Column("pool", sa.String(64)),  # ... and the run's pool its cloud workers come from
     sa.Column("registered_at", sa.Float, nullable=False),  # Unix time
     sa.Column("finished_at", sa.Float),  # Unix time
     sa.Column("completion_time", sa.Float),  # s since registration
@@ -126,6 +128,8 @@ class BotView(BaseModel):
     infrastructure: str
     n_tasks: int
     strategy: str | None
+    tick: float | None
+    pool: str | None
     state: str
     registered_at: float
     finished_at: float | None
@@ -246,11 +250,16 @@ class BotRegistry:
         METADATA.create_all(engine, checkfirst=True)
 
     # -- Information: writing ----------------------------------------------------------------------
-    def register(self, owner: str, infrastructure: str, n_tasks: int, strategy: str | None = None) -> BotView:
-        """A new running BoT; its id is in the view."""
+    def register(self, owner: str, infrastructure: str, n_tasks: int, strategy: str | None = None, *,
+                 tick: float | None = None, pool: str | None = None) -> BotView:
+        """A new running BoT; its id is in the view. ``strategy``, ``tick`` and ``pool``: how the
+        service serves it (kept so that a restarted service serves it the same way)."""
         values = {"owner": _owner(owner), "infrastructure": _infrastructure(infrastructure),
                   "n_tasks": _count(n_tasks, "n_tasks", minimum=1, maximum=MAX_TASKS),
-                  "strategy": _strategy(strategy), "registered_at": time.time(), "state": "running",
+                  "strategy": _strategy(strategy),
+                  "tick": None if tick is None else check_number(tick, "tick", above=0,
+                                                                 maximum=86_400),
+                  "pool": None if pool is None else _infrastructure(pool), "registered_at": time.time(), "state": "running",
                   "t": 0.0, "completed": 0, "assigned": 0, "queued": 0, "reports": 0}
         with self.engine.begin() as c:
             bot = int(c.execute(sa.insert(qos_bots).values(**values)).inserted_primary_key[0])
@@ -293,16 +302,19 @@ class BotRegistry:
                           .values(reports=qos_bots.c.reports + 1))
             return _view(c.execute(sa.select(qos_bots).where(qos_bots.c.id == row["id"])).mappings().one())
 
-    def finish(self, bot: int, t: float, *, t_half: float | None = None, owner: str | None = None) -> BotView:
+    def finish(self, bot: int, t: float, *, t_half: float | None = None, owner: str | None = None,
+               end: float | None = None) -> BotView:
         """The BoT completed all its tasks at ``t`` (s since registration): it joins the history.
+        ``end``: the exact time of its last completion, when the report at ``t`` carries it.
 
         ``t_half`` as in :meth:`report`; a BoT that never reported half its tasks and gives no
         ``t_half`` keeps no ``p_half`` and is left out of α's fit.
         """
         row = self._row(bot, owner)
         t = check_number(t, "t", minimum=0, maximum=MAX_T)
-        values: dict[str, Any] = {"state": "done", "finished_at": time.time(), "completion_time": t, "t": t,
-                                  "completed": row["n_tasks"], "queued": 0}
+        done_at = t if end is None else check_number(end, "end", minimum=0, maximum=t)
+        values: dict[str, Any] = {"state": "done", "finished_at": time.time(), "completion_time": done_at,
+                                  "t": t, "completed": row["n_tasks"], "queued": 0}
         p_half = self._p_half(row["n_tasks"], row["n_tasks"], t, t_half) if t_half is not None else None
         if p_half is not None:
             values["p_half"] = sa.func.coalesce(qos_bots.c.p_half, p_half)

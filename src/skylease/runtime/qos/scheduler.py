@@ -259,9 +259,10 @@ class QoSScheduler:
 
     def attach(self, bot: Hashable, owner: str, *, n_tasks: int, strategy: str, credits: float,
                pool: str = "cloud", tick: float = 240.0, alpha: AlphaModel | None = None,
-               predict_at: float | None = 0.5) -> SpeQuloS:
+               predict_at: float | None = 0.5, now: float = 0.0) -> SpeQuloS:
         """Serve ``bot``: its policy orders ``credits`` from ``owner``'s account at once (it is
-        served without credits, only predicted, when the balance is short)."""
+        served without credits, only predicted, when the balance is short). ``now``: the bag's
+        time when it is attached (its last report's), if later than its start."""
         with self._lock:
             if bot in self._bots:
                 raise UserError(f"bag {bot} is already served", field="bot")
@@ -269,6 +270,9 @@ class QoSScheduler:
             policy = SpeQuloS(strategy, credits, tick=tick, pool=pool, bank=self.bank, user=owner,
                               bot=bot, alpha=alpha, predict_at=predict_at)
             policy.on_start(env)
+            if now > 0:
+                env._now = float(now)
+                policy.skip_to(now)
             self._bots[bot] = _Served(owner, env, policy)
             return policy
 

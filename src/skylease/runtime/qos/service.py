@@ -74,7 +74,6 @@ class QoSService:
         self.ledger = Ledger(engine)
         self.registry = BotRegistry(engine)
         self.scheduler = QoSScheduler(_AdoptingBank(self.ledger))
-        self._how: dict[int, ServeSettings] = {}
         self._lock = threading.Lock()
 
     # -- who may -------------------------------------------------------------------------------
@@ -93,14 +92,23 @@ class QoSService:
 
     # -- Information ---------------------------------------------------------------------------
     def register(self, owner: str, infrastructure: str, n_tasks: int, *, strategy: str = "9C-C-R",
-                 tick: float = 240.0, pool: str = "cloud") -> Any:
-        """Register a bag of tasks; it is served once credits are ordered for it."""
-        parse_strategy(strategy)  # (a bad name is one line before anything is stored)
+                 tick: float = 240.0, pool: str = "cloud", credits: float = 0.0) -> Any:
+        """Register a bag of tasks; it is served once credits are ordered for it (``credits``:
+        ordered at once; a balance too short refuses the registration, nothing stored)."""
+        if parse_strategy(strategy) is None:  # (a bad name is one line before anything is stored)
+            raise UserError("'none' serves nothing: give a strategy such as 9C-C-R", field="strategy")
         if not 0 < tick <= 86_400:
             raise UserError(f"tick must be in (0, 86400] seconds, got {tick!r}", field="tick")
-        view = self.registry.register(owner, infrastructure, n_tasks, strategy=strategy)
-        with self._lock:
-            self._how[view.id] = ServeSettings(strategy, float(tick), pool)
+        if credits > 0 and self.ledger.balance(owner) < credits:
+            raise CreditRefused(f"{owner} has {self.ledger.balance(owner):g} credits, {credits:g} asked "
+                                "for the new bag", reason="short")
+        view = self.registry.register(owner, infrastructure, n_tasks, strategy=strategy, tick=tick, pool=pool)
+        if credits > 0:
+            try:
+                self.order(owner, view.id, credits)
+            except CreditRefused:  # (spent meanwhile by another order): the bag is not left behind
+                self.registry.abandon(view.id)
+                raise
         return view
 
     def bots(self, caller: str | None) -> list[dict[str, Any]]:
@@ -138,7 +146,8 @@ class QoSService:
         served from then on."""
         view = self._bot(caller, bot)
         if view.state != "running":
-            raise CreditRefused(f"bag {bot} is {view.state}: nothing to order credits for")
+            raise CreditRefused(f"bag {bot} is {view.state}: nothing to order credits for",
+                                reason="closed")
         with self._lock:
             order = self.ledger.order(caller, bot, credits)  # (refused with the reason when short)
             policy = self.scheduler.served(bot)
@@ -150,12 +159,13 @@ class QoSService:
 
     def _attach(self, view: Any) -> None:
         """Serve ``view`` with a policy on its open order (placed already: the policy adopts it)."""
-        how = self._how.get(view.id) or ServeSettings(view.strategy or "9C-C-R")
+        how = ServeSettings(view.strategy or "9C-C-R", view.tick or 240.0, view.pool or "cloud")
         order = self.ledger.order_of(view.id)
         assert order is not None
         self.scheduler.attach(view.id, view.owner, n_tasks=view.n_tasks, strategy=how.strategy,
                               credits=order.ordered, pool=how.pool, tick=how.tick,
-                              alpha=self.registry.alpha(view.infrastructure))
+                              alpha=self.registry.alpha(view.infrastructure),
+                              now=self.registry.bot(view.id).t)  # (the last report's time)
 
     # -- the runs' reports ---------------------------------------------------------------------
     def report(self, caller: str, bot: int, r: Report) -> Instructions:
@@ -179,7 +189,7 @@ class QoSService:
                 answer = self.scheduler.report(bot, r)
         if answer.done:
             end = _exact(r, view.n_tasks)
-            self.registry.finish(bot, r.t if end is None else end, t_half=half)
+            self.registry.finish(bot, r.t, t_half=half, end=end)
         return answer
 
     # -- Oracle --------------------------------------------------------------------------------
