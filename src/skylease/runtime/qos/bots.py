@@ -260,7 +260,8 @@ class BotRegistry:
                   "tick": None if tick is None else check_number(tick, "tick", above=0,
                                                                  maximum=86_400),
                   "pool": None if pool is None else _infrastructure(pool),
-                  "registered_at": time.time(), "state": "running", "t": 0.0, "completed": 0, "assigned": 0, "queued": 0, "reports": 0}
+                  "registered_at": time.time(), "state": "running",
+                  "t": 0.0, "completed": 0, "assigned": 0, "queued": 0, "reports": 0}
         with self.engine.begin() as c:
             bot = int(c.execute(sa.insert(qos_bots).values(**values)).inserted_primary_key[0])
             return _view(c.execute(sa.select(qos_bots).where(qos_bots.c.id == bot)).mappings().one())
