@@ -1,0 +1,203 @@
+"""Real runs served by SpeQuloS as a service (issue 20): one real `skylease serve`, two users, two
+real `skylease run --qos` processes at once on a volatile pool (--volatility on an availability
+trace) with one slow worker, and a reliable pool the service rents cloud workers from.
+
+Each run's tail is cut: it finishes sooner than the same run without --qos (same seed, run beside
+it). The cloud workers start and stop as the service decides (the runs' stores record them), and
+the books balance to the credit: each account is deposits minus what its ledger billed, no bag
+spent more than it ordered. Then the same with a `kill -9` of the server during the runs: they go
+on without QoS, say so, re-attach when it is back, and the ledger has no lost or doubled movement.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from skylease.runtime.qos.ledger import Ledger
+from skylease.service.auth import add_user
+from skylease.service.db import create_schema, engine_for
+
+from .test_serve import start, stop
+
+# grid-1 is the slow volatile worker: 18 s a task; every other worker 0.2 s
+SLOW = ("python3 -c \"import os,time; time.sleep(18 if os.environ.get('SKYLEASE_WORKER') == 'grid-1' "
+        "else 0.2)\"\n")
+N_TASKS = 20
+DEPOSIT = 100.0
+ORDER = 30.0  # 2 CPU hours: the conservative rule rents up to 2 cloud workers
+
+
+@pytest.fixture
+def site(tmp_path):
+    """A server's data folder with users alice, bob and root (admin), the pools, trace and job."""
+    data = tmp_path / "serve"
+    data.mkdir()
+    engine = engine_for(None, data)
+    create_schema(engine)
+    tokens = {u: add_user(engine, u, admin=(u == "root")) for u in ("alice", "bob", "root")}
+    engine.dispose()
+    (tmp_path / "pools.toml").write_text("[pools.grid]\nmax_count = 2\nboot_time = 1\n"
+                                        "[pools.cloud]\nmax_count = 2\nboot_time = 1\n")
+    trace = tmp_path / "trace"
+    trace.mkdir()  # both nodes leave at trace second 10 and are back at 30 (10 trace seconds a second):
+    for node in ("a", "b"):  # each worker is killed 1 s into the run, its task requeued, and restarted
+        (trace / f"{node}.tr").write_text("0 10 1\n30 100000 1\n")
+    (tmp_path / "jobs.txt").write_text(SLOW * N_TASKS)
+    return tmp_path, data, tokens
+
+
+def server_argv(data: Path) -> list[str]:
+    return [sys.executable, "-m", "skylease", "serve", "--port", "0", "--data-dir", str(data)]
+
+
+def run_argv(root: Path, out: str, qos: tuple[str, str] | None) -> list[str]:
+    argv = [sys.executable, "-m", "skylease", "run", str(root / "jobs.txt"), "--out", str(root / out),
+            "--policy", "fixed:2", "--pools", str(root / "pools.toml"), "--pool", "grid", "--seed", "3",
+            "--volatility", str(root / "trace"), "--volatile-pool", "grid", "--time-scale", "10",
+            "--trace-start", "0"]
+    if qos is not None:
+        url, token = qos
+        argv += ["--qos", url, "--qos-token", token, "--reliable-pool", "cloud", "--qos-credits", str(ORDER),
+                 "--qos-strategy", "9A-C-D", "--qos-infrastructure", "local-grid"]
+    return argv
+
+
+def launch(argv: list[str], cwd: Path) -> subprocess.Popen:
+    env = {**os.environ, "SKYLEASE_NO_SERVER": "1", "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 120) -> str:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-3000:]
+    return err
+
+
+def results(folder: Path) -> dict[str, object]:
+    with sqlite3.connect(folder / "results.sqlite") as db:
+        tasks = [t for (t,) in db.execute("SELECT task FROM results ORDER BY task")]
+        pools = dict(db.execute("SELECT pool, COUNT(*) FROM hosts GROUP BY pool").fetchall())
+        ok = db.execute("SELECT COUNT(*) FROM results WHERE status = 'ok'").fetchone()[0]
+        downs = db.execute("SELECT COUNT(*) FROM events WHERE kind = 'down'").fetchone()[0]
+    return {"tasks": tasks, "hosts": pools, "ok": ok, "downs": downs}
+
+
+def elapsed(folder: Path) -> float:
+    import json
+
+    return float(json.loads((folder / "summary.json").read_text())["elapsed_s"])
+
+
+def deposit(url: str, tokens: dict[str, str], user: str) -> None:
+    r = httpx.post(f"{url}/qos/accounts/{user}/deposits", json={"credits": DEPOSIT},
+                   headers={"Authorization": f"Bearer {tokens['root']}"})
+    assert r.status_code == 201, r.text
+
+
+def check_books(data: Path, users: tuple[str, ...]) -> dict[str, list]:
+    """Each account: deposits − what its bags spent, from the ledger's rows; no bag spent more than
+    it ordered; each bag ordered once, paid once; the orders' cache agrees with the ledger."""
+    engine = engine_for(None, data)
+    try:
+        ledger = Ledger(engine)
+        assert ledger.audit() == []
+        with engine.connect() as c:
+            rows = c.execute(sa.text("SELECT user, bot, kind, amount FROM qos_ledger")).all()
+        per_user: dict[str, list] = {}
+        for u in users:
+            mine = [r for r in rows if r.user == u]
+            per_user[u] = mine
+            deposits = sum(r.amount for r in mine if r.kind == "deposit")
+            bills = sum(r.amount for r in mine if r.kind == "bill")
+            bots = {r.bot for r in mine if r.kind == "order"}
+            assert len(bots) == 1 and sum(1 for r in mine if r.kind == "order") == 1, mine
+            assert sum(1 for r in mine if r.kind == "refund") == 1, mine  # paid once, at the end
+            ordered = sum(r.amount for r in mine if r.kind == "order")
+            assert 0 < bills <= ordered, (bills, ordered)
+            # micro-credits in the table: the balance is deposits - bills, to the credit
+            assert ledger.balance(u) == pytest.approx((deposits - bills) / 1e6, abs=1e-6)
+        return per_user
+    finally:
+        engine.dispose()
+
+
+def test_two_users_two_real_runs_served_at_once_cut_their_tails_and_the_books_balance(site):
+    root, data, tokens = site
+    server, url = start(server_argv(data), root)
+    try:
+        for u in ("alice", "bob"):
+            deposit(url, tokens, u)
+        procs = {"plain-alice": launch(run_argv(root, "plain-alice", None), root),
+                 "plain-bob": launch(run_argv(root, "plain-bob", None), root),
+                 "qos-alice": launch(run_argv(root, "qos-alice", (url, tokens["alice"])), root),
+                 "qos-bob": launch(run_argv(root, "qos-bob", (url, tokens["bob"])), root)}
+        errs = {name: finish(p) for name, p in procs.items()}
+        bots = {u: httpx.get(f"{url}/qos/bots", headers={"Authorization": f"Bearer {tokens[u]}"}).json()
+                for u in ("alice", "bob")}
+    finally:
+        code, _, server_err = stop(server)
+    assert code == 0, server_err[-2000:]
+    for u in ("alice", "bob"):
+        plain, served = results(root / f"plain-{u}"), results(root / f"qos-{u}")
+        assert plain["tasks"] == served["tasks"] == list(range(N_TASKS))  # each task once
+        assert served["ok"] == N_TASKS and plain["downs"] >= 2 and served["downs"] >= 2  # the trace played
+        assert served["hosts"].get("cloud", 0) >= 1 and "cloud" not in plain["hosts"]  # the service rented
+        assert elapsed(root / f"qos-{u}") < elapsed(root / f"plain-{u}") - 2.0, u  # the tail was cut
+        assert "registered" in errs[f"qos-{u}"]
+        assert [(b["owner"], b["state"], b["n_tasks"]) for b in bots[u]] == [(u, "done", N_TASKS)]
+    check_books(data, ("alice", "bob"))
+
+
+def test_kill_9_of_the_server_during_two_runs_loses_and_doubles_no_movement(site):
+    """The server dies once both bags are registered and reporting, and comes back 4 s later on
+    the same port: the runs go on without QoS meanwhile and say so, re-attach (and say so), get
+    their cloud workers for the tail from the restarted service, and finish every task once."""
+    root, data, tokens = site
+    n = 2 * N_TASKS  # a longer bag: its tail comes after the restart
+    (root / "jobs.txt").write_text(SLOW * n)
+    server, url = start(server_argv(data), root)
+    procs = {}
+    try:
+        for u in ("alice", "bob"):
+            deposit(url, tokens, u)
+        procs = {u: launch(run_argv(root, f"qos-{u}", (url, tokens[u])), root) for u in ("alice", "bob")}
+        deadline = time.monotonic() + 60
+        while True:  # both bags registered and reporting
+            bags = [b for u in ("alice", "bob") for b in httpx.get(
+                f"{url}/qos/bots", headers={"Authorization": f"Bearer {tokens[u]}"}).json() if b["reports"]]
+            if len(bags) == 2:
+                break
+            assert time.monotonic() < deadline, "the bags never reported"
+            time.sleep(0.1)
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=10)
+        time.sleep(4)  # the runs report meanwhile (every 2 s): nobody answers
+        server, url2 = start(server_argv(data) + ["--port", url.rsplit(":", 1)[1]], root)
+        assert url2 == url
+        errs = {u: finish(p) for u, p in procs.items()}
+        bots = {u: httpx.get(f"{url}/qos/bots", headers={"Authorization": f"Bearer {tokens[u]}"}).json()
+                for u in ("alice", "bob")}
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+        stop(server)
+    for u in ("alice", "bob"):
+        r = results(root / f"qos-{u}")
+        assert r["tasks"] == list(range(n)) and r["ok"] == n  # nothing lost, nothing twice
+        assert "unreachable" in errs[u] and "served again" in errs[u], errs[u][-2000:]
+        assert r["hosts"].get("cloud", 0) >= 1  # rented by the restarted service
+        assert [(b["state"], b["n_tasks"]) for b in bots[u]] == [("done", n)]
+    per_user = check_books(data, ("alice", "bob"))
+    for rows in per_user.values():
+        assert any(r.kind == "bill" for r in rows)
