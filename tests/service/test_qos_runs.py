@@ -78,7 +78,7 @@ def launch(argv: list[str], cwd: Path) -> subprocess.Popen:
 
 
 def finish(proc: subprocess.Popen, timeout: float = 120) -> str:
-    out, err = proc.communicate(timeout=timeout)
+    _out, err = proc.communicate(timeout=timeout)
     assert proc.returncode == 0, err[-3000:]
     return err
 
@@ -182,7 +182,7 @@ def test_kill_9_of_the_server_during_two_runs_loses_and_doubles_no_movement(site
         server.send_signal(signal.SIGKILL)
         server.wait(timeout=10)
         time.sleep(4)  # the runs report meanwhile (every 2 s): nobody answers
-        server, url2 = start(server_argv(data) + ["--port", url.rsplit(":", 1)[1]], root)
+        server, url2 = start([*server_argv(data), "--port", url.rsplit(":", 1)[1]], root)
         assert url2 == url
         errs = {u: finish(p) for u, p in procs.items()}
         bots = {u: httpx.get(f"{url}/qos/bots", headers={"Authorization": f"Bearer {tokens[u]}"}).json()
