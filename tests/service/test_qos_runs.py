@@ -201,3 +201,38 @@ def test_kill_9_of_the_server_during_two_runs_loses_and_doubles_no_movement(site
     per_user = check_books(data, ("alice", "bob"))
     for rows in per_user.values():
         assert any(r.kind == "bill" for r in rows)
+
+
+def test_the_deposit_policy_tops_every_account_up_periodically(tmp_path):
+    """`qos_deposit_cap` and `qos_deposit_every` in the server's config: each user's balance is
+    brought up to the cap at the start and every period after (the paper's deposit policy), one
+    ledger row per top-up, and never above the cap."""
+    data = tmp_path / "serve"
+    data.mkdir()
+    engine = engine_for(None, data)
+    create_schema(engine)
+    tokens = {u: add_user(engine, u) for u in ("alice", "bob")}
+    engine.dispose()
+    config = tmp_path / "serve.toml"
+    config.write_text(f'data_dir = "{data}"\nport = 0\nqos_deposit_cap = 120.0\nqos_deposit_every = 1.0\n')
+    server, url = start([sys.executable, "-m", "skylease", "serve", "--config", str(config)], tmp_path)
+    try:
+        def account(u: str) -> dict:
+            return httpx.get(f"{url}/qos/account", headers={"Authorization": f"Bearer {tokens[u]}"}).json()
+
+        deadline = time.monotonic() + 10
+        while account("alice")["balance"] != 120 or account("bob")["balance"] != 120:
+            assert time.monotonic() < deadline, (account("alice"), account("bob"))
+            time.sleep(0.1)
+        r = httpx.post(f"{url}/qos/bots", json={"infrastructure": "nd", "n_tasks": 3, "credits": 45},
+                       headers={"Authorization": f"Bearer {tokens['alice']}"})
+        assert r.status_code == 201 and account("alice")["balance"] == 75
+        while account("alice")["balance"] != 120:  # topped up again within a period
+            assert time.monotonic() < deadline + 5, account("alice")
+            time.sleep(0.1)
+        time.sleep(1.5)  # another period: nothing to add
+        moves = account("alice")["movements"]
+        assert [m["kind"] for m in moves].count("deposit") == 2 and account("alice")["balance"] == 120
+        assert sum(m["amount"] for m in moves if m["kind"] == "deposit") == 165
+    finally:
+        stop(server)
