@@ -146,6 +146,7 @@ def demo(
     _demo_placement()
     _demo_real_run(out_dir)
     _demo_serve()
+    _demo_qos_service()
     out.print(f"[dim]demo took {time.perf_counter() - t0:.1f} s[/dim]")
 
 
@@ -258,6 +259,28 @@ def _demo_serve() -> None:
                   f"ran, {after} after it.", markup=False, highlight=False, soft_wrap=True)
     out.print(f"   {res.seconds:.1f} s from the server's start to its stop. Try: skylease serve --help",
               markup=False, highlight=False)
+
+
+def _demo_qos_service() -> None:
+    from skylease.experiments.demo import qos_service_demo
+
+    out.print("\n10. SpeQuloS as a service, in process on a database: an administrator deposits 5,000 "
+              "credits for alice and for bob; each registers a simulated bag (1000 tasks of 1 h, XWHEP on a "
+              "Notre Dame-like grid) with their own strategy and orders its credits; the service's "
+              "Scheduler decides the cloud workers and bills each account:")
+    with tempfile.TemporaryDirectory(prefix="skylease-demo-qos-") as tmp:
+        rows = qos_service_demo(tmp)
+    table = Table("user", "strategy", "hours", "no QoS", "spent", "ordered", "predicted", "balance",
+                  title="hours to complete the bag; credits")
+    for r in rows:
+        b = r["bag"]
+        table.add_row(r["owner"], r["strategy"], f"{r['completion_s'] / 3600:.2f}",
+                      f"{r['without_s'] / 3600:.2f}", f"{b['credits_spent']:,.0f}",
+                      f"{b['credits_ordered']:,.0f}",
+                      "-" if b["t_pred"] is None else f"{b['t_pred'] / 3600:.2f}", f"{r['balance']:,.0f}")
+    out.print(table)
+    out.print("   The same Scheduler serves real runs over HTTP: skylease run JOB --qos URL. Try: "
+              "skylease qos --help", markup=False, highlight=False)
 
 
 def _proc_state_words(state: str | None) -> str:

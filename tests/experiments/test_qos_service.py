@@ -82,3 +82,20 @@ def test_bad_names_and_periods_are_one_line(registry):
         simulate_served(registry, "alice", "xwhep", "nd", "small", period=0)
     assert exc.value.field == "period"
     assert registry.bots() == []
+
+
+def test_the_demos_two_users_are_served_billed_and_faster_than_without_qos(tmp_path):
+    """Part 10 of the demo: the service's Scheduler (not a policy in the simulation) serves each
+    user's bag; each finishes sooner than without QoS, spends at most its order, and its
+    account is what was deposited less what it spent (the refund came back)."""
+    from skylease.experiments.demo import qos_service_demo
+
+    rows = qos_service_demo(tmp_path)
+    assert [r["owner"] for r in rows] == ["alice", "bob"]
+    for r in rows:
+        bag = r["bag"]
+        assert bag["owner"] == r["owner"] and bag["state"] == "done" and not bag["served"]
+        assert r["completion_s"] < r["without_s"]
+        assert 0 < bag["credits_spent"] <= bag["credits_ordered"]
+        assert r["balance"] == pytest.approx(5000 - bag["credits_spent"])
+        assert bag["completion_time"] == pytest.approx(r["completion_s"])

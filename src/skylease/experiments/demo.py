@@ -174,3 +174,36 @@ def placement_demo(n_vms: int = 130, users: float = 0.5, seed: int = 0) -> pd.Da
     t = pd.DataFrame(rows)
     t["saving_vs_ff"] = 1.0 - t["kwh"] / float(t.loc[t["algorithm"] == "ff", "kwh"].iloc[0])
     return t
+
+
+def qos_service_demo(folder: str | Path, trace: str = "nd", bot: str = "small") -> list[dict[str, Any]]:
+    """SpeQuloS as a service, in process on a database in ``folder``: an administrator deposits
+    5,000 credits for alice and for bob; each one's simulated bag (xwhep on a Notre Dame-like grid)
+    is served by the service's Scheduler with their own strategy, billed to their own account.
+    Each row: the bag as the service holds it, its completion without QoS, the account after."""
+    import sqlalchemy as sa
+
+    from skylease.experiments.qos_service import serve_simulated
+    from skylease.experiments.spequlos import run_once
+    from skylease.runtime.qos.service import QoSService
+
+    engine = sa.create_engine(f"sqlite:///{Path(folder) / 'qos.sqlite'}")
+
+    @sa.event.listens_for(engine, "connect")
+    def _wal(dbapi_conn: Any, _record: Any) -> None:  # as the server's: no fsync per bill
+        dbapi_conn.execute("PRAGMA journal_mode = WAL")
+        dbapi_conn.execute("PRAGMA synchronous = NORMAL")
+
+    try:
+        service = QoSService(engine)
+        rows = []
+        for owner, strategy, seed in (("alice", "9C-C-R", 1), ("bob", "9A-C-D", 2)):
+            service.deposit(owner, 5000.0, note="demo")
+            view, row = serve_simulated(service, owner, "xwhep", trace, bot, strategy, seed)
+            base = run_once("xwhep", trace, bot, "none", seed)
+            rows.append({"owner": owner, "strategy": strategy, "bag": view,
+                         "completion_s": row["completion_s"], "without_s": base["completion_s"],
+                         "cloud_tasks": row["cloud_work_share"], "balance": service.ledger.balance(owner)})
+        return rows
+    finally:
+        engine.dispose()

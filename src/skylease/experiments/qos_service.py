@@ -133,3 +133,53 @@ def simulate_served(registry: BotRegistry, owner: str, middleware: str, trace: s
     if not rep.done:
         registry.abandon(rep.bot)
     return ServedRun(registry.bot(rep.bot), rep.prediction, row)
+
+
+# -- the whole service: a simulated bag served by the Scheduler through the relay -------------------
+class _Served(Policy):
+    """Registers the bag with the service when the simulation starts (ordering the credits its
+    SpeQuloS policy would have had), then is the bag's :class:`QoSRelay`: the service's Scheduler,
+    not a policy in the simulation, decides its cloud workers."""
+
+    def __init__(self, service: Any, owner: str, infrastructure: str, inner: SpeQuloS) -> None:
+        self.service, self.owner, self.infrastructure, self.inner = service, owner, infrastructure, inner
+        self.bot: int | None = None
+        self.relay: Any = None
+
+    def on_start(self, env: Environment) -> None:
+        from skylease.control.qos.relay import QoSRelay
+
+        assert self.inner.strategy is not None
+        n = int(env.n_tasks)  # type: ignore[attr-defined]  # (the whole bag, arrived or not)
+        view = self.service.register(self.owner, self.infrastructure, n, strategy=self.inner.strategy.name,
+                                     tick=self.inner.tick, pool=self.inner.pool, credits=self.inner.credits)
+        self.bot = view.id
+        self.relay = QoSRelay(lambda r: self.service.report(self.owner, view.id, r), self.inner.pool,
+                              period=self.inner.tick)
+        self.relay.on_start(env)
+
+    def on_host_idle(self, host: HostView) -> None:
+        self.relay.on_host_idle(host)
+
+    def on_task_done(self, task: Task, host: HostView, runtime: float) -> None:
+        self.relay.on_task_done(task, host, runtime)
+
+
+def serve_simulated(service: Any, owner: str, middleware: str, trace: str, bot: str, strategy: str,
+                    seed: int = 0, *, infrastructure: str | None = None,
+                    data_dir: str | os.PathLike[str] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One simulated bag served by ``service`` (a :class:`~skylease.runtime.qos.service.QoSService`)
+    in process, as a real run is over HTTP: registered with ``owner``'s credits (the spec's 10 % of
+    the bag's workload), its cloud workers decided by the service's Scheduler, billed to ``owner``'s
+    account. Returns the service's view of the bag (order, prediction) and the simulation's row."""
+    infra = infrastructure or f"{middleware}/{trace}"
+    holder: dict[str, _Served] = {}
+
+    def wrap(inner: SpeQuloS) -> Policy:
+        holder["p"] = _Served(service, owner, infra, inner)
+        return holder["p"]
+
+    row = run_once(middleware, trace, bot, strategy, seed, data_dir=data_dir, wrap=wrap)
+    bag = holder["p"].bot
+    assert bag is not None
+    return service.bot(owner, bag), row
