@@ -1424,6 +1424,11 @@ def _run_progress(env, budget: float | None) -> Table:
     pred = _predicted(env.policy)
     if pred is not None:
         t.add_row("predicted completion (QoS oracle)", f"{pred:,.0f} s")
+    for p in getattr(env.policy, "policies", (env.policy,)):
+        last = getattr(p, "last", None)  # a run served by a QoS service: its last answer
+        if last is not None:
+            t.add_row("QoS credits spent / ordered" + ("" if p.attached else " (service unreachable)"),
+                      f"{last.credits_spent:,.2f} / {last.credits_ordered:,.2f}")
     return t
 
 
