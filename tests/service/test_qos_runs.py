@@ -11,6 +11,7 @@ on without QoS, say so, re-attach when it is back, and the ledger has no lost or
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -89,12 +90,12 @@ def results(folder: Path) -> dict[str, object]:
         pools = dict(db.execute("SELECT pool, COUNT(*) FROM hosts GROUP BY pool").fetchall())
         ok = db.execute("SELECT COUNT(*) FROM results WHERE status = 'ok'").fetchone()[0]
         downs = db.execute("SELECT COUNT(*) FROM events WHERE kind = 'down'").fetchone()[0]
-    return {"tasks": tasks, "hosts": pools, "ok": ok, "downs": downs}
+        unreleased = db.execute("SELECT COUNT(*) FROM hosts WHERE pool = 'cloud' AND released_s IS NULL"
+                                ).fetchone()[0]
+    return {"tasks": tasks, "hosts": pools, "ok": ok, "downs": downs, "unreleased": unreleased}
 
 
 def elapsed(folder: Path) -> float:
-    import json
-
     return float(json.loads((folder / "summary.json").read_text())["elapsed_s"])
 
 
@@ -152,6 +153,9 @@ def test_two_users_two_real_runs_served_at_once_cut_their_tails_and_the_books_ba
         assert plain["tasks"] == served["tasks"] == list(range(N_TASKS))  # each task once
         assert served["ok"] == N_TASKS and plain["downs"] >= 2 and served["downs"] >= 2  # the trace played
         assert served["hosts"].get("cloud", 0) >= 1 and "cloud" not in plain["hosts"]  # the service rented
+        summary = json.loads((root / f"qos-{u}" / "summary.json").read_text())["qos"]
+        assert summary["cws"] == served["hosts"]["cloud"] and served["unreleased"] == 0  # and stopped
+        assert summary["done"] and summary["credits_spent"] > 0
         assert elapsed(root / f"qos-{u}") < elapsed(root / f"plain-{u}") - 2.0, u  # the tail was cut
         assert "registered" in errs[f"qos-{u}"]
         assert [(b["owner"], b["state"], b["n_tasks"]) for b in bots[u]] == [(u, "done", N_TASKS)]
