@@ -151,3 +151,23 @@ def test_reports_are_answered_by_the_policy_and_a_restart_orders_and_bills_nothi
         view = c.get(f"/qos/bots/{bot}", headers=auth(a)).json()
         assert view["state"] == "done" and view["completion_time"] == 100.0
         assert view["credits_spent"] == pytest.approx(1.25) and not view["served"]
+
+
+def test_a_bag_whose_run_went_silent_is_abandoned_and_its_credits_come_back(engine, tokens):
+    """The server's sweep (every minute, `qos_abandon_after` = 1 h by default): a running bag with no
+    report for that long is abandoned, its policy dropped and its order paid back; a bag that
+    reports is left alone."""
+    import time
+
+    qos = QoSService(engine)
+    qos.deposit("alice", 50)
+    silent = qos.register("alice", "nd", 10, strategy="9C-C-R", tick=60, credits=20).id
+    alive = qos.register("alice", "nd", 10, strategy="9C-C-R", tick=60, credits=20).id
+    assert qos.ledger.balance("alice") == 10
+    later = time.time() + 2 * 3600
+    qos.registry.report(alive, 2 * 3600 - 30, 1, 2, 8)  # reported half a minute before `later`
+    assert qos.sweep(later, 3600) == [silent]
+    assert qos.bot("alice", silent)["state"] == "abandoned" and qos.scheduler.served(silent) is None
+    assert qos.ledger.order_of(silent).closed and qos.ledger.balance("alice") == 30
+    assert qos.bot("alice", alive)["state"] == "running" and qos.scheduler.served(alive) is not None
+    assert qos.sweep(later, 3600) == []  # nothing twice

@@ -27,6 +27,7 @@ import signal
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,8 @@ class ServeConfig(FileModel):
     # to `qos_deposit_cap` credits (the paper's example: 200 nodes x price x 24 h a day). None: off.
     qos_deposit_cap: Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)] | None = None
     qos_deposit_every: Annotated[float, Field(ge=1, le=366 * 86_400, allow_inf_nan=False)] = 86_400.0
+    # a running bag whose run has not reported for this long is abandoned and its order paid back
+    qos_abandon_after: Annotated[float, Field(ge=10, le=366 * 86_400, allow_inf_nan=False)] = 3600.0
     tls_cert: Annotated[str, Field(min_length=1)] | None = None
     tls_key: Annotated[str, Field(min_length=1)] | None = None
 
@@ -275,6 +278,18 @@ def _deposit_policy(engine: Engine, qos: Any, cap: float, every: float, stopping
     threading.Thread(target=run, name="qos-deposit-policy", daemon=True).start()
 
 
+def _every(period: float, stopping: threading.Event, name: str, job: Callable[[], object]) -> None:
+    """Run ``job`` every ``period`` seconds in a thread that ends with the server."""
+    def run() -> None:
+        while not stopping.wait(period):
+            try:
+                job()
+            except Exception:  # (logged; the next period tries again)
+                log.exception("%s failed", name)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+
+
 def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
           announce: Callable[[Served], None] | None = None) -> Served:
     """Run the server until SIGTERM or SIGINT. Everything a user can get wrong (the address, TLS,
@@ -304,6 +319,8 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
         app = create_app(manager, engine, qos)
         if cfg.qos_deposit_cap is not None:
             _deposit_policy(engine, qos, cfg.qos_deposit_cap, cfg.qos_deposit_every, stopping)
+        _every(min(60.0, cfg.qos_abandon_after / 10), stopping, "qos-sweep",
+               lambda: qos.sweep(time.time(), cfg.qos_abandon_after))
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key, lifespan="off")
         server = uvicorn.Server(config)

@@ -276,6 +276,11 @@ class QoSScheduler:
             self._bots[bot] = _Served(owner, env, policy)
             return policy
 
+    def detach(self, bot: Hashable) -> None:
+        """Stop serving ``bot`` (its run is gone): its policy is dropped, nothing more is billed."""
+        with self._lock:
+            self._bots.pop(bot, None)
+
     def served(self, bot: Hashable) -> SpeQuloS | None:
         s = self._bots.get(bot)
         return None if s is None else s.policy

@@ -192,6 +192,23 @@ class QoSService:
             self.registry.finish(bot, r.t, t_half=half, end=end)
         return answer
 
+    def sweep(self, now: float, idle_s: float) -> list[int]:
+        """Abandon the running bags whose run has not reported for ``idle_s`` seconds (at Unix time
+        ``now``; a report's wall time is the bag's registration plus its time): their policies stop,
+        their orders are paid (the unspent credits go back to their owners). The ids abandoned."""
+        gone = []
+        for view in self.registry.bots(None, state="running"):
+            if view.registered_at + view.t + idle_s > now:
+                continue
+            with self._lock:
+                self.scheduler.detach(view.id)
+                order = self.ledger.order_of(view.id)
+                if order is not None and not order.closed:
+                    self.ledger.pay(view.id)
+                self.registry.abandon(view.id)
+            gone.append(view.id)
+        return gone
+
     # -- Oracle --------------------------------------------------------------------------------
     def predict(self, caller: str | None, bot: int) -> Any:
         self._bot(caller, bot)
