@@ -251,3 +251,26 @@ def test_a_token_the_service_does_not_know_stops_the_run_first(server, tmp_path,
                        "--qos", url, "--reliable-pool", "cloud")
     assert code == 2 and "--qos: the QoS service" in one_line(err) and "refused" in err
     assert not Path("out").exists()
+
+
+def test_the_command_that_resumes_a_served_run_is_served_too(tmp_path, capsys, monkeypatch):
+    """The `--resume` command a --qos run prints (when stopped, and in its report) keeps --qos and
+    how the bag is served, so that it passes the option checks; the token is never in it."""
+    import shlex
+
+    from skylease.experiments.run import RunOptions, resume_command
+
+    (tmp_path / "jobs.txt").write_text("true\n")
+    opts = RunOptions(out=tmp_path / "out", qos=URL, qos_token="secret-token", reliable_pool="cloud",
+                      qos_credits=30, qos_strategy="9A-C-D", qos_infrastructure="my-grid")
+    command = resume_command(str(tmp_path / "jobs.txt"), opts)
+    assert "secret-token" not in command
+    words = shlex.split(command)
+    for flag, value in (("--qos", URL), ("--reliable-pool", "cloud"), ("--qos-credits", "30"),
+                        ("--qos-strategy", "9A-C-D"), ("--qos-infrastructure", "my-grid")):
+        assert words[words.index(flag) + 1] == value, command
+    monkeypatch.setenv("SKYLEASE_TOKEN", "secret-token")  # the token the resumed run reads
+    code, _, err = run(capsys, *words[1:])
+    # every option passed its checks: what is left is that this run never started (before the fix:
+    # "--reliable-pool: goes with --tail-qos", the --qos options being left out)
+    assert code == 2 and "no run to resume here" in one_line(err), err

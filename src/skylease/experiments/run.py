@@ -597,12 +597,16 @@ def _summary(store: Any, res: Any, opts: RunOptions, job_spec: str, job: Any, se
     return s
 
 
-#: ``skylease run`` options as RunOptions fields, in the order a command shows them.
+#: ``skylease run`` options as RunOptions fields, in the order a command shows them. (Never the
+#: --qos-token: a command shown or saved in a report must not hold a secret; $SKYLEASE_TOKEN is
+#: read when it is left out.)
 _FLAGS = (("args", "--args"), ("policy", "--policy"), ("pools_file", "--pools"), ("pool", "--pool"),
           ("max_workers", "--workers"), ("price", "--price"), ("billing_unit", "--billing-unit"),
           ("budget", "--budget"), ("retries", "--retries"), ("task_timeout_s", "--timeout"),
           ("tail_qos", "--tail-qos"), ("reliable_pool", "--reliable-pool"),
-          ("tail_credits", "--tail-credits"), ("volatility", "--volatility"),
+          ("tail_credits", "--tail-credits"), ("qos", "--qos"), ("qos_credits", "--qos-credits"),
+          ("qos_strategy", "--qos-strategy"), ("qos_infrastructure", "--qos-infrastructure"),
+          ("volatility", "--volatility"),
           ("volatile_pool", "--volatile-pool"), ("time_scale", "--time-scale"),
           ("trace_start", "--trace-start"), ("seed", "--seed"))
 
