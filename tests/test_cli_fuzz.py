@@ -69,7 +69,12 @@ EXEMPT = {
     "serve user remove": "needs a user in the database (tests/service/test_db.py)",
     **{f"leases {c}": "needs a running server (tests/service/test_serve.py runs it against one)"
        for c in ("request", "cancel", "list", "show", "queue", "hosts")},
+    **{f"qos {c}": "needs a running server (tests/service/test_qos_cli.py runs it against one)"
+       for c in ("account", "deposit", "order", "predict", "bots", "history")},
 }
+# Parameters of EXEMPT commands that the command checks before any work (before it calls the
+# server): every case of theirs runs, not only those click refuses.
+CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits")}
 
 
 # -- the zygote ---------------------------------------------------------------------------------
@@ -449,6 +454,9 @@ DOMAIN: dict[tuple[str, str], Range] = {
     ("run", "timeout"): POSITIVE, ("run", "tail_credits"): NONNEG, ("run", "time_scale"): POSITIVE,
     ("run", "trace_start"): NONNEG, ("run", "seed"): SEED,
     ("leases simulate", "image_seed"): SEED,
+    ("run", "qos_credits"): Range(lo=0, hi=1e9),  # the ledger's most credits (runtime/qos/ledger.py)
+    ("qos deposit", "credits"): Range(lo=0, lo_open=True, hi=1e9),
+    ("qos order", "credits"): Range(lo=0, lo_open=True, hi=1e9),
 }
 
 # The commands that open the server's database (--config, --db, --data-dir).
@@ -485,7 +493,7 @@ WRITES: dict[tuple[str, str], str] = {
     **{(c, "data_dir"): "folder" for c in SERVE_DB_COMMANDS},
 }
 # Free-form text options: any value may be valid (or reach the network), so no text is "wrong".
-FREE = {("demo", "scheduler"), ("export", "output"),
+FREE = {("demo", "scheduler"), ("export", "output"), ("run", "qos_token"), ("run", "qos_infrastructure"),
         *((f"reproduce {r}", "scheduler") for r in ("a2ha", "spequlos", "haizea", "thesis-mapping"))}
 
 
@@ -503,6 +511,11 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
         _spec("fixed:{}", st.integers(max_value=0)), _spec("dask-adaptive:{}", st.integers(max_value=0)),
         st.sampled_from(["fixed:x", "fixed:", "a2ha:x", "dask-adaptive:x", "fixed:1.5"]))},
     ("run", "tail_qos"): {"bad spec": st.sampled_from(["9X-C-D", "9A-C", "9A-Q-D", "9A-C-D-E"])},
+    ("run", "qos_strategy"): {"bad spec": st.sampled_from(["9X-C-D", "9A-C", "9A-Q-D", "9A-C-D-E", "none"])},
+    ("run", "qos"): {"bad spec": st.sampled_from(["ftp://host", "http://", "http://127.0.0.1:99999",
+                                                  "127.0.0.1:8642", "http://:8642"])},
+    ("run", "qos_token"): {"blank": st.sampled_from([" ", "\t", "  "])},  # any other text may be a token
+    ("run", "qos_infrastructure"): {"bad spec": st.sampled_from(["", "my grid", "-grid", "g" * 65, "grid!"])},
     ("simulate a2ha", "workload"): {
         "bad spec": st.one_of(
             _spec("normal:{}:100:10", st.integers(max_value=0)),
@@ -551,6 +564,9 @@ BASE: dict[str, Invocation] = {
     **{f"leases {c}": ({}, {}) for c in ("list", "queue", "hosts")},
     **{f"leases {c}": ({"lease_id": "1"}, {}) for c in ("cancel", "show")},
     "leases request": ({"file": "lease.json"}, {"file": "lease-json"}),
+    "qos account": ({}, {}), "qos bots": ({}, {}), "qos history": ({"infrastructure": "local-grid"}, {}),
+    "qos deposit": ({"user": "alice", "credits": "10"}, {}), "qos order": ({"bot": "1", "credits": "10"}, {}),
+    "qos predict": ({"bot": "1"}, {}),
 }
 # What some parameters need beside them to mean anything: the case's wrong value must be the only
 # mistake, and one that is looked at (None: leave the base's value out).
@@ -561,6 +577,11 @@ CONTEXT: dict[tuple[str, str], Invocation] = {
     **dict.fromkeys((("run", "tail_qos"), ("run", "reliable_pool"), ("run", "tail_credits")), (
         {"pools": "two.toml", "pool": "volatile", "tail_qos": "9A-C-D", "reliable_pool": "reliable"},
         {"pools": "two-pools"})),
+    # a service that is not there: the run goes on without QoS (and says so), so these bases work
+    **dict.fromkeys((("run", "qos"), ("run", "qos_token"), ("run", "qos_credits"), ("run", "qos_strategy"),
+                     ("run", "qos_infrastructure")), (
+        {"pools": "two.toml", "pool": "volatile", "qos": "http://127.0.0.1:1", "qos_token": "t",
+         "reliable_pool": "reliable"}, {"pools": "two-pools"})),
     ("run", "volatile_pool"): ({"volatility": "nd"}, {}),
     ("run", "time_scale"): ({"volatility": "nd"}, {}),
     ("run", "trace_start"): ({"volatility": "nd"}, {}),
@@ -715,7 +736,7 @@ def _all_cases() -> list[Case]:
     cases = []
     for p in _params():
         for c in _cases_of(p):
-            if p.command in EXEMPT and not c.early:
+            if p.command in EXEMPT and not c.early and (p.command, p.key) not in CHECKED_FIRST:
                 continue
             cases.append(c)
     return cases
@@ -1026,7 +1047,7 @@ def test_every_command_and_option_is_fuzzed():
             assert key in covered, f"no case for {p.command} {p.label}"
         if p.type == "path":
             assert key in READS or key in WRITES, f"{p.command} {p.label} is a path: say in READS or WRITES"
-    for table in (DOMAIN, READS, WRITES, SPECS, CONTEXT, dict.fromkeys(FREE)):
+    for table in (DOMAIN, READS, WRITES, SPECS, CONTEXT, dict.fromkeys(FREE), dict.fromkeys(CHECKED_FIRST)):
         assert set(table) <= set(params), set(table) - set(params)
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))

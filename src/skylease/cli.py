@@ -1102,8 +1102,10 @@ _BOT_COLUMNS = ("id", "owner", "infrastructure", "n_tasks", "state", "completed"
 def _credits(value: float, option: str = "CREDITS") -> float:
     import math
 
-    if not (math.isfinite(value) and 0 < value <= 1e12):
-        raise UserError(f"must be a number of credits in (0, 1e12], got {value:g}", field=option)
+    from skylease.runtime.qos.ledger import MAX_CREDITS
+
+    if not (math.isfinite(value) and 0 < value <= MAX_CREDITS):
+        raise UserError(f"must be a number of credits in (0, {MAX_CREDITS:g}], got {value:g}", field=option)
     return value
 
 
@@ -1120,7 +1122,7 @@ def qos_account_cmd(
                                       ("at", "kind", "amount", "bot", "worker", "note"))])
 
 
-@qos_app.command("deposit")
+@qos_app.command("deposit", context_settings=_ID_SETTINGS)  # (a negative number is a value)
 def qos_deposit_cmd(
     user: Annotated[str, typer.Argument(help="Whose account.")], credits: CreditsArgument,
     note: Annotated[str | None, typer.Option(help="Why (kept in the ledger).")] = None,
@@ -1132,7 +1134,7 @@ def qos_deposit_cmd(
          lambda sc, a: [sc.record_table("deposit", a)])
 
 
-@qos_app.command("order")
+@qos_app.command("order", context_settings=_ID_SETTINGS)  # (a negative number is a value)
 def qos_order_cmd(bot: BotIdArgument, credits: CreditsArgument, server: ServerOption = None,
                   token: TokenOption = None, as_json: JsonOption = False) -> None:
     """Order credits for one of your bags: refused (exit 2, with the reason) when the balance is short."""
@@ -1141,7 +1143,7 @@ def qos_order_cmd(bot: BotIdArgument, credits: CreditsArgument, server: ServerOp
          lambda sc, o: [sc.record_table(f"order of bag {bot}", o)])
 
 
-@qos_app.command("predict")
+@qos_app.command("predict", context_settings=_ID_SETTINGS)  # (a negative number is a value)
 def qos_predict_cmd(bot: BotIdArgument, server: ServerOption = None, token: TokenOption = None,
                     as_json: JsonOption = False) -> None:
     """The Oracle's predicted completion time of a bag, its ±20 % band and the success rate."""

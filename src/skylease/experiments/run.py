@@ -292,7 +292,11 @@ def check_options(opts: RunOptions) -> None:
 
 
 def _check_qos(opts: RunOptions) -> None:
+    import re
     from urllib.parse import urlsplit
+
+    from skylease.runtime.qos.bots import NAME as INFRASTRUCTURE
+    from skylease.runtime.qos.ledger import MAX_CREDITS
 
     if opts.tail_qos is not None:
         raise UserError("--qos and --tail-qos both cut the tail: keep one", field="--tail-qos")
@@ -300,11 +304,21 @@ def _check_qos(opts: RunOptions) -> None:
         raise UserError("--qos needs --reliable-pool NAME (the pool its cloud workers come from)",
                         field="--reliable-pool")
     parts = urlsplit(opts.qos.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port out of range
+        valid = False
+    if not valid:
         raise UserError(f"{opts.qos!r} is not a service URL: give http://HOST:PORT", field="--qos")
     if not (opts.qos_token or os.environ.get("SKYLEASE_TOKEN", "")).strip():
         raise UserError("no token: give --qos-token or set SKYLEASE_TOKEN", field="--qos-token")
     _strategy(opts.qos_strategy, "--qos-strategy")
+    # the service's own bounds, checked here so that a mistake is told before any work
+    if opts.qos_credits is not None and opts.qos_credits > MAX_CREDITS:
+        raise UserError(f"at most {MAX_CREDITS:g} credits, got {opts.qos_credits:g}", field="--qos-credits")
+    if opts.qos_infrastructure is not None and not re.fullmatch(INFRASTRUCTURE, opts.qos_infrastructure):
+        raise UserError("must be 1 to 64 letters, digits or ._:/@+- (starting with a letter or digit), "
+                        f"got {opts.qos_infrastructure!r}", field="--qos-infrastructure")
 
 
 def _strategy(spec: str, option: str = "--tail-qos") -> Any:
@@ -583,12 +597,16 @@ def _summary(store: Any, res: Any, opts: RunOptions, job_spec: str, job: Any, se
     return s
 
 
-#: ``skylease run`` options as RunOptions fields, in the order a command shows them.
+#: ``skylease run`` options as RunOptions fields, in the order a command shows them. (Never the
+#: --qos-token: a command shown or saved in a report must not hold a secret; $SKYLEASE_TOKEN is
+#: read when it is left out.)
 _FLAGS = (("args", "--args"), ("policy", "--policy"), ("pools_file", "--pools"), ("pool", "--pool"),
           ("max_workers", "--workers"), ("price", "--price"), ("billing_unit", "--billing-unit"),
           ("budget", "--budget"), ("retries", "--retries"), ("task_timeout_s", "--timeout"),
           ("tail_qos", "--tail-qos"), ("reliable_pool", "--reliable-pool"),
-          ("tail_credits", "--tail-credits"), ("volatility", "--volatility"),
+          ("tail_credits", "--tail-credits"), ("qos", "--qos"), ("qos_credits", "--qos-credits"),
+          ("qos_strategy", "--qos-strategy"), ("qos_infrastructure", "--qos-infrastructure"),
+          ("volatility", "--volatility"),
           ("volatile_pool", "--volatile-pool"), ("time_scale", "--time-scale"),
           ("trace_start", "--trace-start"), ("seed", "--seed"))
 

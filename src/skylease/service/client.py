@@ -11,6 +11,7 @@ certificates, or those of ``$SSL_CERT_FILE`` (a self-signed certificate: point i
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -201,7 +202,7 @@ class Client:
     def qos_bots(self) -> list[dict[str, Any]]:
         return self.call("GET", "/qos/bots")
 
-    def qos_history(self, infrastructure: str) -> list[dict[str, Any]]:
+    def qos_history(self, infrastructure: str) -> dict[str, Any]:
         return self.call("GET", f"/qos/history/{quote(infrastructure, safe='')}")
 
 
@@ -296,9 +297,21 @@ def record_table(title: str, record: dict[str, Any], skip: tuple[str, ...] = ())
     return t
 
 
+#: Columns that hold a Unix time: shown as the local date and time, to the second.
+_WHEN = ("at", "registered_at", "finished_at")
+
+
+def _when(v: Any) -> str:
+    import datetime as dt
+
+    if not isinstance(v, int | float) or not math.isfinite(v):
+        return _cell(v)
+    return dt.datetime.fromtimestamp(v).isoformat(sep=" ", timespec="seconds")
+
+
 def rows_table(title: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> Table:
     """Records as rows (bags, history, ledger movements), the given columns in order."""
     t = Table(*(c.replace("_", " ") for c in columns), title=title)
     for r in rows:
-        t.add_row(*(_cell(r.get(c)) for c in columns))
+        t.add_row(*((_when if c in _WHEN else _cell)(r.get(c)) for c in columns))
     return t

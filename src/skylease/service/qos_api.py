@@ -11,7 +11,7 @@ Routes (under the same tokens as the lease routes)::
     GET  /qos/history/{infrastructure}  finished bags of an infrastructure (what α is learned from)
     GET  /qos/account                   the caller's account: balance and last movements
     GET  /qos/accounts/{user}           an account: balance and last movements (one's own, or admin)
-    POST /qos/accounts/{user}/deposits  credit an account (administrators only)
+    POST /qos/accounts/{user}/deposits  credit a user's account (administrators only)
 
 A bag or account the caller may not reach is 404, as one that does not exist.
 """
@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skylease.control.qos.relay import Report
 from skylease.runtime.qos.service import QoSService
+from skylease.service.auth import list_users
 
 __all__ = ["add_qos_routes"]
 
@@ -158,10 +159,13 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int 
         return _plain(qos.account(scope(user), name))
 
     @app.post("/qos/accounts/{name}/deposits", status_code=201, tags=["qos"],
-              responses={**errors, 403: {"description": "not an administrator"}})
+              responses={**errors, 403: {"description": "not an administrator"},
+                         404: {"description": "no such user"}})
     def deposit(name: str, body: DepositBody, user: Caller) -> dict[str, Any]:
-        """Credit an account (administrators only)."""
+        """Credit a user's account (administrators only)."""
         if not user.admin:
             raise HTTPException(403, "only an administrator may deposit credits")
+        if name not in {u.name for u in list_users(qos.ledger.engine)}:  # (a typo must not swallow credits)
+            raise HTTPException(404, f"no user {name!r} on this server (`skylease serve user list`)")
         return {"user": name, "balance": qos.deposit(name, body.credits, body.note)}
 
