@@ -29,6 +29,7 @@ per report.
     python benchmarks/bench_qos.py                      # 4 clients, 60 s, SQLite
     python benchmarks/bench_qos.py --db 'postgresql:///postgres?host=/var/run/postgresql'
     python benchmarks/bench_qos.py --quick              # a smoke test: 2 clients, 2 s, 10 bags
+    python benchmarks/bench_qos.py --profile prof.txt   # also sample the server with py-spy
 
 ``--db`` names a PostgreSQL *server* (any database on it): a fresh database is created there for
 each layer (``skylease_bench_<random>``, so it needs CREATEDB) and dropped at the end.
@@ -50,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_serve import Databases, Layer, _cpu_s, _write_site, replay_limit
+from bench_serve import Databases, Layer, _cpu_s, _finish_profiler, _start_profiler, _write_site, replay_limit
 
 #: Request kinds: a served bag's report, an unserved bag's report, a prediction, a new bag.
 KINDS = ("served", "report", "predict", "register")
@@ -66,6 +67,19 @@ STRATEGY, TICK, CREDITS = "9C-C-R", 240.0, 200.0
 DEPOSIT = 1e9
 MAX_OPS_PER_CLIENT = 500_000
 MAX_CLIENTS, MAX_BOTS, MAX_SECONDS = 64, 10_000, 600
+#: Where a sample of the server's time goes (``--profile``): the first found from the innermost frame out.
+CATEGORIES = (
+    ("database (SQLAlchemy, sqlite3, psycopg)", ("sqlalchemy", "sqlite3", "psycopg")),
+    ("Information and Oracle (runtime/qos/bots.py)", ("runtime/qos/bots.py",)),
+    ("Credit System (runtime/qos/ledger.py)", ("runtime/qos/ledger.py",)),
+    ("Scheduler and SpeQuloS policy", ("runtime/qos/scheduler.py", "control/qos/")),
+    ("QoSService", ("runtime/qos/service.py",)),
+    ("validation and JSON (pydantic)", ("pydantic", "fastapi/encoders", "json/")),
+    ("auth", ("service/auth.py", "hashlib", "hmac")),
+    ("routes (service/qos_api.py)", ("service/qos_api.py",)),
+    ("HTTP (uvicorn, starlette, FastAPI, anyio)", ("uvicorn", "h11", "httptools", "starlette", "fastapi",
+                                                   "anyio", "asyncio")),
+)
 
 
 # -- the bags' synthetic runs ------------------------------------------------------------------------
@@ -286,10 +300,13 @@ def run_http(args: argparse.Namespace, clients: int, dbs: Databases,
             p.start()
         barrier.wait(timeout=300)
         cpu0, t0 = _cpu_s(proc.pid), time.perf_counter()
+        profiler = _start_profiler(args.profile, proc.pid, args.seconds) if args.profile else None
         got = [results.get(timeout=args.seconds + 600) for _ in procs]
         wall, cpu = time.perf_counter() - t0, _cpu_s(proc.pid) - cpu0
         for p in procs:
             p.join(timeout=30)
+        if profiler is not None:
+            _finish_profiler(profiler, args.profile, CATEGORIES)
         errors = [e for _, _, errs in got for e in errs]
         if errors:
             raise SystemExit("the server answered errors: " + "; ".join(errors[:5]))
@@ -408,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="reports until a bag is 90%% complete (default 30; its tail takes longer)")
     ap.add_argument("--db", default=None, help="a PostgreSQL server URL (default: SQLite files)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", type=Path, default=None,
+                    help="sample the server with py-spy during the first run; raw stacks to this file")
     ap.add_argument("--quick", action="store_true", help="a smoke test: 2 clients, 2 s, 10 bags, life 4")
     args = ap.parse_args(argv)
     if args.quick:
@@ -433,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
             work = Path(tmp)
             for clients in counts:
                 http, st = run_http(args, clients, dbs, work)
+                args.profile = None  # (the first run only)
                 service = run_service(args, clients, dbs, work, http.done)
                 print(f"\n{clients} clients, {args.seconds:g} s:")
                 _print_layers([http, service])

@@ -442,7 +442,8 @@ CATEGORIES = (
 )
 
 
-def _finish_profiler(proc: subprocess.Popen, out: Path) -> None:
+def _finish_profiler(proc: subprocess.Popen, out: Path,
+                     categories: tuple[tuple[str, tuple[str, ...]], ...] = CATEGORIES) -> None:
     _, err = proc.communicate(timeout=120)
     if proc.returncode != 0 or not out.exists():
         print(f"--profile: py-spy failed: {err.strip()[-300:]}", file=sys.stderr)
@@ -453,7 +454,7 @@ def _finish_profiler(proc: subprocess.Popen, out: Path) -> None:
         frames = stack.split(";")[1:]  # (the first is the process or thread)
         where = "other"
         for frame in reversed(frames):
-            hit = next((name for name, keys in CATEGORIES if any(k in frame for k in keys)), None)
+            hit = next((name for name, keys in categories if any(k in frame for k in keys)), None)
             if hit is not None:
                 where = hit
                 break
