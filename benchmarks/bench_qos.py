@@ -38,8 +38,6 @@ each layer (``skylease_bench_<random>``, so it needs CREATEDB) and dropped at th
 from __future__ import annotations
 
 import argparse
-import contextlib
-import multiprocessing as mp
 import os
 import platform
 import random
@@ -51,7 +49,20 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_serve import Databases, Layer, _cpu_s, _finish_profiler, _start_profiler, _write_site, replay_limit
+from bench_serve import (
+    DATABASE,
+    HTTP,
+    JSON_AND_AUTH,
+    Databases,
+    Layer,
+    _write_site,
+    client_counts,
+    in_time,
+    print_server_cpu,
+    replay_limit,
+    run_clients,
+    service_options,
+)
 
 #: Request kinds: a served bag's report, an unserved bag's report, a prediction, a new bag.
 KINDS = ("served", "report", "predict", "register")
@@ -69,16 +80,14 @@ MAX_OPS_PER_CLIENT = 500_000
 MAX_CLIENTS, MAX_BOTS, MAX_SECONDS = 64, 10_000, 600
 #: Where a sample of the server's time goes (``--profile``): the first found from the innermost frame out.
 CATEGORIES = (
-    ("database (SQLAlchemy, sqlite3, psycopg)", ("sqlalchemy", "sqlite3", "psycopg")),
+    DATABASE,
     ("Information and Oracle (runtime/qos/bots.py)", ("runtime/qos/bots.py",)),
     ("Credit System (runtime/qos/ledger.py)", ("runtime/qos/ledger.py",)),
     ("Scheduler and SpeQuloS policy", ("runtime/qos/scheduler.py", "control/qos/")),
     ("QoSService", ("runtime/qos/service.py",)),
-    ("validation and JSON (pydantic)", ("pydantic", "fastapi/encoders", "json/")),
-    ("auth", ("service/auth.py", "hashlib", "hmac")),
+    *JSON_AND_AUTH,
     ("routes (service/qos_api.py)", ("service/qos_api.py",)),
-    ("HTTP (uvicorn, starlette, FastAPI, anyio)", ("uvicorn", "h11", "httptools", "starlette", "fastapi",
-                                                   "anyio", "asyncio")),
+    HTTP,
 )
 
 
@@ -290,27 +299,10 @@ def run_http(args: argparse.Namespace, clients: int, dbs: Databases,
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {admin}"}, timeout=300) as http:
             for user in tokens:
                 http.post(f"/qos/accounts/{user}/deposits", json={"credits": DEPOSIT}).raise_for_status()
-        ctx = mp.get_context("spawn")  # fresh client processes, nothing inherited from this one
-        barrier, results = ctx.Barrier(clients + 1), ctx.Queue()
         opts = {"seed": args.seed, "life": args.life, "clients": clients, "bots": args.bots,
                 "seconds": args.seconds}
-        procs = [ctx.Process(target=_http_client, args=(i, url, tokens[f"c{i}"], opts, barrier, results),
-                             daemon=True) for i in range(clients)]
-        for p in procs:
-            p.start()
-        barrier.wait(timeout=300)
-        cpu0, t0 = _cpu_s(proc.pid), time.perf_counter()
-        profiler = _start_profiler(args.profile, proc.pid, args.seconds) if args.profile else None
-        got = [results.get(timeout=args.seconds + 600) for _ in procs]
-        wall, cpu = time.perf_counter() - t0, _cpu_s(proc.pid) - cpu0
-        for p in procs:
-            p.join(timeout=30)
-        if profiler is not None:
-            _finish_profiler(profiler, args.profile, CATEGORIES)
-        errors = [e for _, _, errs in got for e in errs]
-        if errors:
-            raise SystemExit("the server answered errors: " + "; ".join(errors[:5]))
-        done = sorted((d for _, ds, _ in got for d in ds), key=lambda d: d.at)
+        done, wall, cpu = run_clients(_http_client, [(i, url, tokens[f"c{i}"], opts) for i in range(clients)],
+                                      proc.pid, args, CATEGORIES)
         layer = Layer(f"HTTP server, {clients} client{'s' * (clients > 1)}", clients, done, wall, cpu)
     finally:
         stop_server(proc, timeout_s=60)
@@ -340,10 +332,7 @@ def run_service(args: argparse.Namespace, clients: int, dbs: Databases, work: Pa
                 b.ids[slot] = _register(qos, f"c{i}", b.runs[slot])
         done: list[Done] = []
         t_start = time.perf_counter()
-        end = t_start + replay_limit(args)
-        for d in sequence:
-            if time.perf_counter() > end:
-                break
+        for d in in_time(args, sequence):
             b, user, started, status = bags[d.client], f"c{d.client}", 0, 200
             t0 = time.perf_counter()
             try:
@@ -417,61 +406,45 @@ def _print_storage(st: dict[str, float], kind: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=60.0, help="length of each run (default 60)")
-    ap.add_argument("--clients", default="4", help="concurrent clients, comma-separated (default 4)")
+    service_options(ap, "4", "2 clients, 2 s, 10 bags, life 4")
     ap.add_argument("--bots", type=int, default=100,
                     help="bags of tasks registered at all times (default 100)")
     ap.add_argument("--life", type=int, default=30,
                     help="reports until a bag is 90%% complete (default 30; its tail takes longer)")
-    ap.add_argument("--db", default=None, help="a PostgreSQL server URL (default: SQLite files)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--profile", type=Path, default=None,
-                    help="sample the server with py-spy during the first run; raw stacks to this file")
-    ap.add_argument("--quick", action="store_true", help="a smoke test: 2 clients, 2 s, 10 bags, life 4")
     args = ap.parse_args(argv)
     if args.quick:
         args.seconds, args.clients, args.bots, args.life = min(args.seconds, 2.0), "2", 10, 4
-    try:
-        counts = [int(c) for c in args.clients.split(",")]
-    except ValueError:
-        ap.error(f"--clients: not a list of numbers: {args.clients!r}")
+    counts = client_counts(ap, args.clients)
     if not (all(1 <= c <= MAX_CLIENTS for c in counts) and 0 < args.seconds <= MAX_SECONDS
             and all(c <= args.bots <= MAX_BOTS for c in counts) and 1 <= args.life <= 10_000):
         ap.error(f"out of bounds: 1-{MAX_CLIENTS} clients, 0-{MAX_SECONDS} s, at least one bag per client "
                  f"and at most {MAX_BOTS}, a life of 1-10000 reports")
-    dbs = Databases(args.db)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"load average at start {os.getloadavg()[0]:.1f}")
-    print(f"database: {dbs.kind()}; {args.bots} bags of tasks registered at all times, half of them served "
-          f"({STRATEGY}, {CREDITS:g} credits, tick {TICK:g} s), of 100-2000 tasks, one report a bag-minute, "
-          f"90 % complete after {args.life} reports")
-    print(f"for {args.seconds:g} s: {REPORT_SHARE:.0%} progress reports, {1 - REPORT_SHARE:.0%} predictions "
-          "(GET /qos/bots/ID/prediction); a completed bag is replaced by a new one (a registration)")
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-qos-") as tmp:
-            work = Path(tmp)
-            for clients in counts:
-                http, st = run_http(args, clients, dbs, work)
-                args.profile = None  # (the first run only)
-                service = run_service(args, clients, dbs, work, http.done)
-                print(f"\n{clients} clients, {args.seconds:g} s:")
-                _print_layers([http, service])
-                _print_mix(http, service)
-                print(f"  requests/s: service in process / server {service.per_s / http.per_s:,.2f}x; "
-                      f"mean ms per request: server {http.wall_s / len(http.done) * 1000:.2f} "
-                      "(wall / requests), "
-                      f"in process {service.wall_s / len(service.done) * 1000:.2f}")
-                if http.cpu_s is not None:
-                    print(f"  server CPU: {http.cpu_s / http.wall_s:.0%} of a core, "
-                          f"{http.cpu_s / len(http.done) * 1000:.2f} ms per request (the clients share the "
-                          f"same {os.cpu_count()} cores)")
-                if len(service.done) < len(http.done):
-                    print(f"  (service in process: {len(service.done):,} of the {len(http.done):,} requests "
-                          f"within {replay_limit(args):g} s)")
-                _print_storage(st, "sqlite" if args.db is None else "postgresql")
-    finally:
-        with contextlib.suppress(Exception):
-            dbs.close()
+    with Databases(args.db) as dbs, tempfile.TemporaryDirectory(prefix="bench-qos-") as tmp:
+        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+              f"load average at start {os.getloadavg()[0]:.1f}")
+        print(f"database: {dbs.kind()}; {args.bots} bags of tasks registered at all times, half of them "
+              f"served ({STRATEGY}, {CREDITS:g} credits, tick {TICK:g} s), of 100-2000 tasks, one report a "
+              f"bag-minute, 90 % complete after {args.life} reports")
+        print(f"for {args.seconds:g} s: {REPORT_SHARE:.0%} progress reports, {1 - REPORT_SHARE:.0%} "
+              "predictions (GET /qos/bots/ID/prediction); a completed bag is replaced by a new one "
+              "(a registration)")
+        work = Path(tmp)
+        for clients in counts:
+            http, st = run_http(args, clients, dbs, work)
+            args.profile = None  # (the first run only)
+            service = run_service(args, clients, dbs, work, http.done)
+            print(f"\n{clients} clients, {args.seconds:g} s:")
+            _print_layers([http, service])
+            _print_mix(http, service)
+            print(f"  requests/s: service in process / server {service.per_s / http.per_s:,.2f}x; "
+                  f"mean ms per request: server {http.wall_s / len(http.done) * 1000:.2f} "
+                  "(wall / requests), "
+                  f"in process {service.wall_s / len(service.done) * 1000:.2f}")
+            print_server_cpu(http)
+            if len(service.done) < len(http.done):
+                print(f"  (service in process: {len(service.done):,} of the {len(http.done):,} requests "
+                      f"within {replay_limit(args):g} s)")
+            _print_storage(st, "sqlite" if args.db is None else "postgresql")
     return 0
 
 

@@ -7,25 +7,16 @@ faithful), and the storage a report takes; on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from .test_bench_serve import run_quick
+
 LAYERS = ["HTTP server, 2 clients", "service in process"]
 ROW = re.compile(rf"^({'|'.join(LAYERS)})\s+([\d,]+)\s+([\d,.]+)\s+[\d.]+\s+[\d.]+\s+([\d,]+)\s", re.M)
 CWS = re.compile(r"cloud workers started by the answers: ([\d,]+) by the server, ([\d,]+) in process; "
                  r"bags completed and replaced: ([\d,]+)")
 STORAGE = re.compile(r"for ([\d,]+) reports = ([\d,.]+) B per report, i\.e\. per bag per minute")
-
-
-def run_quick(tmp_path: Path, *extra: str) -> str:
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_qos.py"), "--quick", *extra],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
-    return r.stdout
 
 
 def number(text: str) -> float:
@@ -52,13 +43,14 @@ def check(out: str) -> None:
 
 
 def test_the_qos_benchmark_runs_in_quick_mode_on_sqlite(tmp_path):
-    out = run_quick(tmp_path)
+    out = run_quick(tmp_path, script="bench_qos.py")
     assert "database: SQLite" in out and "pages in use (dbstat)" in out
     check(out)
 
 
 @pytest.mark.usefixtures("postgres_url")
 def test_the_qos_benchmark_runs_in_quick_mode_on_postgresql(tmp_path, postgres_url):
-    out = run_quick(tmp_path, "--db", postgres_url)  # it makes (and drops) its databases on that server
+    # it makes (and drops) its databases on that server
+    out = run_quick(tmp_path, "--db", postgres_url, script="bench_qos.py")
     assert "database: PostgreSQL" in out and "pg_total_relation_size" in out
     check(out)
