@@ -205,6 +205,13 @@ class Databases:
         with self._admin.connect() as c:
             return "PostgreSQL " + str(c.execute(sa.text("SHOW server_version")).scalar()).split()[0]
 
+    def __enter__(self) -> Databases:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):  # (dropping is tidying up: it must not hide an error)
+            self.close()
+
     def close(self) -> None:
         if self._admin is None:
             return
@@ -278,26 +285,8 @@ def run_http(args: argparse.Namespace, clients: int, dbs: Databases, work: Path,
                 if r.status_code != 201:
                     raise SystemExit(f"a preloaded lease was refused: {r.status_code} {r.text[:300]}")
             info["queued"] = len(http.get("/queue").json())
-        ctx = mp.get_context("spawn")  # fresh client processes, nothing inherited from this one
-        barrier, results = ctx.Barrier(clients + 1), ctx.Queue()
-        procs = [ctx.Process(target=_http_client, args=(i, url, tokens[f"c{i}"], args.seed, args.seconds,
-                                                         barrier, results), daemon=True)
-                 for i in range(clients)]
-        for p in procs:
-            p.start()
-        barrier.wait(timeout=120)
-        cpu0, t0 = _cpu_s(proc.pid), time.perf_counter()
-        profiler = _start_profiler(args.profile, proc.pid, args.seconds) if args.profile else None
-        got = [results.get(timeout=args.seconds + 600) for _ in procs]
-        wall, cpu = time.perf_counter() - t0, _cpu_s(proc.pid) - cpu0
-        for p in procs:
-            p.join(timeout=30)
-        if profiler is not None:
-            _finish_profiler(profiler, args.profile)
-        errors = [e for _, _, errs in got for e in errs]
-        if errors:
-            raise SystemExit("the server answered errors: " + "; ".join(errors[:5]))
-        done = sorted((d for _, ds, _ in got for d in ds), key=lambda d: d.at)
+        done, wall, cpu = run_clients(_http_client, [(i, url, tokens[f"c{i}"], args.seed, args.seconds)
+                                                     for i in range(clients)], proc.pid, args)
         return Layer(f"HTTP server, {clients} client{'s' * (clients > 1)}", clients, done, wall, cpu), info
     finally:
         stop_server(proc, timeout_s=60)
@@ -305,10 +294,46 @@ def run_http(args: argparse.Namespace, clients: int, dbs: Databases, work: Path,
         engine.dispose()
 
 
+def run_clients(target: Any, each: list[tuple[Any, ...]], server_pid: int, args: argparse.Namespace,
+                categories: tuple[tuple[str, tuple[str, ...]], ...] | None = None,
+                ) -> tuple[list[Any], float, float]:
+    """One client process per ``each`` running ``target(*its args, barrier, results)``: they start
+    together at the barrier, put ``(client, answers, errors)`` in ``results`` when their time is up.
+    Returns every answer (each with its time ``at``) in the order the server gave them, the wall
+    seconds and the server's CPU seconds over that time (and profiles it when ``args.profile``)."""
+    ctx = mp.get_context("spawn")  # fresh client processes, nothing inherited from this one
+    barrier, results = ctx.Barrier(len(each) + 1), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*a, barrier, results), daemon=True) for a in each]
+    for p in procs:
+        p.start()
+    barrier.wait(timeout=300)
+    cpu0, t0 = _cpu_s(server_pid), time.perf_counter()
+    profiler = _start_profiler(args.profile, server_pid, args.seconds) if args.profile else None
+    got = [results.get(timeout=args.seconds + 600) for _ in procs]
+    wall, cpu = time.perf_counter() - t0, _cpu_s(server_pid) - cpu0
+    for p in procs:
+        p.join(timeout=30)
+    if profiler is not None:
+        _finish_profiler(profiler, args.profile, categories or CATEGORIES)
+    errors = [e for _, _, errs in got for e in errs]
+    if errors:
+        raise SystemExit("the server answered errors: " + "; ".join(errors[:5]))
+    return sorted((d for _, ds, _ in got for d in ds), key=lambda d: d.at), wall, cpu
+
+
 # -- layers 2 and 3: in process ------------------------------------------------------------------------
 def replay_limit(args: argparse.Namespace) -> float:
     """Seconds an in-process replay may take (it is faster than the server: this only bounds a bug)."""
     return 2 * args.seconds + 30
+
+
+def in_time(args: argparse.Namespace, sequence: list[Done]) -> Iterator[Done]:
+    """The requests of ``sequence`` that an in-process replay reaches within :func:`replay_limit`."""
+    end = time.perf_counter() + replay_limit(args)
+    for d in sequence:
+        if time.perf_counter() > end:
+            return
+        yield d
 
 
 def run_manager(args: argparse.Namespace, dbs: Databases, work: Path, preload: list[dict[str, Any]],
@@ -330,10 +355,7 @@ def run_manager(args: argparse.Namespace, dbs: Databases, work: Path, preload: l
         own: dict[int, list[int]] = defaultdict(list)
         done: list[Done] = []
         t_start = time.perf_counter()
-        end = t_start + replay_limit(args)
-        for d, req in zip(sequence, requests, strict=True):
-            if time.perf_counter() > end:
-                break
+        for d, req in zip(in_time(args, sequence), requests, strict=False):
             user, status = f"c{d.client}", 200
             t0 = time.perf_counter()
             try:
@@ -394,10 +416,7 @@ def run_scheduler(args: argparse.Namespace, site: Any, preload: list[dict[str, A
     own: dict[int, list[int]] = defaultdict(list)
     done: list[Done] = []
     t_start = time.perf_counter()
-    end = t_start + replay_limit(args)
-    for d in sequence:
-        if time.perf_counter() > end:
-            break
+    for d in in_time(args, sequence):
         status = 200
         t0 = time.perf_counter()
         if d.body is not None:
@@ -427,22 +446,27 @@ def _start_profiler(out: Path, pid: int, seconds: float) -> subprocess.Popen | N
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
+#: The server's parts every route goes through (for the categories of a profile).
+DATABASE = ("database", ("sqlalchemy", "sqlite3", "psycopg"))
+JSON_AND_AUTH = (("validation and JSON (pydantic)", ("pydantic", "fastapi/encoders", "json/")),
+                 ("auth", ("service/auth.py", "hashlib", "hmac")))
+HTTP = ("HTTP (uvicorn, starlette, FastAPI, anyio)", ("uvicorn", "h11", "httptools", "starlette", "fastapi",
+                                                      "anyio", "asyncio"))
 #: Where a sample's time goes: the first of these found from the innermost frame outwards.
 CATEGORIES = (
-    ("database", ("sqlalchemy", "sqlite3", "psycopg")),
+    DATABASE,
     ("journal", ("runtime/leases/journal.py",)),
     ("enactment", ("runtime/leases/local.py",)),
     ("views and records", ("control/leases/records.py",)),
     ("scheduler", ("control/leases/",)),
-    ("validation and JSON (pydantic)", ("pydantic", "fastapi/encoders", "json/")),
-    ("auth", ("service/auth.py", "hashlib", "hmac")),
+    *JSON_AND_AUTH,
     ("manager", ("runtime/leases/manager.py",)),
-    ("HTTP (uvicorn, starlette, FastAPI, anyio)", ("uvicorn", "h11", "httptools", "starlette", "fastapi",
-                                                   "anyio", "asyncio")),
+    HTTP,
 )
 
 
-def _finish_profiler(proc: subprocess.Popen, out: Path) -> None:
+def _finish_profiler(proc: subprocess.Popen, out: Path,
+                     categories: tuple[tuple[str, tuple[str, ...]], ...] = CATEGORIES) -> None:
     _, err = proc.communicate(timeout=120)
     if proc.returncode != 0 or not out.exists():
         print(f"--profile: py-spy failed: {err.strip()[-300:]}", file=sys.stderr)
@@ -453,7 +477,7 @@ def _finish_profiler(proc: subprocess.Popen, out: Path) -> None:
         frames = stack.split(";")[1:]  # (the first is the process or thread)
         where = "other"
         for frame in reversed(frames):
-            hit = next((name for name, keys in CATEGORIES if any(k in frame for k in keys)), None)
+            hit = next((name for name, keys in categories if any(k in frame for k in keys)), None)
             if hit is not None:
                 where = hit
                 break
@@ -483,30 +507,45 @@ def _print_ratios(http: Layer, manager: Layer, sched: Layer) -> None:
           f"manager {manager.mean_ms(lease):.3f}, server {http.mean_ms(lease):.3f} "
           f"({http.mean_ms(lease) / manager.mean_ms(lease):.1f}x the manager's, "
           f"{http.mean_ms(lease) / sched.mean_ms(lease):,.0f}x the scheduler's)")
+    print_server_cpu(http)
+
+
+def print_server_cpu(http: Layer) -> None:
     if http.cpu_s is not None:
         per = http.cpu_s / len(http.done) * 1000
         print(f"  server CPU: {http.cpu_s / http.wall_s:.0%} of a core, {per:.2f} ms per request (the "
               f"clients share the same {os.cpu_count()} cores)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def service_options(ap: argparse.ArgumentParser, clients: str, quick: str) -> None:
+    """The options of a benchmark of the service (this one and bench_qos.py)."""
     ap.add_argument("--seconds", type=float, default=60.0, help="length of each run (default 60)")
-    ap.add_argument("--clients", default="4,16", help="concurrent clients, comma-separated (default 4,16)")
-    ap.add_argument("--leases", type=int, default=1000, help="leases put in first (default 1000)")
-    ap.add_argument("--nodes", type=int, default=32, help="the site's nodes (default 32)")
+    ap.add_argument("--clients", default=clients,
+                    help=f"concurrent clients, comma-separated (default {clients})")
     ap.add_argument("--db", default=None, help="a PostgreSQL server URL (default: SQLite files)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", type=Path, default=None,
                     help="sample the server with py-spy during the first run; raw stacks to this file")
-    ap.add_argument("--quick", action="store_true", help="a smoke test: 2 clients, 2 s, 100 leases, 8 nodes")
+    ap.add_argument("--quick", action="store_true", help=f"a smoke test: {quick}")
+
+
+def client_counts(ap: argparse.ArgumentParser, text: str) -> list[int]:
+    """``--clients``: a comma-separated list of numbers."""
+    try:
+        return [int(c) for c in text.split(",")]
+    except ValueError:
+        ap.error(f"--clients: not a list of numbers: {text!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    service_options(ap, "4,16", "2 clients, 2 s, 100 leases, 8 nodes")
+    ap.add_argument("--leases", type=int, default=1000, help="leases put in first (default 1000)")
+    ap.add_argument("--nodes", type=int, default=32, help="the site's nodes (default 32)")
     args = ap.parse_args(argv)
     if args.quick:
         args.seconds, args.clients, args.leases, args.nodes = min(args.seconds, 2.0), "2", 100, 8
-    try:
-        counts = [int(c) for c in args.clients.split(",")]
-    except ValueError:
-        ap.error(f"--clients: not a list of numbers: {args.clients!r}")
+    counts = client_counts(ap, args.clients)
     if not (all(1 <= c <= MAX_CLIENTS for c in counts) and 0 < args.seconds <= MAX_SECONDS
             and 0 <= args.leases <= MAX_LEASES and 1 <= args.nodes <= MAX_NODES):
         ap.error(f"out of bounds: 1-{MAX_CLIENTS} clients, 0-{MAX_SECONDS} s, 0-{MAX_LEASES} leases, "

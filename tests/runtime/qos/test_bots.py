@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -217,3 +218,49 @@ def test_concurrent_reports_never_store_a_series_going_back(engine):
     with engine.connect() as c:
         rows = c.execute(sa.select(sa.func.count()).select_from(qos_progress)).scalar_one()
     assert rows == len(series) == last.reports
+
+
+def test_alpha_is_fitted_once_per_infrastructure_and_refitted_when_a_bot_of_it_finishes(engine, monkeypatch):
+    """Every prediction needs α, and its fit reads the infrastructure's whole history (up to 10,000
+    finished BoTs: 25 ms on SQLite): it is kept, refitted when a BoT of that infrastructure
+    finishes through the registry, and one finished by another process is seen after
+    ``alpha_ttl`` seconds (ALPHA_TTL by default)."""
+    monkeypatch.setattr(botsmod, "ALPHA_TTL", 0.5, raising=False)
+    fits: list[str] = []
+
+    def count(conn, cursor, statement, *args):
+        if "qos_bots.completion_time" in statement and "qos_bots.completion_time IS NOT NULL" in statement:
+            fits.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", count)
+    try:
+        reg = BotRegistry(engine)
+        ps, ts = [1000.0, 2000.0], [1200.0, 2600.0]
+        for p, t in zip(ps, ts, strict=True):
+            _finished(reg, "nd", p, t)
+        b = reg.register("alice", "nd", 10).id
+        reg.report(b, 100, 5, 6, 4)
+        fits.clear()
+        first = reg.predict(b)
+        assert first.alpha == fit_alpha(ps, ts) and first.runs == 2 and len(fits) == 1
+        for _ in range(5):
+            assert reg.predict(b).alpha == first.alpha
+        assert reg.history("nd").alpha == first.alpha and len(fits) == 1  # fitted once, not per call
+        assert reg.predict(b, owner="alice").runs == 2 and len(fits) == 1
+        _finished(reg, "nd", 1000.0, 3000.0)  # through this registry: refitted at once
+        ps, ts = [*ps, 1000.0], [*ts, 3000.0]
+        assert reg.predict(b).alpha == fit_alpha(ps, ts) and reg.predict(b).runs == 3 and len(fits) == 2
+        BotRegistry(engine).finish(_started(reg, "nd", 4000.0), 9000.0)  # another process's
+        ps, ts = [*ps, 4000.0], [*ts, 9000.0]
+        assert reg.predict(b).runs == 3  # not seen yet...
+        time.sleep(0.6)
+        assert reg.predict(b).alpha == fit_alpha(ps, ts) and reg.predict(b).runs == 4  # ... after alpha_ttl
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", count)
+
+
+def _started(reg: BotRegistry, infra: str, p_half: float) -> int:
+    """A running BoT of 10 tasks past half, whose naive prediction at half is ``p_half``."""
+    b = reg.register("alice", infra, 10)
+    reg.report(b.id, p_half / 2, 5, 6, 4)
+    return b.id
