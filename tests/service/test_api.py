@@ -13,11 +13,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from skylease.runtime.leases.api import LeaseRequest
-from skylease.service.auth import add_user
 from skylease.service.db import create_schema, engine_for
 from skylease.service.leases_api import MAX_BODY_BYTES, create_app
 
 from .api_fake import FakeManager
+from .conftest import three_users
 
 SCENARIOS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "lwf" / "scenarios"
 BE = {"nodes": 1, "duration": 600}
@@ -33,8 +33,7 @@ def engine(tmp_path):
 
 @pytest.fixture
 def tokens(engine) -> dict[str, str]:
-    return {"alice": add_user(engine, "alice"), "bob": add_user(engine, "bob"),
-            "root": add_user(engine, "root", admin=True)}
+    return three_users(engine)
 
 
 @pytest.fixture

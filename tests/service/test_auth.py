@@ -10,16 +10,12 @@ import sqlalchemy as sa
 
 from skylease.model.errors import UserError
 from skylease.service.auth import add_user, user_for_token
-from skylease.service.db import DB_FILE, create_schema, engine_for
+from skylease.service.db import DB_FILE
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request, tmp_path):
-    url = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    e = engine_for(url, tmp_path)
-    create_schema(e)
-    yield e
-    e.dispose()
+@pytest.fixture
+def engine(both_databases):
+    return both_databases
 
 
 def every_value(engine: sa.Engine) -> str:

@@ -10,26 +10,20 @@ import pytest
 from fastapi.testclient import TestClient
 
 from skylease.runtime.qos.service import QoSService
-from skylease.service.auth import add_user
-from skylease.service.db import create_schema, engine_for
 from skylease.service.leases_api import create_app
 
 from .api_fake import FakeManager
+from .conftest import three_users
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request, tmp_path):
-    url = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    e = engine_for(url, tmp_path)
-    create_schema(e)
-    yield e
-    e.dispose()
+@pytest.fixture
+def engine(both_databases):
+    return both_databases
 
 
 @pytest.fixture
 def tokens(engine) -> dict[str, str]:
-    return {"alice": add_user(engine, "alice"), "bob": add_user(engine, "bob"),
-            "root": add_user(engine, "root", admin=True)}
+    return three_users(engine)
 
 
 def app_client(engine) -> TestClient:
