@@ -27,7 +27,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from skylease.model.errors import UserError
 
 __all__ = ["CONNECT_TIMEOUT_S", "DB_FILE", "check_data_dir", "create_schema", "engine_for", "metadata",
-           "shown_url", "users"]
+           "shown_url", "users", "web_sessions"]
 
 #: The database file in the data folder when no URL is given.
 DB_FILE = "skylease.sqlite"
@@ -46,6 +46,17 @@ users = sa.Table(
     sa.Column("admin", sa.Boolean, nullable=False, default=False),
     sa.Column("token_sha256", sa.String(64), nullable=False, unique=True),
     sa.Column("created", sa.DateTime(timezone=True), nullable=False),
+)
+
+#: The dashboard's login sessions (issue 21): the session id (the ``skylease_session`` cookie) is
+#: stored only as its SHA-256 hex digest, like a token; ``expires`` is Unix seconds. A removed
+#: user's sessions go with it.
+web_sessions = sa.Table(
+    "web_sessions", metadata,
+    sa.Column("id_sha256", sa.String(64), primary_key=True),
+    sa.Column("user_id", sa.Integer, sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False,
+              index=True),
+    sa.Column("expires", sa.BigInteger, nullable=False),
 )
 
 

@@ -191,6 +191,10 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None) -> FastAP
     Caller = Annotated[User, Depends(current_user)]
     LeaseId = Annotated[int, Path(ge=0, le=2**53, description="The lease's id.")]
 
+    from skylease.service.web.pages import add_pages
+
+    add_pages(app, manager, engine)  # first: its HTML pages share /leases and /hosts with the API
+
     def scope_of(user: User) -> str | None:  # what the manager calls an administrator
         return None if user.admin else user.name
 

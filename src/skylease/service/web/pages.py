@@ -1,0 +1,222 @@
+"""The dashboard's pages (issue 21): server-rendered HTML over the same :class:`LeaseManager` calls as
+the JSON API, behind a login session (:mod:`.sessions`).
+
+    GET  /               -> /leases
+    GET  /login          the login form (a token)
+    POST /login          a valid token: a session cookie and 303 to /leases; else the form again, 401
+    POST /logout         ends the session
+    GET  /leases         the caller's leases (an administrator's: all) and the queue, with cancel buttons
+    POST /leases/{id}/cancel
+    GET  /hosts          the site's nodes (administrators only)
+    /static/...          the one style sheet and the one script (no CDN, nothing from elsewhere)
+
+``GET /leases`` and ``GET /hosts`` are also JSON API routes: a request goes to the page only when it
+asks for HTML (``Accept: text/html``, as a browser's navigation does) and carries no
+``Authorization`` header, so API clients are unaffected. The session cookie authorises only these
+pages, never the JSON API (which wants a bearer token): a cross-site request cannot use it. It is
+HttpOnly, SameSite=Strict, Path=/, Secure over HTTPS; every form carries the session's CSRF token.
+No route here is in the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy.engine import Engine
+from starlette.routing import Match
+from starlette.types import Scope
+
+from skylease.model.errors import UserError
+from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
+from skylease.service.auth import User, user_for_token
+from skylease.service.web.sessions import SESSION_S, create_session, csrf_ok, csrf_token, end_session, \
+    user_for_session
+
+__all__ = ["COOKIE", "add_pages"]
+
+#: The session cookie's name.
+COOKIE = "skylease_session"
+STATIC = Path(__file__).resolve().parent / "static"
+#: States a lease can no longer leave: no cancel button.
+ENDED = frozenset({"done", "rejected", "refused", "cancelled", "failed"})
+_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+            "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'"}
+
+
+def e(value: Any) -> str:
+    """Every value a page shows goes through here."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+class _HtmlRoute(APIRoute):
+    """A page that shares its path with a JSON API route: matched only by a request for HTML
+    without a bearer token."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        headers = dict(scope.get("headers") or [])
+        if b"authorization" in headers or b"text/html" not in headers.get(b"accept", b""):
+            return Match.NONE, {}
+        return super().matches(scope)
+
+
+# -- rendering --------------------------------------------------------------------------------------
+def _page(title: str, body: str, user: User | None = None, sid: str | None = None, status: int = 200) -> HTMLResponse:
+    nav = ""
+    if user is not None and sid is not None:
+        hosts = '<li><a href="/hosts">Hosts</a></li>' if user.admin else ""
+        nav = (f'<nav aria-label="main"><ul><li><a href="/leases">Leases</a></li>{hosts}</ul>'
+               f'<span class="who">{e(user.name)}{" (admin)" if user.admin else ""}</span>'
+               f'<form method="post" action="/logout">{_csrf(sid)}<button type="submit">Log out</button></form>'
+               "</nav>")
+    doc = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+           f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+           f'<title>{e(title)} · skylease</title><link rel="stylesheet" href="/static/dashboard.css">'
+           f'<script src="/static/dashboard.js" defer></script></head><body>'
+           f'<header><a class="brand" href="/">skylease</a>{nav}</header>'
+           f'<main id="main"><h1>{e(title)}</h1>{body}</main></body></html>')
+    return HTMLResponse(doc, status_code=status, headers=_HEADERS)
+
+
+def _csrf(sid: str) -> str:
+    return f'<input type="hidden" name="csrf" value="{e(csrf_token(sid))}">'
+
+
+def _table(caption: str, heads: Iterable[str], rows: list[list[str]], empty: str) -> str:
+    if not rows:
+        return f'<p class="empty">{e(empty)}</p>'
+    th = "".join(f'<th scope="col">{e(h)}</th>' for h in heads)
+    trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return (f'<div class="scroll"><table><caption>{e(caption)}</caption><thead><tr>{th}</tr></thead>'
+            f"<tbody>{trs}</tbody></table></div>")
+
+
+def _login_form(message: str | None = None) -> str:
+    alert = f'<p class="error" role="alert">{e(message)}</p>' if message else ""
+    return (f'{alert}<form method="post" action="/login" class="login">'
+            '<label for="token">Token</label>'
+            '<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>'
+            '<p class="hint">The token printed by <code>skylease serve user add NAME</code>.</p>'
+            '<button type="submit">Log in</button></form>')
+
+
+def _lease_rows(leases: list[LeaseView], sid: str) -> list[list[str]]:
+    rows = []
+    for v in leases:
+        cancel = "" if v.state in ENDED else (
+            f'<form method="post" action="/leases/{v.id}/cancel" data-confirm="Cancel lease {v.id}?">{_csrf(sid)}'
+            f'<button type="submit" aria-label="Cancel lease {v.id}">Cancel</button></form>')
+        rows.append([e(v.id), e(v.owner), e(v.type), f'<span class="state s-{e(v.state)}">{e(v.state)}</span>',
+                     e(v.nodes), e(v.start), e(v.end), e(v.reason), cancel])
+    return rows
+
+
+# -- the routes -------------------------------------------------------------------------------------
+def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine) -> None:
+    """The dashboard's routes on ``app``; called before the API's routes (the pages sharing a path
+    with an API route must be tried first)."""
+    router = APIRouter(include_in_schema=False)
+
+    def scope_of(user: User) -> str | None:
+        return None if user.admin else user.name
+
+    async def form(request: Request) -> dict[str, str]:
+        body = (await request.body()).decode("utf-8", "replace")
+        return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
+
+    def session(request: Request) -> tuple[User, str] | None:
+        sid = request.cookies.get(COOKIE)
+        user = user_for_session(engine, sid)
+        return None if user is None or sid is None else (user, sid)
+
+    def to_login() -> RedirectResponse:
+        return RedirectResponse("/login", status_code=303)
+
+    def page(handler: Callable[[Request, User, str], Any]) -> Callable[[Request], Any]:
+        """A page needing a session (else to /login); a POST also needs the session's CSRF token."""
+        async def endpoint(request: Request) -> Response:
+            found = await run_in_threadpool(session, request)
+            if found is None:
+                return to_login()
+            user, sid = found
+            if request.method == "POST":
+                fields = await form(request)
+                if not csrf_ok(sid, fields.get("csrf")):
+                    return _page("Forbidden", '<p class="error">The form has expired or did not come from '
+                                 'this site (CSRF token missing or wrong). <a href="/leases">Back</a></p>',
+                                 user, sid, 403)
+            return await run_in_threadpool(handler, request, user, sid)
+        return endpoint
+
+    @router.get("/")
+    def root() -> RedirectResponse:
+        return RedirectResponse("/leases", status_code=303)
+
+    @router.get("/login")
+    def login_form() -> HTMLResponse:
+        return _page("Log in", _login_form())
+
+    @router.post("/login")
+    async def login(request: Request) -> Response:
+        token = (await form(request)).get("token", "").strip()
+        user = await run_in_threadpool(user_for_token, engine, token)
+        if user is None:
+            return _page("Log in", _login_form("invalid token"), status=401)
+        sid = await run_in_threadpool(create_session, engine, user.name)
+        out = RedirectResponse("/leases", status_code=303)
+        out.set_cookie(COOKIE, sid, max_age=SESSION_S, path="/", httponly=True, samesite="strict",
+                       secure=request.url.scheme == "https")
+        return out
+
+    def logout(_request: Request, _user: User, sid: str) -> Response:
+        end_session(engine, sid)
+        out = to_login()
+        out.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return out
+
+    def leases(_request: Request, user: User, sid: str) -> Response:
+        scope = scope_of(user)
+        mine, queue = manager.leases(scope), manager.queue(scope)
+        heads = ["id", "owner", "type", "state", "nodes", "start", "end", "note", "action"]
+        body = (f'<p class="now">Lease clock: {e(manager.now())} s</p>'
+                + _table("Leases", heads, _lease_rows(mine, sid), "No leases yet.")
+                + '<h2 id="queue">Queue</h2>'
+                + _table("Best-effort leases waiting, in queue order",
+                         ["position", "id", "owner", "nodes", "duration", "submitted"],
+                         [[e(i), e(v.id), e(v.owner), e(v.nodes), e(v.requested_duration), e(v.submit)]
+                          for i, v in enumerate(queue, 1)], "The queue is empty."))
+        return _page("Leases", body, user, sid)
+
+    def cancel(request: Request, user: User, sid: str) -> Response:
+        try:
+            manager.cancel(scope_of(user), int(request.path_params["lease_id"]))
+        except LeaseNotFound as exc:
+            return _page("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
+        except UserError as exc:
+            return _page("Refused", f'<p class="error">{e(exc)}</p>', user, sid, 409)
+        return RedirectResponse("/leases", status_code=303)
+
+    def hosts(_request: Request, user: User, sid: str) -> Response:
+        if not user.admin:
+            return _page("Forbidden", '<p class="error">Only an administrator may list the hosts.</p>',
+                         user, sid, 403)
+        rows = [[e(h.name), e(h.cpu), e(h.memory), e(h.disk), e(", ".join(map(str, h.leases))),
+                 e(", ".join(h.cache))] for h in manager.hosts()]
+        body = _table("The site's nodes", ["node", "CPU", "memory (MB)", "disk (MB)", "leases now", "image cache"],
+                      rows, "No nodes.")
+        return _page("Hosts", body, user, sid)
+
+    router.add_api_route("/logout", page(logout), methods=["POST"])
+    router.add_api_route("/leases", page(leases), methods=["GET"], route_class_override=_HtmlRoute)
+    router.add_api_route("/leases/{lease_id:int}/cancel", page(cancel), methods=["POST"])
+    router.add_api_route("/hosts", page(hosts), methods=["GET"], route_class_override=_HtmlRoute)
+    app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -1,0 +1,6 @@
+// skylease dashboard: asks before a form with data-confirm (a lease's Cancel button) is sent.
+"use strict";
+document.addEventListener("submit", (event) => {
+  const text = event.target.dataset && event.target.dataset.confirm;
+  if (text && !window.confirm(text)) event.preventDefault();
+});
