@@ -57,3 +57,37 @@ def postgres_url():
         with server.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         server.dispose()
+
+
+#: The browser of the dashboard tests: Debian's chromium (.ci/run installs it).
+CHROMIUM = "/usr/bin/chromium"
+#: Chromium's flags here (as root, in a container, offline): no sandbox, no GPU, and none of its
+#: background traffic (updates, sync, field trials), which would be requests to other hosts.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A headless Chromium (Debian's binary, driven by Playwright; nothing downloads a browser).
+    Skips when the binary or Playwright is missing, fails instead when ``SKYLEASE_REQUIRE_BROWSER=1``
+    (CI)."""
+    import os
+
+    required = os.environ.get("SKYLEASE_REQUIRE_BROWSER") == "1"
+    why = None
+    if not os.access(CHROMIUM, os.X_OK):
+        why = f"no browser: {CHROMIUM} is missing (apt-get install chromium chromium-driver; .ci/run does)"
+    else:
+        try:
+            from playwright.sync_api import sync_playwright
+        except ImportError:
+            why = "Playwright for Python is not installed (pip install -e '.[test]')"
+    if why is not None:
+        pytest.fail(why) if required else pytest.skip(why)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
