@@ -1,0 +1,134 @@
+"""The dashboard in a real browser (issue 21): a real `skylease serve` process (the in-memory manager
+of api_fake.py, as test_serve.py runs it) and Debian's headless Chromium driven by Playwright. A user
+logs in by typing a token, sees their lease and not another's, cancels it with its button and sees it
+leave the queue; a wrong token is refused; an administrator sees the hosts. Every request the browser
+makes goes through a handler that aborts and records any to a host other than the server's: each
+test fails on one. A screenshot of each page at 1280x800 is saved in the test's tmp_path."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from skylease.service.auth import add_user
+from skylease.service.db import engine_for
+
+from .test_serve import fake_argv, start, stop
+
+pytestmark = pytest.mark.timeout(120)
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The server's URL, each user's token, and the ids of alice's and bob's best-effort leases."""
+    tmp = tmp_path_factory.mktemp("dashboard")
+    proc, url = start(fake_argv(tmp / "serve"), tmp)
+    try:
+        engine = engine_for(None, tmp / "serve")  # the server's own SQLite database, beside it
+        tokens = {"alice": add_user(engine, "alice"), "bob": add_user(engine, "bob"),
+                  "root": add_user(engine, "root", admin=True)}
+        engine.dispose()
+        ids = {}
+        for name, nodes in (("alice", 1), ("bob", 2)):
+            r = httpx.post(url + "/leases", json={"nodes": nodes, "duration": 600},
+                           headers={"Authorization": f"Bearer {tokens[name]}"}, timeout=10)
+            assert r.status_code == 201, r.text
+            ids[name] = r.json()["id"]
+        yield url, tokens, ids
+    finally:
+        stop(proc)
+
+
+@pytest.fixture
+def page(chromium, server):
+    """A fresh browser context (no cookies) at 1280x800 whose requests may reach only the server;
+    any other is aborted, recorded, and fails the test."""
+    url = server[0]
+    origin = urlsplit(url)
+    elsewhere: list[str] = []
+
+    def guard(route):
+        target = urlsplit(route.request.url)
+        if (target.scheme, target.hostname, target.port) == (origin.scheme, origin.hostname, origin.port):
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort()
+
+    context = chromium.new_context(viewport=VIEWPORT, base_url=url)
+    context.route("**/*", guard)
+    context.set_default_timeout(5000)
+    p = context.new_page()
+    p.on("dialog", lambda d: d.accept())  # the Cancel button asks first
+    failed: list[str] = []
+    p.on("requestfailed", lambda r: failed.append(r.url) if r.url not in elsewhere else None)
+    yield p
+    context.close()
+    assert elsewhere == [], f"the browser asked for something outside the server: {elsewhere}"
+    assert failed == [], f"requests that failed: {failed}"
+
+
+def log_in(page, token: str) -> None:
+    page.goto("/")
+    assert page.url.endswith("/login")
+    page.get_by_label("Token").fill(token)
+    page.get_by_role("button", name="Log in").click()
+
+
+def test_a_user_logs_in_sees_their_lease_only_and_cancels_it(page, server, tmp_path):
+    _, tokens, ids = server
+    log_in(page, tokens["alice"])
+    page.wait_for_url("**/leases")
+    assert page.locator("header .who").inner_text() == "alice"
+    assert page.get_by_role("link", name="Hosts").count() == 0  # not an administrator
+    table = page.get_by_role("table", name="Leases")
+    mine = table.locator("tbody tr", has=page.locator(f'form[action="/leases/{ids["alice"]}/cancel"]'))
+    assert mine.count() == 1
+    assert table.locator(f'form[action="/leases/{ids["bob"]}/cancel"]').count() == 0
+    assert "bob" not in page.locator("main").inner_text()
+    queue = page.get_by_role("table", name="Best-effort leases waiting, in queue order")
+    assert queue.locator("tbody tr").count() == 1
+    # the page's own style sheet and script were loaded (from the server itself)
+    assert page.evaluate("getComputedStyle(document.querySelector('header')).display") == "flex"
+    page.screenshot(path=str(tmp_path / "leases.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 800})  # a phone's width: the table scrolls inside
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(tmp_path / "leases-390.png"), full_page=True)
+    page.set_viewport_size(VIEWPORT)
+
+    page.get_by_role("button", name=f"Cancel lease {ids['alice']}").click()
+    page.wait_for_url("**/leases")
+    page.get_by_text("The queue is empty.").wait_for()
+    row = table.locator("tbody tr").first
+    assert "cancelled" in row.inner_text() and row.get_by_role("button").count() == 0
+
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_url("**/login")
+    page.goto("/leases")
+    assert page.url.endswith("/login")
+
+
+def test_a_wrong_token_is_refused(page, server, tmp_path):
+    log_in(page, "not-the-token")
+    page.get_by_role("alert").wait_for()
+    assert page.get_by_role("alert").inner_text() == "invalid token"
+    assert page.context.cookies() == []
+    page.screenshot(path=str(tmp_path / "login.png"))
+
+
+def test_an_administrator_sees_the_hosts(page, server, tmp_path):
+    _, tokens, ids = server
+    log_in(page, tokens["root"])
+    page.wait_for_url("**/leases")
+    assert page.get_by_role("table", name="Leases").locator(
+        f'form[action="/leases/{ids["bob"]}/cancel"]').count() == 1
+    page.get_by_role("link", name="Hosts").click()
+    page.wait_for_url("**/hosts")
+    rows = page.get_by_role("table", name="The site's nodes").locator("tbody tr")
+    assert rows.count() == 4 and rows.first.locator("td").first.inner_text() == "node0"
+    page.screenshot(path=str(tmp_path / "hosts.png"), full_page=True)
+    page.keyboard.press("Tab")  # keyboard-usable: the first Tab reaches a link
+    assert page.evaluate("document.activeElement.tagName") == "A"
