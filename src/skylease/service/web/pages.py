@@ -38,8 +38,14 @@ from starlette.types import Scope
 from skylease.model.errors import UserError
 from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
 from skylease.service.auth import User, user_for_token
-from skylease.service.web.sessions import SESSION_S, create_session, csrf_ok, csrf_token, end_session, \
-    user_for_session
+from skylease.service.web.sessions import (
+    SESSION_S,
+    create_session,
+    csrf_ok,
+    csrf_token,
+    end_session,
+    user_for_session,
+)
 
 __all__ = ["COOKIE", "add_pages"]
 
@@ -48,7 +54,8 @@ COOKIE = "skylease_session"
 STATIC = Path(__file__).resolve().parent / "static"
 #: States a lease can no longer leave: no cancel button.
 ENDED = frozenset({"done", "rejected", "refused", "cancelled", "failed"})
-_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
             "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'"}
 
 
@@ -69,13 +76,15 @@ class _HtmlRoute(APIRoute):
 
 
 # -- rendering --------------------------------------------------------------------------------------
-def _page(title: str, body: str, user: User | None = None, sid: str | None = None, status: int = 200) -> HTMLResponse:
+def _page(title: str, body: str, user: User | None = None, sid: str | None = None,
+          status: int = 200) -> HTMLResponse:
     nav = ""
     if user is not None and sid is not None:
         hosts = '<li><a href="/hosts">Hosts</a></li>' if user.admin else ""
         nav = (f'<nav aria-label="main"><ul><li><a href="/leases">Leases</a></li>{hosts}</ul>'
                f'<span class="who">{e(user.name)}{" (admin)" if user.admin else ""}</span>'
-               f'<form method="post" action="/logout">{_csrf(sid)}<button type="submit">Log out</button></form>'
+               f'<form method="post" action="/logout">{_csrf(sid)}'
+               '<button type="submit">Log out</button></form>'
                "</nav>")
     doc = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -103,7 +112,8 @@ def _login_form(message: str | None = None) -> str:
     alert = f'<p class="error" role="alert">{e(message)}</p>' if message else ""
     return (f'{alert}<form method="post" action="/login" class="login">'
             '<label for="token">Token</label>'
-            '<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>'
+            '<input id="token" name="token" type="password" autocomplete="current-password" required '
+            'autofocus>'
             '<p class="hint">The token printed by <code>skylease serve user add NAME</code>.</p>'
             '<button type="submit">Log in</button></form>')
 
@@ -112,9 +122,11 @@ def _lease_rows(leases: list[LeaseView], sid: str) -> list[list[str]]:
     rows = []
     for v in leases:
         cancel = "" if v.state in ENDED else (
-            f'<form method="post" action="/leases/{v.id}/cancel" data-confirm="Cancel lease {v.id}?">{_csrf(sid)}'
+            f'<form method="post" action="/leases/{v.id}/cancel" data-confirm="Cancel lease {v.id}?">'
+            f'{_csrf(sid)}'
             f'<button type="submit" aria-label="Cancel lease {v.id}">Cancel</button></form>')
-        rows.append([e(v.id), e(v.owner), e(v.type), f'<span class="state s-{e(v.state)}">{e(v.state)}</span>',
+        state = f'<span class="state s-{e(v.state)}">{e(v.state)}</span>'
+        rows.append([e(v.id), e(v.owner), e(v.type), state,
                      e(v.nodes), e(v.start), e(v.end), e(v.reason), cancel])
     return rows
 
@@ -210,8 +222,8 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine) -> None:
                          user, sid, 403)
         rows = [[e(h.name), e(h.cpu), e(h.memory), e(h.disk), e(", ".join(map(str, h.leases))),
                  e(", ".join(h.cache))] for h in manager.hosts()]
-        body = _table("The site's nodes", ["node", "CPU", "memory (MB)", "disk (MB)", "leases now", "image cache"],
-                      rows, "No nodes.")
+        heads = ["node", "CPU", "memory (MB)", "disk (MB)", "leases now", "image cache"]
+        body = _table("The site's nodes", heads, rows, "No nodes.")
         return _page("Hosts", body, user, sid)
 
     router.add_api_route("/logout", page(logout), methods=["POST"])

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from skylease.service.auth import User, token_digest
 from skylease.service.db import users, web_sessions
 
-__all__ = ["SESSION_S", "create_session", "csrf_token", "csrf_ok", "end_session", "user_for_session"]
+__all__ = ["SESSION_S", "create_session", "csrf_ok", "csrf_token", "end_session", "user_for_session"]
 
 #: How long a session lasts after login (seconds): a working day.
 SESSION_S = 12 * 3600
