@@ -7,6 +7,8 @@ import pytest
 from skylease.service.auth import add_user
 from skylease.service.db import create_schema, engine_for
 
+from .api_fake import FakeManager
+
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def both_databases(request, tmp_path):
@@ -23,3 +25,24 @@ def three_users(engine) -> dict[str, str]:
     """alice, bob and root (an administrator): their tokens."""
     return {"alice": add_user(engine, "alice"), "bob": add_user(engine, "bob"),
             "root": add_user(engine, "root", admin=True)}
+
+
+@pytest.fixture
+def engine(tmp_path):
+    """A fresh SQLite service database with its tables (test modules with their own keep theirs)."""
+    e = engine_for(None, tmp_path / "serve")
+    create_schema(e)
+    yield e
+    e.dispose()
+
+
+@pytest.fixture
+def tokens(engine) -> dict[str, str]:
+    """alice's, bob's and root's tokens in ``engine``."""
+    return three_users(engine)
+
+
+@pytest.fixture
+def manager() -> FakeManager:
+    """The in-memory lease manager, four nodes."""
+    return FakeManager(nodes=4)

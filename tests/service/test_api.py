@@ -13,32 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from skylease.runtime.leases.api import LeaseRequest
-from skylease.service.db import create_schema, engine_for
 from skylease.service.leases_api import MAX_BODY_BYTES, create_app
-
-from .api_fake import FakeManager
-from .conftest import three_users
 
 SCENARIOS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "lwf" / "scenarios"
 BE = {"nodes": 1, "duration": 600}
-
-
-@pytest.fixture
-def engine(tmp_path):
-    e = engine_for(None, tmp_path / "serve")
-    create_schema(e)
-    yield e
-    e.dispose()
-
-
-@pytest.fixture
-def tokens(engine) -> dict[str, str]:
-    return three_users(engine)
-
-
-@pytest.fixture
-def manager() -> FakeManager:
-    return FakeManager(nodes=4)
 
 
 @pytest.fixture

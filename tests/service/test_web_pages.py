@@ -13,33 +13,12 @@ from fastapi.testclient import TestClient
 
 from skylease.runtime.leases.api import LeaseRequest, LeaseView
 from skylease.service.auth import token_digest
-from skylease.service.db import create_schema, engine_for, web_sessions
+from skylease.service.db import web_sessions
 from skylease.service.leases_api import create_app
 from skylease.service.web.pages import COOKIE
 
-from .api_fake import FakeManager
-from .conftest import three_users
-
 HTML = {"Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"}
 BE = LeaseRequest(nodes=1, duration=600)
-
-
-@pytest.fixture
-def engine(tmp_path):
-    e = engine_for(None, tmp_path / "serve")
-    create_schema(e)
-    yield e
-    e.dispose()
-
-
-@pytest.fixture
-def tokens(engine) -> dict[str, str]:
-    return three_users(engine)
-
-
-@pytest.fixture
-def manager() -> FakeManager:
-    return FakeManager(nodes=4)
 
 
 @pytest.fixture
@@ -178,3 +157,13 @@ def test_the_pages_are_not_in_the_openapi_document(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert not {"/login", "/logout", "/", "/leases/{lease_id}/cancel"} & set(paths)
     assert set(paths["/leases"]) == {"get", "post"}
+
+
+def test_removing_a_user_ends_their_sessions(client, engine, tokens):
+    from skylease.service.auth import remove_user
+
+    login(client, tokens["alice"])
+    remove_user(engine, "alice")
+    assert client.get("/leases", headers=HTML, follow_redirects=False).status_code == 303
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(web_sessions)).scalar_one() == 0
