@@ -123,6 +123,8 @@ def test_a_users_page_does_not_list_anothers_leases(client, manager, tokens):
     # nor can alice cancel bob's lease through the page
     r = client.post(f"/leases/{b.id}/cancel", data={"csrf": csrf_of(page)}, follow_redirects=False)
     assert r.status_code == 404 and manager.lease(None, b.id).state == "queued"
+    r = client.post(f"/leases/{2**64}/cancel", data={"csrf": csrf_of(page)}, follow_redirects=False)
+    assert r.status_code == 404
     assert client.get("/hosts", headers=HTML).status_code == 403
     root = TestClient(client.app)
     login(root, tokens["root"])

@@ -208,8 +208,11 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine) -> None:
         return _page("Leases", body, user, sid)
 
     def cancel(request: Request, user: User, sid: str) -> Response:
+        lease_id = int(request.path_params["lease_id"])
         try:
-            manager.cancel(scope_of(user), int(request.path_params["lease_id"]))
+            if lease_id > 2**53:  # the API's bound on ids: beyond it, no lease (and no SQL overflow)
+                raise LeaseNotFound(f"no lease {lease_id}")
+            manager.cancel(scope_of(user), lease_id)
         except LeaseNotFound as exc:
             return _page("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
         except UserError as exc:
