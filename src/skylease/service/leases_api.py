@@ -193,7 +193,7 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None) -> FastAP
 
     from skylease.service.web.pages import add_pages
 
-    add_pages(app, manager, engine)  # first: its HTML pages share /leases and /hosts with the API
+    add_pages(app, manager, engine, qos)  # first: its HTML pages share /leases and /hosts with the API
 
     def scope_of(user: User) -> str | None:  # what the manager calls an administrator
         return None if user.admin else user.name

@@ -127,6 +127,11 @@ class QoSService:
         d["t_pred"] = self.registry.predict(view.id).t_p if view.completed else None
         return d
 
+    def series(self, caller: str | None, bot: int) -> list[Any]:
+        """The bag's progress reports, in order (its progress curve)."""
+        self._bot(caller, bot)
+        return self.registry.series(bot)
+
     def history(self, infrastructure: str) -> list[Any]:
         return self.registry.history(infrastructure)
 

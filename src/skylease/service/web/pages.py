@@ -81,7 +81,8 @@ def _page(title: str, body: str, user: User | None = None, sid: str | None = Non
     nav = ""
     if user is not None and sid is not None:
         hosts = '<li><a href="/hosts">Hosts</a></li>' if user.admin else ""
-        nav = (f'<nav aria-label="main"><ul><li><a href="/leases">Leases</a></li>{hosts}</ul>'
+        nav = (f'<nav aria-label="main"><ul><li><a href="/leases">Leases</a></li>{hosts}'
+               '<li><a href="/bots">Bags</a></li><li><a href="/account">Account</a></li></ul>'
                f'<span class="who">{e(user.name)}{" (admin)" if user.admin else ""}</span>'
                f'<form method="post" action="/logout">{_csrf(sid)}'
                '<button type="submit">Log out</button></form>'
@@ -132,9 +133,9 @@ def _lease_rows(leases: list[LeaseView], sid: str) -> list[list[str]]:
 
 
 # -- the routes -------------------------------------------------------------------------------------
-def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine) -> None:
+def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = None) -> None:
     """The dashboard's routes on ``app``; called before the API's routes (the pages sharing a path
-    with an API route must be tried first)."""
+    with an API route must be tried first). ``qos``: a QoSService, whose bags and accounts get pages."""
     router = APIRouter(include_in_schema=False)
 
     def scope_of(user: User) -> str | None:
@@ -233,5 +234,9 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine) -> None:
     router.add_api_route("/leases", page(leases), methods=["GET"], route_class_override=_HtmlRoute)
     router.add_api_route("/leases/{lease_id:int}/cancel", page(cancel), methods=["POST"])
     router.add_api_route("/hosts", page(hosts), methods=["GET"], route_class_override=_HtmlRoute)
+    if qos is not None:
+        from skylease.service.web.bots import add_bot_pages  # (it imports this module's helpers)
+
+        add_bot_pages(router, page, qos)
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
