@@ -9,6 +9,7 @@ the JSON API, behind a login session (:mod:`.sessions`).
     POST /leases/{id}/cancel
     GET  /hosts          the site's nodes (administrators only)
     /static/...          the one style sheet and the one script (no CDN, nothing from elsewhere)
+    /bots, /account ...  the bags of tasks and the account (:mod:`.bots`), when the server runs SpeQuloS
 
 ``GET /leases`` and ``GET /hosts`` are also JSON API routes: a request goes to the page only when it
 asks for HTML (``Accept: text/html``, as a browser's navigation does) and carries no
