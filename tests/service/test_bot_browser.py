@@ -68,6 +68,10 @@ def test_a_bag_page_grows_live_during_a_real_run_and_shows_the_prediction(page, 
         assert page.locator("#live").get_attribute("data-refresh") is not None  # the same page, stopped
         assert page.evaluate("window.__notReloaded") is True
         page.screenshot(path=str(tmp_path / "bot-done.png"), full_page=True)
+        page.set_viewport_size({"width": 390, "height": 800})  # a phone's width: the chart shrinks
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        page.screenshot(path=str(tmp_path / "bot-390.png"), full_page=True)
+        page.set_viewport_size({"width": 1280, "height": 800})
         finish(run)
     finally:
         if run.poll() is None:

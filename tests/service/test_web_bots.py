@@ -61,7 +61,7 @@ def test_a_bag_page_draws_a_point_per_report_and_the_band_once_predicted(client,
     assert 'class="band"' in page and 'class="pred"' in page
     assert f"{pred.low:,.1f} s to {pred.high:,.1f} s" in page  # the band's text alternative
     assert "5 / 10 completed" in page and "<figcaption>" in page and 'role="img"' in page
-    assert re.search(r"<dd>0\.0 / 20\.0</dd>", page)  # credits spent / ordered
+    assert re.search(r"<dd>0\.00 / 20\.00</dd>", page)  # credits spent / ordered
     listing = client.get("/bots", headers=HTML).text
     assert f'<a href="/bots/{bot}">{bot}</a>' in listing and "5 / 10" in listing
     assert f"{pred.t_p:,.1f} s" in listing

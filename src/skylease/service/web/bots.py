@@ -38,6 +38,10 @@ def _num(x: float | None, unit: str = "") -> str:
     return "–" if x is None else f"{x:,.1f}{unit}"
 
 
+def _credits(x: float | None) -> str:  # (bills are hundredths of a credit: one decimal would hide them)
+    return "–" if x is None else f"{x:,.2f}"
+
+
 def _when(unix: float) -> str:
     return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -103,7 +107,7 @@ def _live(qos: QoSService, scope: str | None, bot: int) -> tuple[str, bool]:
               f'{_num(pred.high, " s")};'
               f' α = {pred.alpha:.3g} from {pred.runs} finished bags)'),
              ("Completed at", _num(b["completion_time"], " s")),
-             ("Credits spent / ordered", f'{_num(b["credits_spent"])} / {_num(b["credits_ordered"])}'
+             ("Credits spent / ordered", f'{_credits(b["credits_spent"])} / {_credits(b["credits_ordered"])}'
               if b["credits_ordered"] is not None else "none ordered (progress and predictions only)")]
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
     legend = ('<ul class="legend"><li><span class="key completed"></span>completed</li>'
@@ -135,7 +139,7 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         rows = []
         for b in reversed(qos.bots(scope_of(user))):  # newest first
             credits = "–" if b["credits_ordered"] is None else \
-                f'{_num(b["credits_spent"])} / {_num(b["credits_ordered"])}'
+                f'{_credits(b["credits_spent"])} / {_credits(b["credits_ordered"])}'
             rows.append([f'<a href="/bots/{b["id"]}">{b["id"]}</a>', e(b["owner"]), e(b["infrastructure"]),
                          f'<span class="state s-{e(b["state"])}">{e(b["state"])}</span>',
                          f'{b["completed"]:,} / {b["n_tasks"]:,}', e(_when(b["registered_at"])),
