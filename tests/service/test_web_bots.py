@@ -74,6 +74,18 @@ def test_a_bag_page_draws_a_point_per_report_and_the_band_once_predicted(client,
     assert "data-refresh" not in client.get(f"/bots/{bot}", headers=HTML).text
 
 
+def test_a_long_series_is_drawn_as_lines_without_a_dot_per_report(qos):
+    from skylease.service.web.bots import MAX_DOTS, progress_svg
+
+    bot = qos.register("alice", "nd", 5000).id
+    for i in range(MAX_DOTS + 1):
+        qos.registry.report(bot, float(i), i // 2, i // 2)
+    svg = progress_svg(qos.series("alice", bot), 5000, qos.predict("alice", bot))
+    assert points(svg, "completed") == 0 and f'data-points="{MAX_DOTS + 1}"' in svg
+    line = re.search(r'<polyline class="line completed" points="([^"]*)"', svg)
+    assert line and len(line.group(1).split()) == MAX_DOTS + 1  # still a point per report
+
+
 def test_a_user_reaches_neither_anothers_bag_nor_their_account(client, qos, tokens):
     qos.deposit("bob", 30)
     bobs = qos.register("bob", "nd", 4, credits=10).id
