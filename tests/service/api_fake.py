@@ -16,6 +16,8 @@ class FakeManager:
         self.closed = False
         self._leases: dict[int, LeaseView] = {}
         self._lock = threading.Lock()
+        self._version = 0
+        self._changed = threading.Condition(self._lock)
 
     def now(self) -> int:
         return self.clock
@@ -37,6 +39,7 @@ class FakeManager:
                              state="scheduled" if ar else "queued", reason=None,
                              events=[{"at": self.clock, "what": "submit"}])
             self._leases[lid] = view
+            self._bump()
             return view
 
     def _get(self, owner: str | None, lease_id: int) -> LeaseView:
@@ -49,6 +52,7 @@ class FakeManager:
         with self._lock:
             view = self._get(owner, lease_id).model_copy(update={"state": "cancelled"})
             self._leases[lease_id] = view
+            self._bump()
             return view
 
     def lease(self, owner: str | None, lease_id: int) -> LeaseView:
@@ -65,6 +69,18 @@ class FakeManager:
     def hosts(self) -> list[HostView]:
         return [HostView(name=f"node{i}", index=i, cpu=1.0, memory=1024, disk=0, cpus=[i % 2], leases=[],
                          cache=[]) for i in range(self.nodes)]
+
+    def _bump(self) -> None:  # (under the lock)
+        self._version += 1
+        self._changed.notify_all()
+
+    def version(self) -> int:
+        return self._version
+
+    def wait_change(self, since: int, timeout: float) -> int:
+        with self._lock:
+            self._changed.wait_for(lambda: self._version != since or self.closed, timeout)
+            return self._version
 
     def close(self) -> None:
         self.closed = True

@@ -200,6 +200,10 @@ class LocalLeaseManager:
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
         self._closing = False
+        # A change counter for watchers (the dashboard's live updates): bumped by each commit that
+        # journals something, under its own condition so that waiting never holds the manager's lock.
+        self._version = 0
+        self._changed = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
         self.replayed_events_match: bool | None = None
         self._recording = True  # False while the journal is replayed: its events are stored already
@@ -220,12 +224,24 @@ class LocalLeaseManager:
         with self._lock:
             self._closing = True
             self._wake.notify_all()
+        with self._changed:
+            self._changed.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.nodes.close(kill=stop_payloads)
 
     def now(self) -> int:
         return self.clock.now()
+
+    def version(self) -> int:
+        """A number that grows whenever the leases change (a request, a cancel, a step)."""
+        return self._version
+
+    def wait_change(self, since: int, timeout: float) -> int:
+        """The version once it differs from ``since``, or after ``timeout`` seconds, or at close."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._version != since or self._closing, timeout)
+            return self._version
 
     def _poke(self) -> None:
         """A payload ended (called from the enactment's watcher thread): wake the loop now if it
@@ -411,10 +427,15 @@ class LocalLeaseManager:
         :meth:`_commit_and_enact` (never before they are journaled: the journal leads)."""
         for lid in self._enact.touched:
             self._batch.states[lid] = self.sched.lease(lid).state.value
+        changed = bool(self._batch.inputs or self._batch.events or self._enact.touched)
         self.journal.commit(self._batch)
         self._batch = Batch.new()
         self._unenacted |= self._enact.touched
         self._enact.touched = set()
+        if changed:
+            with self._changed:
+                self._version += 1
+                self._changed.notify_all()
 
     def _commit_and_enact(self, now: int) -> None:
         self._commit()
