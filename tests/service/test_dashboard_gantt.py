@@ -7,7 +7,8 @@ lease cancelled through the API leaves the page's queue table the same way. The 
 only the server (the ``page`` fixture of test_dashboard_browser.py fails on any other host).
 
 And the first render's cost: with 2,000 leases (the in-memory manager of api_fake.py) the page's
-first Gantt render comes less than 1 s after navigation starts (``performance.now()`` at the draw)."""
+first Gantt render comes less than 1 s after navigation starts (``performance.now()`` at the draw;
+the median of three navigations after a first one)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,18 @@ def when_recorded(api: httpx.Client, lease: int, event: str, count: int = 1, tim
     raise AssertionError(f"lease {lease} had no {event} event within {timeout} s")
 
 
+def until(page, predicate: str, arg=None, timeout: float = 5.0) -> None:  # noqa: F811
+    """Until the function ``predicate`` is true in the page (polled from here: Playwright's
+    ``wait_for_function`` evaluates strings, which the pages' Content-Security-Policy forbids)."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(predicate, arg):
+        assert time.monotonic() < deadline, f"not within {timeout} s: {predicate}"
+        time.sleep(0.02)
+
+
+DRAWN = "() => !!window.skyleaseGantt && window.skyleaseGantt.draws >= 1"
+
+
 def drawn_kinds(page, lease: int) -> list[str]:  # noqa: F811
     return page.evaluate("""(id) => { const g = window.skyleaseGantt; if (!g || !g.model) return [];
         const l = g.model.leases.find((x) => x.id === id); return l ? l.bars.map((b) => b.kind) : []; }""",
@@ -77,10 +90,10 @@ def drawn_kinds(page, lease: int) -> list[str]:  # noqa: F811
 def wait_drawn(page, lease: int, kinds: list[str], since: float) -> None:  # noqa: F811
     """The page's last drawn chart has the lease's bars ``kinds`` within LIVE_S of ``since``."""
     left = LIVE_S - (time.monotonic() - since)
-    page.wait_for_function("""([id, want]) => { const g = window.skyleaseGantt;
+    until(page, """([id, want]) => { const g = window.skyleaseGantt;
         const l = g && g.model && g.model.leases.find((x) => x.id === id);
         return !!l && JSON.stringify(l.bars.map((b) => b.kind)) === JSON.stringify(want); }""",
-                           arg=[lease, kinds], timeout=max(1, left * 1000))
+          [lease, kinds], max(0.1, left))
     assert time.monotonic() - since < LIVE_S, (lease, kinds, time.monotonic() - since)
 
 
@@ -88,7 +101,7 @@ def test_the_chart_follows_a_preemption_live(page, server, tmp_path):  # noqa: F
     _, token, api = server
     log_in(page, token)
     page.wait_for_url("**/leases")
-    page.wait_for_function("window.skyleaseGantt && window.skyleaseGantt.draws >= 1")
+    until(page, DRAWN)
     page.evaluate("window.notReloaded = true")
 
     be = api.post("/leases", json={"nodes": 1, "duration": 3600})
@@ -125,7 +138,7 @@ def test_the_chart_follows_a_preemption_live(page, server, tmp_path):  # noqa: F
         ["vm", "suspend", "resume", "vm"]
     events = page.get_by_role("table", name=f"Events of lease {be}").inner_text()
     assert "suspend" in events and "resume" in events
-    page.wait_for_function("window.skyleaseGantt.draws >= 1")
+    until(page, DRAWN)
     assert {x["id"] for x in page.evaluate("window.skyleaseGantt.model.leases")} >= {be}
     page.screenshot(path=str(tmp_path / "lease.png"), full_page=True)
 
@@ -165,14 +178,14 @@ def test_the_first_render_with_2000_leases_is_under_a_second(chromium, crowded, 
         p = context.new_page()
         log_in(p, token)
         p.wait_for_url("**/leases")
-        p.wait_for_function("window.skyleaseGantt && window.skyleaseGantt.draws >= 1", timeout=10_000)
+        until(p, DRAWN, timeout=10)
         figures = []
         for _ in range(3):  # (the first navigation also warms the server's and the browser's caches)
             p.reload()
-            p.wait_for_function("window.skyleaseGantt && window.skyleaseGantt.draws >= 1", timeout=10_000)
+            until(p, DRAWN, timeout=10)
             figures.append(p.evaluate("window.skyleaseGantt.firstRenderMs"))
             assert len(p.evaluate("window.skyleaseGantt.model.leases")) == N_LEASES
         print(f"first Gantt render with {N_LEASES} leases: {figures} ms after navigation start")
-        assert min(figures) < 1000, figures
+        assert sorted(figures)[1] < 1000, figures  # the median of three
     finally:
         context.close()

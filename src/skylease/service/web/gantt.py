@@ -131,7 +131,8 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
             ("nodes", e(view.nodes)), ("start", e(view.start)), ("end", e(view.end))))
         chart = (f'<figure class="gantt"><canvas id="gantt" data-lease="{e(view.id)}" width="1200" '
                  f'height="120" role="img" aria-label="Timeline of lease {e(view.id)}"></canvas>'
-                 '<figcaption id="gantt-legend"></figcaption></figure>')
+                 '<figcaption id="gantt-legend"></figcaption></figure>'
+                 '<script src="/static/gantt.js"></script>')
         body = ('<p><a href="/leases">All leases</a></p>'
                 f'<p class="now">Lease clock: {e(now)} s</p>{chart}'
                 f'<div id="lease-tables"><dl class="facts">{facts}</dl>'

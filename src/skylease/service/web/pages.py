@@ -75,12 +75,13 @@ class _HtmlRoute(APIRoute):
         return super().matches(scope)
 
 
-#: The leases page's chart (drawn by dashboard.js from /leases/gantt.json); the tables below are its
-#: text alternative.
+#: The leases page's chart (drawn by gantt.js, loaded right after it, from /leases/gantt.json); the
+#: tables below are its text alternative.
 GANTT_FIGURE = ('<figure class="gantt"><canvas id="gantt" width="1200" height="200" role="img" '
                 'aria-label="Gantt chart of the slot table: nodes by lease time; the tables below give '
                 'the same leases as text"></canvas>'
-                '<figcaption id="gantt-legend">Slot table</figcaption></figure>')
+                '<figcaption id="gantt-legend">Slot table</figcaption></figure>'
+                '<script src="/static/gantt.js"></script>')
 
 
 # -- rendering --------------------------------------------------------------------------------------
