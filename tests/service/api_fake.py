@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import threading
 
-from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseRefused, LeaseRequest, LeaseView
+from skylease.runtime.leases.api import (
+    Changes,
+    HostView,
+    LeaseNotFound,
+    LeaseRefused,
+    LeaseRequest,
+    LeaseView,
+)
 
 
 class FakeManager:
@@ -16,8 +23,7 @@ class FakeManager:
         self.closed = False
         self._leases: dict[int, LeaseView] = {}
         self._lock = threading.Lock()
-        self._version = 0
-        self._changed = threading.Condition(self._lock)
+        self.changes = Changes()
 
     def now(self) -> int:
         return self.clock
@@ -38,8 +44,11 @@ class FakeManager:
                              start=start if ar else None, end=start + req.duration if ar else None,
                              state="scheduled" if ar else "queued", reason=None,
                              events=[{"at": self.clock, "what": "submit"}])
+            if ar:  # its reservation as the real manager's events show one (a bar of the Gantt chart)
+                view.events.append({"time": start, "event": "start", "until": start + req.duration,
+                                    "nodes": [(lid + k) % self.nodes for k in range(req.nodes)]})
             self._leases[lid] = view
-            self._bump()
+            self.changes.bump()
             return view
 
     def _get(self, owner: str | None, lease_id: int) -> LeaseView:
@@ -52,7 +61,7 @@ class FakeManager:
         with self._lock:
             view = self._get(owner, lease_id).model_copy(update={"state": "cancelled"})
             self._leases[lease_id] = view
-            self._bump()
+            self.changes.bump()
             return view
 
     def lease(self, owner: str | None, lease_id: int) -> LeaseView:
@@ -70,17 +79,11 @@ class FakeManager:
         return [HostView(name=f"node{i}", index=i, cpu=1.0, memory=1024, disk=0, cpus=[i % 2], leases=[],
                          cache=[]) for i in range(self.nodes)]
 
-    def _bump(self) -> None:  # (under the lock)
-        self._version += 1
-        self._changed.notify_all()
-
     def version(self) -> int:
-        return self._version
+        return self.changes.version
 
     def wait_change(self, since: int, timeout: float) -> int:
-        with self._lock:
-            self._changed.wait_for(lambda: self._version != since or self.closed, timeout)
-            return self._version
+        return self.changes.wait(since, timeout)
 
     def close(self) -> None:
         self.closed = True

@@ -52,7 +52,14 @@ from skylease.control.leases import (
 )
 from skylease.control.leases.records import Event, Run, TransferRun, lease_events, lease_record
 from skylease.model.errors import UserError
-from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseRefused, LeaseRequest, LeaseView
+from skylease.runtime.leases.api import (
+    Changes,
+    HostView,
+    LeaseNotFound,
+    LeaseRefused,
+    LeaseRequest,
+    LeaseView,
+)
 from skylease.runtime.leases.clock import RealClock
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, PayloadRow
 
@@ -200,10 +207,7 @@ class LocalLeaseManager:
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
         self._closing = False
-        # A change counter for watchers (the dashboard's live updates): bumped by each commit that
-        # journals something, under its own condition so that waiting never holds the manager's lock.
-        self._version = 0
-        self._changed = threading.Condition(threading.Lock())
+        self.changes = Changes()  # bumped by each commit that journals something
         self._thread: threading.Thread | None = None
         self.replayed_events_match: bool | None = None
         self._recording = True  # False while the journal is replayed: its events are stored already
@@ -224,8 +228,7 @@ class LocalLeaseManager:
         with self._lock:
             self._closing = True
             self._wake.notify_all()
-        with self._changed:
-            self._changed.notify_all()
+        self.changes.close()
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.nodes.close(kill=stop_payloads)
@@ -235,13 +238,11 @@ class LocalLeaseManager:
 
     def version(self) -> int:
         """A number that grows whenever the leases change (a request, a cancel, a step)."""
-        return self._version
+        return self.changes.version
 
     def wait_change(self, since: int, timeout: float) -> int:
         """The version once it differs from ``since``, or after ``timeout`` seconds, or at close."""
-        with self._changed:
-            self._changed.wait_for(lambda: self._version != since or self._closing, timeout)
-            return self._version
+        return self.changes.wait(since, timeout)
 
     def _poke(self) -> None:
         """A payload ended (called from the enactment's watcher thread): wake the loop now if it
@@ -433,9 +434,7 @@ class LocalLeaseManager:
         self._unenacted |= self._enact.touched
         self._enact.touched = set()
         if changed:
-            with self._changed:
-                self._version += 1
-                self._changed.notify_all()
+            self.changes.bump()
 
     def _commit_and_enact(self, now: int) -> None:
         self._commit()

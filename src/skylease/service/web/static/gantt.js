@@ -12,14 +12,19 @@
   const LANE = 26, LEFT = 90, TOP = 22;
 
   const colour = (id) => `hsl(${Math.round((id * 137.508) % 360)} 60% 45%)`;
+  const patterns = new Map(); // one pattern per colour (thousands of bars share a few hundred)
   function hatch(ctx, fg) {
+    if (!patterns.has(fg)) patterns.set(fg, ctx.createPattern(tile(fg), "repeat"));
+    return patterns.get(fg);
+  }
+  function tile(fg) {
     const p = document.createElement("canvas");
     p.width = p.height = 8;
     const c = p.getContext("2d");
     c.strokeStyle = fg; c.lineWidth = 2;
     c.beginPath(); c.moveTo(0, 8); c.lineTo(8, 0); c.moveTo(-2, 2); c.lineTo(2, -2);
     c.moveTo(6, 10); c.lineTo(10, 6); c.stroke();
-    return ctx.createPattern(p, "repeat");
+    return p;
   }
 
   function draw(model) {
