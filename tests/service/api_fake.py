@@ -6,14 +6,8 @@ from __future__ import annotations
 
 import threading
 
-from skylease.runtime.leases.api import (
-    Changes,
-    HostView,
-    LeaseNotFound,
-    LeaseRefused,
-    LeaseRequest,
-    LeaseView,
-)
+from skylease.runtime.leases import api
+from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseRefused, LeaseRequest, LeaseView
 
 
 class FakeManager:
@@ -23,7 +17,7 @@ class FakeManager:
         self.closed = False
         self._leases: dict[int, LeaseView] = {}
         self._lock = threading.Lock()
-        self.changes = Changes()
+        self.changes = api.Changes()
 
     def now(self) -> int:
         return self.clock
