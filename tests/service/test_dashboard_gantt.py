@@ -191,3 +191,28 @@ def test_the_first_render_with_2000_leases_is_under_a_second(chromium, crowded, 
         assert sorted(figures)[1] < 1000, figures  # the median of three
     finally:
         context.close()
+
+
+def test_an_open_event_stream_does_not_hold_the_server_on_sigterm(tmp_path):
+    """A browser's /events stream under way: SIGTERM still stops the server at once (the stream ends
+    with it, well before uvicorn's 5 s grace), and a change is streamed first."""
+    proc, url = start(fake_argv(tmp_path / "serve"), tmp_path)
+    try:
+        engine = open_database(load_serve_config(None, data_dir=tmp_path / "serve"))
+        token = add_user(engine, "alice")
+        engine.dispose()
+        browser = httpx.Client(base_url=url, timeout=10)
+        assert browser.post("/login", data={"token": token}).status_code == 303
+        with browser.stream("GET", "/events") as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            lines = stream.iter_lines()
+            assert next(lines).startswith("retry:") and next(lines) == "event: hello"
+            httpx.post(url + "/leases", json={"nodes": 1, "duration": 60},
+                       headers={"Authorization": f"Bearer {token}"}, timeout=10)
+            assert "event: change" in [next(lines) for _ in range(3)]
+            t = time.monotonic()
+            code, _, _ = stop(proc)
+            assert time.monotonic() - t < 3.0 and code == 0
+        browser.close()
+    finally:
+        stop(proc)
