@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+from skylease.runtime.leases import api
 from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseRefused, LeaseRequest, LeaseView
 
 
@@ -16,6 +17,7 @@ class FakeManager:
         self.closed = False
         self._leases: dict[int, LeaseView] = {}
         self._lock = threading.Lock()
+        self.changes = api.Changes()
 
     def now(self) -> int:
         return self.clock
@@ -36,7 +38,11 @@ class FakeManager:
                              start=start if ar else None, end=start + req.duration if ar else None,
                              state="scheduled" if ar else "queued", reason=None,
                              events=[{"at": self.clock, "what": "submit"}])
+            if ar:  # its reservation as the real manager's events show one (a bar of the Gantt chart)
+                view.events.append({"time": start, "event": "start", "until": start + req.duration,
+                                    "nodes": [(lid + k) % self.nodes for k in range(req.nodes)]})
             self._leases[lid] = view
+            self.changes.bump()
             return view
 
     def _get(self, owner: str | None, lease_id: int) -> LeaseView:
@@ -49,6 +55,7 @@ class FakeManager:
         with self._lock:
             view = self._get(owner, lease_id).model_copy(update={"state": "cancelled"})
             self._leases[lease_id] = view
+            self.changes.bump()
             return view
 
     def lease(self, owner: str | None, lease_id: int) -> LeaseView:
@@ -65,6 +72,12 @@ class FakeManager:
     def hosts(self) -> list[HostView]:
         return [HostView(name=f"node{i}", index=i, cpu=1.0, memory=1024, disk=0, cpus=[i % 2], leases=[],
                          cache=[]) for i in range(self.nodes)]
+
+    def version(self) -> int:
+        return self.changes.version
+
+    def wait_change(self, since: int, timeout: float) -> int:
+        return self.changes.wait(since, timeout)
 
     def close(self) -> None:
         self.closed = True

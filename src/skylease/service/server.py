@@ -324,6 +324,7 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key, lifespan="off")
         server = uvicorn.Server(config)
+        app.state.stopping = lambda: server.should_exit  # (the dashboard's event streams end with it)
         logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
         with _quiet_signals(server):
             if announce is not None:

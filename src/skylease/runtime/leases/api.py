@@ -9,6 +9,7 @@ another user, is :class:`LeaseNotFound` (404).
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -118,6 +119,32 @@ class HostView(BaseModel):
     cache: list[str]  # images in its cache
 
 
+class Changes:
+    """A change counter for watchers (the dashboard's live updates): a lease manager bumps it when its
+    leases change; a watcher waits on its own condition, never on the manager's lock."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.closed = False
+        self._cond = threading.Condition(threading.Lock())
+
+    def bump(self) -> None:
+        with self._cond:
+            self.version += 1
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    def wait(self, since: int, timeout: float) -> int:
+        """The version once it differs from ``since``, or after ``timeout`` seconds, or at close."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.version != since or self.closed, timeout)
+            return self.version
+
+
 class LeaseManager(Protocol):
     """The lease manager as the service sees it. ``owner`` is the caller's user name; ``None``
     means an administrator (sees and may cancel every lease)."""
@@ -135,5 +162,9 @@ class LeaseManager(Protocol):
     def queue(self, owner: str | None) -> list[LeaseView]: ...
 
     def hosts(self) -> list[HostView]: ...
+
+    def version(self) -> int: ...
+
+    def wait_change(self, since: int, timeout: float) -> int: ...
 
     def close(self) -> None: ...

@@ -52,7 +52,14 @@ from skylease.control.leases import (
 )
 from skylease.control.leases.records import Event, Run, TransferRun, lease_events, lease_record
 from skylease.model.errors import UserError
-from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseRefused, LeaseRequest, LeaseView
+from skylease.runtime.leases.api import (
+    Changes,
+    HostView,
+    LeaseNotFound,
+    LeaseRefused,
+    LeaseRequest,
+    LeaseView,
+)
 from skylease.runtime.leases.clock import RealClock
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, PayloadRow
 
@@ -200,6 +207,7 @@ class LocalLeaseManager:
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
         self._closing = False
+        self.changes = Changes()  # bumped by each commit that journals something
         self._thread: threading.Thread | None = None
         self.replayed_events_match: bool | None = None
         self._recording = True  # False while the journal is replayed: its events are stored already
@@ -220,12 +228,21 @@ class LocalLeaseManager:
         with self._lock:
             self._closing = True
             self._wake.notify_all()
+        self.changes.close()
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.nodes.close(kill=stop_payloads)
 
     def now(self) -> int:
         return self.clock.now()
+
+    def version(self) -> int:
+        """A number that grows whenever the leases change (a request, a cancel, a step)."""
+        return self.changes.version
+
+    def wait_change(self, since: int, timeout: float) -> int:
+        """The version once it differs from ``since``, or after ``timeout`` seconds, or at close."""
+        return self.changes.wait(since, timeout)
 
     def _poke(self) -> None:
         """A payload ended (called from the enactment's watcher thread): wake the loop now if it
@@ -411,10 +428,13 @@ class LocalLeaseManager:
         :meth:`_commit_and_enact` (never before they are journaled: the journal leads)."""
         for lid in self._enact.touched:
             self._batch.states[lid] = self.sched.lease(lid).state.value
+        changed = bool(self._batch.inputs or self._batch.events or self._enact.touched)
         self.journal.commit(self._batch)
         self._batch = Batch.new()
         self._unenacted |= self._enact.touched
         self._enact.touched = set()
+        if changed:
+            self.changes.bump()
 
     def _commit_and_enact(self, now: int) -> None:
         self._commit()

@@ -76,6 +76,15 @@ class _HtmlRoute(APIRoute):
         return super().matches(scope)
 
 
+#: The leases page's chart (drawn by gantt.js, loaded right after it, from /leases/gantt.json); the
+#: tables below are its text alternative.
+GANTT_FIGURE = ('<figure class="gantt"><canvas id="gantt" width="1200" height="200" role="img" '
+                'aria-label="Gantt chart of the slot table: nodes by lease time; the tables below give '
+                'the same leases as text"></canvas>'
+                '<figcaption id="gantt-legend">Slot table</figcaption></figure>'
+                '<script src="/static/gantt.js"></script>')
+
+
 # -- rendering --------------------------------------------------------------------------------------
 def _page(title: str, body: str, user: User | None = None, sid: str | None = None,
           status: int = 200) -> HTMLResponse:
@@ -128,7 +137,7 @@ def _lease_rows(leases: list[LeaseView], sid: str) -> list[list[str]]:
             f'{_csrf(sid)}'
             f'<button type="submit" aria-label="Cancel lease {v.id}">Cancel</button></form>')
         state = f'<span class="state s-{e(v.state)}">{e(v.state)}</span>'
-        rows.append([e(v.id), e(v.owner), e(v.type), state,
+        rows.append([f'<a href="/leases/{v.id}">{e(v.id)}</a>', e(v.owner), e(v.type), state,
                      e(v.nodes), e(v.start), e(v.end), e(v.reason), cancel])
     return rows
 
@@ -170,6 +179,8 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
             return await run_in_threadpool(handler, request, user, sid)
         return endpoint
 
+    from skylease.service.web.gantt import add_gantt
+
     @router.get("/")
     def root() -> RedirectResponse:
         return RedirectResponse("/leases", status_code=303)
@@ -200,13 +211,14 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         scope = scope_of(user)
         mine, queue = manager.leases(scope), manager.queue(scope)
         heads = ["id", "owner", "type", "state", "nodes", "start", "end", "note", "action"]
-        body = (f'<p class="now">Lease clock: {e(manager.now())} s</p>'
+        body = (f'<p class="now">Lease clock: {e(manager.now())} s</p>' + GANTT_FIGURE
+                + '<div id="lease-tables">'
                 + _table("Leases", heads, _lease_rows(mine, sid), "No leases yet.")
                 + '<h2 id="queue">Queue</h2>'
                 + _table("Best-effort leases waiting, in queue order",
                          ["position", "id", "owner", "nodes", "duration", "submitted"],
                          [[e(i), e(v.id), e(v.owner), e(v.nodes), e(v.requested_duration), e(v.submit)]
-                          for i, v in enumerate(queue, 1)], "The queue is empty."))
+                          for i, v in enumerate(queue, 1)], "The queue is empty.") + "</div>")
         return _page("Leases", body, user, sid)
 
     def cancel(request: Request, user: User, sid: str) -> Response:
@@ -231,6 +243,7 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         body = _table("The site's nodes", heads, rows, "No nodes.")
         return _page("Hosts", body, user, sid)
 
+    add_gantt(router, manager, page, session, _HtmlRoute, _page)  # the chart, /events, a lease's page
     router.add_api_route("/logout", page(logout), methods=["POST"])
     router.add_api_route("/leases", page(leases), methods=["GET"], route_class_override=_HtmlRoute)
     router.add_api_route("/leases/{lease_id:int}/cancel", page(cancel), methods=["POST"])

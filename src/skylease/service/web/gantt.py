@@ -1,0 +1,149 @@
+"""The dashboard's Gantt chart, live updates and lease page (issue 21).
+
+    GET /leases/gantt.json  the slot table for the page's own script: per lease its bars (VM runs,
+                            suspensions, resumptions, migrations, image transfers) and ``now``
+    GET /events             server-sent events: one ``change`` each time the lease manager's state
+                            changes (the page then refetches the chart and the table)
+    GET /leases/{id}        a lease's page: its timeline and its state events
+
+All need a session (not a bearer token) and are not in the OpenAPI document; the JSON and the event
+stream answer only same-origin requests (``Sec-Fetch-Site``, which browsers send). The bars are the
+lease views' events as the manager records them (``lease_events``): nothing is scheduled here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
+from skylease.service.auth import User
+
+__all__ = ["add_gantt", "gantt_model"]
+
+#: A lease event that is a bar of the chart -> the bar's kind.
+BAR_KINDS = {"start": "vm", "suspend": "suspend", "resume": "resume", "transfer": "transfer"}
+#: Real seconds between two looks at whether the client left or the server stops.
+WAKE_S = 0.5
+#: Real seconds an event stream lasts: the browser reconnects (``retry``), so no stream outlives a
+#: client long.
+STREAM_S = 300.0
+
+
+def lease_bars(view: LeaseView, now: int) -> list[dict[str, Any]]:
+    """A lease's bars from its recorded events: ``kind``, ``nodes`` (indices), ``start``, ``end``,
+    ``state`` (``done`` or ``active`` or ``planned``, from ``now``)."""
+    bars = []
+    for ev in view.events:
+        kind = BAR_KINDS.get(ev.get("event", ""))
+        if kind is not None and "until" in ev and "nodes" in ev:
+            start, end = ev["time"], ev["until"]
+        elif ev.get("event") == "migrate":
+            kind, start, end = "migrate", ev["time"], ev["time"]
+        else:
+            continue
+        state = "done" if end <= now else ("active" if start <= now else "planned")
+        bar = {"kind": kind, "nodes": list(ev.get("nodes", ev.get("to", []))), "start": start, "end": end,
+               "state": state}
+        if kind == "migrate":
+            bar["from"] = list(ev["from"])
+        bars.append(bar)
+    return bars
+
+
+def gantt_model(manager: LeaseManager, owner: str | None) -> dict[str, Any]:
+    """The chart's JSON: ``now``, ``nodes`` (names), ``leases`` (id, owner, type, state, bars)."""
+    now = manager.now()
+    nodes = [h.name for h in manager.hosts()]
+    leases = [{"id": v.id, "owner": v.owner, "type": v.type, "state": v.state, "bars": lease_bars(v, now)}
+              for v in manager.leases(owner)]
+    return {"now": now, "nodes": nodes, "leases": leases}
+
+
+def _same_origin(request: Request) -> bool:
+    site = request.headers.get("sec-fetch-site")
+    return site in (None, "same-origin")
+
+
+def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any],
+              session: Callable[[Request], tuple[User, str] | None], html_route: type,
+              render: Callable[..., Response]) -> None:
+    """The routes above on ``router`` (the pages' router: its ``page`` wrapper checks the session)."""
+
+    def scope_of(user: User) -> str | None:
+        return None if user.admin else user.name
+
+    async def gantt_json(request: Request) -> Response:
+        found = await run_in_threadpool(session, request)
+        if found is None or not _same_origin(request):
+            return JSONResponse({"detail": "a dashboard session is needed"}, status_code=403)
+        model = await run_in_threadpool(gantt_model, manager, scope_of(found[0]))
+        return JSONResponse(model, headers={"Cache-Control": "no-store"})
+
+    async def events(request: Request) -> Response:
+        found = await run_in_threadpool(session, request)
+        if found is None or not _same_origin(request):
+            return JSONResponse({"detail": "a dashboard session is needed"}, status_code=403)
+        stopping: Callable[[], bool] = getattr(request.app.state, "stopping", lambda: False)
+
+        async def stream() -> AsyncIterator[str]:
+            seen = manager.version()
+            yield f"retry: 2000\nevent: hello\ndata: {seen}\n\n"
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + STREAM_S
+            while loop.time() < deadline and not stopping() and not await request.is_disconnected():
+                # (the wait runs in a worker thread, on the manager's change condition, not its lock)
+                version = await run_in_threadpool(manager.wait_change, seen, WAKE_S)
+                if version != seen:
+                    seen = version
+                    yield f"event: change\ndata: {json.dumps({'version': version})}\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    def lease_page(request: Request, user: User, sid: str) -> Response:
+        from skylease.service.web.pages import _table, e
+
+        lease_id = int(request.path_params["lease_id"])
+        try:
+            if lease_id > 2**53:
+                raise LeaseNotFound(f"no lease {lease_id}")
+            view = manager.lease(scope_of(user), lease_id)
+        except LeaseNotFound as exc:
+            return render("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
+        now = manager.now()
+        names = {h.index: h.name for h in manager.hosts()}
+        bars = lease_bars(view, now)
+        rows = [[e(b["kind"]), e(", ".join(names.get(k, str(k)) for k in b["nodes"])), e(b["start"]),
+                 e(b["end"]), e(b["state"])] for b in bars]
+        evs = [[e(ev.get("time")), e(ev.get("event")),
+                e(", ".join(f"{k}={v}" for k, v in ev.items() if k not in ("time", "event")))]
+               for ev in view.events]
+        facts = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in (
+            ("owner", e(view.owner)), ("type", e(view.type)),
+            ("state", f'<span class="state s-{e(view.state)}">{e(view.state)}</span>'),
+            ("nodes", e(view.nodes)), ("start", e(view.start)), ("end", e(view.end))))
+        chart = (f'<figure class="gantt"><canvas id="gantt" data-lease="{e(view.id)}" width="1200" '
+                 f'height="120" role="img" aria-label="Timeline of lease {e(view.id)}"></canvas>'
+                 '<figcaption id="gantt-legend"></figcaption></figure>'
+                 '<script src="/static/gantt.js"></script>')
+        body = ('<p><a href="/leases">All leases</a></p>'
+                f'<p class="now">Lease clock: {e(now)} s</p>{chart}'
+                f'<div id="lease-tables"><dl class="facts">{facts}</dl>'
+                + _table(f"Reservations of lease {view.id}", ["kind", "nodes", "start", "end", "state"], rows,
+                         "No reservation carried out yet.")
+                + "<h2>Events</h2>"
+                + _table(f"Events of lease {view.id}", ["time", "event", "details"], evs, "No events.")
+                + "</div>")
+        return render(f"Lease {view.id}", body, user, sid)
+
+    router.add_api_route("/leases/gantt.json", gantt_json, methods=["GET"])
+    router.add_api_route("/events", events, methods=["GET"])
+    router.add_api_route("/leases/{lease_id:int}", page(lease_page), methods=["GET"],
+                         route_class_override=html_route)
