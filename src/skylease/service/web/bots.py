@@ -23,7 +23,7 @@ from fastapi.responses import HTMLResponse, Response
 from skylease.model.errors import UserError
 from skylease.runtime.qos.service import NotYours, QoSService
 from skylease.service.auth import User
-from skylease.service.web.pages import _HEADERS, _page, _table, e
+from skylease.service.web.layout import HEADERS, e, render_page, table
 
 __all__ = ["add_bot_pages", "progress_svg"]
 
@@ -131,7 +131,7 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         return None if user.admin else user.name
 
     def missing(user: User, sid: str, exc: Exception) -> HTMLResponse:
-        return _page("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
+        return render_page("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
 
     def bot_id(request: Request) -> int:
         bot = int(request.path_params["bot"])
@@ -150,7 +150,7 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
                          e(credits), e(_num(b["t_pred"], " s"))])
         heads = ["id", "owner", "infrastructure", "state", "completed / n", "registered",
                  "credits spent / ordered", "predicted completion"]
-        return _page("Bags of tasks", _table("Bags of tasks", heads, rows,
+        return render_page("Bags of tasks", table("Bags of tasks", heads, rows,
                                              "No bags of tasks yet: `skylease run --qos` registers one."),
                      user, sid)
 
@@ -168,15 +168,15 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         cws = ('<p class="hint">Cloud workers over time: planned (the reports carry them, the registry '
                "does not keep them yet); the credits spent are their bills.</p>")
         body = f'{head}<section id="live"{refresh}>{live}</section>{cws}'
-        return _page(f"Bag of tasks {bid}", body, user, sid)
+        return render_page(f"Bag of tasks {bid}", body, user, sid)
 
     def bot_live(request: Request, user: User, _sid: str) -> Response:
         try:
             live, running = _live(qos, scope_of(user), bot_id(request))
         except (NotYours, UserError) as exc:
-            return HTMLResponse(e(exc), status_code=404, headers=_HEADERS)
+            return HTMLResponse(e(exc), status_code=404, headers=HEADERS)
         # the script stops refreshing once the bag no longer runs
-        return HTMLResponse(live, headers={**_HEADERS, "X-Bag-Running": "1" if running else "0"})
+        return HTMLResponse(live, headers={**HEADERS, "X-Bag-Running": "1" if running else "0"})
 
     def account_page(user: User, sid: str, name: str) -> Response:
         try:
@@ -187,10 +187,10 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
                  "" if m.bot is None else f'<a href="/bots/{m.bot}">{m.bot}</a>', e(m.worker), e(m.note)]
                 for m in acc["movements"]]
         body = (f'<p class="balance">Balance: <strong>{acc["balance"]:,.2f}</strong> credits</p>'
-                + _table(f"Ledger of {acc['user']}, newest first", ["when", "kind", "credits", "bag",
+                + table(f"Ledger of {acc['user']}, newest first", ["when", "kind", "credits", "bag",
                                                                      "worker", "note"],
                          rows, "No movements yet."))
-        return _page(f"Account of {name}", body, user, sid)
+        return render_page(f"Account of {name}", body, user, sid)
 
     def account(_request: Request, user: User, sid: str) -> Response:
         return account_page(user, sid, user.name)

@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
 from skylease.service.auth import User
+from skylease.service.web.layout import e, table
 
 __all__ = ["add_gantt", "gantt_model"]
 
@@ -108,7 +109,6 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
     def lease_page(request: Request, user: User, sid: str) -> Response:
-        from skylease.service.web.pages import _table, e
 
         lease_id = int(request.path_params["lease_id"])
         try:
@@ -136,10 +136,10 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
         body = ('<p><a href="/leases">All leases</a></p>'
                 f'<p class="now">Lease clock: {e(now)} s</p>{chart}'
                 f'<div id="lease-tables"><dl class="facts">{facts}</dl>'
-                + _table(f"Reservations of lease {view.id}", ["kind", "nodes", "start", "end", "state"], rows,
+                + table(f"Reservations of lease {view.id}", ["kind", "nodes", "start", "end", "state"], rows,
                          "No reservation carried out yet.")
                 + "<h2>Events</h2>"
-                + _table(f"Events of lease {view.id}", ["time", "event", "details"], evs, "No events.")
+                + table(f"Events of lease {view.id}", ["time", "event", "details"], evs, "No events.")
                 + "</div>")
         return render(f"Lease {view.id}", body, user, sid)
 

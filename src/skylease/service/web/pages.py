@@ -21,8 +21,7 @@ No route here is in the OpenAPI document.
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -39,11 +38,11 @@ from starlette.types import Scope
 from skylease.model.errors import UserError
 from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
 from skylease.service.auth import User, user_for_token
+from skylease.service.web.layout import csrf_field, e, render_page, table
 from skylease.service.web.sessions import (
     SESSION_S,
     create_session,
     csrf_ok,
-    csrf_token,
     end_session,
     user_for_session,
 )
@@ -55,14 +54,6 @@ COOKIE = "skylease_session"
 STATIC = Path(__file__).resolve().parent / "static"
 #: States a lease can no longer leave: no cancel button.
 ENDED = frozenset({"done", "rejected", "refused", "cancelled", "failed"})
-_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
-            "Referrer-Policy": "no-referrer",
-            "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'"}
-
-
-def e(value: Any) -> str:
-    """Every value a page shows goes through here."""
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 class _HtmlRoute(APIRoute):
@@ -85,40 +76,6 @@ GANTT_FIGURE = ('<figure class="gantt"><canvas id="gantt" width="1200" height="2
                 '<script src="/static/gantt.js"></script>')
 
 
-# -- rendering --------------------------------------------------------------------------------------
-def _page(title: str, body: str, user: User | None = None, sid: str | None = None,
-          status: int = 200) -> HTMLResponse:
-    nav = ""
-    if user is not None and sid is not None:
-        hosts = '<li><a href="/hosts">Hosts</a></li>' if user.admin else ""
-        nav = (f'<nav aria-label="main"><ul><li><a href="/leases">Leases</a></li>{hosts}'
-               '<li><a href="/bots">Bags</a></li><li><a href="/account">Account</a></li></ul>'
-               f'<span class="who">{e(user.name)}{" (admin)" if user.admin else ""}</span>'
-               f'<form method="post" action="/logout">{_csrf(sid)}'
-               '<button type="submit">Log out</button></form>'
-               "</nav>")
-    doc = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-           f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-           f'<title>{e(title)} · skylease</title><link rel="stylesheet" href="/static/dashboard.css">'
-           f'<script src="/static/dashboard.js" defer></script></head><body>'
-           f'<header><a class="brand" href="/">skylease</a>{nav}</header>'
-           f'<main id="main"><h1>{e(title)}</h1>{body}</main></body></html>')
-    return HTMLResponse(doc, status_code=status, headers=_HEADERS)
-
-
-def _csrf(sid: str) -> str:
-    return f'<input type="hidden" name="csrf" value="{e(csrf_token(sid))}">'
-
-
-def _table(caption: str, heads: Iterable[str], rows: list[list[str]], empty: str) -> str:
-    if not rows:
-        return f'<p class="empty">{e(empty)}</p>'
-    th = "".join(f'<th scope="col">{e(h)}</th>' for h in heads)
-    trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return (f'<div class="scroll"><table><caption>{e(caption)}</caption><thead><tr>{th}</tr></thead>'
-            f"<tbody>{trs}</tbody></table></div>")
-
-
 def _login_form(message: str | None = None) -> str:
     alert = f'<p class="error" role="alert">{e(message)}</p>' if message else ""
     return (f'{alert}<form method="post" action="/login" class="login">'
@@ -134,7 +91,7 @@ def _lease_rows(leases: list[LeaseView], sid: str) -> list[list[str]]:
     for v in leases:
         cancel = "" if v.state in ENDED else (
             f'<form method="post" action="/leases/{v.id}/cancel" data-confirm="Cancel lease {v.id}?">'
-            f'{_csrf(sid)}'
+            f'{csrf_field(sid)}'
             f'<button type="submit" aria-label="Cancel lease {v.id}">Cancel</button></form>')
         state = f'<span class="state s-{e(v.state)}">{e(v.state)}</span>'
         rows.append([f'<a href="/leases/{v.id}">{e(v.id)}</a>', e(v.owner), e(v.type), state,
@@ -173,9 +130,9 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
             if request.method == "POST":
                 fields = await form(request)
                 if not csrf_ok(sid, fields.get("csrf")):
-                    return _page("Forbidden", '<p class="error">The form has expired or did not come from '
-                                 'this site (CSRF token missing or wrong). <a href="/leases">Back</a></p>',
-                                 user, sid, 403)
+                    return render_page("Forbidden", '<p class="error">The form has expired or did not '
+                                       'come from this site (CSRF token missing or wrong). '
+                                       '<a href="/leases">Back</a></p>', user, sid, 403)
             return await run_in_threadpool(handler, request, user, sid)
         return endpoint
 
@@ -187,14 +144,14 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
 
     @router.get("/login")
     def login_form() -> HTMLResponse:
-        return _page("Log in", _login_form())
+        return render_page("Log in", _login_form())
 
     @router.post("/login")
     async def login(request: Request) -> Response:
         token = (await form(request)).get("token", "").strip()
         user = await run_in_threadpool(user_for_token, engine, token)
         if user is None:
-            return _page("Log in", _login_form("invalid token"), status=401)
+            return render_page("Log in", _login_form("invalid token"), status=401)
         sid = await run_in_threadpool(create_session, engine, user.name)
         out = RedirectResponse("/leases", status_code=303)
         out.set_cookie(COOKIE, sid, max_age=SESSION_S, path="/", httponly=True, samesite="strict",
@@ -213,13 +170,13 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         heads = ["id", "owner", "type", "state", "nodes", "start", "end", "note", "action"]
         body = (f'<p class="now">Lease clock: {e(manager.now())} s</p>' + GANTT_FIGURE
                 + '<div id="lease-tables">'
-                + _table("Leases", heads, _lease_rows(mine, sid), "No leases yet.")
+                + table("Leases", heads, _lease_rows(mine, sid), "No leases yet.")
                 + '<h2 id="queue">Queue</h2>'
-                + _table("Best-effort leases waiting, in queue order",
+                + table("Best-effort leases waiting, in queue order",
                          ["position", "id", "owner", "nodes", "duration", "submitted"],
                          [[e(i), e(v.id), e(v.owner), e(v.nodes), e(v.requested_duration), e(v.submit)]
                           for i, v in enumerate(queue, 1)], "The queue is empty.") + "</div>")
-        return _page("Leases", body, user, sid)
+        return render_page("Leases", body, user, sid)
 
     def cancel(request: Request, user: User, sid: str) -> Response:
         lease_id = int(request.path_params["lease_id"])
@@ -228,28 +185,28 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
                 raise LeaseNotFound(f"no lease {lease_id}")
             manager.cancel(scope_of(user), lease_id)
         except LeaseNotFound as exc:
-            return _page("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
+            return render_page("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
         except UserError as exc:
-            return _page("Refused", f'<p class="error">{e(exc)}</p>', user, sid, 409)
+            return render_page("Refused", f'<p class="error">{e(exc)}</p>', user, sid, 409)
         return RedirectResponse("/leases", status_code=303)
 
     def hosts(_request: Request, user: User, sid: str) -> Response:
         if not user.admin:
-            return _page("Forbidden", '<p class="error">Only an administrator may list the hosts.</p>',
+            return render_page("Forbidden", '<p class="error">Only an administrator may list the hosts.</p>',
                          user, sid, 403)
         rows = [[e(h.name), e(h.cpu), e(h.memory), e(h.disk), e(", ".join(map(str, h.leases))),
                  e(", ".join(h.cache))] for h in manager.hosts()]
         heads = ["node", "CPU", "memory (MB)", "disk (MB)", "leases now", "image cache"]
-        body = _table("The site's nodes", heads, rows, "No nodes.")
-        return _page("Hosts", body, user, sid)
+        body = table("The site's nodes", heads, rows, "No nodes.")
+        return render_page("Hosts", body, user, sid)
 
-    add_gantt(router, manager, page, session, _HtmlRoute, _page)  # the chart, /events, a lease's page
+    add_gantt(router, manager, page, session, _HtmlRoute, render_page)  # the chart, /events, a lease's page
     router.add_api_route("/logout", page(logout), methods=["POST"])
     router.add_api_route("/leases", page(leases), methods=["GET"], route_class_override=_HtmlRoute)
     router.add_api_route("/leases/{lease_id:int}/cancel", page(cancel), methods=["POST"])
     router.add_api_route("/hosts", page(hosts), methods=["GET"], route_class_override=_HtmlRoute)
     if qos is not None:
-        from skylease.service.web.bots import add_bot_pages  # (it imports this module's helpers)
+        from skylease.service.web.bots import add_bot_pages  # (only with a QoS service)
 
         add_bot_pages(router, page, qos)
     app.include_router(router)

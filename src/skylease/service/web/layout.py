@@ -1,0 +1,57 @@
+"""The dashboard's page layout (issue 21): escaping, the page frame with its navigation, tables,
+the CSRF field and the headers every page carries; shared by the pages of service/web."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+from typing import Any
+
+from fastapi.responses import HTMLResponse
+
+from skylease.service.auth import User
+from skylease.service.web.sessions import csrf_token
+
+__all__ = ["HEADERS", "csrf_field", "e", "render_page", "table"]
+
+HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
+            "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'"}
+
+
+def e(value: Any) -> str:
+    """Every value a page shows goes through here."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def render_page(title: str, body: str, user: User | None = None, sid: str | None = None,
+          status: int = 200) -> HTMLResponse:
+    nav = ""
+    if user is not None and sid is not None:
+        hosts = '<li><a href="/hosts">Hosts</a></li>' if user.admin else ""
+        nav = (f'<nav aria-label="main"><ul><li><a href="/leases">Leases</a></li>{hosts}'
+               '<li><a href="/bots">Bags</a></li><li><a href="/account">Account</a></li></ul>'
+               f'<span class="who">{e(user.name)}{" (admin)" if user.admin else ""}</span>'
+               f'<form method="post" action="/logout">{csrf_field(sid)}'
+               '<button type="submit">Log out</button></form>'
+               "</nav>")
+    doc = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+           f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+           f'<title>{e(title)} · skylease</title><link rel="stylesheet" href="/static/dashboard.css">'
+           f'<script src="/static/dashboard.js" defer></script></head><body>'
+           f'<header><a class="brand" href="/">skylease</a>{nav}</header>'
+           f'<main id="main"><h1>{e(title)}</h1>{body}</main></body></html>')
+    return HTMLResponse(doc, status_code=status, headers=HEADERS)
+
+
+def csrf_field(sid: str) -> str:
+    return f'<input type="hidden" name="csrf" value="{e(csrf_token(sid))}">'
+
+
+def table(caption: str, heads: Iterable[str], rows: list[list[str]], empty: str) -> str:
+    if not rows:
+        return f'<p class="empty">{e(empty)}</p>'
+    th = "".join(f'<th scope="col">{e(h)}</th>' for h in heads)
+    trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return (f'<div class="scroll"><table><caption>{e(caption)}</caption><thead><tr>{th}</tr></thead>'
+            f"<tbody>{trs}</tbody></table></div>")
