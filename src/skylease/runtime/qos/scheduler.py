@@ -204,6 +204,14 @@ class RemoteBot:
         idle = [int(s) for s in r.idle if int(s) in self._cws]
         return done, idle
 
+    def advance(self, now: float) -> None:
+        """Move the bag's clock to ``now`` (a bag attached after its start)."""
+        self._now = max(self._now, float(now))
+
+    def acknowledged(self) -> tuple[int, int]:
+        """How many completion and assignment times the service holds."""
+        return len(self._ctimes), len(self._atimes)
+
     def fire(self) -> None:
         """Run the policy's timers that are due."""
         while self._heap and self._heap[0][0] <= self._now:
@@ -271,7 +279,7 @@ class QoSScheduler:
                               bot=bot, alpha=alpha, predict_at=predict_at)
             policy.on_start(env)
             if now > 0:
-                env._now = float(now)
+                env.advance(now)
                 policy.skip_to(now)
             self._bots[bot] = _Served(owner, env, policy)
             return policy
@@ -303,8 +311,9 @@ class QoSScheduler:
             complete = policy.completed_at is not None
             if complete:
                 del self._bots[bot]
-            return Instructions(serve=serve, start=start, stop=stop, acked_c=len(env._ctimes),
-                                acked_a=len(env._atimes), next_t=None if complete else env.next_t(),
+            acked_c, acked_a = env.acknowledged()
+            return Instructions(serve=serve, start=start, stop=stop, acked_c=acked_c, acked_a=acked_a,
+                                next_t=None if complete else env.next_t(),
                                 t_pred=None if p is None else p.t_pred,
                                 credits_ordered=policy.credits if policy.ordered else 0.0,
                                 credits_spent=policy.spent, done=complete)

@@ -14,7 +14,6 @@ bills ended with the old process), so nothing runs unbilled and nothing is bille
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,7 +28,7 @@ from skylease.runtime.qos.ledger import METADATA as LEDGER_METADATA
 from skylease.runtime.qos.ledger import CreditRefused, Ledger, LedgerBank
 from skylease.runtime.qos.scheduler import QoSScheduler
 
-__all__ = ["METADATA", "NotYours", "QoSService", "ServeSettings"]
+__all__ = ["METADATA", "NotYours", "QoSService"]
 
 #: Every table of the QoS service (for ``create_schema``).
 METADATA: tuple[sa.MetaData, ...] = (LEDGER_METADATA, BOTS_METADATA)
@@ -55,16 +54,6 @@ class _AdoptingBank(LedgerBank):
 
 class NotYours(LookupError):
     """A bag or account the caller may not reach (answered as not found: ids tell nothing)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ServeSettings:
-    """How a bag is served: its strategy, the scheduler's period (s of the bag's time), the pool
-    its cloud workers come from."""
-
-    strategy: str = "9C-C-R"
-    tick: float = 240.0
-    pool: str = "cloud"
 
 
 class QoSService:
@@ -164,11 +153,10 @@ class QoSService:
 
     def _attach(self, view: Any) -> None:
         """Serve ``view`` with a policy on its open order (placed already: the policy adopts it)."""
-        how = ServeSettings(view.strategy or "9C-C-R", view.tick or 240.0, view.pool or "cloud")
         order = self.ledger.order_of(view.id)
         assert order is not None
-        self.scheduler.attach(view.id, view.owner, n_tasks=view.n_tasks, strategy=how.strategy,
-                              credits=order.ordered, pool=how.pool, tick=how.tick,
+        self.scheduler.attach(view.id, view.owner, n_tasks=view.n_tasks, strategy=view.strategy or "9C-C-R",
+                              credits=order.ordered, pool=view.pool or "cloud", tick=view.tick or 240.0,
                               alpha=self.registry.alpha(view.infrastructure),
                               now=self.registry.bot(view.id).t)  # (the last report's time)
 
