@@ -13,6 +13,7 @@ the median of three navigations after a first one)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -35,9 +36,9 @@ LIVE_S = 2.0
 N_LEASES = 2000
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server(tmp_path_factory):
-    """A real server (the local lease manager, 2 nodes, --time-scale 600) and an administrator's token."""
+    """A fresh real server for each test (so that no test's leases are in another's way) (the local lease manager, 2 nodes, --time-scale 600) and an administrator's token."""
     data = tmp_path_factory.mktemp("gantt") / "serve"
     data.mkdir()
     site = data / "site.toml"
@@ -98,6 +99,24 @@ def wait_drawn(page, lease: int, kinds: list[str], since: float) -> None:  # noq
     assert time.monotonic() - since < LIVE_S, (lease, kinds, time.monotonic() - since)
 
 
+def request_in_a_tab(page, **fields: str) -> int:  # noqa: F811
+    """A lease requested through the request form in another tab of the same browser (the first
+    keeps watching the chart): its id, from the lease page the form leads to."""
+    tab = page.context.new_page()
+    try:
+        tab.goto("/leases/new")
+        tab.get_by_label("Type").select_option(fields.pop("type", "best-effort"))
+        for name, label in (("nodes", "Nodes"), ("duration", "Duration (s)"), ("start_in", "Starts in (s)")):
+            if name in fields:
+                tab.get_by_label(label, exact=True).fill(fields.pop(name))
+        assert not fields, fields
+        tab.get_by_role("button", name="Request").click()
+        tab.wait_for_url(re.compile(r".*/leases/\d+$"))
+        return int(tab.url.rsplit("/", 1)[1])
+    finally:
+        tab.close()
+
+
 def test_the_chart_follows_a_preemption_live(page, server, tmp_path):  # noqa: F811
     _, token, api = server
     log_in(page, token)
@@ -109,10 +128,7 @@ def test_the_chart_follows_a_preemption_live(page, server, tmp_path):  # noqa: F
     assert be.status_code == 201, be.text
     be = be.json()["id"]
     wait_drawn(page, be, ["vm"], when_recorded(api, be, "start"))
-    ar = api.post("/leases", json={"type": "advance-reservation", "nodes": 2, "duration": 1800,
-                                   "start_in": 600})
-    assert ar.status_code == 201, ar.text
-    ar = ar.json()["id"]
+    ar = request_in_a_tab(page, type="advance-reservation", nodes="2", duration="1800", start_in="600")
     wait_drawn(page, be, ["vm", "suspend"], when_recorded(api, be, "suspend"))
     page.screenshot(path=str(tmp_path / "gantt-suspended.png"))
     wait_drawn(page, be, ["vm", "suspend", "resume"], when_recorded(api, be, "resume"))
@@ -143,6 +159,33 @@ def test_the_chart_follows_a_preemption_live(page, server, tmp_path):  # noqa: F
     until(page, DRAWN)
     assert {x["id"] for x in page.evaluate("window.skyleaseGantt.model.leases")} >= {be}
     page.screenshot(path=str(tmp_path / "lease.png"), full_page=True)
+
+
+def test_a_migration_is_drawn_as_it_happens(page, server, tmp_path):  # noqa: F811
+    """A best-effort lease suspended for an AR on its node resumes on the other node once a first AR
+    has left it: the chart draws the migration (an arrow between the two rows) within 2 s of the
+    server recording the resumption, and the lease's page lists it."""
+    _, token, api = server
+    log_in(page, token)
+    page.wait_for_url("**/leases")
+    until(page, DRAWN)
+    be = api.post("/leases", json={"nodes": 1, "duration": 3600}).json()["id"]
+    when_recorded(api, be, "start")
+    first = api.post("/leases", json={"type": "advance-reservation", "nodes": 1, "duration": 1200,
+                                      "start_in": 300})  # on the node the BE lease leaves free
+    second = api.post("/leases", json={"type": "advance-reservation", "nodes": 1, "duration": 2400,
+                                       "start_in": 600})  # only the BE lease's node is free then
+    assert first.status_code == second.status_code == 201, (first.text, second.text)
+    t = when_recorded(api, be, "resume", timeout=30)
+    events = api.get(f"/leases/{be}").json()["events"]
+    moves = [ev for ev in events if ev["event"] == "migrate"]
+    assert len(moves) == 1 and moves[0]["from"] != moves[0]["to"], events
+    until(page, "() => window.skyleaseGantt.migrations >= 1", timeout=max(0.1, LIVE_S - (time.monotonic() - t)))
+    assert time.monotonic() - t < LIVE_S
+    page.screenshot(path=str(tmp_path / "gantt-migration.png"))
+    page.goto(f"/leases/{be}")
+    rows = page.get_by_role("table", name=f"Reservations of lease {be}").inner_text()
+    assert "migrate" in rows and "→" in rows
 
 
 def test_the_chart_needs_a_session(server):

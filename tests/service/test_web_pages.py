@@ -169,3 +169,49 @@ def test_removing_a_user_ends_their_sessions(client, engine, tokens):
     assert client.get("/leases", headers=HTML, follow_redirects=False).status_code == 303
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(web_sessions)).scalar_one() == 0
+
+
+def test_the_request_form_requests_a_lease_as_the_json_api_would(client, manager, tokens):
+    """The form's fields are a lease request's keys, checked as a JSON body is: a good request is a
+    lease owned by the caller (303 to its page); a mistake is 422 naming the field, the form kept;
+    a refusal is 409 with the scheduler's reason; no CSRF token, no lease."""
+    assert client.get("/leases/new", headers=HTML, follow_redirects=False).status_code == 303  # no session
+    login(client, tokens["alice"])
+    form = client.get("/leases/new", headers=HTML)
+    assert form.status_code == 200
+    for name in ("type", "nodes", "duration", "start_in", "start", "cpu", "memory", "image", "preemptible",
+                 "command"):
+        assert f'<label for="f-{name}">' in form.text and f'id="f-{name}" name="{name}"' in form.text
+    csrf = csrf_of(form.text)
+    assert 'href="/leases/new"' in client.get("/leases", headers=HTML).text
+
+    good = {"csrf": csrf, "type": "advance-reservation", "nodes": "2", "duration": "1800", "start_in": "600",
+            "cpu": "", "memory": "", "preemptible": ""}
+    assert client.post("/leases/new", data={**good, "csrf": ""}, follow_redirects=False).status_code == 403
+    assert manager.leases(None) == []
+    r = client.post("/leases/new", data=good, follow_redirects=False)
+    assert r.status_code == 303
+    lease = manager.leases(None)[0]
+    assert r.headers["location"] == f"/leases/{lease.id}"
+    assert (lease.owner, lease.type, lease.nodes, lease.requested_duration) == \
+        ("alice", "advance-reservation", 2, 1800)
+
+    for fields, field, says in (({"duration": "1.5"}, "duration", "whole number"),
+                                ({"nodes": "two"}, "nodes", "whole number"),
+                                ({"duration": ""}, "duration", "required"),
+                                ({"preemptible": "maybe"}, "preemptible", "yes, no or blank")):
+        r = client.post("/leases/new", data={**good, **fields}, follow_redirects=False)
+        assert r.status_code == 422, fields
+        alert = re.search(r'<p class="error" role="alert" id="form-error">([^<]*)</p>', r.text)
+        assert alert and alert.group(1).startswith(f"{field}: ") and says in alert.group(1), r.text
+        assert re.search(rf'id="f-{field}" name="{field}" [^>]*aria-invalid="true"', r.text)
+        assert 'value="1800"' in r.text or field == "duration"  # the values given are kept
+    r = client.post("/leases/new", data={**good, "type": "best-effort"}, follow_redirects=False)
+    assert r.status_code == 422 and "takes no start" in r.text
+    evil = '"><script>alert(1)</script>'
+    r = client.post("/leases/new", data={**good, "image": evil}, follow_redirects=False)
+    assert r.status_code == 422 and "<script>alert" not in r.text and "&lt;script&gt;" in r.text
+    assert len(manager.leases(None)) == 1  # no mistake made a lease
+
+    r = client.post("/leases/new", data={**good, "nodes": "5"}, follow_redirects=False)  # 4 nodes here
+    assert r.status_code == 409 and "refused" in r.text

@@ -13,10 +13,17 @@ from skylease.model.files import KeyLines, parse_json, validate
 from skylease.runtime.leases.api import LeaseRequest
 from skylease.traces.lwf import parse_lease_xml
 
-__all__ = ["BODY", "BadBody", "is_xml", "lease_request_from_json", "lease_request_from_xml"]
+__all__ = ["BODY", "FORM", "FORM_FIELDS", "BadBody", "is_xml", "lease_request_from_form",
+           "lease_request_from_json", "lease_request_from_xml"]
 
 #: Where the mistakes of a body received by the server are said to be.
 BODY = "request body"
+#: Where the mistakes of the dashboard's request form are said to be.
+FORM = "request form"
+#: The request form's fields: a lease request's keys (a blank field is the key's default).
+FORM_FIELDS = ("type", "nodes", "duration", "start_in", "start", "cpu", "memory", "disk", "image",
+               "image_size", "preemptible", "command")
+_PREEMPTIBLE = {"": None, "default": None, "yes": True, "no": False}
 
 
 class BadBody(UserError):
@@ -61,5 +68,27 @@ def lease_request_from_xml(text: str, source: str | Path = BODY) -> LeaseRequest
         if row["real_duration"] != row["duration"]:
             doc["real_duration"] = row["real_duration"]
         return validate(LeaseRequest, doc, KeyLines("", source))
+    except UserError as exc:
+        raise BadBody(exc.message, file=exc.file, line=exc.line, field=exc.field) from None
+
+
+def lease_request_from_form(fields: dict[str, str]) -> LeaseRequest:
+    """The dashboard's request form (text fields, :data:`FORM_FIELDS`) as a lease request, or a
+    :class:`BadBody` naming the field: the same checks as a JSON body (pydantic converts the
+    numbers); a blank field is left out, so it takes the key's default."""
+    doc: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key not in FORM_FIELDS:
+            continue  # (the CSRF token, the submit button)
+        text = value.strip() if key != "command" else value
+        if key == "preemptible":
+            if text.lower() not in _PREEMPTIBLE:
+                raise BadBody("must be yes, no or blank (the type's default)", file=FORM, field=key)
+            if (flag := _PREEMPTIBLE[text.lower()]) is not None:
+                doc[key] = flag
+        elif text.strip():
+            doc[key] = text
+    try:
+        return validate(LeaseRequest, doc, KeyLines("", FORM))
     except UserError as exc:
         raise BadBody(exc.message, file=exc.file, line=exc.line, field=exc.field) from None

@@ -120,8 +120,11 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
         now = manager.now()
         names = {h.index: h.name for h in manager.hosts()}
         bars = lease_bars(view, now)
-        rows = [[e(b["kind"]), e(", ".join(names.get(k, str(k)) for k in b["nodes"])), e(b["start"]),
-                 e(b["end"]), e(b["state"])] for b in bars]
+        def where(b: dict[str, Any]) -> str:
+            to = ", ".join(names.get(k, str(k)) for k in b["nodes"])
+            return to if "from" not in b else ", ".join(names.get(k, str(k)) for k in b["from"]) + " → " + to
+
+        rows = [[e(b["kind"]), e(where(b)), e(b["start"]), e(b["end"]), e(b["state"])] for b in bars]
         evs = [[e(ev.get("time")), e(ev.get("event")),
                 e(", ".join(f"{k}={v}" for k, v in ev.items() if k not in ("time", "event")))]
                for ev in view.events]

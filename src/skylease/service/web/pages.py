@@ -6,6 +6,8 @@ the JSON API, behind a login session (:mod:`.sessions`).
     POST /login          a valid token: a session cookie and 303 to /leases; else the form again, 401
     POST /logout         ends the session
     GET  /leases         the caller's leases (an administrator's: all) and the queue, with cancel buttons
+    GET  /leases/new     the request form; POST: the lease requested (303 to its page), or the form
+                         again with the mistake (422, naming the field) or the refusal (409)
     POST /leases/{id}/cancel
     GET  /hosts          the site's nodes (administrators only)
     /static/...          the one style sheet and the one script (no CDN, nothing from elsewhere)
@@ -36,6 +38,7 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from skylease.model.errors import UserError
+from skylease.service.bodies import BadBody, lease_request_from_form
 from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
 from skylease.service.auth import User, user_for_token
 from skylease.service.web.layout import csrf_field, e, render_page, table
@@ -86,6 +89,64 @@ def _login_form(message: str | None = None) -> str:
             '<button type="submit">Log in</button></form>')
 
 
+#: The request form's fields: (name, label, input type, hint); the advanced ones are folded.
+_BASIC = (("nodes", "Nodes", "number", "how many nodes (VMs), 1 by default"),
+          ("duration", "Duration (s)", "number", "lease seconds; required"),
+          ("start_in", "Starts in (s)", "number",
+           "advance reservations only: lease seconds from now (or give the start below)"))
+_ADVANCED = (("start", "Start (lease time, s)", "number", "advance reservations: instead of 'starts in'"),
+             ("cpu", "CPUs per node", "text", "1 by default"),
+             ("memory", "Memory per node (MB)", "number", "1024 by default"),
+             ("disk", "Disk per node (MB)", "number", "0 by default"),
+             ("image", "Disk image", "text", "a name; staged to the nodes before the start"),
+             ("image_size", "Image size (MB)", "number", "with an image"),
+             ("command", "Command", "text", "each VM's payload (a shell line); default: a loop lasting "
+              "the lease"))
+_TYPES = (("best-effort", "Best effort (queued, preemptible)"),
+          ("advance-reservation", "Advance reservation (at a given time)"),
+          ("immediate", "Immediate (now or refused)"))
+
+
+def _request_form(sid: str, now: int, values: dict[str, str] | None = None, error: BadBody | str | None = None
+                  ) -> str:
+    """The request form, with the values given (after a mistake) and the mistake next to its field."""
+    values = values or {}
+    bad = error.field if isinstance(error, BadBody) else None
+
+    def field(name: str, label: str, kind: str, hint: str) -> str:
+        wrong = ' aria-invalid="true"' if name == bad else ""
+        extra = ' min="0" step="1"' if kind == "number" else ""
+        required = " required" if name == "duration" else ""
+        return (f'<div class="field"><label for="f-{name}">{e(label)}</label>'
+                f'<input id="f-{name}" name="{name}" type="{kind}"{extra}{required}{wrong} '
+                f'value="{e(values.get(name, ""))}" aria-describedby="h-{name}">'
+                f'<span class="hint" id="h-{name}">{e(hint)}</span></div>')
+
+    def select(name: str, label: str, choices: tuple[tuple[str, str], ...]) -> str:
+        wrong = ' aria-invalid="true"' if name == bad else ""
+        chosen = values.get(name, choices[0][0])
+        options = "".join(f'<option value="{v}"{" selected" if v == chosen else ""}>{e(t)}</option>'
+                          for v, t in choices)
+        return (f'<div class="field"><label for="f-{name}">{e(label)}</label>'
+                f'<select id="f-{name}" name="{name}"{wrong}>{options}</select></div>')
+
+    alert = ""
+    if error is not None:
+        where = f"{error.field}: " if isinstance(error, BadBody) and error.field else ""
+        text = error.message if isinstance(error, BadBody) else error
+        alert = f'<p class="error" role="alert" id="form-error">{e(where)}{e(text)}</p>'
+    return (f'{alert}<p class="now">Lease clock: {e(now)} s. Times are lease seconds.</p>'
+            f'<form method="post" action="/leases/new" class="request">{csrf_field(sid)}'
+            + select("type", "Type", _TYPES)
+            + "".join(field(*f) for f in _BASIC)
+            + '<details' + (" open" if bad in {f[0] for f in _ADVANCED} | {"preemptible"} else "")
+            + '><summary>More: start time, resources, image, preemptible, command</summary>'
+            + "".join(field(*f) for f in _ADVANCED)
+            + select("preemptible", "Preemptible", (("", "the type's default"), ("yes", "yes"), ("no", "no")))
+            + "</details>"
+            '<button type="submit">Request</button></form>')
+
+
 def _lease_rows(leases: list[LeaseView], sid: str) -> list[list[str]]:
     rows = []
     for v in leases:
@@ -128,7 +189,7 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
                 return to_login()
             user, sid = found
             if request.method == "POST":
-                fields = await form(request)
+                fields = request.state.form = await form(request)
                 if not csrf_ok(sid, fields.get("csrf")):
                     return render_page("Forbidden", '<p class="error">The form has expired or did not '
                                        'come from this site (CSRF token missing or wrong). '
@@ -168,7 +229,8 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         scope = scope_of(user)
         mine, queue = manager.leases(scope), manager.queue(scope)
         heads = ["id", "owner", "type", "state", "nodes", "start", "end", "note", "action"]
-        body = (f'<p class="now">Lease clock: {e(manager.now())} s</p>' + GANTT_FIGURE
+        body = (f'<p class="now">Lease clock: {e(manager.now())} s · '
+                '<a href="/leases/new">Request a lease</a></p>' + GANTT_FIGURE
                 + '<div id="lease-tables">'
                 + table("Leases", heads, _lease_rows(mine, sid), "No leases yet.")
                 + '<h2 id="queue">Queue</h2>'
@@ -177,6 +239,19 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
                          [[e(i), e(v.id), e(v.owner), e(v.nodes), e(v.requested_duration), e(v.submit)]
                           for i, v in enumerate(queue, 1)], "The queue is empty.") + "</div>")
         return render_page("Leases", body, user, sid)
+
+    def request_form(_request: Request, user: User, sid: str) -> Response:
+        return render_page("Request a lease", _request_form(sid, manager.now()), user, sid)
+
+    def request_lease(request: Request, user: User, sid: str) -> Response:
+        fields = request.state.form
+        try:
+            view = manager.request(user.name, lease_request_from_form(fields))
+        except BadBody as exc:
+            return render_page("Request a lease", _request_form(sid, manager.now(), fields, exc), user, sid, 422)
+        except UserError as exc:  # refused by the scheduler: the reason, the form kept
+            return render_page("Request a lease", _request_form(sid, manager.now(), fields, exc.message), user, sid, 409)
+        return RedirectResponse(f"/leases/{view.id}", status_code=303)
 
     def cancel(request: Request, user: User, sid: str) -> Response:
         lease_id = int(request.path_params["lease_id"])
@@ -203,6 +278,8 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
     add_gantt(router, manager, page, session, _HtmlRoute, render_page)  # the chart, /events, a lease's page
     router.add_api_route("/logout", page(logout), methods=["POST"])
     router.add_api_route("/leases", page(leases), methods=["GET"], route_class_override=_HtmlRoute)
+    router.add_api_route("/leases/new", page(request_form), methods=["GET"])
+    router.add_api_route("/leases/new", page(request_lease), methods=["POST"])
     router.add_api_route("/leases/{lease_id:int}/cancel", page(cancel), methods=["POST"])
     router.add_api_route("/hosts", page(hosts), methods=["GET"], route_class_override=_HtmlRoute)
     if qos is not None:

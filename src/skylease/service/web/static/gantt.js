@@ -8,7 +8,7 @@
   if (!canvas) return;
   const only = canvas.dataset.lease ? Number(canvas.dataset.lease) : null;
   // The last model drawn, for tests and the curious: {model, draws, changes, firstRenderMs}.
-  const state = (window.skyleaseGantt = { model: null, draws: 0, changes: 0, firstRenderMs: null });
+  const state = (window.skyleaseGantt = { model: null, draws: 0, changes: 0, firstRenderMs: null, migrations: 0 });
   const LANE = 26, LEFT = 90, TOP = 22;
 
   const colour = (id) => `hsl(${Math.round((id * 137.508) % 360)} 60% 45%)`;
@@ -53,11 +53,12 @@
       const t = t0 + ((t1 - t0) * i) / 4;
       ctx.fillText(`${Math.round(t)} s`, Math.min(x(t), width - 50), 10);
     }
+    const migrations = []; // drawn last, over the bars: an arrow from each node left to its new one
     for (const l of leases) {
       const fg = colour(l.id), ar = l.type === "advance-reservation";
       let suspendedAt = null;
       for (const b of l.bars) {
-        if (b.kind === "migrate") continue;
+        if (b.kind === "migrate") { migrations.push([b, fg]); continue; }
         const x0 = x(b.start), w = Math.max(1.5, x(b.end) - x0);
         const lanesOf = b.kind === "transfer" ? [model.nodes.length] : b.nodes;
         for (const k of lanesOf) {
@@ -84,6 +85,19 @@
         }
       }
     }
+    for (const [b, fg] of migrations) {
+      const xm = x(b.start);
+      b.from.forEach((k, i) => {
+        const to = b.nodes[i]; if (to === undefined || to === k) return;
+        const y0 = y(k) + LANE / 2, y1 = y(to) + LANE / 2, dir = Math.sign(y1 - y0);
+        ctx.strokeStyle = fg; ctx.fillStyle = fg; ctx.lineWidth = 2; ctx.setLineDash([]);
+        ctx.beginPath(); ctx.arc(xm, y0, 3, 0, 2 * Math.PI); ctx.fill();
+        ctx.beginPath(); ctx.moveTo(xm, y0); ctx.lineTo(xm, y1 - dir * 2); ctx.stroke();
+        ctx.beginPath(); ctx.moveTo(xm, y1); ctx.lineTo(xm - 5, y1 - dir * 8); ctx.lineTo(xm + 5, y1 - dir * 8);
+        ctx.closePath(); ctx.fill();
+      });
+    }
+    state.migrations = migrations.length;
     ctx.strokeStyle = "#c1121f"; ctx.lineWidth = 2; ctx.beginPath();
     ctx.moveTo(x(model.now), TOP - 4); ctx.lineTo(x(model.now), height); ctx.stroke();
     state.model = model; state.draws += 1;
@@ -98,7 +112,8 @@
   if (legend) {
     legend.textContent = "Nodes (rows) by lease time in seconds. A solid bar: a lease's VM running, in its " +
       "colour; white-hatched: an advance reservation; hatched in the lease's colour: suspending or " +
-      "resuming; dashed outline: suspended; grey, bottom row: an image transfer; red line: now.";
+      "resuming; dashed outline: suspended; an arrow between rows: a migration to other nodes; grey, bottom " +
+      "row: an image transfer; red line: now.";
   }
 
   async function loadChart() {
