@@ -7,6 +7,10 @@ test fails on one. A screenshot of each page at 1280x800 is saved in the test's 
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -19,6 +23,19 @@ from .test_serve import fake_argv, start, stop
 
 pytestmark = pytest.mark.timeout(120)
 VIEWPORT = {"width": 1280, "height": 800}
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "howto"
+
+
+def shot(page, tmp_path: Path, name: str) -> Path:
+    """The page as the viewport shows it (1280x800) in ``tmp_path/NAME.png``, and the whole page in
+    ``NAME-full.png``; with ``SKYLEASE_DOCS_SCREENSHOTS=1`` the first also becomes the docs' picture
+    ``docs/howto/dashboard_NAME.png`` (how they are refreshed)."""
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path))
+    page.screenshot(path=str(tmp_path / f"{name}-full.png"), full_page=True)
+    if os.environ.get("SKYLEASE_DOCS_SCREENSHOTS") == "1":
+        shutil.copy(path, DOCS / f"dashboard_{name}.png")
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +113,7 @@ def test_a_user_logs_in_sees_their_lease_only_and_cancels_it(page, server, tmp_p
     assert queue.locator("tbody tr").count() == 1
     # the page's own style sheet and script were loaded (from the server itself)
     assert page.evaluate("getComputedStyle(document.querySelector('header')).display") == "flex"
-    page.screenshot(path=str(tmp_path / "leases.png"), full_page=True)
+    shot(page, tmp_path, "leases")
     page.set_viewport_size({"width": 390, "height": 800})  # a phone's width: the table scrolls inside
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.screenshot(path=str(tmp_path / "leases-390.png"), full_page=True)
@@ -115,11 +132,13 @@ def test_a_user_logs_in_sees_their_lease_only_and_cancels_it(page, server, tmp_p
 
 
 def test_a_wrong_token_is_refused(page, server, tmp_path):
+    page.goto("/login")
+    shot(page, tmp_path, "login")
     log_in(page, "not-the-token")
     page.get_by_role("alert").wait_for()
     assert page.get_by_role("alert").inner_text() == "invalid token"
     assert page.context.cookies() == []
-    page.screenshot(path=str(tmp_path / "login.png"))
+    page.screenshot(path=str(tmp_path / "login-refused.png"))
 
 
 def test_an_administrator_sees_the_hosts(page, server, tmp_path):
@@ -132,6 +151,33 @@ def test_an_administrator_sees_the_hosts(page, server, tmp_path):
     page.wait_for_url("**/hosts")
     rows = page.get_by_role("table", name="The site's nodes").locator("tbody tr")
     assert rows.count() == 4 and rows.first.locator("td").first.inner_text() == "node0"
-    page.screenshot(path=str(tmp_path / "hosts.png"), full_page=True)
+    shot(page, tmp_path, "hosts")
     page.keyboard.press("Tab")  # keyboard-usable: the first Tab reaches a link
     assert page.evaluate("document.activeElement.tagName") == "A"
+
+
+def test_a_lease_is_requested_with_the_form(page, server, tmp_path):
+    """From the leases page by keyboard to the form: a mistake is shown next to its field (which
+    keeps the values typed); corrected, the request makes a lease and shows its page."""
+    _, tokens, _ = server
+    log_in(page, tokens["bob"])
+    page.wait_for_url("**/leases")
+    page.get_by_role("link", name="Request a lease").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/leases/new")
+    page.get_by_label("Type").select_option("best-effort")
+    page.get_by_label("Nodes").fill("3")
+    page.get_by_label("Duration (s)").fill("90.5")
+    page.evaluate("document.querySelector('form.request').noValidate = true")  # (the server's check)
+    page.get_by_role("button", name="Request").click()
+    alert = page.get_by_role("alert")
+    alert.wait_for()
+    assert alert.inner_text().startswith("duration: must be a whole number")
+    assert page.get_by_label("Duration (s)").get_attribute("aria-invalid") == "true"
+    assert page.get_by_label("Nodes").input_value() == "3"
+    shot(page, tmp_path, "request")
+    page.get_by_label("Duration (s)").fill("900")
+    page.get_by_role("button", name="Request").click()
+    page.wait_for_url(re.compile(r".*/leases/\d+$"))
+    facts = page.locator("dl.facts").inner_text()
+    assert "bob" in facts and "best-effort" in facts and "queued" in facts

@@ -12,11 +12,8 @@ the median of three navigations after a first one)."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -25,12 +22,11 @@ from skylease.service.auth import add_user
 from skylease.service.demo import start_server, stop_server
 from skylease.service.server import load_serve_config, open_database
 
-from .test_dashboard_browser import VIEWPORT, log_in, page  # noqa: F401 (the page fixture)
+from .test_dashboard_browser import VIEWPORT, log_in, page, shot  # noqa: F401 (the page fixture)
 from .test_serve import fake_argv, start, stop
 
 pytestmark = pytest.mark.timeout(180)
 SCALE = 600
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "howto"
 #: Real seconds the page may lag the server (the issue's bound).
 LIVE_S = 2.0
 N_LEASES = 2000
@@ -38,7 +34,8 @@ N_LEASES = 2000
 
 @pytest.fixture
 def server(tmp_path_factory):
-    """A fresh real server for each test (so that no test's leases are in another's way) (the local lease manager, 2 nodes, --time-scale 600) and an administrator's token."""
+    """A fresh real server for each test, so that no test's leases are in another's way (the local
+    lease manager, 2 nodes, --time-scale 600), and an administrator's token."""
     data = tmp_path_factory.mktemp("gantt") / "serve"
     data.mkdir()
     site = data / "site.toml"
@@ -134,9 +131,7 @@ def test_the_chart_follows_a_preemption_live(page, server, tmp_path):  # noqa: F
     wait_drawn(page, be, ["vm", "suspend", "resume"], when_recorded(api, be, "resume"))
     wait_drawn(page, be, ["vm", "suspend", "resume", "vm"], when_recorded(api, be, "start", 2))
     assert "vm" in drawn_kinds(page, ar)
-    page.screenshot(path=str(tmp_path / "gantt.png"))
-    if os.environ.get("SKYLEASE_DOCS_SCREENSHOTS") == "1":  # (refreshes the docs' picture on request)
-        shutil.copy(tmp_path / "gantt.png", DOCS / "dashboard_gantt.png")
+    shot(page, tmp_path, "gantt")
 
     # a queued lease cancelled elsewhere leaves the page's queue table, live
     queued = api.post("/leases", json={"nodes": 2, "duration": 600}).json()["id"]
@@ -158,7 +153,7 @@ def test_the_chart_follows_a_preemption_live(page, server, tmp_path):  # noqa: F
     assert "suspend" in events and "resume" in events
     until(page, DRAWN)
     assert {x["id"] for x in page.evaluate("window.skyleaseGantt.model.leases")} >= {be}
-    page.screenshot(path=str(tmp_path / "lease.png"), full_page=True)
+    shot(page, tmp_path, "lease")
 
 
 def test_a_migration_is_drawn_as_it_happens(page, server, tmp_path):  # noqa: F811
@@ -180,7 +175,8 @@ def test_a_migration_is_drawn_as_it_happens(page, server, tmp_path):  # noqa: F8
     events = api.get(f"/leases/{be}").json()["events"]
     moves = [ev for ev in events if ev["event"] == "migrate"]
     assert len(moves) == 1 and moves[0]["from"] != moves[0]["to"], events
-    until(page, "() => window.skyleaseGantt.migrations >= 1", timeout=max(0.1, LIVE_S - (time.monotonic() - t)))
+    until(page, "() => window.skyleaseGantt.migrations >= 1",
+          timeout=max(0.1, LIVE_S - (time.monotonic() - t)))
     assert time.monotonic() - t < LIVE_S
     page.screenshot(path=str(tmp_path / "gantt-migration.png"))
     page.goto(f"/leases/{be}")

@@ -38,9 +38,9 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from skylease.model.errors import UserError
-from skylease.service.bodies import BadBody, lease_request_from_form
 from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
 from skylease.service.auth import User, user_for_token
+from skylease.service.bodies import BadBody, lease_request_from_form
 from skylease.service.web.layout import csrf_field, e, render_page, table
 from skylease.service.web.sessions import (
     SESSION_S,
@@ -248,9 +248,11 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         try:
             view = manager.request(user.name, lease_request_from_form(fields))
         except BadBody as exc:
-            return render_page("Request a lease", _request_form(sid, manager.now(), fields, exc), user, sid, 422)
+            form_again = _request_form(sid, manager.now(), fields, exc)
+            return render_page("Request a lease", form_again, user, sid, 422)
         except UserError as exc:  # refused by the scheduler: the reason, the form kept
-            return render_page("Request a lease", _request_form(sid, manager.now(), fields, exc.message), user, sid, 409)
+            form_again = _request_form(sid, manager.now(), fields, exc.message)
+            return render_page("Request a lease", form_again, user, sid, 409)
         return RedirectResponse(f"/leases/{view.id}", status_code=303)
 
     def cancel(request: Request, user: User, sid: str) -> Response:
