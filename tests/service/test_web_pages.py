@@ -215,3 +215,38 @@ def test_the_request_form_requests_a_lease_as_the_json_api_would(client, manager
 
     r = client.post("/leases/new", data={**good, "nodes": "5"}, follow_redirects=False)  # 4 nodes here
     assert r.status_code == 409 and "refused" in r.text
+
+
+#: The only routes anyone may reach without a token or a session.
+OPEN = {"/health", "/login", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/static", "/", ""}
+
+
+def test_every_route_but_the_open_ones_needs_a_token_or_a_session(manager, engine):
+    """Every route of the app (the API, the pages, the QoS routes, whatever comes later), asked
+    without credentials as an API client and as a browser: 401, or 303 to the login page, or 403."""
+    from starlette.routing import Mount
+
+    from skylease.runtime.qos.service import QoSService
+
+    app = create_app(manager, engine, QoSService(engine))
+    client = TestClient(app, raise_server_exceptions=False)
+    def flat(routes):  # (an included router is one entry: its routes are inside it)
+        for route in routes:
+            inner = getattr(route, "original_router", None)
+            yield from flat(inner.routes) if inner is not None else (route,)
+
+    seen = 0
+    for route in flat(app.routes):
+        path = getattr(route, "path", "")
+        if path in OPEN or isinstance(route, Mount):
+            continue
+        url = re.sub(r"\{[^}]+\}", "1", path)
+        for method in sorted(getattr(route, "methods", None) or {"GET"}):
+            if method in ("HEAD", "OPTIONS"):
+                continue
+            for headers in ({}, HTML):
+                r = client.request(method, url, headers=headers, json={}, follow_redirects=False)
+                to_login = r.status_code == 303 and r.headers["location"] == "/login"
+                assert r.status_code in (401, 403) or to_login, (method, path, headers, r.status_code)
+                seen += 1
+    assert seen >= 40, seen
