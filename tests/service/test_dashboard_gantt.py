@@ -82,7 +82,8 @@ DRAWN = "() => !!window.skyleaseGantt && window.skyleaseGantt.draws >= 1"
 
 def drawn_kinds(page, lease: int) -> list[str]:  # noqa: F811
     return page.evaluate("""(id) => { const g = window.skyleaseGantt; if (!g || !g.model) return [];
-        const l = g.model.leases.find((x) => x.id === id); return l ? l.bars.map((b) => b.kind) : []; }""",
+        const l = g.model.leases.find((x) => x.id === id);
+        return l ? l.bars.filter((b) => !b.plan).map((b) => b.kind) : []; }""",
                          lease)
 
 
@@ -91,7 +92,8 @@ def wait_drawn(page, lease: int, kinds: list[str], since: float) -> None:  # noq
     left = LIVE_S - (time.monotonic() - since)
     until(page, """([id, want]) => { const g = window.skyleaseGantt;
         const l = g && g.model && g.model.leases.find((x) => x.id === id);
-        return !!l && JSON.stringify(l.bars.map((b) => b.kind)) === JSON.stringify(want); }""",
+        return !!l && JSON.stringify(l.bars.filter((b) => !b.plan).map((b) => b.kind)) === JSON.stringify(want);
+        }""",
           [lease, kinds], max(0.1, left))
     assert time.monotonic() - since < LIVE_S, (lease, kinds, time.monotonic() - since)
 
@@ -126,6 +128,11 @@ def test_the_chart_follows_a_preemption_live(page, server, tmp_path):  # noqa: F
     be = be.json()["id"]
     wait_drawn(page, be, ["vm"], when_recorded(api, be, "start"))
     ar = request_in_a_tab(page, type="advance-reservation", nodes="2", duration="1800", start_in="600")
+    planned = api.get(f"/leases/{ar}").json()["planned"]  # the future reservation, drawn before it begins
+    assert [(r["kind"], sorted(r["nodes"])) for r in planned] == [("vm", [0, 1])], planned
+    until(page, """(id) => { const l = window.skyleaseGantt.model.leases.find((x) => x.id === id);
+        return !!l && l.bars.some((b) => b.plan && b.kind === "vm" && b.nodes.length === 2); }""", ar,
+          timeout=LIVE_S)
     wait_drawn(page, be, ["vm", "suspend"], when_recorded(api, be, "suspend"))
     page.screenshot(path=str(tmp_path / "gantt-suspended.png"))
     wait_drawn(page, be, ["vm", "suspend", "resume"], when_recorded(api, be, "resume"))

@@ -563,7 +563,11 @@ class LocalLeaseManager:
         pl = [{"vnode": v, "node": self._name(live.payload.node), "pid": live.payload.pid,
                "state": live.payload.state}
               for (_, v), live in sorted((k, x) for k, x in self._live.items() if k[0] == lease.id)]
-        return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl, **rec)
+        now = self.clock.now()
+        plan = [] if vm is None else [
+            {"kind": r.kind.value, "nodes": list(r.nodes), "start": r.start, "end": r.end}
+            for r in (vm.resume, vm, vm.suspend) if r is not None and r.start > now]
+        return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl, planned=plan, **rec)
 
     # -- recovery ----------------------------------------------------------------------------------
     def _recover(self) -> None:

@@ -38,8 +38,9 @@ STREAM_S = 300.0
 
 
 def lease_bars(view: LeaseView, now: int) -> list[dict[str, Any]]:
-    """A lease's bars from its recorded events: ``kind``, ``nodes`` (indices), ``start``, ``end``,
-    ``state`` (``done`` or ``active`` or ``planned``, from ``now``)."""
+    """A lease's bars from its recorded events, then its plan not begun yet (``plan``: true):
+    ``kind``, ``nodes`` (indices), ``start``, ``end``, ``state`` (``done`` or ``active`` or
+    ``planned``, from ``now``)."""
     bars = []
     for ev in view.events:
         kind = BAR_KINDS.get(ev.get("event", ""))
@@ -55,6 +56,9 @@ def lease_bars(view: LeaseView, now: int) -> list[dict[str, Any]]:
         if kind == "migrate":
             bar["from"] = list(ev["from"])
         bars.append(bar)
+    for r in view.planned:  # the plan ahead: drawn faded until it begins (then it is an event)
+        bars.append({"kind": r["kind"], "nodes": list(r["nodes"]), "start": r["start"], "end": r["end"],
+                     "state": "planned", "plan": True})
     return bars
 
 

@@ -61,6 +61,7 @@
         if (b.kind === "migrate") { migrations.push([b, fg]); continue; }
         const x0 = x(b.start), w = Math.max(1.5, x(b.end) - x0);
         const lanesOf = b.kind === "transfer" ? [model.nodes.length] : b.nodes;
+        ctx.globalAlpha = b.plan ? 0.4 : 1; // the plan ahead: faded, outlined dashed (it may move)
         for (const k of lanesOf) {
           const top = y(k) + 3, h = LANE - 6;
           if (b.kind === "vm") {
@@ -73,10 +74,15 @@
             ctx.fillStyle = hatch(ctx, fg); ctx.fillRect(x0, top, w, h);
             ctx.strokeStyle = fg; ctx.lineWidth = 1; ctx.strokeRect(x0, top, w, h);
           }
+          if (b.plan) {
+            ctx.globalAlpha = 1; ctx.setLineDash([5, 3]); ctx.strokeStyle = fg; ctx.lineWidth = 1.5;
+            ctx.strokeRect(x0, top, w, h); ctx.setLineDash([]); ctx.globalAlpha = 0.4;
+          }
           if (w > 30 && b.kind !== "transfer") {
             ctx.fillStyle = b.kind === "vm" ? "#fff" : "#1a1a1a"; ctx.fillText(String(l.id), x0 + 3, top + h / 2);
           }
         }
+        ctx.globalAlpha = 1;
         if (b.kind === "suspend") suspendedAt = b;
         if (b.kind === "resume" && suspendedAt) { // the time spent suspended: a dashed outline
           ctx.setLineDash([4, 3]); ctx.strokeStyle = fg; ctx.lineWidth = 1;
@@ -112,7 +118,8 @@
   if (legend) {
     legend.textContent = "Nodes (rows) by lease time in seconds. A solid bar: a lease's VM running, in its " +
       "colour; white-hatched: an advance reservation; hatched in the lease's colour: suspending or " +
-      "resuming; dashed outline: suspended; an arrow between rows: a migration to other nodes; grey, bottom " +
+      "resuming; faded with a dashed border: planned, not begun (it may still move); dashed outline " +
+      "between two bars: suspended; an arrow between rows: a migration to other nodes; grey, bottom " +
       "row: an image transfer; red line: now.";
   }
 
