@@ -42,8 +42,8 @@ OPERATIONS = ["GET /health", "POST /leases", "GET /leases", "GET /leases/{lease_
               "POST /qos/bots/{bot}/orders", "GET /qos/bots/{bot}/prediction",
               "GET /qos/history/{infrastructure}", "GET /qos/account", "GET /qos/accounts/{name}",
               "POST /qos/accounts/{name}/deposits",
-              "POST /runs", "GET /runs", "GET /runs/{run}", "POST /runs/{run}/tasks", "POST /runs/{run}/finish",
-              "GET /runs/{run}/tasks"]
+              "POST /runs", "GET /runs", "GET /runs/{run}", "POST /runs/{run}/tasks",
+              "POST /runs/{run}/finish", "GET /runs/{run}/tasks"]
 # /health takes nothing that could be wrong: no negative case exists
 CASES = [(label, mode) for label in OPERATIONS for mode in GenerationMode
          if (label, mode) != ("GET /health", GenerationMode.NEGATIVE)]

@@ -7,10 +7,8 @@ the same run on the service. Options are checked before any work, in one line.""
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,9 +17,10 @@ import httpx
 import pytest
 
 from skylease.cli import main
-from skylease.service.auth import add_user
 from skylease.service.db import create_schema, engine_for
 
+from .conftest import three_users
+from .test_qos_runs import launch
 from .test_serve import start, stop
 
 pytestmark = pytest.mark.timeout(240)
@@ -39,13 +38,12 @@ def job(tmp: Path, sleep: float) -> Path:
 
 @pytest.fixture
 def site(tmp_path):
-    data = tmp_path / "serve"
-    data.mkdir()
-    engine = engine_for(None, data)
+    """A server's data folder with users alice, bob and root (an administrator)."""
+    engine = engine_for(None, tmp_path / "serve")
     create_schema(engine)
-    tokens = {u: add_user(engine, u) for u in ("alice", "bob")}
+    tokens = three_users(engine)
     engine.dispose()
-    return tmp_path, data, tokens
+    return tmp_path, tmp_path / "serve", tokens
 
 
 def server_argv(data: Path, port: int = 0) -> list[str]:
@@ -55,11 +53,6 @@ def server_argv(data: Path, port: int = 0) -> list[str]:
 def run_argv(jobs: Path, out: Path, url: str, token: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "skylease", "run", str(jobs), "--out", str(out), "--policy", "fixed:2",
             "--report", url, "--report-token", token, *extra]
-
-
-def launch(argv: list[str], cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "SKYLEASE_NO_SERVER": "1", "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def local_table(out: Path) -> dict[int, tuple[str, int | None]]:
@@ -81,6 +74,17 @@ def only_run(url: str, token: str) -> dict:
     return runs[0]
 
 
+def same_as_the_store(url: str, token: str, out: Path) -> tuple[dict, list[dict]]:
+    """The service's one run, ended as failed with the failing tasks, its table equal to the store's."""
+    r = only_run(url, token)
+    assert (r["state"], r["n_tasks"], r["done"], r["failed"], r["running"], r["queued"]) == \
+        ("failed", N_TASKS, N_TASKS - len(FAILING), len(FAILING), 0, 0)
+    rows = service_table(url, token, r["id"])
+    assert {t["task"]: (t["status"], t["exit_code"]) for t in rows} == local_table(out)
+    assert len(local_table(out)) == N_TASKS
+    return r, rows
+
+
 def test_a_real_run_reports_its_task_table_failed_first(site):
     tmp, data, tokens = site
     proc, url = start(server_argv(data), tmp)
@@ -89,12 +93,8 @@ def test_a_real_run_reports_its_task_table_failed_first(site):
         _out, err = run.communicate(timeout=120)
         assert run.returncode == 1, err[-3000:]  # some tasks failed: the run says so, as without --report
         assert "Traceback" not in err
-        r = only_run(url, tokens["alice"])
-        assert (r["state"], r["n_tasks"], r["done"], r["failed"], r["running"], r["queued"]) == \
-            ("failed", N_TASKS, N_TASKS - len(FAILING), len(FAILING), 0, 0)
+        r, rows = same_as_the_store(url, tokens["alice"], tmp / "out")
         assert r["ended"] is not None and r["name"] == "jobs.txt"
-        rows = service_table(url, tokens["alice"], r["id"])
-        assert {t["task"]: (t["status"], t["exit_code"]) for t in rows} == local_table(tmp / "out")
         assert [t["task"] for t in rows[:len(FAILING)]] == sorted(FAILING)  # failed first, by task
         assert all(t["status"] == "failed" and "says no" in t["stderr_tail"] for t in rows[:len(FAILING)])
         assert all(t["attempts"] == 1 and t["stderr_tail"] is None for t in rows[len(FAILING):])
@@ -107,11 +107,8 @@ def test_a_real_run_reports_its_task_table_failed_first(site):
                                 "--retry-failed"), tmp)
         _out, err = again.communicate(timeout=120)
         assert again.returncode == 1, err[-3000:]
-        r2 = only_run(url, tokens["alice"])
-        assert r2["id"] == r["id"] and r2["state"] == "failed" and r2["failed"] == len(FAILING)
-        assert r2["ended"] >= r["ended"]
-        rows = service_table(url, tokens["alice"], r["id"])
-        assert {t["task"]: (t["status"], t["exit_code"]) for t in rows} == local_table(tmp / "out")
+        r2, _ = same_as_the_store(url, tokens["alice"], tmp / "out")
+        assert r2["id"] == r["id"] and r2["ended"] >= r["ended"]
     finally:
         stop(proc)
 
@@ -139,12 +136,7 @@ def test_the_service_killed_mid_run_does_not_fail_the_run(site):
         assert run.returncode == 1, err[-3000:]  # the failing tasks, nothing else
         assert err.count("does not answer") == 1, err
         assert "Traceback" not in err
-        assert local_table(tmp / "out") and len(local_table(tmp / "out")) == N_TASKS
-        r = only_run(url, tokens["alice"])
-        assert (r["state"], r["done"], r["failed"], r["queued"]) == ("failed", N_TASKS - len(FAILING),
-                                                                     len(FAILING), 0)
-        rows = service_table(url, tokens["alice"], r["id"])
-        assert {t["task"]: (t["status"], t["exit_code"]) for t in rows} == local_table(tmp / "out")
+        same_as_the_store(url, tokens["alice"], tmp / "out")
     finally:
         stop(proc)
 

@@ -131,12 +131,9 @@ class RunReporter:
             self._unreachable(f"it answered {r.status_code}")
             return None
         if r.status_code >= 400:
-            try:
-                detail = r.json().get("detail", r.text)
-            except ValueError:
-                detail = r.text
-            raise UserError(f"the service at {self.url} refused: {' '.join(str(detail).split())[:300]}",
-                            field=self.option)
+            from skylease.runtime.qos.remote import refusal
+
+            raise refusal(r, f"the service at {self.url}", self.option)
         if self._down:
             self._down = False
             self.notice(f"the run service at {self.url} answers again: the task table catches up")
