@@ -182,3 +182,21 @@ def test_a_refused_token_stops_the_run_before_any_work(site, capsys):
         assert not (tmp / "out").exists()
     finally:
         stop(proc)
+
+
+def test_a_qos_run_reports_its_table_linked_to_its_bag(site):
+    tmp, data, tokens = site
+    (tmp / "pools.toml").write_text("[pools.grid]\nmax_count = 2\nboot_time = 1\n"
+                                    "[pools.cloud]\nmax_count = 1\nboot_time = 1\n")
+    proc, url = start(server_argv(data), tmp)
+    try:
+        run = launch([sys.executable, "-m", "skylease", "run", str(job(tmp, 0.1)), "--out", str(tmp / "out"),
+                      "--policy", "fixed:2", "--pools", str(tmp / "pools.toml"), "--pool", "grid",
+                      "--qos", url, "--qos-token", tokens["alice"], "--reliable-pool", "cloud"], tmp)
+        _out, err = run.communicate(timeout=120)
+        assert run.returncode == 1, err[-3000:]
+        r, _rows = same_as_the_store(url, tokens["alice"], tmp / "out")
+        bags = httpx.get(f"{url}/qos/bots", headers={"Authorization": f"Bearer {tokens['alice']}"}).json()
+        assert [b["id"] for b in bags] == [r["bot"]] and r["bot"] is not None
+    finally:
+        stop(proc)
