@@ -1311,6 +1311,10 @@ def run_cmd(
     qos_strategy: Annotated[str, typer.Option(help="The --qos service's strategy for this run.")] = "9C-C-R",
     qos_infrastructure: Annotated[str | None, typer.Option(help="The infrastructure this run's history "
                                                            "counts for (default: local-POOL).")] = None,
+    report: Annotated[str | None, typer.Option("--report", help="A `skylease serve` URL this run "
+                                               "reports its task table to (its Runs page).")] = None,
+    report_token: Annotated[str | None, typer.Option(help="Your token on the --report service (default: "
+                                                     "$SKYLEASE_TOKEN).")] = None,
     volatility: Annotated[str | None, typer.Option(help="Kill and restart workers following an "
                                                    "availability trace (name or file).")] = None,
     volatile_pool: Annotated[str | None, typer.Option(help="The pool --volatility plays on.")] = None,
@@ -1338,7 +1342,7 @@ def run_cmd(
                       time_scale=time_scale, trace_start=trace_start, seed=seed, resume=resume,
                       retry_failed=retry_failed, args=args, qos=qos, qos_token=qos_token,
                       qos_credits=qos_credits, qos_strategy=qos_strategy,
-                      qos_infrastructure=qos_infrastructure)
+                      qos_infrastructure=qos_infrastructure, report=report, report_token=report_token)
     res = _with_live_display(lambda on_progress: run_job(job, opts, on_progress=on_progress,
                                                          on_notice=_notice), budget)
     table = Table("", "value", title=f"{res['job']} ({res['outcome']})")

@@ -78,6 +78,8 @@ class RunOptions:
     qos_credits: float | None = None
     qos_strategy: str = "9C-C-R"
     qos_infrastructure: str | None = None  # default: local-<the volatile pool>
+    report: str | None = None  # a `skylease serve` URL the run's task table is reported to
+    report_token: str | None = None
     volatility: str | None = None
     volatile_pool: str | None = None
     time_scale: float = 60.0
@@ -278,6 +280,12 @@ def check_options(opts: RunOptions) -> None:
     elif opts.qos_token is not None or opts.qos_credits is not None or opts.qos_infrastructure is not None:
         raise UserError("goes with --qos URL", field="--qos-token" if opts.qos_token is not None
                         else "--qos-credits" if opts.qos_credits is not None else "--qos-infrastructure")
+    if opts.report is not None:
+        _service_url(opts.report, "--report")
+        if not (opts.report_token or os.environ.get("SKYLEASE_TOKEN", "")).strip():
+            raise UserError("no token: give --report-token or set SKYLEASE_TOKEN", field="--report-token")
+    elif opts.report_token is not None:
+        raise UserError("goes with --report URL", field="--report-token")
     if opts.tail_qos is not None:
         _strategy(opts.tail_qos)
         if opts.reliable_pool is None:
@@ -291,9 +299,21 @@ def check_options(opts: RunOptions) -> None:
                         else "--trace-start")
 
 
+def _service_url(url: str, option: str) -> None:
+    """A `skylease serve` URL (http or https, a host, a port that can be one), or one line."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    try:
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port out of range
+        valid = False
+    if not valid:
+        raise UserError(f"{url!r} is not a service URL: give http://HOST:PORT", field=option)
+
+
 def _check_qos(opts: RunOptions) -> None:
     import re
-    from urllib.parse import urlsplit
 
     from skylease.runtime.qos.bots import NAME as INFRASTRUCTURE
     from skylease.runtime.qos.ledger import MAX_CREDITS
@@ -303,13 +323,7 @@ def _check_qos(opts: RunOptions) -> None:
     if opts.reliable_pool is None:
         raise UserError("--qos needs --reliable-pool NAME (the pool its cloud workers come from)",
                         field="--reliable-pool")
-    parts = urlsplit(opts.qos.strip())
-    try:
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # a port out of range
-        valid = False
-    if not valid:
-        raise UserError(f"{opts.qos!r} is not a service URL: give http://HOST:PORT", field="--qos")
+    _service_url(opts.qos, "--qos")
     if not (opts.qos_token or os.environ.get("SKYLEASE_TOKEN", "")).strip():
         raise UserError("no token: give --qos-token or set SKYLEASE_TOKEN", field="--qos-token")
     _strategy(opts.qos_strategy, "--qos-strategy")
@@ -422,9 +436,14 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     # A resumed run is checked before anything starts; a new run's folder and store are made only
     # once its pools are up, so a pool that cannot start leaves nothing behind to --resume.
     store = ResultStore(store_path) if opts.resume else None
+    reporter = None
     try:
         if store is not None:
             _check_resume(store, job.fingerprint(), out, opts.budget if hasattr(policy, "budget") else None)
+        # registered before any work (a refused token stops here); a resume continues its run
+        reporter = _reporter(opts, job_spec, job, store_path, store, remote, on_notice or _stderr)
+        if reporter is not None:
+            on_progress = _observing(reporter, on_progress)
         backends, local = make_backends(opts, specs)
         try:
             if store is None:
@@ -441,6 +460,10 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
             billing = store.meta().get("billing") or {}
             billing[str(segment)] = {n: _billing_of(_itype(n, sp, "pools")) for n, sp in specs.items()}
             store.set_meta({"options": _jsonable(asdict(opts)), "billing": billing})
+            if reporter is not None:
+                if reporter.run_id is not None:
+                    store.set_meta({"report": {"url": reporter.url, "run": reporter.run_id}})
+                reporter.start()
             spent_before = store.spent_before(segment)
             done = store.done_tasks()
             todo = [t for t in job.tasks if t.id not in done]
@@ -467,13 +490,20 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
             close_backends(backends, local)
             if remote is not None:
                 remote.close()
+        report = None
+        if reporter is not None:
+            report, reporter = _close_reporter(reporter, store, res.outcome), None
         summary = _summary(store, res, opts, job_spec, job, segment, spent_before, time.time() - started, qos)
+        if report is not None:
+            summary["report"] = report
         atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=float))
         from skylease.experiments.run_report import write_run_report
 
         write_run_report(out, store, summary)
         return summary
     finally:
+        if reporter is not None:  # the run did not get to its end: said as failed
+            reporter.close("failed")
         if store is not None:
             store.close()
 
@@ -560,6 +590,50 @@ def _qos_relay(opts: RunOptions, n_tasks: int, notice: Callable[[str], None]) ->
     return relay, bag
 
 
+def _reporter(opts: RunOptions, job_spec: str, job: Any, store_path: Path, store: Any, remote: Any,
+              notice: Callable[[str], None]) -> Any:
+    """The run's reporter to the service of ``--report`` (else of ``--qos``, linked to its bag),
+    registered; None without either. A resumed run continues its run on the same service."""
+    from skylease.runtime.runs.reporter import RunReporter
+
+    if opts.report is not None:
+        url, token = opts.report.strip(), opts.report_token
+    elif opts.qos is not None:
+        url, token = opts.qos.strip(), opts.qos_token
+    else:
+        return None
+    token = (token or os.environ.get("SKYLEASE_TOKEN", "")).strip()
+    before = (store.meta().get("report") or {}) if store is not None else {}
+    run_id = before.get("run") if before.get("url") == url.rstrip("/") else None
+    bot = remote.bot if remote is not None and url.rstrip("/") == remote.url else None
+    command = " ".join(["skylease run", shlex.quote(job_spec), "--out", shlex.quote(str(opts.out))])
+    reporter = RunReporter(url, token, store_path, name=Path(str(job.source)).name or job_spec,
+                           command=command, n_tasks=len(job.tasks), bot=bot, run_id=run_id, notice=notice)
+    if reporter.register() is not None:
+        notice(f"run {reporter.run_id} reported to {reporter.url}/runs/{reporter.run_id}")
+    return reporter
+
+
+def _observing(reporter: Any, on_progress: Callable[[Any], None] | None) -> Callable[[Any], None]:
+    """The run's progress hook, also telling the reporter which tasks run where."""
+    def hook(env: Any) -> None:
+        reporter.observe({h.task: (str(h.id), h.pool) for h in env.hosts() if h.task is not None})
+        if on_progress is not None:
+            on_progress(env)
+    return hook
+
+
+def _close_reporter(reporter: Any, store: Any, outcome: str) -> dict[str, Any]:
+    """The run's end said to the service: done (every task ok), stopped (interrupted) or failed."""
+    counts = store.counts()
+    state = "stopped" if outcome == "interrupted" else \
+        "done" if outcome == "done" and counts["left"] == 0 and counts["failed"] == 0 else "failed"
+    report = reporter.close(state)
+    if report["run"] is not None:  # (registered late, when the service came back)
+        store.set_meta({"report": {"url": report["url"], "run": report["run"]}})
+    return report
+
+
 def _stderr(text: str) -> None:
     print(f"skylease run: {text}", file=sys.stderr, flush=True)
 
@@ -606,6 +680,7 @@ _FLAGS = (("args", "--args"), ("policy", "--policy"), ("pools_file", "--pools"),
           ("tail_qos", "--tail-qos"), ("reliable_pool", "--reliable-pool"),
           ("tail_credits", "--tail-credits"), ("qos", "--qos"), ("qos_credits", "--qos-credits"),
           ("qos_strategy", "--qos-strategy"), ("qos_infrastructure", "--qos-infrastructure"),
+          ("report", "--report"),
           ("volatility", "--volatility"),
           ("volatile_pool", "--volatile-pool"), ("time_scale", "--time-scale"),
           ("trace_start", "--trace-start"), ("seed", "--seed"))

@@ -169,9 +169,14 @@ def _readable(exc: RequestValidationError) -> str:
     return f"{where}: {what}{more}" if where else f"{what}{more}"
 
 
-def create_app(manager: LeaseManager, engine: Engine, qos: Any = None) -> FastAPI:
-    """The service's app: the lease routes over ``manager``, users and tokens in ``engine``, and
-    SpeQuloS's routes over ``qos`` (a :class:`~skylease.runtime.qos.service.QoSService`) if given."""
+def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any = None) -> FastAPI:
+    """The service's app: the lease routes over ``manager``, users and tokens in ``engine``,
+    SpeQuloS's routes over ``qos`` (a :class:`~skylease.runtime.qos.service.QoSService`) if given,
+    and the runs' routes over ``runs`` (a :class:`~skylease.runtime.runs.registry.RunRegistry`;
+    default: one on ``engine``)."""
+    from skylease.runtime.runs.registry import RunNotFound, RunRegistry
+
+    runs = RunRegistry(engine) if runs is None else runs
     app = FastAPI(title="skylease", version=__version__,
                   description="The skylease lease manager: request, list, show and cancel leases. Every "
                               "route but /health needs `Authorization: Bearer TOKEN` (a token from "
@@ -193,7 +198,7 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None) -> FastAP
 
     from skylease.service.web.pages import add_pages
 
-    add_pages(app, manager, engine, qos)  # first: its HTML pages share /leases and /hosts with the API
+    add_pages(app, manager, engine, qos, runs)  # first: its HTML pages share /leases and /hosts with the API
 
     def scope_of(user: User) -> str | None:  # what the manager calls an administrator
         return None if user.admin else user.name
@@ -261,6 +266,11 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None) -> FastAP
         add_qos_routes(app, Caller, qos, _ERRORS)
         app.add_exception_handler(CreditRefused, lambda _r, e: JSONResponse({"detail": str(e)}, 409))
         app.add_exception_handler(NotYours, lambda _r, e: JSONResponse({"detail": str(e)}, 404))
+
+    from skylease.service.runs_api import add_run_routes
+
+    add_run_routes(app, Caller, runs, _ERRORS)
+    app.add_exception_handler(RunNotFound, lambda _r, e: JSONResponse({"detail": str(e)}, 404))
 
     def answer(status: int) -> Callable[[Request, Exception], JSONResponse]:
         def handler(_request: Request, exc: Exception) -> JSONResponse:

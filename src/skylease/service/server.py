@@ -120,8 +120,9 @@ def open_database(cfg: ServeConfig) -> Engine:
     engine = engine_for(cfg.db, data_dir_of(cfg))
     from skylease.runtime.leases.journal import metadata
     from skylease.runtime.qos.service import METADATA as QOS_METADATA
+    from skylease.runtime.runs.registry import METADATA as RUNS_METADATA
 
-    create_schema(engine, metadata, *QOS_METADATA)
+    create_schema(engine, metadata, *QOS_METADATA, RUNS_METADATA)
     return engine
 
 
@@ -314,13 +315,18 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
     try:
         manager = (manager_factory or local_manager)(engine, cfg, data_dir)
         from skylease.runtime.qos.service import QoSService
+        from skylease.runtime.runs.registry import RunRegistry
 
         qos = QoSService(engine)
-        app = create_app(manager, engine, qos)
+        runs = RunRegistry(engine)
+        app = create_app(manager, engine, qos, runs)
         if cfg.qos_deposit_cap is not None:
             _deposit_policy(engine, qos, cfg.qos_deposit_cap, cfg.qos_deposit_every, stopping)
         _every(min(60.0, cfg.qos_abandon_after / 10), stopping, "qos-sweep",
                lambda: qos.sweep(time.time(), cfg.qos_abandon_after))
+        # a run silent as long as a bag is abandoned too (its reporter says it is alive every 30 s)
+        _every(min(60.0, cfg.qos_abandon_after / 10), stopping, "runs-sweep",
+               lambda: runs.sweep(time.time(), cfg.qos_abandon_after))
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key, lifespan="off")
         server = uvicorn.Server(config)

@@ -16,9 +16,18 @@ from typing import Any
 from skylease.control.qos.relay import Instructions, Report, ServiceUnavailable
 from skylease.model.errors import UserError
 
-__all__ = ["RemoteBag"]
+__all__ = ["RemoteBag", "refusal"]
 
 _FIELDS = set(Instructions.__dataclass_fields__)
+
+
+def refusal(r: Any, who: str, option: str) -> UserError:
+    """A 4xx answer of a service as one line naming the option: who refused, and its reason."""
+    try:
+        detail = r.json().get("detail", r.text)
+    except (ValueError, AttributeError):
+        detail = r.text
+    return UserError(f"{who} refused: {' '.join(str(detail).split())[:300]}", field=option)
 
 
 class RemoteBag:
@@ -45,12 +54,7 @@ class RemoteBag:
         if r.status_code >= 500:
             raise ServiceUnavailable(f"{self.url} answered {r.status_code}")
         if r.status_code >= 400:
-            try:
-                detail = r.json().get("detail", r.text)
-            except ValueError:
-                detail = r.text
-            raise UserError(f"the QoS service at {self.url} refused: {' '.join(str(detail).split())[:300]}",
-                            field=self.option)
+            raise refusal(r, f"the QoS service at {self.url}", self.option)
         return r.json()
 
     def register(self) -> int:

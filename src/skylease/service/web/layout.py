@@ -30,7 +30,8 @@ def render_page(title: str, body: str, user: User | None = None, sid: str | None
     if user is not None and sid is not None:
         hosts = '<li><a href="/hosts">Hosts</a></li>' if user.admin else ""
         nav = (f'<nav aria-label="main"><ul><li><a href="/leases">Leases</a></li>{hosts}'
-               '<li><a href="/bots">Bags</a></li><li><a href="/account">Account</a></li></ul>'
+               '<li><a href="/bots">Bags</a></li><li><a href="/runs">Runs</a></li>'
+               '<li><a href="/account">Account</a></li></ul>'
                f'<span class="who">{e(user.name)}{" (admin)" if user.admin else ""}</span>'
                f'<form method="post" action="/logout">{csrf_field(sid)}'
                '<button type="submit">Log out</button></form>'

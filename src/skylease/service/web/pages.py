@@ -12,12 +12,14 @@ the JSON API, behind a login session (:mod:`.sessions`).
     GET  /hosts          the site's nodes (administrators only)
     /static/...          the one style sheet and the one script (no CDN, nothing from elsewhere)
     /bots, /account ...  the bags of tasks and the account (:mod:`.bots`), when the server runs SpeQuloS
+    /runs, /runs/{id}    runs of `skylease run --report` and their task tables (:mod:`.runs`)
 
-``GET /leases`` and ``GET /hosts`` are also JSON API routes: a request goes to the page only when it
-asks for HTML (``Accept: text/html``, as a browser's navigation does) and carries no
-``Authorization`` header, so API clients are unaffected. The session cookie authorises only these
-pages, never the JSON API (which wants a bearer token): a cross-site request cannot use it. It is
-HttpOnly, SameSite=Strict, Path=/, Secure over HTTPS; every form carries the session's CSRF token.
+``GET /leases``, ``GET /hosts``, ``GET /runs`` and ``GET /runs/{id}`` are also JSON API routes: a
+request goes to the page only when it asks for HTML (``Accept: text/html``, as a browser's
+navigation does) and carries no ``Authorization`` header, so API clients are unaffected. The
+session cookie authorises only these pages, never the JSON API (which wants a bearer token): a
+cross-site request cannot use it. It is HttpOnly, SameSite=Strict, Path=/, Secure over HTTPS;
+every form carries the session's CSRF token.
 No route here is in the OpenAPI document.
 """
 
@@ -161,9 +163,10 @@ def _lease_rows(leases: list[LeaseView], sid: str) -> list[list[str]]:
 
 
 # -- the routes -------------------------------------------------------------------------------------
-def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = None) -> None:
+def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any = None) -> None:
     """The dashboard's routes on ``app``; called before the API's routes (the pages sharing a path
-    with an API route must be tried first). ``qos``: a QoSService, whose bags and accounts get pages."""
+    with an API route must be tried first). ``qos``: a QoSService, whose bags and accounts get pages;
+    ``runs``: a RunRegistry, whose runs get pages."""
     router = APIRouter(include_in_schema=False)
 
     def scope_of(user: User) -> str | None:
@@ -288,5 +291,9 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         from skylease.service.web.bots import add_bot_pages  # (only with a QoS service)
 
         add_bot_pages(router, page, qos)
+    if runs is not None:
+        from skylease.service.web.runs import add_run_pages
+
+        add_run_pages(router, page, runs, _HtmlRoute)
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -1,0 +1,292 @@
+"""The service's registry of runs (issue 21): runs of ``skylease run`` that report their task table.
+
+A run registers itself (a name, a one-line command summary, its number of tasks, optionally the id
+of its bag of tasks on the QoS service), then sends batches of task rows as its tasks change, and
+says when it ended. The service keeps one row per task (the last one sent wins) and the run's
+counts, recomputed from its rows at each batch.
+
+Tables (SQLAlchemy Core on the service's database, SQLite or PostgreSQL; on :data:`METADATA`,
+created by :class:`RunRegistry` where missing):
+
+* ``runs``: one row per run: owner, name, command, ``n_tasks``, state, started/updated/ended (Unix
+  seconds), the counts ``done``, ``failed``, ``running`` (``queued`` is the rest), the bag's id.
+* ``run_tasks``: one row per reported task, keyed by (run, task); ``rank`` orders a run's table
+  failed first, then running, then done, then queued (an index serves each page of it).
+
+Decisions of ours (the issue is silent):
+
+* States of a run: ``running``; ``done`` (every task ok), ``failed`` (some failed or never ran),
+  ``stopped`` (interrupted, to be resumed): said by the run when it ends; ``abandoned``: a running
+  run that has not reported for a long time (:meth:`RunRegistry.sweep`). A run that reports again
+  (a ``--resume``, a run the sweep gave up on too early) is ``running`` again.
+* A task's ``status`` is ``queued``, ``running``, ``done`` or ``failed``; a task never reported
+  counts as queued.
+* Bounds, checked before anything is written (a :class:`UserError`, or a 422 from the row model):
+  at most :data:`MAX_RUN_TASKS` tasks a run, :data:`MAX_BATCH` rows a batch, :data:`MAX_RUNS`
+  runs kept per user, and every string bounded (a stderr tail to :data:`MAX_STDERR` characters).
+* Owners: a user reaches only their own runs, an administrator (``caller=None``) every run; a run
+  one may not reach is :class:`RunNotFound`, as a missing one. Only the owner writes to a run.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+import sqlalchemy as sa
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from skylease.model.errors import UserError
+
+__all__ = ["MAX_BATCH", "MAX_RUNS", "MAX_RUN_TASKS", "MAX_STDERR", "METADATA", "RUN_STATES", "TASK_STATUSES",
+           "RunNotFound", "RunRegistry", "RunView", "TaskRow"]
+
+#: The most tasks one run may declare.
+MAX_RUN_TASKS = 1_000_000
+#: The most task rows one batch may carry.
+MAX_BATCH = 1000
+#: The most runs kept per user (registering one more is refused: remove old ones first).
+MAX_RUNS = 10_000
+#: The longest stderr tail kept per task (characters: the end of it is kept by the reporter).
+MAX_STDERR = 2048
+RUN_STATES = ("running", "done", "failed", "stopped", "abandoned")
+#: What a run may say when it ends.
+END_STATES = ("done", "failed", "stopped")
+TASK_STATUSES = ("failed", "running", "done", "queued")  # in the order of a run's table
+RANK = {s: i for i, s in enumerate(TASK_STATUSES)}
+
+METADATA = sa.MetaData()
+_ID = sa.BigInteger().with_variant(sa.Integer, "sqlite")
+
+runs = sa.Table(
+    "runs", METADATA,
+    sa.Column("id", _ID, primary_key=True, autoincrement=True),
+    sa.Column("owner", sa.String(64), nullable=False, index=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("command", sa.String(1000), nullable=False),
+    sa.Column("n_tasks", sa.BigInteger, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("started", sa.Float, nullable=False),
+    sa.Column("updated", sa.Float, nullable=False),
+    sa.Column("ended", sa.Float),
+    sa.Column("done", sa.BigInteger, nullable=False),
+    sa.Column("failed", sa.BigInteger, nullable=False),
+    sa.Column("running", sa.BigInteger, nullable=False),
+    sa.Column("bot", sa.BigInteger),
+)
+run_tasks = sa.Table(
+    "run_tasks", METADATA,
+    sa.Column("run", sa.BigInteger, sa.ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("task", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("rank", sa.SmallInteger, nullable=False),
+    sa.Column("label", sa.String(500), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("exit_code", sa.BigInteger),
+    sa.Column("host", sa.String(255)),
+    sa.Column("pool", sa.String(64)),
+    sa.Column("runtime_s", sa.Float),
+    sa.Column("ended", sa.Float),
+    sa.Column("stderr_tail", sa.Text),
+    sa.Index("run_tasks_order", "run", "rank", "task"),
+)
+
+
+class RunNotFound(LookupError):
+    """A run the caller may not reach: missing, or another user's (answered as not found)."""
+
+
+def _storable(s: str) -> str:
+    """Text both databases store: no NUL (PostgreSQL refuses it), valid UTF-8 (no lone surrogate)."""
+    if "\x00" in s:
+        raise ValueError("must not contain NUL characters")
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    return s
+
+
+def _text(most: int, least: int = 0) -> Any:
+    return Annotated[str, Field(min_length=least, max_length=most), AfterValidator(_storable)]
+
+
+_Time = Annotated[float, Field(ge=0, le=1e11, allow_inf_nan=False)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskRow(_Model):
+    """One task of a run as reported: ``task`` is its 0-based number in the job; ``ended`` Unix time."""
+
+    task: Annotated[int, Field(ge=0, lt=MAX_RUN_TASKS)]
+    label: _text(500) = ""
+    status: Literal["queued", "running", "done", "failed"]
+    attempts: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    exit_code: Annotated[int, Field(ge=-(2**31), le=2**32)] | None = None
+    host: _text(255) | None = None
+    pool: _text(64) | None = None
+    runtime_s: Annotated[float, Field(ge=0, le=1e10, allow_inf_nan=False)] | None = None
+    ended: _Time | None = None
+    stderr_tail: _text(MAX_STDERR) | None = None
+
+
+class RunRequest(_Model):
+    """A run registering itself."""
+
+    name: _text(200, 1)
+    command: _text(1000) = ""
+    n_tasks: Annotated[int, Field(ge=1, le=MAX_RUN_TASKS)]
+    bot: Annotated[int, Field(ge=0, le=2**53)] | None = None
+
+
+class RunView(_Model):
+    """A run as the API shows it; ``queued`` is every task neither done, failed nor running."""
+
+    id: int
+    owner: str
+    name: str
+    command: str
+    n_tasks: int
+    state: str
+    started: float
+    updated: float
+    ended: float | None
+    done: int
+    failed: int
+    running: int
+    queued: int
+    bot: int | None
+
+
+def _view(row: Any) -> RunView:
+    d = dict(row)
+    d["queued"] = max(0, int(d["n_tasks"]) - int(d["done"]) - int(d["failed"]) - int(d["running"]))
+    return RunView(**d)
+
+
+def _row(r: Any) -> TaskRow:
+    d = dict(r)
+    d.pop("run", None)
+    d.pop("rank", None)
+    return TaskRow.model_construct(**d)  # (read back from the database: valid when written)
+
+
+class RunRegistry:
+    """The runs on ``engine`` (their tables are created where missing)."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        METADATA.create_all(engine, checkfirst=True)
+
+    def _insert(self) -> Any:
+        if self.engine.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        return insert
+
+    # -- writing -----------------------------------------------------------------------------------
+    def register(self, owner: str, req: RunRequest, now: float | None = None) -> RunView:
+        """A new running run of ``owner``; refused past :data:`MAX_RUNS` runs kept for that user."""
+        now = time.time() if now is None else float(now)
+        with self.engine.begin() as conn:
+            kept = conn.execute(sa.select(sa.func.count()).select_from(runs)
+                                .where(runs.c.owner == owner)).scalar()
+            if int(kept or 0) >= MAX_RUNS:
+                raise UserError(f"{owner} already has {MAX_RUNS:,} runs on this service, the most kept",
+                                field="runs")
+            rid = conn.execute(runs.insert().values(
+                owner=owner, name=req.name, command=req.command, n_tasks=req.n_tasks, state="running",
+                started=now, updated=now, ended=None, done=0, failed=0, running=0, bot=req.bot)
+            ).inserted_primary_key[0]
+            return _view(conn.execute(sa.select(runs).where(runs.c.id == rid)).mappings().one())
+
+    def _touch(self, conn: Any, owner: str, run: int, values: dict[str, Any]) -> Any:
+        """Update one's own run (the first statement: it takes the row's lock, or SQLite's write
+        lock, so batches of one run are counted one after the other); its row, or RunNotFound."""
+        if run > 2**53 or conn.execute(runs.update().where(runs.c.id == run, runs.c.owner == owner)
+                                       .values(**values)).rowcount == 0:
+            raise RunNotFound(f"no run {run}")
+        return conn.execute(sa.select(runs).where(runs.c.id == run)).mappings().one()
+
+    def report(self, owner: str, run: int, rows: list[TaskRow], now: float | None = None) -> RunView:
+        """Upsert a batch of ``owner``'s task rows (the last row of a task wins); the run is running
+        again if it was not, and its counts are recounted from its rows."""
+        if len(rows) > MAX_BATCH:
+            raise UserError(f"at most {MAX_BATCH:,} rows a batch, got {len(rows):,}", field="rows")
+        last = {r.task: r for r in rows}  # one statement may not write a row twice (PostgreSQL)
+        now = time.time() if now is None else float(now)
+        with self.engine.begin() as conn:
+            head = self._touch(conn, owner, run, {"updated": now, "state": "running", "ended": None})
+            n = int(head["n_tasks"])
+            bad = next((t for t in last if t >= n), None)
+            if bad is not None:
+                raise UserError(f"task {bad} is not in this run of {n:,} tasks (0 to {n - 1:,})",
+                                field="task")
+            if last:
+                insert = self._insert()
+                values = [{**r.model_dump(), "run": run, "rank": RANK[r.status]} for r in last.values()]
+                stmt = insert(run_tasks).values(values)
+                cols = [c for c in values[0] if c not in ("run", "task")]
+                conn.execute(stmt.on_conflict_do_update(index_elements=["run", "task"],
+                                                        set_={c: stmt.excluded[c] for c in cols}))
+            by = dict(conn.execute(sa.select(run_tasks.c.status, sa.func.count())
+                                   .where(run_tasks.c.run == run).group_by(run_tasks.c.status)).all())
+            counts = {s: int(by.get(s, 0)) for s in ("done", "failed", "running")}
+            conn.execute(runs.update().where(runs.c.id == run).values(**counts))
+            return _view({**head, **counts, "updated": now, "state": "running", "ended": None})
+
+    def finish(self, owner: str, run: int, state: str, now: float | None = None) -> RunView:
+        """``owner``'s run ended as ``state`` (done, failed or stopped)."""
+        if state not in END_STATES:
+            raise UserError(f"must be one of {', '.join(END_STATES)}, got {state!r}", field="state")
+        now = time.time() if now is None else float(now)
+        with self.engine.begin() as conn:
+            return _view(self._touch(conn, owner, run, {"updated": now, "ended": now, "state": state}))
+
+    def sweep(self, now: float, idle_s: float) -> int:
+        """Abandon the running runs that have not reported for ``idle_s`` seconds; how many."""
+        with self.engine.begin() as conn:
+            return int(conn.execute(runs.update().where(runs.c.state == "running",
+                                                        runs.c.updated < now - idle_s)
+                                    .values(state="abandoned")).rowcount)
+
+    # -- reading -----------------------------------------------------------------------------------
+    def runs(self, caller: str | None, limit: int = 1000) -> list[RunView]:
+        """The caller's runs (None: every run), newest first, at most ``limit``."""
+        q = sa.select(runs).order_by(runs.c.id.desc()).limit(limit)
+        if caller is not None:
+            q = q.where(runs.c.owner == caller)
+        with self.engine.connect() as conn:
+            return [_view(r) for r in conn.execute(q).mappings()]
+
+    def run(self, caller: str | None, run: int) -> RunView:
+        q = sa.select(runs).where(runs.c.id == run)
+        if caller is not None:
+            q = q.where(runs.c.owner == caller)
+        with self.engine.connect() as conn:
+            row = conn.execute(q).mappings().first() if run <= 2**53 else None
+        if row is None:
+            raise RunNotFound(f"no run {run}")
+        return _view(row)
+
+    def tasks(self, caller: str | None, run: int, offset: int = 0, limit: int = 200) -> list[TaskRow]:
+        """A page of the run's task table: failed first, then running, done, queued; by task within."""
+        self.run(caller, run)
+        if not (0 <= offset <= MAX_RUN_TASKS and 0 <= limit <= MAX_RUN_TASKS):
+            raise UserError(f"offset and limit must be from 0 to {MAX_RUN_TASKS:,}", field="offset")
+        q = (sa.select(run_tasks).where(run_tasks.c.run == run)
+             .order_by(run_tasks.c.rank, run_tasks.c.task).offset(offset).limit(limit))
+        with self.engine.connect() as conn:
+            return [_row(r) for r in conn.execute(q).mappings()]
+
+    def reported(self, caller: str | None, run: int) -> int:
+        """How many of the run's tasks have a row."""
+        self.run(caller, run)
+        with self.engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(run_tasks)
+                                    .where(run_tasks.c.run == run)).scalar() or 0)
+

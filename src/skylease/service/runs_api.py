@@ -1,0 +1,83 @@
+"""The runs' HTTP API (issue 21): ``skylease run --report URL`` registers its run here and sends its
+task table in batches; the dashboard's Runs pages read the same registry.
+
+Routes (under the same bearer tokens as the lease routes)::
+
+    POST /runs                  register a run -> 201, the run (its id)
+    POST /runs/{id}/tasks       a batch of task rows (at most 1,000; the last row of a task wins)
+    POST /runs/{id}/finish      the run ended: done, failed or stopped
+    GET  /runs                  the caller's runs, newest first (an administrator's: every run)
+    GET  /runs/{id}             one run: its state and counts
+    GET  /runs/{id}/tasks       a page of its task table, failed first (offset, limit)
+
+A run the caller may not reach is 404, as one that does not exist; only its owner writes to it. A
+malformed body is 422 naming the field; a batch naming a task the run does not have is 400.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time.
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, Path, Query
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
+
+from skylease.runtime.runs.registry import MAX_BATCH, MAX_RUN_TASKS, RunRegistry, RunRequest, RunView, TaskRow
+
+__all__ = ["add_run_routes"]
+
+
+class TaskBatch(BaseModel):
+    """Task rows of one run (an empty batch says the run is alive)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rows: Annotated[list[TaskRow], Field(max_length=MAX_BATCH)]
+
+
+class FinishBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    state: Literal["done", "failed", "stopped"]
+
+
+def add_run_routes(app: FastAPI, caller: Any, runs: RunRegistry, errors: dict[int | str, Any]) -> None:
+    """Add the runs' routes to ``app``; ``caller`` is the authenticated-user dependency type."""
+    Caller = caller
+    RunId = Annotated[int, Path(ge=0, le=2**53, description="The run's id.")]
+    not_found = {**errors, 404: {"description": "no such run visible to the caller"}}
+    bad = {**not_found, 400: {"description": "a row names a task the run does not have"}}
+
+    def scope(user: Any) -> str | None:
+        return None if user.admin else user.name
+
+    @app.post("/runs", status_code=201, response_model=RunView, tags=["runs"],
+              responses={**errors, 400: {"description": "the user keeps too many runs"}})
+    def register(body: RunRequest, user: Caller) -> RunView:
+        """Register a run of `skylease run` (its name, command and number of tasks; its bag's id)."""
+        return runs.register(user.name, body)
+
+    @app.post("/runs/{run}/tasks", response_model=RunView, tags=["runs"], responses=bad)
+    async def report(run: RunId, body: TaskBatch, user: Caller) -> RunView:
+        """A batch of one's run's task rows: stored (one row per task), the run's counts recounted."""
+        return await run_in_threadpool(runs.report, user.name, run, body.rows)
+
+    @app.post("/runs/{run}/finish", response_model=RunView, tags=["runs"], responses=not_found)
+    def finish(run: RunId, body: FinishBody, user: Caller) -> RunView:
+        """One's run ended: done (every task ok), failed, or stopped (to be resumed)."""
+        return runs.finish(user.name, run, body.state)
+
+    @app.get("/runs", response_model=list[RunView], tags=["runs"], responses=errors)
+    def list_runs(user: Caller) -> list[RunView]:
+        """The caller's runs (an administrator's: all), newest first."""
+        return runs.runs(scope(user))
+
+    @app.get("/runs/{run}", response_model=RunView, tags=["runs"], responses=not_found)
+    def show_run(run: RunId, user: Caller) -> RunView:
+        return runs.run(scope(user), run)
+
+    @app.get("/runs/{run}/tasks", response_model=list[TaskRow], tags=["runs"], responses=not_found)
+    def tasks(run: RunId, user: Caller,
+              offset: Annotated[int, Query(ge=0, le=MAX_RUN_TASKS)] = 0,
+              limit: Annotated[int, Query(ge=1, le=MAX_BATCH)] = MAX_BATCH) -> list[TaskRow]:
+        """A page of the run's task table: failed tasks first, then running, done and queued ones."""
+        return runs.tasks(scope(user), run, offset, limit)
