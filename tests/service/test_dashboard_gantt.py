@@ -92,8 +92,8 @@ def wait_drawn(page, lease: int, kinds: list[str], since: float) -> None:  # noq
     left = LIVE_S - (time.monotonic() - since)
     until(page, """([id, want]) => { const g = window.skyleaseGantt;
         const l = g && g.model && g.model.leases.find((x) => x.id === id);
-        return !!l && JSON.stringify(l.bars.filter((b) => !b.plan).map((b) => b.kind)) === JSON.stringify(want);
-        }""",
+        const done = l ? l.bars.filter((b) => !b.plan).map((b) => b.kind) : null;
+        return !!l && JSON.stringify(done) === JSON.stringify(want); }""",
           [lease, kinds], max(0.1, left))
     assert time.monotonic() - since < LIVE_S, (lease, kinds, time.monotonic() - since)
 
