@@ -257,6 +257,11 @@ def _demo_serve() -> None:
         during, after = (_proc_state_words(s) for s in [*res.payload_states, None, None][:2])
         out.print(f"   Lease 1's payload (pid {res.payload_pid}) in /proc: {during} while the reservation "
                   f"ran, {after} after it.", markup=False, highlight=False, soft_wrap=True)
+    bars = ", ".join(f"{n} {kind}" for kind, n in sorted(res.dashboard_bars.items()))
+    out.print(f"   Its dashboard (the leases page at {res.url}/ while it runs, logged in with the same "
+              f"token) drew these leases on its Gantt chart as {bars or 'no'} bars. "
+              "See docs/howto/dashboard.md.",
+              markup=False, highlight=False, soft_wrap=True)
     out.print(f"   {res.seconds:.1f} s from the server's start to its stop. Try: skylease serve --help",
               markup=False, highlight=False)
 

@@ -35,3 +35,5 @@ def test_the_service_part_of_the_demo_tells_the_suspension_story(capsys, monkeyp
     environ = Path(f"/proc/{pid}/environ")
     assert not environ.exists() or b"SKYLEASE_LEASE=1\0" not in environ.read_bytes()
     assert re.search(r"\d+\.\d s from the server's start to its stop", out)
+    # the same user's dashboard, logged in with the token as a browser does: the leases on its chart
+    assert "drew these leases on its Gantt chart as 1 resume, 1 suspend, 3 vm bars." in out, out

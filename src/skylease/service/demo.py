@@ -46,7 +46,8 @@ class ServeDemo:
     """What the service demo did: where the server answered, each lease's timeline (lease time from
     the first request), the best-effort lease's payload (pid) and its /proc states halfway through
     the reservation and 10 lease minutes after it (``T``: stopped; ``S`` or ``R``: running; None:
-    gone), and the real seconds from the server's start to its stop."""
+    gone), the real seconds from the server's start to its stop, and what the dashboard showed the
+    same user: its bars by kind on the Gantt chart (``dashboard_bars``)."""
 
     url: str
     timeline: list[str]
@@ -54,6 +55,7 @@ class ServeDemo:
     payload_pid: int | None
     payload_states: list[str | None]
     seconds: float
+    dashboard_bars: dict[str, int]
 
 
 def serve_demo(folder: str | Path, *, time_scale: float = DEMO_SCALE, timeout_s: float = 60.0) -> ServeDemo:
@@ -79,6 +81,7 @@ def serve_demo(folder: str | Path, *, time_scale: float = DEMO_SCALE, timeout_s:
         client = Client(url, token)
         try:
             leases, pid, states = _scenario(client, time_scale, timeout_s)
+            bars = dashboard_bars(url, token)
         finally:  # nothing of the demo outlives it (a stopped server leaves its payloads running)
             with contextlib.suppress(UserError, ServiceError):
                 for v in client.leases():
@@ -88,7 +91,25 @@ def serve_demo(folder: str | Path, *, time_scale: float = DEMO_SCALE, timeout_s:
         stop_server(server)
     origin = leases[0]["submit"]
     return ServeDemo(url, lease_timeline([_shifted(v, origin) for v in leases]), leases, pid,
-                     states, time.perf_counter() - t0)
+                     states, time.perf_counter() - t0, bars)
+
+
+def dashboard_bars(url: str, token: str) -> dict[str, int]:
+    """Log in to the dashboard as a browser does (the token form, then the session cookie) and
+    count the bars of the leases page's Gantt chart by kind (plan ahead apart, as ``planned``)."""
+    import httpx
+
+    with httpx.Client(base_url=url, timeout=10) as browser:
+        login = browser.post("/login", data={"token": token})
+        page = browser.get("/leases", headers={"Accept": "text/html"})
+        if login.status_code != 303 or page.status_code != 200 or 'id="gantt"' not in page.text:
+            raise ServiceError(f"the dashboard did not open: {login.status_code}, {page.status_code}")
+        counts: dict[str, int] = {}
+        for lease in browser.get("/leases/gantt.json").json()["leases"]:
+            for bar in lease["bars"]:
+                kind = "planned" if bar.get("plan") else bar["kind"]
+                counts[kind] = counts.get(kind, 0) + 1
+        return counts
 
 
 def _scenario(client: Client, scale: float, timeout_s: float) -> tuple[list[dict[str, Any]], int | None,
