@@ -68,7 +68,7 @@ def test_a_bag_page_draws_a_point_per_report_and_the_band_once_predicted(client,
     assert 'class="band"' in page and 'class="pred"' in page
     assert f"{pred.low:,.1f} s to {pred.high:,.1f} s" in page  # the band's text alternative
     assert "5 / 10 completed" in page and "<figcaption>" in page and 'role="img"' in page
-    assert re.search(r"<dd>0\.00 / 20\.00</dd>", page)  # credits spent / ordered
+    assert re.search(r"<dd>0\.00 / 20\.00 <meter", page)  # credits spent / ordered
     listing = client.get("/bots", headers=HTML).text
     assert f'<a href="/bots/{bot}">{bot}</a>' in listing and "5 / 10" in listing
     assert f"{pred.t_p:,.1f} s" in listing
@@ -156,7 +156,7 @@ def test_a_bag_page_draws_its_cloud_workers_on_the_progress_curves_time_axis(cli
     assert re.findall(r"<tr><td>([0-9.]+)</td><td>(\d+)</td><td>(\d+)</td></tr>", rows) == \
         [("5.0", "0", "0"), ("10.0", "0", "2"), ("15.0", "2", "1"), ("20.0", "1", "0")]
     assert "<dd>1 running, 0 booting</dd>" in page
-    assert re.search(r'<meter id="credits-meter" min="0" max="20.00" value="[0-9.]+">', page)
+    assert re.search(r'<meter id="credits-meter" min="0" max="20.00" value="[0-9.]+" aria-label=', page)
     # reports stored before the counts were kept (None) draw no step
     old = qos.register("alice", "nd", 10).id
     qos.registry.report(old, 3.0, 1, 2)

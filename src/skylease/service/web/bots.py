@@ -180,18 +180,19 @@ def workers_table(series: list[Any]) -> str:
             rows.append([e(f"{p.t:,.1f}"), e(f"{p.cloud_workers:,}"), e(f"{p.cloud_booting or 0:,}")])
         last = now
     more = f" (the latest {MAX_CW_ROWS:,} of {len(rows):,})" if len(rows) > MAX_CW_ROWS else ""
-    return ('<details class="cw-table"><summary>Cloud workers as a table</summary>'
+    return ('<details class="cw-table" id="cw-table"><summary>Cloud workers as a table</summary>'
             + table(f"Cloud workers at each change{more}", ["t (s)", "running", "booting"],
                     rows[-MAX_CW_ROWS:], "No cloud worker count reported yet.") + "</details>")
 
 
 def _credits_meter(b: dict[str, Any]) -> str:
+    """Credits spent / ordered, as text and as a meter."""
     if b["credits_ordered"] is None:
-        return '<p class="hint">No credits ordered: the bag gets no cloud workers.</p>'
+        return "none ordered (progress and predictions only: no cloud workers)"
     spent, ordered = b["credits_spent"] or 0.0, b["credits_ordered"]
-    return (f'<p class="credits"><label for="credits-meter">Credits spent</label> '
-            f'<meter id="credits-meter" min="0" max="{ordered:.2f}" value="{min(spent, ordered):.2f}">'
-            f'</meter> {_credits(spent)} of {_credits(ordered)} ordered</p>')
+    return (f'{_credits(spent)} / {_credits(ordered)} <meter id="credits-meter" min="0" '
+            f'max="{ordered:.2f}" value="{min(spent, ordered):.2f}" '
+            f'aria-label="credits spent of those ordered"></meter>')
 
 
 def _live(qos: QoSService, scope: str | None, bot: int) -> tuple[str, bool]:
@@ -211,8 +212,7 @@ def _live(qos: QoSService, scope: str | None, bot: int) -> tuple[str, bool]:
              ("Completed at", _num(b["completion_time"], " s")),
              ("Cloud workers", "–" if last_cw is None else
               f"{last_cw.cloud_workers:,} running, {last_cw.cloud_booting or 0:,} booting"),
-             ("Credits spent / ordered", f'{_credits(b["credits_spent"])} / {_credits(b["credits_ordered"])}'
-              if b["credits_ordered"] is not None else "none ordered (progress and predictions only)")]
+             ("Credits spent / ordered", _credits_meter(b))]
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
     legend = ('<ul class="legend"><li><span class="key completed"></span>completed</li>'
               '<li><span class="key assigned"></span>assigned</li>'
@@ -225,7 +225,7 @@ def _live(qos: QoSService, scope: str | None, bot: int) -> tuple[str, bool]:
             f"Oracle's predicted completion time and its band. {legend}</figcaption></figure>"
             f'<figure class="cws">{workers_svg(series, t_max)}<figcaption>Cloud workers the bag had at '
             f"each report, on the same time axis; the credits pay for them. {cw_legend}"
-            f"{_credits_meter(b)}</figcaption></figure>{workers_table(series)}")
+            f"</figcaption></figure>{workers_table(series)}")
     return html, running
 
 

@@ -12,7 +12,7 @@ document.addEventListener("submit", (event) => {
 // at most once per THROTTLE_MS (changes meanwhile make one more fetch after it); a change between
 // the render and the stream's start is caught by the "hello" event's version. A bag's page stops
 // listening once the server says the bag no longer runs (X-Bag-Running: 0); an error of the fetch
-// (the session ended) closes the stream. window.skyleaseLive counts events and swaps (for tests).
+// (the session ended) closes the stream. An opened <details> with an id stays open. window.skyleaseLive counts events and swaps (for tests).
 (() => {
   const THROTTLE_MS = 500;
   const live = document.querySelector("[data-live][data-events]");
@@ -26,7 +26,10 @@ document.addEventListener("submit", (event) => {
     try {
       const r = await fetch(live.dataset.live, { credentials: "same-origin", redirect: "error" });
       if (!r.ok) throw new Error(String(r.status));
+      // (a disclosure the reader opened stays open across the swap)
+      const open = Array.from(live.querySelectorAll("details[open][id]"), (d) => d.id);
       live.innerHTML = await r.text();
+      for (const id of open) { const d = document.getElementById(id); if (d) d.open = true; }
       state.updates += 1;
       if (r.headers.get("X-Bag-Running") === "0") { source.close(); again = false; }
     } catch (err) {
