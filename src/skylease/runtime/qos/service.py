@@ -92,7 +92,7 @@ class QoSService:
         return self.changes.version
 
     def wait_change(self, seen: int, timeout: float) -> int:
-        """The counter once it differs from ``seen``, or after ``timeout`` seconds (or at close)."""
+        """The counter once it differs from ``seen``, or after ``timeout`` seconds."""
         return self.changes.wait(seen, timeout)
 
     def changed(self, caller: str | None, since: int, bot: int | None = None) -> bool:
@@ -104,10 +104,6 @@ class QoSService:
             return True
         return any(v > since and b is not None and (bot is None or b == bot)
                    and (caller is None or owner == caller) for v, b, owner in touches)
-
-    def close(self) -> None:
-        """Wake every watcher for good (the server stops)."""
-        self.changes.close()
 
     # -- who may -------------------------------------------------------------------------------
     def _bot(self, caller: str | None, bot: int) -> Any:
