@@ -39,7 +39,7 @@ def service(tmp_path_factory):
 OPERATIONS = ["GET /health", "POST /leases", "GET /leases", "GET /leases/{lease_id}",
               "DELETE /leases/{lease_id}", "GET /queue", "GET /hosts",
               "POST /qos/bots", "GET /qos/bots", "GET /qos/bots/{bot}", "POST /qos/bots/{bot}/reports",
-              "POST /qos/bots/{bot}/orders", "GET /qos/bots/{bot}/prediction",
+              "POST /qos/bots/{bot}/orders", "GET /qos/bots/{bot}/prediction", "GET /qos/bots/{bot}/series",
               "GET /qos/history/{infrastructure}", "GET /qos/account", "GET /qos/accounts/{name}",
               "POST /qos/accounts/{name}/deposits",
               "POST /runs", "GET /runs", "GET /runs/{run}", "POST /runs/{run}/tasks",

@@ -83,6 +83,7 @@ def test_a_user_neither_sees_nor_spends_nor_reports_for_anothers_bag(client, tok
     assert client.get("/qos/bots", headers=b).json() == []
     for method, path, body in (("GET", f"/qos/bots/{bot['id']}", None),
                                ("GET", f"/qos/bots/{bot['id']}/prediction", None),
+                               ("GET", f"/qos/bots/{bot['id']}/series", None),
                                ("POST", f"/qos/bots/{bot['id']}/orders", {"credits": 1}),
                                ("POST", f"/qos/bots/{bot['id']}/reports",
                                 {"t": 1, "submitted": 5, "assigned": 1, "completed": 0})):
@@ -101,6 +102,21 @@ def report(client, token, bot, t, done, ctimes, workers=None, n=10):
     r = client.post(f"/qos/bots/{bot}/reports", json=body, headers=auth(token))
     assert r.status_code == 200, r.text
     return r.json()
+
+
+def test_a_bags_series_carries_its_cloud_workers_at_each_report(client, tokens):
+    deposit(client, tokens, "alice", 50)
+    bot = client.post("/qos/bots", json={"infrastructure": "nd", "n_tasks": 10, "credits": 5},
+                      headers=auth(tokens["alice"])).json()["id"]
+    report(client, tokens["alice"], bot, 1.0, 0, [])
+    report(client, tokens["alice"], bot, 2.0, 1, [1.5], {1: "booting", 2: "booting"})
+    report(client, tokens["alice"], bot, 3.0, 2, [1.5, 2.5], {1: "busy", 2: "idle", 3: "released"})
+    series = client.get(f"/qos/bots/{bot}/series", headers=auth(tokens["alice"]))
+    assert series.status_code == 200
+    assert series.json() == [
+        {"t": 1.0, "completed": 0, "assigned": 2, "queued": 0, "cloud_workers": 0, "cloud_booting": 0},
+        {"t": 2.0, "completed": 1, "assigned": 3, "queued": 0, "cloud_workers": 0, "cloud_booting": 2},
+        {"t": 3.0, "completed": 2, "assigned": 4, "queued": 0, "cloud_workers": 2, "cloud_booting": 0}]
 
 
 def test_reports_are_answered_by_the_policy_and_a_restart_orders_and_bills_nothing_twice(engine, tokens):

@@ -8,6 +8,7 @@ Routes (under the same tokens as the lease routes)::
     POST /qos/bots/{id}/reports         a run's report -> what the run must do (Instructions)
     POST /qos/bots/{id}/orders          order more credits for a bag (409 when the balance is short)
     GET  /qos/bots/{id}/prediction      the Oracle's predicted completion time, with its band
+    GET  /qos/bots/{id}/series          its progress reports, in order (with its cloud workers then)
     GET  /qos/history/{infrastructure}  finished bags of an infrastructure (what α is learned from)
     GET  /qos/account                   the caller's account: balance and last movements
     GET  /qos/accounts/{user}           an account: balance and last movements (one's own, or admin)
@@ -139,6 +140,12 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int 
     def prediction(bot: BotId, user: Caller) -> dict[str, Any]:
         """t_p = α · t_c(r)/r, its ±20 % band, α and the success rate on this infrastructure."""
         return _plain(qos.predict(scope(user), bot))
+
+    @app.get("/qos/bots/{bot}/series", tags=["qos"], responses=not_found)
+    def series(bot: BotId, user: Caller) -> list[dict[str, Any]]:
+        """The bag's progress reports, in order: t, completed, assigned, queued, and its cloud
+        workers running and booting then (null in reports stored before skylease kept them)."""
+        return _plain(qos.series(scope(user), bot))
 
     @app.get("/qos/history/{infrastructure}", tags=["qos"], responses=errors)
     def history(infrastructure: str, user: Caller) -> dict[str, Any]:

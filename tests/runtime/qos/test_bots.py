@@ -1,5 +1,6 @@
 """The SpeQuloS Information module and Oracle on the service database (issue 20), on SQLite and
-PostgreSQL: BoTs registered, their progress stored and checked, α learned per infrastructure."""
+PostgreSQL: BoTs registered, their progress (and their cloud workers) stored and checked, α learned
+per infrastructure; a database made before the cloud workers were kept is upgraded in place."""
 
 from __future__ import annotations
 
@@ -58,8 +59,9 @@ def test_register_report_finish_series_and_history_round_trip(engine):
     assert [x.id for x in h.bots] == [b.id] and h.runs == 1
     assert h.alpha == fit_alpha([360.0], [300.0]) and h.success_rate == 1.0
     assert reg.history("boinc/seti").runs == 0 and reg.history("boinc/seti").bots == []
-    # a report is a handful of numbers: bot, t and three counts (plus its key)
-    assert [c.name for c in qos_progress.columns] == ["id", "bot", "t", "completed", "assigned", "queued"]
+    # a report is a handful of numbers: bot, t, three counts and the cloud workers (plus its key)
+    assert [c.name for c in qos_progress.columns] == ["id", "bot", "t", "completed", "assigned", "queued",
+                                                      "cloud_workers", "cloud_booting"]
 
 
 @pytest.mark.parametrize(("call", "field", "says"), [
@@ -264,3 +266,62 @@ def _started(reg: BotRegistry, infra: str, p_half: float) -> int:
     b = reg.register("alice", infra, 10)
     reg.report(b.id, p_half / 2, 5, 6, 4)
     return b.id
+
+
+def test_a_report_stores_the_bags_cloud_workers_with_its_point(engine):
+    reg = BotRegistry(engine)
+    b = reg.register("alice", "nd", 10).id
+    reg.report(b, 1.0, 0, 2)  # (unknown: None)
+    reg.report(b, 2.0, 1, 4, cloud_workers=0, cloud_booting=2)
+    reg.report(b, 3.0, 2, 6, cloud_workers=2, cloud_booting=0)
+    reg.report(b, 3.0, 3, 6, cloud_workers=1, cloud_booting=1)  # (the same t: replaces the row)
+    assert [(p.t, p.cloud_workers, p.cloud_booting) for p in reg.series(b)] == \
+        [(1.0, None, None), (2.0, 0, 2), (3.0, 1, 1)]
+    for bad in (-1, 1.5, True, botsmod.MAX_CLOUD_WORKERS + 1):
+        with pytest.raises(UserError) as err:
+            reg.report(b, 4.0, 3, 6, cloud_workers=bad)
+        assert err.value.field == "cloud_workers"
+    with pytest.raises(UserError) as err:
+        reg.report(b, 4.0, 3, 6, cloud_booting=-1)
+    assert err.value.field == "cloud_booting" and len(reg.series(b)) == 3  # nothing half-written
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def bare(request, tmp_path):
+    """An empty database of each kind (no table yet)."""
+    url = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    e = engine_for(url, tmp_path / "old")
+    yield e
+    e.dispose()
+
+
+def test_a_database_made_before_the_cloud_workers_were_kept_is_upgraded_in_place(bare):
+    old = sa.MetaData()  # qos_progress as skylease created it before issue 21
+    botsmod.qos_bots.to_metadata(old)
+    sa.Table("qos_progress", old,
+             sa.Column("id", botsmod._ID, primary_key=True, autoincrement=True),
+             sa.Column("bot", sa.BigInteger, sa.ForeignKey("qos_bots.id"), nullable=False),
+             sa.Column("t", sa.Float, nullable=False),
+             sa.Column("completed", sa.BigInteger, nullable=False),
+             sa.Column("assigned", sa.BigInteger, nullable=False),
+             sa.Column("queued", sa.BigInteger, nullable=False),
+             sa.Index("qos_progress_bot_id", "bot", "id"))
+    old.create_all(bare)
+    with bare.begin() as c:
+        b = c.execute(sa.insert(old.tables["qos_bots"]).values(
+            owner="alice", infrastructure="nd", n_tasks=10, registered_at=time.time(), state="running",
+            t=5.0, completed=1, assigned=3, queued=7, reports=1)).inserted_primary_key[0]
+        c.execute(sa.insert(old.tables["qos_progress"]).values(bot=b, t=5.0, completed=1, assigned=3,
+                                                                queued=7))
+    with pytest.raises(sa.exc.DBAPIError), bare.connect() as c:  # (today's code cannot read it...)
+        c.execute(sa.select(qos_progress.c.cloud_workers)).all()
+    create_schema(bare, botsmod.METADATA)  # (the server's open: creates missing tables, not columns)
+    reg = BotRegistry(bare)  # ... until a registry opens it
+    assert [(p.t, p.completed, p.cloud_workers, p.cloud_booting) for p in reg.series(b)] == \
+        [(5.0, 1, None, None)]
+    reg.report(b, 6.0, 2, 4, 1, cloud_workers=1, cloud_booting=1)
+    again = BotRegistry(bare)  # idempotent: a second open changes nothing
+    assert [(p.t, p.cloud_workers, p.cloud_booting) for p in again.series(b)] == \
+        [(5.0, None, None), (6.0, 1, 1)]
+    cols = {c["name"]: c for c in sa.inspect(bare).get_columns("qos_progress")}
+    assert cols["cloud_workers"]["nullable"] and cols["cloud_booting"]["nullable"]

@@ -1,11 +1,12 @@
 """The Information module and the Oracle of the SpeQuloS service (issue 20; spec 003 §2-§3).
 
 Information: a run registers its bag of tasks (owner, infrastructure, number of tasks, strategy),
-reports its progress (``t`` seconds since registration, tasks completed, assigned, queued) and
-says when it finished; finished BoTs stay as the history of their infrastructure. Oracle: the
-predicted completion time ``t_p = α · t_c(r)/r`` of a BoT and its ±20 % band, with α fitted on the
-finished BoTs of the same infrastructure. The formula, the fit and the success rate are those of
-:mod:`skylease.control.qos.prediction`; none is repeated here.
+reports its progress (``t`` seconds since registration, tasks completed, assigned, queued, and
+the cloud workers it has running and booting) and says when it finished; finished BoTs stay as the
+history of their infrastructure. Oracle: the predicted completion time ``t_p = α · t_c(r)/r`` of a
+BoT and its ±20 % band, with α fitted on the finished BoTs of the same infrastructure. The formula,
+the fit and the success rate are those of :mod:`skylease.control.qos.prediction`; none is repeated
+here.
 
 Tables (SQLAlchemy Core on the service's database, SQLite or PostgreSQL; on :data:`METADATA`):
 
@@ -13,9 +14,14 @@ Tables (SQLAlchemy Core on the service's database, SQLite or PostgreSQL; on :dat
   ``done``, ``abandoned``), the naive prediction at half completion ``p_half = t_c(0.5)/0.5``,
   the completion time once done, and a copy of the latest report (written in the report's
   transaction, so listings need not read the series).
-* ``qos_progress``: one row per report: bot, t, completed, assigned, queued. Five numbers, some
-  40 bytes: a report a minute stores about 2.4 KB an hour (the paper: "less than a few hundred
-  bytes per minute").
+* ``qos_progress``: one row per report: bot, t, completed, assigned, queued, and the bag's cloud
+  workers then (``cloud_workers`` running, ``cloud_booting`` started but not up yet; NULL in rows
+  stored before skylease kept them). Seven numbers, some 50 bytes: a report a minute stores about
+  3 KB an hour (the paper: "less than a few hundred bytes per minute").
+
+Schema changes: a column added after a table's first release is added where missing when a
+registry opens the database (:data:`ADDED`, an idempotent ``ALTER TABLE ... ADD COLUMN``, nullable:
+the old rows keep NULL), so a database made by an older skylease is upgraded in place.
 
 Bounds, checked before anything is written: ``n_tasks`` ≤ :data:`MAX_TASKS`; infrastructure
 names match :data:`NAME` (at most 64 printable characters, no spaces); ``t`` ≤ :data:`MAX_T`; at
@@ -52,6 +58,8 @@ from skylease.model.errors import UserError
 from skylease.model.limits import check_number
 
 __all__ = [
+    "ADDED",
+    "MAX_CLOUD_WORKERS",
     "MAX_REPORTS",
     "MAX_T",
     "MAX_TASKS",
@@ -63,12 +71,15 @@ __all__ = [
     "HistoryView",
     "PredictionView",
     "ProgressPoint",
+    "upgrade",
 ]
 
 #: The largest bag of tasks one BoT may declare.
 MAX_TASKS = 10_000_000
 #: Progress rows kept per BoT (a week at one report a minute, four weeks at one per 240 s).
 MAX_REPORTS = 10_000
+#: The most cloud workers one report may count (the scheduler's bound on a bag's CWs).
+MAX_CLOUD_WORKERS = 100_000
 #: The latest ``t`` a report may carry: ten years after registration.
 MAX_T = 10 * 365 * 86400.0
 #: The finished BoTs α is fitted on: the latest this many of the infrastructure.
@@ -115,8 +126,12 @@ qos_progress = sa.Table(
     sa.Column("completed", sa.BigInteger, nullable=False),
     sa.Column("assigned", sa.BigInteger, nullable=False),
     sa.Column("queued", sa.BigInteger, nullable=False),
+    sa.Column("cloud_workers", sa.Integer),  # (added in issue 21: NULL in older rows)
+    sa.Column("cloud_booting", sa.Integer),
     sa.Index("qos_progress_bot_id", "bot", "id"),
 )
+#: Columns added to a table after its first release (nullable, no default): added where missing.
+ADDED: dict[sa.Table, tuple[str, ...]] = {qos_progress: ("cloud_workers", "cloud_booting")}
 
 
 class BotNotFound(UserError):
@@ -148,7 +163,8 @@ class BotView(BaseModel):
 
 
 class ProgressPoint(BaseModel):
-    """One report of a BoT's series."""
+    """One report of a BoT's series; ``cloud_workers`` (running) and ``cloud_booting``: the bag's
+    cloud workers at that report (None: not reported, or stored before skylease kept them)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -156,6 +172,8 @@ class ProgressPoint(BaseModel):
     completed: int
     assigned: int
     queued: int
+    cloud_workers: int | None = None
+    cloud_booting: int | None = None
 
 
 class HistoryView(BaseModel):
@@ -235,6 +253,22 @@ def _strategy(value: object) -> str | None:
     return parsed.name if parsed is not None else "none"
 
 
+def upgrade(engine: sa.Engine) -> None:
+    """Add the columns of :data:`ADDED` missing from an existing table (a database made by an
+    older skylease); idempotent, and safe against another process doing the same at once."""
+    for table, names in ADDED.items():
+        for name in names:
+            if name in {c["name"] for c in sa.inspect(engine).get_columns(table.name)}:
+                continue
+            kind = table.c[name].type.compile(dialect=engine.dialect)
+            try:
+                with engine.begin() as c:
+                    c.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {name} {kind}"))
+            except sa.exc.DBAPIError:  # (added meanwhile by another process: fine; else say so)
+                if name not in {c["name"] for c in sa.inspect(engine).get_columns(table.name)}:
+                    raise
+
+
 def _view(row: Any) -> BotView:
     """The view of a ``qos_bots`` row mapping (mappings, because ``Row.t`` is the row's tuple)."""
     return BotView(**dict(row))
@@ -262,6 +296,7 @@ class BotRegistry:
         self._alpha_lock = threading.Lock()
         AlphaModel.fit([], [], method)  # an unknown method fails here, not at the first prediction
         METADATA.create_all(engine, checkfirst=True)
+        upgrade(engine)
 
     # -- Information: writing ----------------------------------------------------------------------
     def register(self, owner: str, infrastructure: str, n_tasks: int, strategy: str | None = None, *,
@@ -281,7 +316,8 @@ class BotRegistry:
             return _view(c.execute(sa.select(qos_bots).where(qos_bots.c.id == bot)).mappings().one())
 
     def report(self, bot: int, t: float, completed: int, assigned: int = 0, queued: int = 0, *,
-               t_half: float | None = None, owner: str | None = None) -> BotView:
+               t_half: float | None = None, owner: str | None = None, cloud_workers: int | None = None,
+               cloud_booting: int | None = None) -> BotView:
         """Store one progress report of a running BoT at ``t`` s since its registration.
 
         ``completed``: tasks done; ``assigned``: tasks ever given to a worker; ``queued``: tasks
@@ -291,6 +327,8 @@ class BotRegistry:
         ``n_tasks``; ``t`` before the last report's; fewer completions than the last report; a BoT
         that is not running. ``t_half``: the exact time of the ``rank(0.5, n_tasks)``-th completion,
         given once that many tasks completed (else the report's ``t`` stands for it).
+        ``cloud_workers``, ``cloud_booting``: the bag's cloud workers running and booting at ``t``
+        (None: unknown), at most :data:`MAX_CLOUD_WORKERS` each.
         """
         row = self._row(bot, owner)
         n = row["n_tasks"]
@@ -298,11 +336,13 @@ class BotRegistry:
         completed = _count(completed, "completed", maximum=n)
         assigned = _count(assigned, "assigned", maximum=n)
         queued = _count(queued, "queued", maximum=n)
+        cws = {k: None if v is None else _count(v, k, maximum=MAX_CLOUD_WORKERS)
+               for k, v in (("cloud_workers", cloud_workers), ("cloud_booting", cloud_booting))}
         values: dict[str, Any] = {"t": t, "completed": completed, "assigned": assigned, "queued": queued}
         p_half = self._p_half(n, completed, t, t_half)
         if p_half is not None:
             values["p_half"] = sa.func.coalesce(qos_bots.c.p_half, p_half)  # the first report past half
-        point = {"t": t, "completed": completed, "assigned": assigned, "queued": queued}
+        point = {"t": t, "completed": completed, "assigned": assigned, "queued": queued, **cws}
         with self.engine.begin() as c:
             self._update_running(c, row["id"], t, values, completed)
             last = c.execute(sa.select(qos_progress.c.id, qos_progress.c.t)
@@ -412,7 +452,8 @@ class BotRegistry:
         """The BoT's progress reports, in order."""
         row = self._row(bot, owner)
         p = qos_progress.c
-        q = sa.select(p.t, p.completed, p.assigned, p.queued).where(p.bot == row["id"]).order_by(p.id)
+        q = (sa.select(p.t, p.completed, p.assigned, p.queued, p.cloud_workers, p.cloud_booting)
+             .where(p.bot == row["id"]).order_by(p.id))
         with self.engine.connect() as c:
             return [ProgressPoint(**dict(r)) for r in c.execute(q).mappings()]
 

@@ -9,11 +9,17 @@ After a restart the Scheduler's policies are gone (they live in memory); the dat
 run's next report re-attaches its bag: a new policy serves it on what is left of its order, and
 the cloud workers the old one started are stopped (the new one does not know them, and the old
 bills ended with the old process), so nothing runs unbilled and nothing is billed twice.
+
+Watchers (the dashboard's live pages) follow a change counter (:class:`Changes`, as the lease
+manager's): every registration, report, order, finish, abandonment and deposit bumps it, and
+:meth:`QoSService.changed` says whether a given bag (or any of a user's bags) was among the changes
+since a version, so a page is told only of its own bags.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,6 +28,7 @@ from skylease.control.qos.relay import Instructions, Report
 from skylease.control.qos.strategy import parse_strategy
 from skylease.control.qos.tail import rank
 from skylease.model.errors import UserError
+from skylease.runtime.leases.api import Changes
 from skylease.runtime.qos.bots import METADATA as BOTS_METADATA
 from skylease.runtime.qos.bots import BotNotFound, BotRegistry
 from skylease.runtime.qos.ledger import METADATA as LEDGER_METADATA
@@ -29,6 +36,11 @@ from skylease.runtime.qos.ledger import CreditRefused, Ledger, LedgerBank
 from skylease.runtime.qos.scheduler import QoSScheduler
 
 __all__ = ["METADATA", "NotYours", "QoSService"]
+
+#: The latest changes kept to tell a watcher which bags changed (one further behind is told "yes").
+TOUCHES = 1024
+#: A worker state (:class:`~skylease.model.host.HostState` value) counted as running, as booting.
+RUNNING, BOOTING = frozenset({"idle", "busy"}), "booting"
 
 #: Every table of the QoS service (for ``create_schema``).
 METADATA: tuple[sa.MetaData, ...] = (LEDGER_METADATA, BOTS_METADATA)
@@ -64,6 +76,34 @@ class QoSService:
         self.registry = BotRegistry(engine)
         self.scheduler = QoSScheduler(_AdoptingBank(self.ledger))
         self._lock = threading.Lock()
+        self.changes = Changes()
+        # (version, bag, owner) of the latest changes; bag None: an account's (a deposit)
+        self._touches: deque[tuple[int, int | None, str]] = deque(maxlen=TOUCHES)
+        self._touch_lock = threading.Lock()
+
+    # -- watchers ------------------------------------------------------------------------------
+    def _touch(self, bot: int | None, owner: str) -> None:
+        with self._touch_lock:  # (the touch is recorded before a watcher wakes to the new version)
+            self._touches.append((self.changes.version + 1, bot, owner))
+            self.changes.bump()
+
+    def version(self) -> int:
+        """The change counter: it grows at each change of a bag or an account."""
+        return self.changes.version
+
+    def wait_change(self, seen: int, timeout: float) -> int:
+        """The counter once it differs from ``seen``, or after ``timeout`` seconds."""
+        return self.changes.wait(seen, timeout)
+
+    def changed(self, caller: str | None, since: int, bot: int | None = None) -> bool:
+        """Whether a bag the caller reaches (None: any), or the bag ``bot`` only, changed after
+        version ``since`` (True too when that is further back than the changes kept)."""
+        with self._touch_lock:
+            touches = list(self._touches)
+        if touches and touches[0][0] > since + 1 and len(touches) == TOUCHES:
+            return True
+        return any(v > since and b is not None and (bot is None or b == bot)
+                   and (caller is None or owner == caller) for v, b, owner in touches)
 
     # -- who may -------------------------------------------------------------------------------
     def _bot(self, caller: str | None, bot: int) -> Any:
@@ -92,12 +132,14 @@ class QoSService:
             raise CreditRefused(f"{owner} has {self.ledger.balance(owner):g} credits, {credits:g} asked "
                                 "for the new bag", reason="short")
         view = self.registry.register(owner, infrastructure, n_tasks, strategy=strategy, tick=tick, pool=pool)
-        if credits > 0:
-            try:
+        try:
+            if credits > 0:
                 self.order(owner, view.id, credits)
-            except CreditRefused:  # (spent meanwhile by another order): the bag is not left behind
-                self.registry.abandon(view.id)
-                raise
+        except CreditRefused:  # (spent meanwhile by another order): the bag is not left behind
+            self.registry.abandon(view.id)
+            raise
+        finally:
+            self._touch(view.id, owner)
         return view
 
     def bots(self, caller: str | None) -> list[dict[str, Any]]:
@@ -133,6 +175,7 @@ class QoSService:
     def deposit(self, user: str, amount: float, note: str | None = None) -> float:
         """An administrator's deposit; returns the new balance."""
         self.ledger.deposit(user, amount, note=note)
+        self._touch(None, user)
         return self.ledger.balance(user)
 
     def order(self, caller: str, bot: int, credits: float) -> Any:
@@ -149,6 +192,7 @@ class QoSService:
                 self._attach(view)
             else:  # more credits for a bag already served
                 policy.credits = order.ordered
+        self._touch(bot, view.owner)
         return order
 
     def _attach(self, view: Any) -> None:
@@ -166,7 +210,18 @@ class QoSService:
         restart), answered with what the run must do."""
         view = self._bot(caller, bot)
         half = _exact(r, rank(0.5, view.n_tasks))
-        self.registry.report(bot, r.t, r.completed, r.assigned, max(0, r.queued), t_half=half)
+        states = list(r.workers.values())
+        self.registry.report(bot, r.t, r.completed, r.assigned, max(0, r.queued), t_half=half,
+                             cloud_workers=sum(s in RUNNING for s in states),
+                             cloud_booting=states.count(BOOTING))
+        try:
+            return self._serve(view, r, half)
+        finally:  # (the progress is stored: watchers see it even if serving it failed)
+            self._touch(bot, view.owner)
+
+    def _serve(self, view: Any, r: Report, half: float | None) -> Instructions:
+        """The report ``r`` (stored) given to its bag's policy; the bag finished when it says so."""
+        bot = view.id
         with self._lock:
             if self.scheduler.served(bot) is None:
                 order = self.ledger.order_of(bot)
@@ -199,6 +254,7 @@ class QoSService:
                 if order is not None and not order.closed:
                     self.ledger.pay(view.id)
                 self.registry.abandon(view.id)
+            self._touch(view.id, view.owner)
             gone.append(view.id)
         return gone
 

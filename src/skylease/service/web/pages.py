@@ -290,7 +290,7 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
     if qos is not None:
         from skylease.service.web.bots import add_bot_pages  # (only with a QoS service)
 
-        add_bot_pages(router, page, qos)
+        add_bot_pages(router, page, qos, session)
     if runs is not None:
         from skylease.service.web.runs import add_run_pages
 

@@ -1,0 +1,64 @@
+"""A dashboard page's server-sent event stream (issue 21): ``change`` events from a change counter.
+
+The stream answers only a dashboard session (not a bearer token) on a same-origin request
+(``Sec-Fetch-Site``, which browsers send): else 403. It starts with a ``hello`` carrying the
+counter's version (a page compares it with the version it was rendered at: a change in between is
+not lost), then sends one ``change`` per new version that ``relevant`` accepts. It lasts at most
+``STREAM_S`` (the browser reconnects, ``retry``) and ends within ``WAKE_S`` of the client leaving
+or of the server stopping (``app.state.stopping``), so it never holds a stopping server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from skylease.service.auth import User
+
+__all__ = ["STREAM_S", "WAKE_S", "change_stream", "same_origin"]
+
+#: Real seconds between two looks at whether the client left or the server stops.
+WAKE_S = 0.5
+#: Real seconds an event stream lasts: the browser reconnects (``retry``), so no stream outlives a
+#: client long.
+STREAM_S = 300.0
+
+
+def same_origin(request: Request) -> bool:
+    site = request.headers.get("sec-fetch-site")
+    return site in (None, "same-origin")
+
+
+async def change_stream(request: Request, session: Callable[[Request], tuple[User, str] | None],
+                        version: Callable[[], int], wait_change: Callable[[int, float], int],
+                        relevant: Callable[[User, int], bool] | None = None) -> Response:
+    """The event stream of ``request``: ``version()`` is the counter, ``wait_change(seen, timeout)``
+    waits for it to move (in a worker thread: it blocks); ``relevant(user, since)`` says whether
+    the changes after ``since`` concern the session's user (None: every change does)."""
+    found = await run_in_threadpool(session, request)
+    if found is None or not same_origin(request):
+        return JSONResponse({"detail": "a dashboard session is needed"}, status_code=403)
+    user = found[0]
+    stopping: Callable[[], bool] = getattr(request.app.state, "stopping", lambda: False)
+
+    async def stream() -> AsyncIterator[str]:
+        seen = version()
+        yield f"retry: 2000\nevent: hello\ndata: {seen}\n\n"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STREAM_S
+        while loop.time() < deadline and not stopping() and not await request.is_disconnected():
+            now = await run_in_threadpool(wait_change, seen, WAKE_S)
+            if now == seen:
+                continue
+            if relevant is None or await run_in_threadpool(relevant, user, seen):
+                yield f"event: change\ndata: {json.dumps({'version': now})}\n\n"
+            seen = now
+
+    headers: dict[str, Any] = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
