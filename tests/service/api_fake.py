@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from skylease.runtime.leases import api
+from skylease.runtime.changes import Changes
 from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseRefused, LeaseRequest, LeaseView
 
 
@@ -17,7 +17,7 @@ class FakeManager:
         self.closed = False
         self._leases: dict[int, LeaseView] = {}
         self._lock = threading.Lock()
-        self.changes = api.Changes()
+        self.changes = Changes()
 
     def now(self) -> int:
         return self.clock

@@ -98,3 +98,32 @@ def test_runs_paths_are_pages_for_a_browser_and_json_for_a_client(client):
     assert c.get(f"/runs/{rid}", headers={**html, **auth(tokens["alice"])}).json()["id"] == rid
     paths = c.get("/openapi.json").json()["paths"]
     assert "/runs/{run}/live" not in paths and "/runs/{run}/tasks" in paths
+
+
+def test_the_runs_pages_are_live_by_a_session_only_event_stream(client):
+    """The Runs list and a running run's page carry what dashboard.js needs (their fragment, their
+    event stream, the version they were rendered at); the streams answer only a dashboard session
+    on a same-origin request (not a bearer token) and are not in the OpenAPI document; the
+    fragment of an ended run says so (the script stops listening)."""
+    import re
+
+    c, tokens = client
+    rid = c.post("/runs", json=RUN, headers=auth(tokens["alice"])).json()["id"]
+    for path in ("/runs/events", f"/runs/{rid}/events"):
+        assert c.get(path).status_code == 403
+        assert c.get(path, headers=auth(tokens["alice"])).status_code == 403
+    assert c.post("/login", data={"token": tokens["alice"]}, follow_redirects=False).status_code == 303
+    html = {"Accept": "text/html"}
+    for path in ("/runs/events", f"/runs/{rid}/events"):
+        assert c.get(path, headers={"Sec-Fetch-Site": "cross-site"}).status_code == 403
+    listing = c.get("/runs", headers=html).text
+    assert re.search(r'data-live="/runs/live" data-events="/runs/events" data-version="\d+"', listing)
+    page = c.get(f"/runs/{rid}", headers=html).text
+    assert re.search(rf'data-live="/runs/{rid}/live\?page=1" data-events="/runs/{rid}/events"', page)
+    live = c.get("/runs/live", headers=html)
+    assert live.status_code == 200 and "<html" not in live.text and "jobs.txt" in live.text
+    assert c.get(f"/runs/{rid}/live", headers=html).headers["x-live-running"] == "1"
+    c.post(f"/runs/{rid}/finish", json={"state": "done"}, headers=auth(tokens["alice"]))
+    assert c.get(f"/runs/{rid}/live", headers=html).headers["x-live-running"] == "0"
+    assert "data-events" not in c.get(f"/runs/{rid}", headers=html).text  # ended: nothing to follow
+    assert "/runs/events" not in c.get("/openapi.json").text

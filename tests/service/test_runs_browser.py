@@ -8,10 +8,7 @@ SKYLEASE_DOCS_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,11 +16,10 @@ import pytest
 from skylease.service.auth import add_user
 from skylease.service.db import engine_for
 
-from .test_dashboard_browser import log_in, page  # noqa: F401 (the browser page fixture)
+from .test_dashboard_browser import log_in, page, shot  # noqa: F401 (the browser page fixture)
 from .test_serve import fake_argv, start, stop
 
 pytestmark = pytest.mark.timeout(180)
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "howto"
 BIG = 10_000
 FAILED = [17, 404, 2_500, 9_700]
 
@@ -75,7 +71,14 @@ def test_runs_listed_and_a_run_shows_its_failed_tasks_first_live(page, server, t
     names = runs.locator("tbody tr td:first-child").all_inner_texts()
     assert names == ["sweep.txt", "small.txt"]  # newest first; bob's run is not listed
     assert "bobs-secret" not in page.locator("main").inner_text()
-    page.screenshot(path=str(tmp_path / "runs.png"), full_page=True)
+    shot(page, tmp_path, "runs_list")
+    # a run registered now appears in the open list by itself (server-sent events), within 2 s
+    page.evaluate("window.notReloaded = true")
+    new = api["alice"].post("/runs", json={"name": "late.txt", "n_tasks": 3}).json()["id"]
+    t = time.monotonic()
+    runs.get_by_role("link", name="late.txt").wait_for(timeout=2000)
+    assert time.monotonic() - t < 2.0 and page.evaluate("window.notReloaded") is True
+    api["alice"].post(f"/runs/{new}/finish", json={"state": "done"})
 
     t0 = time.monotonic()
     runs.get_by_role("link", name="sweep.txt").click()
@@ -92,15 +95,16 @@ def test_runs_listed_and_a_run_shows_its_failed_tasks_first_live(page, server, t
     assert "case 17: diverged" in table.locator("tbody tr").first.inner_text()  # its stderr's last line
     assert page.get_by_role("link", name="12").get_attribute("href") == "/bots/12"  # its bag of tasks
     assert "page 1 of 50" in page.locator("nav.pager").inner_text()
-    page.screenshot(path=str(tmp_path / "run.png"))
-    if os.environ.get("SKYLEASE_DOCS_SCREENSHOTS") == "1":  # (refreshes the docs' picture on request)
-        shutil.copy(tmp_path / "run.png", DOCS / "dashboard_runs.png")
+    shot(page, tmp_path, "runs")
 
-    # a task failing now reaches the top of the open page by itself
+    # a task failing now reaches the top of the open page by itself, within 2 s, without a reload
+    page.evaluate("window.notReloaded = true")
     r = api["alice"].post(f"/runs/{ids['big']}/tasks", json={"rows": [
         {"task": 5, "status": "failed", "exit_code": 9, "stderr_tail": "killed\n"}]})
     assert r.status_code == 200
-    table.locator("tbody tr").first.get_by_role("cell", name="5", exact=True).wait_for(timeout=6000)
+    t = time.monotonic()
+    table.locator("tbody tr").first.get_by_role("cell", name="5", exact=True).wait_for(timeout=2000)
+    assert time.monotonic() - t < 2.0 and page.evaluate("window.notReloaded") is True
     assert table.locator("tbody tr td:nth-child(3)").all_inner_texts()[:len(FAILED) + 1] == \
         ["failed"] * (len(FAILED) + 1)
     assert f"{len(FAILED) + 1} failed" in page.locator("dl.facts").inner_text()

@@ -139,3 +139,26 @@ def test_rows_in_any_order_and_batches_make_one_row_per_task_and_true_counts(bot
     assert v.queued == 30 - v.done - v.failed - v.running
     ranks = {"failed": 0, "running": 1, "done": 2, "queued": 3}
     assert [(ranks[t.status], t.task) for t in got] == sorted((ranks[t.status], t.task) for t in got)
+
+
+def test_each_committed_change_tells_the_watchers_of_that_run_only(registry):
+    """The change log the live pages wait on: a registration, a report, an end and a sweep each
+    bump it after their commit, and a user's watcher hears only of that user's runs."""
+    v0 = registry.version()
+    mine = new(registry, "alice")
+    assert registry.wait_change(v0, 0.01) > v0 and registry.changes.changed("alice", v0, mine)
+    v1 = registry.version()
+    bobs = new(registry, "bob")
+    registry.report("bob", bobs, [row(0, "failed", exit_code=1)])
+    assert registry.version() == v1 + 2
+    assert not registry.changes.changed("alice", v1) and registry.changes.changed("bob", v1, bobs)
+    assert registry.changes.changed(None, v1, bobs) and not registry.changes.changed(None, v1, mine)
+    v2 = registry.version()
+    with pytest.raises(RunNotFound):  # a refused write changes nothing: no watcher is woken
+        registry.report("alice", bobs, [row(0, "done")])
+    assert registry.wait_change(v2, 0.01) == v2
+    registry.finish("alice", mine, "done")
+    assert registry.changes.changed("alice", v2, mine) and not registry.changes.changed("bob", v2)
+    v3 = registry.version()
+    assert registry.sweep(10**12, 1.0) == 1  # bob's run went silent: only bob hears of it
+    assert registry.changes.changed("bob", v3, bobs) and not registry.changes.changed("alice", v3)

@@ -73,11 +73,11 @@ def test_a_bag_page_draws_a_point_per_report_and_the_band_once_predicted(client,
     assert f'<a href="/bots/{bot}">{bot}</a>' in listing and "5 / 10" in listing
     assert f"{pred.t_p:,.1f} s" in listing
     live = client.get(f"/bots/{bot}/live", headers=HTML)
-    assert live.status_code == 200 and live.headers["x-bag-running"] == "1"
+    assert live.status_code == 200 and live.headers["x-live-running"] == "1"
     assert points(live.text, "completed") == 3 and "<html" not in live.text  # a fragment
     qos.report("alice", bot, Report(20.0, 10, 10, 10))  # all done
     live = client.get(f"/bots/{bot}/live", headers=HTML)
-    assert live.headers["x-bag-running"] == "0" and "done" in live.text
+    assert live.headers["x-live-running"] == "0" and "done" in live.text
     assert "data-events" not in client.get(f"/bots/{bot}", headers=HTML).text
 
 

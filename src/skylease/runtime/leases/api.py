@@ -9,7 +9,6 @@ another user, is :class:`LeaseNotFound` (404).
 
 from __future__ import annotations
 
-import threading
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -120,32 +119,6 @@ class HostView(BaseModel):
     cpus: list[int]  # the machine's CPUs its payloads are pinned to
     leases: list[int]  # leases with an active reservation on it now
     cache: list[str]  # images in its cache
-
-
-class Changes:
-    """A change counter for watchers (the dashboard's live updates): a lease manager bumps it when its
-    leases change; a watcher waits on its own condition, never on the manager's lock."""
-
-    def __init__(self) -> None:
-        self.version = 0
-        self.closed = False
-        self._cond = threading.Condition(threading.Lock())
-
-    def bump(self) -> None:
-        with self._cond:
-            self.version += 1
-            self._cond.notify_all()
-
-    def close(self) -> None:
-        with self._cond:
-            self.closed = True
-            self._cond.notify_all()
-
-    def wait(self, since: int, timeout: float) -> int:
-        """The version once it differs from ``since``, or after ``timeout`` seconds, or at close."""
-        with self._cond:
-            self._cond.wait_for(lambda: self.version != since or self.closed, timeout)
-            return self.version
 
 
 class LeaseManager(Protocol):

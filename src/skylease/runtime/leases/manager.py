@@ -52,8 +52,8 @@ from skylease.control.leases import (
 )
 from skylease.control.leases.records import Event, Run, TransferRun, lease_events, lease_record
 from skylease.model.errors import UserError
+from skylease.runtime.changes import Changes
 from skylease.runtime.leases.api import (
-    Changes,
     HostView,
     LeaseNotFound,
     LeaseRefused,

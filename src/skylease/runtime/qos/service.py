@@ -10,16 +10,15 @@ run's next report re-attaches its bag: a new policy serves it on what is left of
 the cloud workers the old one started are stopped (the new one does not know them, and the old
 bills ended with the old process), so nothing runs unbilled and nothing is billed twice.
 
-Watchers (the dashboard's live pages) follow a change counter (:class:`Changes`, as the lease
-manager's): every registration, report, order, finish, abandonment and deposit bumps it, and
-:meth:`QoSService.changed` says whether a given bag (or any of a user's bags) was among the changes
-since a version, so a page is told only of its own bags.
+Watchers (the dashboard's live pages) follow a change counter (a
+:class:`~skylease.runtime.changes.ChangeLog`): every registration, report, order, finish,
+abandonment and deposit bumps it, and :meth:`QoSService.changed` says whether a given bag (or any
+of a user's bags) was among the changes since a version, so a page is told only of its own bags.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
 from typing import Any
 
 import sqlalchemy as sa
@@ -28,7 +27,7 @@ from skylease.control.qos.relay import Instructions, Report
 from skylease.control.qos.strategy import parse_strategy
 from skylease.control.qos.tail import rank
 from skylease.model.errors import UserError
-from skylease.runtime.leases.api import Changes
+from skylease.runtime.changes import KEPT, ChangeLog
 from skylease.runtime.qos.bots import METADATA as BOTS_METADATA
 from skylease.runtime.qos.bots import BotNotFound, BotRegistry
 from skylease.runtime.qos.ledger import METADATA as LEDGER_METADATA
@@ -38,7 +37,7 @@ from skylease.runtime.qos.scheduler import QoSScheduler
 __all__ = ["METADATA", "NotYours", "QoSService"]
 
 #: The latest changes kept to tell a watcher which bags changed (one further behind is told "yes").
-TOUCHES = 1024
+TOUCHES = KEPT
 #: A worker state (:class:`~skylease.model.host.HostState` value) counted as running, as booting.
 RUNNING, BOOTING = frozenset({"idle", "busy"}), "booting"
 
@@ -76,16 +75,11 @@ class QoSService:
         self.registry = BotRegistry(engine)
         self.scheduler = QoSScheduler(_AdoptingBank(self.ledger))
         self._lock = threading.Lock()
-        self.changes = Changes()
-        # (version, bag, owner) of the latest changes; bag None: an account's (a deposit)
-        self._touches: deque[tuple[int, int | None, str]] = deque(maxlen=TOUCHES)
-        self._touch_lock = threading.Lock()
+        self.changes = ChangeLog(TOUCHES)  # the bags changed (None: an account's, a deposit)
 
     # -- watchers ------------------------------------------------------------------------------
     def _touch(self, bot: int | None, owner: str) -> None:
-        with self._touch_lock:  # (the touch is recorded before a watcher wakes to the new version)
-            self._touches.append((self.changes.version + 1, bot, owner))
-            self.changes.bump()
+        self.changes.touch(bot, owner)
 
     def version(self) -> int:
         """The change counter: it grows at each change of a bag or an account."""
@@ -98,12 +92,7 @@ class QoSService:
     def changed(self, caller: str | None, since: int, bot: int | None = None) -> bool:
         """Whether a bag the caller reaches (None: any), or the bag ``bot`` only, changed after
         version ``since`` (True too when that is further back than the changes kept)."""
-        with self._touch_lock:
-            touches = list(self._touches)
-        if touches and touches[0][0] > since + 1 and len(touches) == TOUCHES:
-            return True
-        return any(v > since and b is not None and (bot is None or b == bot)
-                   and (caller is None or owner == caller) for v, b, owner in touches)
+        return self.changes.changed(caller, since, bot)
 
     # -- who may -------------------------------------------------------------------------------
     def _bot(self, caller: str | None, bot: int) -> Any:

@@ -37,6 +37,7 @@ import sqlalchemy as sa
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from skylease.model.errors import UserError
+from skylease.runtime.changes import ChangeLog
 
 __all__ = ["MAX_BATCH", "MAX_RUNS", "MAX_RUN_TASKS", "MAX_STDERR", "METADATA", "RUN_STATES", "TASK_STATUSES",
            "RunNotFound", "RunRegistry", "RunView", "TaskRow"]
@@ -180,6 +181,9 @@ class RunRegistry:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
         METADATA.create_all(engine, checkfirst=True)
+        #: Bumped after each change is committed (the dashboard's live pages wait on it): which run
+        #: of which owner changed, so a page hears only of the runs its user reaches.
+        self.changes = ChangeLog()
 
     def _insert(self) -> Any:
         if self.engine.dialect.name == "postgresql":
@@ -202,7 +206,9 @@ class RunRegistry:
                 owner=owner, name=req.name, command=req.command, n_tasks=req.n_tasks, state="running",
                 started=now, updated=now, ended=None, done=0, failed=0, running=0, bot=req.bot)
             ).inserted_primary_key[0]
-            return _view(conn.execute(sa.select(runs).where(runs.c.id == rid)).mappings().one())
+            view = _view(conn.execute(sa.select(runs).where(runs.c.id == rid)).mappings().one())
+        self.changes.touch(view.id, owner)
+        return view
 
     def _touch(self, conn: Any, owner: str, run: int, values: dict[str, Any]) -> Any:
         """Update one's own run (the first statement: it takes the row's lock, or SQLite's write
@@ -237,7 +243,9 @@ class RunRegistry:
                                    .where(run_tasks.c.run == run).group_by(run_tasks.c.status)).all())
             counts = {s: int(by.get(s, 0)) for s in ("done", "failed", "running")}
             conn.execute(runs.update().where(runs.c.id == run).values(**counts))
-            return _view({**head, **counts, "updated": now, "state": "running", "ended": None})
+            view = _view({**head, **counts, "updated": now, "state": "running", "ended": None})
+        self.changes.touch(run, owner)
+        return view
 
     def finish(self, owner: str, run: int, state: str, now: float | None = None) -> RunView:
         """``owner``'s run ended as ``state`` (done, failed or stopped)."""
@@ -245,14 +253,31 @@ class RunRegistry:
             raise UserError(f"must be one of {', '.join(END_STATES)}, got {state!r}", field="state")
         now = time.time() if now is None else float(now)
         with self.engine.begin() as conn:
-            return _view(self._touch(conn, owner, run, {"updated": now, "ended": now, "state": state}))
+            view = _view(self._touch(conn, owner, run, {"updated": now, "ended": now, "state": state}))
+        self.changes.touch(run, owner)
+        return view
 
     def sweep(self, now: float, idle_s: float) -> int:
         """Abandon the running runs that have not reported for ``idle_s`` seconds; how many."""
+        silent = (runs.c.state == "running", runs.c.updated < now - idle_s)
         with self.engine.begin() as conn:
-            return int(conn.execute(runs.update().where(runs.c.state == "running",
-                                                        runs.c.updated < now - idle_s)
-                                    .values(state="abandoned")).rowcount)
+            gone = conn.execute(sa.select(runs.c.id, runs.c.owner).where(*silent)
+                                .with_for_update()).all()
+            if gone:
+                conn.execute(runs.update().where(runs.c.id.in_([g.id for g in gone]), *silent)
+                             .values(state="abandoned"))
+        for g in gone:
+            self.changes.touch(g.id, g.owner)
+        return len(gone)
+
+    # -- watchers ----------------------------------------------------------------------------------
+    def version(self) -> int:
+        """The change counter: it grows at each change of a run."""
+        return self.changes.version
+
+    def wait_change(self, seen: int, timeout: float) -> int:
+        """The counter once it differs from ``seen``, or after ``timeout`` seconds."""
+        return self.changes.wait(seen, timeout)
 
     # -- reading -----------------------------------------------------------------------------------
     def runs(self, caller: str | None, limit: int = 1000) -> list[RunView]:

@@ -30,7 +30,7 @@ from fastapi.responses import HTMLResponse, Response
 from skylease.model.errors import UserError
 from skylease.runtime.qos.service import NotYours, QoSService
 from skylease.service.auth import User
-from skylease.service.web.layout import HEADERS, e, render_page, table
+from skylease.service.web.layout import HEADERS, e, live_attrs, render_page, table
 from skylease.service.web.sse import change_stream
 
 __all__ = ["add_bot_pages", "progress_svg", "workers_svg"]
@@ -243,12 +243,6 @@ def _bots_table(qos: QoSService, scope: str | None) -> str:
     return table("Bags of tasks", heads, rows, "No bags of tasks yet: `skylease run --qos` registers one.")
 
 
-def _live_attrs(fragment: str, events: str, version: int) -> str:
-    """What dashboard.js needs to keep an element live: where to fetch it again, the event stream
-    that says when, and the changes counter's version the page was rendered at."""
-    return f' data-live="{fragment}" data-events="{events}" data-version="{version}"'
-
-
 def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, str], Any]], Any],
                   qos: QoSService, session: Callable[[Request], tuple[User, str] | None]) -> None:
     """The bags' and account pages on ``router``; ``page`` wraps a handler with the session check,
@@ -268,7 +262,7 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
 
     def bots(_request: Request, user: User, sid: str) -> Response:
         version = qos.version()  # (read first: a change while rendering is streamed, not lost)
-        body = (f'<div id="bots"{_live_attrs("/bots/live", "/bots/events", version)}>'
+        body = (f'<div id="bots"{live_attrs("/bots/live", "/bots/events", version)}>'
                 f"{_bots_table(qos, scope_of(user))}</div>")
         return render_page("Bags of tasks", body, user, sid)
 
@@ -286,7 +280,7 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         head = (f'<p class="now">Owner {e(b["owner"])} · infrastructure {e(b["infrastructure"])} · strategy '
                 f'{e(b["strategy"])} · registered {e(_when(b["registered_at"]))} · '
                 '<a href="/bots">all bags</a></p>')
-        attrs = _live_attrs(f"/bots/{bid}/live", f"/bots/{bid}/events", version) if running else ""
+        attrs = live_attrs(f"/bots/{bid}/live", f"/bots/{bid}/events", version) if running else ""
         body = f'{head}<section id="live" aria-live="off"{attrs}>{live}</section>'
         return render_page(f"Bag of tasks {bid}", body, user, sid)
 
@@ -296,7 +290,7 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         except (NotYours, UserError) as exc:
             return HTMLResponse(e(exc), status_code=404, headers=HEADERS)
         # the script stops listening once the bag no longer runs
-        return HTMLResponse(live, headers={**HEADERS, "X-Bag-Running": "1" if running else "0"})
+        return HTMLResponse(live, headers={**HEADERS, "X-Live-Running": "1" if running else "0"})
 
     async def bots_events(request: Request) -> Response:
         return await change_stream(request, session, qos.version, qos.wait_change,

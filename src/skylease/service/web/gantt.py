@@ -13,28 +13,22 @@ lease views' events as the manager records them (``lease_events``): nothing is s
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
 from skylease.service.auth import User
 from skylease.service.web.layout import e, table
+from skylease.service.web.sse import change_stream, same_origin
 
 __all__ = ["add_gantt", "gantt_model"]
 
 #: A lease event that is a bar of the chart -> the bar's kind.
 BAR_KINDS = {"start": "vm", "suspend": "suspend", "resume": "resume", "transfer": "transfer"}
-#: Real seconds between two looks at whether the client left or the server stops.
-WAKE_S = 0.5
-#: Real seconds an event stream lasts: the browser reconnects (``retry``), so no stream outlives a
-#: client long.
-STREAM_S = 300.0
 
 
 def lease_bars(view: LeaseView, now: int) -> list[dict[str, Any]]:
@@ -71,11 +65,6 @@ def gantt_model(manager: LeaseManager, owner: str | None) -> dict[str, Any]:
     return {"now": now, "nodes": nodes, "leases": leases}
 
 
-def _same_origin(request: Request) -> bool:
-    site = request.headers.get("sec-fetch-site")
-    return site in (None, "same-origin")
-
-
 def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any],
               session: Callable[[Request], tuple[User, str] | None], html_route: type,
               render: Callable[..., Response]) -> None:
@@ -86,31 +75,15 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
 
     async def gantt_json(request: Request) -> Response:
         found = await run_in_threadpool(session, request)
-        if found is None or not _same_origin(request):
+        if found is None or not same_origin(request):
             return JSONResponse({"detail": "a dashboard session is needed"}, status_code=403)
         model = await run_in_threadpool(gantt_model, manager, scope_of(found[0]))
         return JSONResponse(model, headers={"Cache-Control": "no-store"})
 
     async def events(request: Request) -> Response:
-        found = await run_in_threadpool(session, request)
-        if found is None or not _same_origin(request):
-            return JSONResponse({"detail": "a dashboard session is needed"}, status_code=403)
-        stopping: Callable[[], bool] = getattr(request.app.state, "stopping", lambda: False)
-
-        async def stream() -> AsyncIterator[str]:
-            seen = manager.version()
-            yield f"retry: 2000\nevent: hello\ndata: {seen}\n\n"
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + STREAM_S
-            while loop.time() < deadline and not stopping() and not await request.is_disconnected():
-                # (the wait runs in a worker thread, on the manager's change condition, not its lock)
-                version = await run_in_threadpool(manager.wait_change, seen, WAKE_S)
-                if version != seen:
-                    seen = version
-                    yield f"event: change\ndata: {json.dumps({'version': version})}\n\n"
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        # (every change: a user's chart holds their own leases, but the slot table they share with
+        # others moves too: a preemption by another's reservation is theirs to see)
+        return await change_stream(request, session, manager.version, manager.wait_change)
 
     def lease_page(request: Request, user: User, sid: str) -> Response:
 

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse
 from skylease.service.auth import User
 from skylease.service.web.sessions import csrf_token
 
-__all__ = ["HEADERS", "csrf_field", "e", "render_page", "table"]
+__all__ = ["HEADERS", "csrf_field", "e", "live_attrs", "render_page", "table"]
 
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
             "Referrer-Policy": "no-referrer",
@@ -56,3 +56,10 @@ def table(caption: str, heads: Iterable[str], rows: list[list[str]], empty: str)
     trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
     return (f'<div class="scroll"><table><caption>{e(caption)}</caption><thead><tr>{th}</tr></thead>'
             f"<tbody>{trs}</tbody></table></div>")
+
+
+def live_attrs(fragment: str, events: str, version: int) -> str:
+    """What dashboard.js needs to keep an element live: where to fetch it again, the event stream
+    that says when, and the changes counter's version the page was rendered at. The fragment's
+    answer says ``X-Live-Running: 0`` once nothing more will change (the script stops listening)."""
+    return f' data-live="{fragment}" data-events="{events}" data-version="{version}"'

@@ -294,6 +294,6 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
     if runs is not None:
         from skylease.service.web.runs import add_run_pages
 
-        add_run_pages(router, page, runs, _HtmlRoute)
+        add_run_pages(router, page, runs, _HtmlRoute, session)
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

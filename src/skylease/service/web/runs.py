@@ -6,8 +6,12 @@ over :class:`~skylease.runtime.runs.registry.RunRegistry`.
     GET /runs/{id}             one run: its facts and its task table, failed tasks first (with the
                                end of their stderr), then running, done and queued ones, a page of
                                :data:`PAGE` rows at a time (``?page=N``)
-    GET /runs/{id}/live        the live part of that page (an HTML fragment runs.js fetches every
-                               :data:`REFRESH_MS` ms while the run is running)
+    GET /runs/live             the runs table of /runs (an HTML fragment its script fetches again
+                               on a change)
+    GET /runs/events           server-sent events: a ``change`` when one of the caller's runs changes
+    GET /runs/{id}/live        the live part of a run's page (fetched again on a change)
+    GET /runs/{id}/events      server-sent events: a ``change`` when that run changes (a report, its
+                               end), while it runs
 
 ``/runs`` and ``/runs/{id}`` share their paths with the JSON API (``_HtmlRoute``: a page only for a
 browser's request, with no Authorization header). A run the caller may not reach is a 404 page, as a
@@ -26,16 +30,16 @@ from fastapi.responses import HTMLResponse, Response
 
 from skylease.runtime.runs.registry import RunNotFound, RunRegistry, RunView, TaskRow
 from skylease.service.auth import User
-from skylease.service.web.layout import HEADERS, e, render_page, table
+from skylease.service.web.layout import HEADERS, e, live_attrs, render_page, table
+from skylease.service.web.sse import change_stream
 
-__all__ = ["PAGE", "REFRESH_MS", "add_run_pages"]
+__all__ = ["PAGE", "add_run_pages"]
 
 #: Task rows a page shows.
 PAGE = 200
-#: The browser refreshes a running run's page this often (ms): runs report every second or two.
-REFRESH_MS = 2000
-#: The page's own script and style (loaded from its body; nothing inline: the CSP forbids it).
-ASSETS = '<link rel="stylesheet" href="/static/runs.css"><script src="/static/runs.js" defer></script>'
+#: The pages' own style (loaded from their body; nothing inline: the CSP forbids it). Their live
+#: parts are kept up to date by dashboard.js, as the bags' are.
+ASSETS = '<link rel="stylesheet" href="/static/runs.css">'
 
 
 def _when(unix: float | None) -> str:
@@ -108,10 +112,22 @@ def _live(runs: RunRegistry, scope: str | None, run: int, page: int) -> tuple[st
     return html, r.state == "running"
 
 
+def _runs_table(runs: RunRegistry, scope: str | None) -> str:
+    rows = [[f'<a href="/runs/{r.id}">{e(r.name)}</a>', e(r.owner), _state(r.state),
+             e(f"{r.done:,}"), e(f"{r.failed:,}"), e(f"{r.running:,}"), e(f"{r.queued:,}"),
+             e(_when(r.started)), _progress(r)]
+            for r in runs.runs(scope)]
+    heads = ["run", "owner", "state", "done", "failed", "running", "queued", "started", "progress"]
+    return table("Runs, newest first", heads, rows,
+                 "No runs yet: `skylease run JOB --report URL` reports one here.")
+
+
 def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, str], Any]], Any],
-                  runs: RunRegistry, html_route: type) -> None:
+                  runs: RunRegistry, html_route: type,
+                  session: Callable[[Request], tuple[User, str] | None]) -> None:
     """The Runs pages on ``router``; ``page`` wraps a handler with the session check, ``html_route``
-    is the route class of a page sharing its path with the JSON API."""
+    is the route class of a page sharing its path with the JSON API, ``session`` finds a request's
+    session (for the event streams: 403, not a redirect, without one)."""
 
     def scope_of(user: User) -> str | None:
         return None if user.admin else user.name
@@ -127,16 +143,16 @@ def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         return run, max(1, min(number, 10**7))
 
     def list_page(_request: Request, user: User, sid: str) -> Response:
-        rows = [[f'<a href="/runs/{r.id}">{e(r.name)}</a>', e(r.owner), _state(r.state),
-                 e(f"{r.done:,}"), e(f"{r.failed:,}"), e(f"{r.running:,}"), e(f"{r.queued:,}"),
-                 e(_when(r.started)), _progress(r)]
-                for r in runs.runs(scope_of(user))]
-        heads = ["run", "owner", "state", "done", "failed", "running", "queued", "started", "progress"]
-        body = ASSETS + table("Runs, newest first", heads, rows,
-                              "No runs yet: `skylease run JOB --report URL` reports one here.")
+        version = runs.version()  # (read first: a change while rendering is streamed, not lost)
+        body = (f'{ASSETS}<div id="runs"{live_attrs("/runs/live", "/runs/events", version)}>'
+                f"{_runs_table(runs, scope_of(user))}</div>")
         return render_page("Runs", body, user, sid)
 
+    def list_live(_request: Request, user: User, _sid: str) -> Response:
+        return HTMLResponse(_runs_table(runs, scope_of(user)), headers=HEADERS)
+
     def run_page(request: Request, user: User, sid: str) -> Response:
+        version = runs.version()
         try:
             run, number = ids(request)
             live, running = _live(runs, scope_of(user), run, number)
@@ -146,9 +162,9 @@ def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         bag = f' · bag of tasks <a href="/bots/{r.bot}">{r.bot}</a>' if r.bot is not None else ""
         head = (f'<p class="now">Run {r.id} of {e(r.owner)}{bag} · <code>{e(r.command)}</code> · '
                 '<a href="/runs">all runs</a></p>')
-        refresh = (f' data-run-live="/runs/{run}/live?page={number}" data-every="{REFRESH_MS}"'
-                   if running else "")
-        body = f'{ASSETS}{head}<section id="run-live"{refresh}>{live}</section>'
+        attrs = (live_attrs(f"/runs/{run}/live?page={number}", f"/runs/{run}/events", version)
+                 if running else "")
+        body = f'{ASSETS}{head}<section id="run-live" aria-live="off"{attrs}>{live}</section>'
         return render_page(f"Run {r.name}", body, user, sid)
 
     def live_part(request: Request, user: User, _sid: str) -> Response:
@@ -157,9 +173,21 @@ def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
             live, running = _live(runs, scope_of(user), run, number)
         except RunNotFound as exc:
             return HTMLResponse(e(exc), status_code=404, headers=HEADERS)
-        # runs.js stops refreshing once the run no longer runs
-        return HTMLResponse(live, headers={**HEADERS, "X-Run-Running": "1" if running else "0"})
+        # (the script stops listening once the run no longer runs)
+        return HTMLResponse(live, headers={**HEADERS, "X-Live-Running": "1" if running else "0"})
+
+    async def list_events(request: Request) -> Response:
+        return await change_stream(request, session, runs.version, runs.wait_change,
+                                   lambda user, since: runs.changes.changed(scope_of(user), since))
+
+    async def run_events(request: Request) -> Response:
+        rid = int(request.path_params["run"])  # (another's run, or none: its stream tells nothing)
+        return await change_stream(request, session, runs.version, runs.wait_change,
+                                   lambda user, since: runs.changes.changed(scope_of(user), since, rid))
 
     router.add_api_route("/runs", page(list_page), methods=["GET"], route_class_override=html_route)
     router.add_api_route("/runs/{run:int}", page(run_page), methods=["GET"], route_class_override=html_route)
+    router.add_api_route("/runs/live", page(list_live), methods=["GET"])
+    router.add_api_route("/runs/events", list_events, methods=["GET"])
     router.add_api_route("/runs/{run:int}/live", page(live_part), methods=["GET"])
+    router.add_api_route("/runs/{run:int}/events", run_events, methods=["GET"])

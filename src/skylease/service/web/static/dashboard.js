@@ -10,9 +10,10 @@ document.addEventListener("submit", (event) => {
 // URL of its fragment), data-events (its server-sent event stream) and data-version (the changes
 // counter it was rendered at). On each "change" event the fragment is fetched again and swapped in,
 // at most once per THROTTLE_MS (changes meanwhile make one more fetch after it); a change between
-// the render and the stream's start is caught by the "hello" event's version. A bag's page stops
-// listening once the server says the bag no longer runs (X-Bag-Running: 0); an error of the fetch
-// (the session ended) closes the stream. An opened <details> with an id stays open. window.skyleaseLive counts events and swaps (for tests).
+// the render and the stream's start is caught by the "hello" event's version. A bag's or a run's
+// page stops listening once the server says it no longer runs (X-Live-Running: 0); an error of the
+// fetch (the session ended) closes the stream. An opened <details> with an id stays open.
+// window.skyleaseLive counts events and swaps (for tests).
 (() => {
   const THROTTLE_MS = 500;
   const live = document.querySelector("[data-live][data-events]");
@@ -31,7 +32,7 @@ document.addEventListener("submit", (event) => {
       live.innerHTML = await r.text();
       for (const id of open) { const d = document.getElementById(id); if (d) d.open = true; }
       state.updates += 1;
-      if (r.headers.get("X-Bag-Running") === "0") { source.close(); again = false; }
+      if (r.headers.get("X-Live-Running") === "0") { source.close(); again = false; }
     } catch (err) {
       source.close();
       again = false;
