@@ -10,15 +10,12 @@ the bag's page is copied to docs/howto/dashboard_bot.png)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 
 import httpx
 import pytest
 
-from .test_dashboard_browser import log_in, page  # noqa: F401 (page: a fixture, on this module's server)
-from .test_dashboard_gantt import DOCS
+from .test_dashboard_browser import log_in, page, shot  # noqa: F401 (page: a fixture, on this module's server)
 from .test_qos_runs import N_TASKS, deposit, finish, launch, run_argv, server_argv, site  # noqa: F401 (site)
 from .test_serve import start, stop
 
@@ -101,14 +98,12 @@ def test_a_bag_page_grows_live_during_a_real_run_and_shows_the_prediction(page, 
         assert page.locator("details#cw-table").get_attribute("open") is not None  # ... and stays open
         assert page.get_by_role("table", name="Cloud workers at each change").locator("tbody tr").count() >= 2
         page.evaluate("window.scrollTo(0, 0)")
-        page.screenshot(path=str(tmp_path / "bot.png"))  # 1280x800: the facts beside the charts
+        page.screenshot(path=str(tmp_path / "bot-running.png"))  # 1280x800: the facts beside the charts
         page.locator("#live dd", has_text="done").first.wait_for(timeout=120_000)  # the bag ended
         assert page.locator("#live").get_attribute("data-events") is not None  # the same page, stopped
         assert page.evaluate("window.notReloaded") is True
         page.evaluate("window.scrollTo(0, 0)")
-        page.screenshot(path=str(tmp_path / "bot-done.png"))
-        if os.environ.get("SKYLEASE_DOCS_SCREENSHOTS") == "1":  # (refreshes the docs' picture on request)
-            shutil.copy(tmp_path / "bot-done.png", DOCS / "dashboard_bot.png")
+        shot(page, tmp_path, "bot")  # (done: the whole curve, the band, the workers)
         page.set_viewport_size({"width": 390, "height": 800})  # a phone's width: the chart shrinks
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         page.screenshot(path=str(tmp_path / "bot-390.png"), full_page=True)
@@ -122,9 +117,9 @@ def test_a_bag_page_grows_live_during_a_real_run_and_shows_the_prediction(page, 
     page.wait_for_url("**/bots")
     row = page.get_by_role("table", name="Bags of tasks").locator("tbody tr")
     assert row.count() == 1 and "done" in row.inner_text() and f"{20} / {20}" in row.inner_text()
-    page.screenshot(path=str(tmp_path / "bots.png"), full_page=True)
+    shot(page, tmp_path, "bots")
     page.get_by_role("link", name="Account", exact=True).click()
     page.wait_for_url("**/account")
     kinds = page.get_by_role("table").locator("tbody tr td:nth-child(2)").all_inner_texts()
     assert kinds[-1] == "deposit" and "order" in kinds and "refund" in kinds  # newest first
-    page.screenshot(path=str(tmp_path / "account.png"), full_page=True)
+    shot(page, tmp_path, "account")
