@@ -25,6 +25,18 @@ def _no_warm_service(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKYLEASE_NO_SERVER", "1")
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_database(request, tmp_path):
+    """An empty service database (no table yet) of each kind: SQLite in ``tmp_path/db``, then
+    PostgreSQL (the ``postgres_url`` fixture); disposed afterwards."""
+    from skylease.service.db import engine_for
+
+    url = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    e = engine_for(url, tmp_path / "db")
+    yield e
+    e.dispose()
+
+
 @pytest.fixture
 def postgres_url():
     """A fresh, empty PostgreSQL database (``skylease_test_<random>``) on the server of

@@ -18,11 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from skylease.service.auth import add_user
-from skylease.service.db import engine_for
-
-from .test_dashboard_browser import VIEWPORT, log_in
-from .test_serve import fake_argv, start, stop
+from .test_dashboard_browser import VIEWPORT, fake_server, log_in
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -39,12 +35,7 @@ FOCUSABLE = """() => Array.from(document.querySelectorAll(
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A server with alice's lease, bag of tasks (reported) and run (with a failure), and root."""
-    tmp = tmp_path_factory.mktemp("a11y")
-    proc, url = start(fake_argv(tmp / "serve"), tmp)
-    try:
-        engine = engine_for(None, tmp / "serve")
-        tokens = {"alice": add_user(engine, "alice"), "root": add_user(engine, "root", admin=True)}
-        engine.dispose()
+    with fake_server(tmp_path_factory.mktemp("a11y"), ("alice",)) as (url, tokens):
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens['alice']}"},
                           timeout=10) as api:
             lease = api.post("/leases", json={"nodes": 1, "duration": 600}).json()["id"]
@@ -56,8 +47,6 @@ def server(tmp_path_factory):
                 {"task": 0, "status": "done", "label": "echo 0"},
                 {"task": 1, "status": "failed", "exit_code": 3, "stderr_tail": "boom\n", "label": "false"}]})
         yield url, tokens, {"lease": lease, "bag": bag, "run": run}
-    finally:
-        stop(proc)
 
 
 def pages(ids: dict[str, int]) -> list[str]:

@@ -7,9 +7,11 @@ test fails on one. A screenshot of each page at 1280x800 is saved in the test's 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -38,16 +40,26 @@ def shot(page, tmp_path: Path, name: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """The server's URL, each user's token, and the ids of alice's and bob's best-effort leases."""
-    tmp = tmp_path_factory.mktemp("dashboard")
+@contextlib.contextmanager
+def fake_server(tmp: Path, users: tuple[str, ...] = ("alice", "bob"), admins: tuple[str, ...] = ("root",)
+                ) -> Iterator[tuple[str, dict[str, str]]]:
+    """A real server process with the in-memory lease manager, data in ``tmp/serve``: its URL and
+    each user's token (administrators too); stopped afterwards."""
     proc, url = start(fake_argv(tmp / "serve"), tmp)
     try:
         engine = engine_for(None, tmp / "serve")  # the server's own SQLite database, beside it
-        tokens = {"alice": add_user(engine, "alice"), "bob": add_user(engine, "bob"),
-                  "root": add_user(engine, "root", admin=True)}
+        tokens = {u: add_user(engine, u) for u in users}
+        tokens |= {u: add_user(engine, u, admin=True) for u in admins}
         engine.dispose()
+        yield url, tokens
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The server's URL, each user's token, and the ids of alice's and bob's best-effort leases."""
+    with fake_server(tmp_path_factory.mktemp("dashboard")) as (url, tokens):
         ids = {}
         for name, nodes in (("alice", 1), ("bob", 2)):
             r = httpx.post(url + "/leases", json={"nodes": nodes, "duration": 600},
@@ -55,8 +67,6 @@ def server(tmp_path_factory):
             assert r.status_code == 201, r.text
             ids[name] = r.json()["id"]
         yield url, tokens, ids
-    finally:
-        stop(proc)
 
 
 @pytest.fixture

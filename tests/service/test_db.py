@@ -17,12 +17,9 @@ from skylease.service.auth import add_user, list_users, remove_user, user_for_to
 from skylease.service.db import DB_FILE, create_schema, engine_for
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request, tmp_path):
-    url = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    e = engine_for(url, tmp_path / "serve")
-    yield e
-    e.dispose()
+@pytest.fixture
+def engine(empty_database):
+    return empty_database
 
 
 def test_the_schema_is_created_with_other_layers_tables_and_again(engine):

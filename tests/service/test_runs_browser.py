@@ -13,11 +13,7 @@ import time
 import httpx
 import pytest
 
-from skylease.service.auth import add_user
-from skylease.service.db import engine_for
-
-from .test_dashboard_browser import log_in, page, shot  # noqa: F401 (the browser page fixture)
-from .test_serve import fake_argv, start, stop
+from .test_dashboard_browser import fake_server, log_in, page, shot  # noqa: F401 (the browser page fixture)
 
 pytestmark = pytest.mark.timeout(180)
 BIG = 10_000
@@ -27,12 +23,7 @@ FAILED = [17, 404, 2_500, 9_700]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The server's URL, each user's token, and the ids of alice's big run, her small one and bob's."""
-    tmp = tmp_path_factory.mktemp("runs")
-    proc, url = start(fake_argv(tmp / "serve"), tmp)
-    try:
-        engine = engine_for(None, tmp / "serve")
-        tokens = {"alice": add_user(engine, "alice"), "bob": add_user(engine, "bob")}
-        engine.dispose()
+    with fake_server(tmp_path_factory.mktemp("runs"), admins=()) as (url, tokens):
         api = {u: httpx.Client(base_url=url, headers={"Authorization": f"Bearer {t}"}, timeout=30)
                for u, t in tokens.items()}
         ids = {}
@@ -54,11 +45,11 @@ def server(tmp_path_factory):
             {"task": i, "status": "running", "host": f"node{i % 8}", "pool": "local"}
             for i in range(BIG - 200, BIG - 190)]})
         ids["bob"] = api["bob"].post("/runs", json={"name": "bobs-secret.txt", "n_tasks": 2}).json()["id"]
-        yield url, tokens, ids, api
-    finally:
-        for c in api.values():
-            c.close()
-        stop(proc)
+        try:
+            yield url, tokens, ids, api
+        finally:
+            for c in api.values():
+                c.close()
 
 
 def test_runs_listed_and_a_run_shows_its_failed_tasks_first_live(page, server, tmp_path):  # noqa: F811

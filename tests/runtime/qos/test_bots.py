@@ -286,42 +286,34 @@ def test_a_report_stores_the_bags_cloud_workers_with_its_point(engine):
     assert err.value.field == "cloud_booting" and len(reg.series(b)) == 3  # nothing half-written
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def bare(request, tmp_path):
-    """An empty database of each kind (no table yet)."""
-    url = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    e = engine_for(url, tmp_path / "old")
-    yield e
-    e.dispose()
-
-
-def test_a_database_made_before_the_cloud_workers_were_kept_is_upgraded_in_place(bare):
+def test_a_database_made_before_the_cloud_workers_were_kept_is_upgraded_in_place(empty_database):
+    db = empty_database
     old = sa.MetaData()  # qos_progress as skylease created it before issue 21
     botsmod.qos_bots.to_metadata(old)
     sa.Table("qos_progress", old,
-             sa.Column("id", botsmod._ID, primary_key=True, autoincrement=True),
+             sa.Column("id", botsmod.ID, primary_key=True, autoincrement=True),
              sa.Column("bot", sa.BigInteger, sa.ForeignKey("qos_bots.id"), nullable=False),
              sa.Column("t", sa.Float, nullable=False),
              sa.Column("completed", sa.BigInteger, nullable=False),
              sa.Column("assigned", sa.BigInteger, nullable=False),
              sa.Column("queued", sa.BigInteger, nullable=False),
              sa.Index("qos_progress_bot_id", "bot", "id"))
-    old.create_all(bare)
-    with bare.begin() as c:
+    old.create_all(db)
+    with db.begin() as c:
         b = c.execute(sa.insert(old.tables["qos_bots"]).values(
             owner="alice", infrastructure="nd", n_tasks=10, registered_at=time.time(), state="running",
             t=5.0, completed=1, assigned=3, queued=7, reports=1)).inserted_primary_key[0]
         c.execute(sa.insert(old.tables["qos_progress"]).values(bot=b, t=5.0, completed=1, assigned=3,
                                                                 queued=7))
-    with pytest.raises(sa.exc.DBAPIError), bare.connect() as c:  # (today's code cannot read it...)
+    with pytest.raises(sa.exc.DBAPIError), db.connect() as c:  # (today's code cannot read it...)
         c.execute(sa.select(qos_progress.c.cloud_workers)).all()
-    create_schema(bare, botsmod.METADATA)  # (the server's open: creates missing tables, not columns)
-    reg = BotRegistry(bare)  # ... until a registry opens it
+    create_schema(db, botsmod.METADATA)  # (the server's open: creates missing tables, not columns)
+    reg = BotRegistry(db)  # ... until a registry opens it
     assert [(p.t, p.completed, p.cloud_workers, p.cloud_booting) for p in reg.series(b)] == \
         [(5.0, 1, None, None)]
     reg.report(b, 6.0, 2, 4, 1, cloud_workers=1, cloud_booting=1)
-    again = BotRegistry(bare)  # idempotent: a second open changes nothing
+    again = BotRegistry(db)  # idempotent: a second open changes nothing
     assert [(p.t, p.cloud_workers, p.cloud_booting) for p in again.series(b)] == \
         [(5.0, None, None), (6.0, 1, 1)]
-    cols = {c["name"]: c for c in sa.inspect(bare).get_columns("qos_progress")}
+    cols = {c["name"]: c for c in sa.inspect(db).get_columns("qos_progress")}
     assert cols["cloud_workers"]["nullable"] and cols["cloud_booting"]["nullable"]

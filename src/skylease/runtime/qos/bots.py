@@ -56,6 +56,7 @@ from skylease.control.qos.strategy import parse_strategy
 from skylease.control.qos.tail import rank
 from skylease.model.errors import UserError
 from skylease.model.limits import check_number
+from skylease.runtime.tables import ID, owned_table
 
 __all__ = [
     "ADDED",
@@ -94,13 +95,9 @@ PREDICT_AT = 0.5
 STATES = ("running", "done", "abandoned")
 
 METADATA = sa.MetaData()
-#: A 64-bit key that SQLite also makes its row id (autoincrement needs INTEGER there).
-_ID = sa.BigInteger().with_variant(sa.Integer, "sqlite")
 
-qos_bots = sa.Table(
+qos_bots = owned_table(
     "qos_bots", METADATA,
-    sa.Column("id", _ID, primary_key=True, autoincrement=True),
-    sa.Column("owner", sa.String(64), nullable=False, index=True),
     sa.Column("infrastructure", sa.String(64), nullable=False, index=True),
     sa.Column("n_tasks", sa.BigInteger, nullable=False),
     sa.Column("strategy", sa.String(32)),
@@ -120,7 +117,7 @@ qos_bots = sa.Table(
 )
 qos_progress = sa.Table(
     "qos_progress", METADATA,
-    sa.Column("id", _ID, primary_key=True, autoincrement=True),
+    sa.Column("id", ID, primary_key=True, autoincrement=True),
     sa.Column("bot", sa.BigInteger, sa.ForeignKey("qos_bots.id"), nullable=False),
     sa.Column("t", sa.Float, nullable=False),
     sa.Column("completed", sa.BigInteger, nullable=False),

@@ -38,6 +38,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from skylease.model.errors import UserError
 from skylease.runtime.changes import ChangeLog
+from skylease.runtime.tables import owned_table
 
 __all__ = ["MAX_BATCH", "MAX_RUNS", "MAX_RUN_TASKS", "MAX_STDERR", "METADATA", "RUN_STATES", "TASK_STATUSES",
            "RunNotFound", "RunRegistry", "RunView", "TaskRow"]
@@ -57,12 +58,9 @@ TASK_STATUSES = ("failed", "running", "done", "queued")  # in the order of a run
 RANK = {s: i for i, s in enumerate(TASK_STATUSES)}
 
 METADATA = sa.MetaData()
-_ID = sa.BigInteger().with_variant(sa.Integer, "sqlite")
 
-runs = sa.Table(
+runs = owned_table(
     "runs", METADATA,
-    sa.Column("id", _ID, primary_key=True, autoincrement=True),
-    sa.Column("owner", sa.String(64), nullable=False, index=True),
     sa.Column("name", sa.String(200), nullable=False),
     sa.Column("command", sa.String(1000), nullable=False),
     sa.Column("n_tasks", sa.BigInteger, nullable=False),

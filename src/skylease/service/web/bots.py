@@ -31,7 +31,7 @@ from skylease.model.errors import UserError
 from skylease.runtime.qos.service import NotYours, QoSService
 from skylease.service.auth import User
 from skylease.service.web.layout import HEADERS, e, live_attrs, render_page, table
-from skylease.service.web.sse import change_stream
+from skylease.service.web.sse import add_live_list, change_stream
 
 __all__ = ["add_bot_pages", "progress_svg", "workers_svg"]
 
@@ -260,15 +260,6 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
             raise NotYours(f"no bag of tasks {bot}")
         return bot
 
-    def bots(_request: Request, user: User, sid: str) -> Response:
-        version = qos.version()  # (read first: a change while rendering is streamed, not lost)
-        body = (f'<div id="bots"{live_attrs("/bots/live", "/bots/events", version)}>'
-                f"{_bots_table(qos, scope_of(user))}</div>")
-        return render_page("Bags of tasks", body, user, sid)
-
-    def bots_live(_request: Request, user: User, _sid: str) -> Response:
-        return HTMLResponse(_bots_table(qos, scope_of(user)), headers=HEADERS)
-
     def bot(request: Request, user: User, sid: str) -> Response:
         version = qos.version()
         try:
@@ -321,8 +312,8 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
     def other_account(request: Request, user: User, sid: str) -> Response:
         return account_page(user, sid, request.path_params["name"])
 
-    router.add_api_route("/bots", page(bots), methods=["GET"])
-    router.add_api_route("/bots/live", page(bots_live), methods=["GET"])
+    add_live_list(router, page, "/bots", "Bags of tasks", qos.version,
+                  lambda user: _bots_table(qos, scope_of(user)))
     router.add_api_route("/bots/events", bots_events, methods=["GET"])
     router.add_api_route("/bots/{bot:int}", page(bot), methods=["GET"])
     router.add_api_route("/bots/{bot:int}/live", page(bot_live), methods=["GET"])

@@ -31,7 +31,7 @@ from fastapi.responses import HTMLResponse, Response
 from skylease.runtime.runs.registry import RunNotFound, RunRegistry, RunView, TaskRow
 from skylease.service.auth import User
 from skylease.service.web.layout import HEADERS, e, live_attrs, render_page, table
-from skylease.service.web.sse import change_stream
+from skylease.service.web.sse import add_live_list, change_stream
 
 __all__ = ["PAGE", "add_run_pages"]
 
@@ -142,15 +142,6 @@ def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
             number = 1
         return run, max(1, min(number, 10**7))
 
-    def list_page(_request: Request, user: User, sid: str) -> Response:
-        version = runs.version()  # (read first: a change while rendering is streamed, not lost)
-        body = (f'{ASSETS}<div id="runs"{live_attrs("/runs/live", "/runs/events", version)}>'
-                f"{_runs_table(runs, scope_of(user))}</div>")
-        return render_page("Runs", body, user, sid)
-
-    def list_live(_request: Request, user: User, _sid: str) -> Response:
-        return HTMLResponse(_runs_table(runs, scope_of(user)), headers=HEADERS)
-
     def run_page(request: Request, user: User, sid: str) -> Response:
         version = runs.version()
         try:
@@ -185,9 +176,9 @@ def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         return await change_stream(request, session, runs.version, runs.wait_change,
                                    lambda user, since: runs.changes.changed(scope_of(user), since, rid))
 
-    router.add_api_route("/runs", page(list_page), methods=["GET"], route_class_override=html_route)
+    add_live_list(router, page, "/runs", "Runs", runs.version, lambda user: _runs_table(runs, scope_of(user)),
+                  head=ASSETS, route_class=html_route)
     router.add_api_route("/runs/{run:int}", page(run_page), methods=["GET"], route_class_override=html_route)
-    router.add_api_route("/runs/live", page(list_live), methods=["GET"])
     router.add_api_route("/runs/events", list_events, methods=["GET"])
     router.add_api_route("/runs/{run:int}/live", page(live_part), methods=["GET"])
     router.add_api_route("/runs/{run:int}/events", run_events, methods=["GET"])

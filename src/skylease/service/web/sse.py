@@ -15,13 +15,14 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from fastapi import Request
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 
 from skylease.service.auth import User
+from skylease.service.web.layout import HEADERS, live_attrs, render_page
 
-__all__ = ["STREAM_S", "WAKE_S", "change_stream", "same_origin"]
+__all__ = ["STREAM_S", "WAKE_S", "add_live_list", "change_stream", "same_origin"]
 
 #: Real seconds between two looks at whether the client left or the server stops.
 WAKE_S = 0.5
@@ -62,3 +63,25 @@ async def change_stream(request: Request, session: Callable[[Request], tuple[Use
 
     headers: dict[str, Any] = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+
+def add_live_list(router: APIRouter, page: Callable[..., Any], path: str, title: str,
+                  version: Callable[[], int], fragment: Callable[[User], str], *, head: str = "",
+                  route_class: type | None = None) -> None:
+    """A list page at ``path`` kept live by dashboard.js: its body is ``fragment(user)`` (a table),
+    fetched again from ``path/live`` at each change of the stream ``path/events`` (added by the
+    caller, with what it may tell whom). ``head`` goes before the list (a style sheet)."""
+    element = path.strip("/").replace("/", "-")
+
+    def list_page(_request: Request, user: User, sid: str) -> Response:
+        seen = version()  # (read first: a change while rendering is streamed, not lost)
+        body = (f'{head}<div id="{element}"{live_attrs(f"{path}/live", f"{path}/events", seen)}>'
+                f"{fragment(user)}</div>")
+        return render_page(title, body, user, sid)
+
+    def list_live(_request: Request, user: User, _sid: str) -> Response:
+        return HTMLResponse(fragment(user), headers=HEADERS)
+
+    extra = {} if route_class is None else {"route_class_override": route_class}
+    router.add_api_route(path, page(list_page), methods=["GET"], **extra)
+    router.add_api_route(f"{path}/live", page(list_live), methods=["GET"])
