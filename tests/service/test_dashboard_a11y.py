@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .test_dashboard_browser import VIEWPORT, fake_server, log_in
+from .test_dashboard_browser import VIEWPORT, fake_server, guarded, log_in
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -56,9 +56,7 @@ def pages(ids: dict[str, int]) -> list[str]:
 
 def test_every_page_passes_the_accessibility_basics(chromium, server):
     url, tokens, ids = server
-    context = chromium.new_context(viewport=VIEWPORT, base_url=url)
-    try:
-        p = context.new_page()
+    with guarded(chromium, url) as p:  # (nothing from elsewhere: the test fails on it)
         p.goto("/login")
         assert p.evaluate(AUDIT) == [], "/login"
         log_in(p, tokens["root"])
@@ -95,5 +93,3 @@ def test_every_page_passes_the_accessibility_basics(chromium, server):
         assert len(found) == 3 and found[0].startswith("input without a label"), found
         assert found[1].startswith("a chart without")
         assert found[2].startswith("contrast 2.") and "pale" in found[2]
-    finally:
-        context.close()

@@ -13,6 +13,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -69,11 +70,10 @@ def server(tmp_path_factory):
         yield url, tokens, ids
 
 
-@pytest.fixture
-def page(chromium, server):
-    """A fresh browser context (no cookies) at 1280x800 whose requests may reach only the server;
-    any other is aborted, recorded, and fails the test."""
-    url = server[0]
+@contextlib.contextmanager
+def guarded(chromium, url: str) -> Iterator[Any]:
+    """A page of a fresh browser context (no cookies) at 1280x800 whose requests may reach only the
+    server at ``url``: any other is aborted, recorded, and fails the test on leaving."""
     origin = urlsplit(url)
     elsewhere: list[str] = []
 
@@ -95,10 +95,19 @@ def page(chromium, server):
     # a failure)
     p.on("requestfailed", lambda r: failed.append(r.url)
          if r.url not in elsewhere and r.failure != "net::ERR_ABORTED" else None)
-    yield p
-    context.close()
+    try:
+        yield p
+    finally:
+        context.close()
     assert elsewhere == [], f"the browser asked for something outside the server: {elsewhere}"
     assert failed == [], f"requests that failed: {failed}"
+
+
+@pytest.fixture
+def page(chromium, server):
+    """:func:`guarded`'s page on this module's server."""
+    with guarded(chromium, server[0]) as p:
+        yield p
 
 
 def log_in(page, token: str) -> None:
