@@ -13,10 +13,11 @@ trace (ids after the workload's). A workload without a site runs on the paper's 
 nodes of 1 CPU and 1,024 MB. Leases without a VM image get one drawn (uniform or skewed, spec
 §8.3) when the configuration moves images; XML leases keep their own.
 
-The configuration is one of the paper's six by name (:data:`PAPER_CONFIGURATIONS`) or a TOML
-file: :class:`SchedulerConfig` fields, plus ``base`` (a configuration to start from), ``images``
-and ``seed`` (the image draw). Every accepted lease is simulated to its end (not only until the
-best-effort work is done, as the paper's metrics do; the metrics are the same).
+The configuration is one of the paper's six or Haizea 1.0's three by name
+(:data:`NAMED_CONFIGURATIONS`) or a TOML file: :class:`SchedulerConfig` fields, plus ``base`` (a
+configuration to start from), ``images`` and ``seed`` (the image draw). Every accepted lease is
+simulated to its end (not only until the best-effort work is done, as the paper's metrics do; the
+metrics are the same).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pydantic import Field, field_validator
 
 from skylease.control.leases import (
     BLUE_HORIZON_NODE,
-    PAPER_CONFIGURATIONS,
+    NAMED_CONFIGURATIONS,
     Lease,
     LeaseState,
     ResourceTuple,
@@ -76,17 +77,18 @@ class LeaseConfig:
 
 
 def load_config(spec: str | Path | None = None) -> LeaseConfig:
-    """One of the paper's six configurations by name (case-insensitive), or a TOML file."""
+    """One of the paper's six or Haizea 1.0's three configurations by name (case-insensitive), or a
+    TOML file."""
     if spec is None:
         spec = DEFAULT_CONFIG
     key = configuration_key(str(spec))
-    if key in PAPER_CONFIGURATIONS:
-        cfg, images = PAPER_CONFIGURATIONS[key]
-        return LeaseConfig(key, cfg, images)
+    if key in NAMED_CONFIGURATIONS:
+        cfg, images = NAMED_CONFIGURATIONS[key]
+        return LeaseConfig(key.lower() if key.startswith("HAIZEA") else key, cfg, images)
     path = Path(spec)
     if path.suffix.lower() == ".toml" or path.exists():
         return _load_toml(path)
-    raise UserError(f"unknown configuration {str(spec)!r}: one of {', '.join(PAPER_CONFIGURATIONS)}, "
+    raise UserError(f"unknown configuration {str(spec)!r}: one of {', '.join(NAMED_CONFIGURATIONS)}, "
                     "or a .toml file", field="--config")
 
 
@@ -116,12 +118,24 @@ class LeaseConfigFile(FileModel):
     piggyback: bool | None = None
     reuse: bool | None = None
     pool_mb: _NonNegInt | None = None
+    enactment_overhead_s: _NonNegInt | None = None
+    override_suspend_s: _NonNegInt | None = None
+    override_resume_s: _NonNegInt | None = None
+    resume_rate: Annotated[float, Field(gt=0)] | None = None
+    suspendresume_exclusion: Literal["none", "local", "global"] | None = None
+    shutdown_s: _NonNegInt | None = None
+    threshold: Literal["2008", "1.0"] | None = None
+    backfill_release: Literal["end", "start"] | None = None
+    transfer_link: Literal["two-channels", "one-link"] | None = None
+    premature_end: Literal["slide", "reschedule"] | None = None
+    migration_reservations: bool | None = None
+    stop_when: Literal["besteffort", "all"] | None = None
 
     @field_validator("base")
     @classmethod
-    def _paper_configuration(cls, base: str) -> str:
-        if configuration_key(base) not in PAPER_CONFIGURATIONS:
-            raise ValueError(f"must be one of {', '.join(PAPER_CONFIGURATIONS)}, got {base!r}")
+    def _named_configuration(cls, base: str) -> str:
+        if configuration_key(base) not in NAMED_CONFIGURATIONS:
+            raise ValueError(f"must be one of {', '.join(NAMED_CONFIGURATIONS)}, got {base!r}")
         return configuration_key(base)
 
 
@@ -131,7 +145,7 @@ EXTRA_KEYS = ("base", "images", "seed")
 
 def _load_toml(path: Path) -> LeaseConfig:
     spec, _ = load_toml(path, LeaseConfigFile)
-    cfg, images = PAPER_CONFIGURATIONS[spec.base]
+    cfg, images = NAMED_CONFIGURATIONS[spec.base]
     if spec.images is not None:
         images = None if spec.images == "none" else spec.images
     changes = spec.model_dump(exclude_none=True, exclude=set(EXTRA_KEYS))
