@@ -347,14 +347,15 @@ def _scenario(shared_data, name: str, config: str,
     w = read_xml_lwf(shared_data / "lwf" / "scenarios" / f"{name}.lwf")
     leases = xml_leases(w.requests)
     run = simulate_leases(leases, w.n_nodes or 1, capacity=site_capacity(w.node_resources),
-                          config=getattr(SchedulerConfig, config)(), until=until)
+                          config=_config(config), until=until)
     return leases, run
 
 
 # no transfer (no VM; VMs with the image predeployed), transfer, transfer + reuse
-@pytest.mark.parametrize("config", ["novm_nosr", "novm_sr", "vm_predeploy", "vm_mult", "vm_reuse"])
+@pytest.mark.parametrize("config", ["novm_nosr", "novm_sr", "vm_predeploy", "vm_mult", "vm_reuse",
+                                    "haizea-1.0", "haizea-1.0-transfers", "haizea-1.0-transfers-reuse"])
 def test_every_xml_scenario_runs(shared_data, config):
-    cfg = getattr(SchedulerConfig, config)()
+    cfg = _config(config)
     for f in sorted((shared_data / "lwf" / "scenarios").glob("*.lwf")):
         leases, run = _scenario(shared_data, f.stem, config, until="all")
         assert run.summary()["ar_rejected"] == 0, f.name
