@@ -241,3 +241,19 @@ def test_the_leases_of_the_oracle_runs_end_done(haizea10, shared_data):
                "transfers_reuse": "haizea-1.0-transfers-reuse"}[config]
         sim = simulate_workload(shared_data / "lwf" / "scenarios" / f"{workload}.lwf", config=cfg)
         assert all(le.state is LeaseState.DONE for le in sim.workload.leases), path.name
+
+
+def test_a_lease_database_made_before_the_haizea10_keys_keeps_its_configuration_identity():
+    from skylease.runtime.leases.manager import _config_key
+
+    # the identities `skylease serve` journaled for these configurations before the keys existed
+    assert _config_key(SchedulerConfig()) == "952d66a17823b8f4"
+    assert _config_key(SchedulerConfig.novm_sr()) == "cbf5eb8b67c58c37"
+    assert _config_key(H10) != _config_key(H10.with_(shutdown_s=None))  # the new keys do count
+
+
+@pytest.mark.parametrize(("text", "want"), [("1.0", "1.0"), ('"1.0"', "1.0"), ("2008", "2008")])
+def test_the_threshold_formula_may_be_written_as_a_number(tmp_path, text, want):
+    f = tmp_path / "t.toml"
+    f.write_text(f"threshold = {text}\n")
+    assert load_config(f).scheduler.threshold == want

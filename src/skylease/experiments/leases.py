@@ -131,6 +131,14 @@ class LeaseConfigFile(FileModel):
     migration_reservations: bool | None = None
     stop_when: Literal["besteffort", "all"] | None = None
 
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _threshold_as_text(cls, v: object) -> object:
+        # `threshold = 1.0` or `2008` unquoted means the same as the quoted names
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return {2008: "2008", 1.0: "1.0"}.get(v, v)
+        return v
+
     @field_validator("base")
     @classmethod
     def _named_configuration(cls, base: str) -> str:
@@ -293,7 +301,7 @@ def lease_timeline(records: list[dict[str, Any]]) -> list[str]:
 
 
 _TIMELINE = {"start": "runs", "preempt": "preempted", "suspend": "suspends", "resume": "resumes",
-             "migrate": "migrates", "transfer": "image", "reject": "rejected"}
+             "migrate": "migrates", "transfer": "image", "reject": "rejected", "shutdown": "shuts down"}
 
 
 def _step(ev: dict[str, Any]) -> str:

@@ -232,6 +232,11 @@ class SchedulerConfig:
         return (1 + self.threshold_factor) * (self.migrate_s(lease) + 2 * self.suspend_s(lease))
 
 
+#: The keys of Haizea 1.0's behaviours (the module docstring), added after the paper's.
+HAIZEA10_KEYS = ("enactment_overhead_s", "override_suspend_s", "override_resume_s", "resume_rate",
+                 "suspendresume_exclusion", "shutdown_s", "threshold", "backfill_release", "transfer_link",
+                 "premature_end", "migration_reservations", "stop_when")
+
 #: Haizea 1.0's behaviours (the module docstring) with the values of its test configuration
 #: ``tests/base_config_simulator.conf``: enactment overhead 2 s, suspension override 0 s, resume rate
 #: 32 MB/s, local exclusion, shutdown time 0, aggressive backfilling, migration yes.

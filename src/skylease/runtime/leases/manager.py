@@ -50,6 +50,7 @@ from skylease.control.leases import (
     SchedulerConfig,
     Transfer,
 )
+from skylease.control.leases.config import HAIZEA10_KEYS
 from skylease.control.leases.records import Event, Run, TransferRun, lease_events, lease_record
 from skylease.model.errors import UserError
 from skylease.runtime.leases.api import (
@@ -663,10 +664,15 @@ def _crash_point(value: str) -> tuple[str, int] | None:
 
 
 def _config_key(config: SchedulerConfig) -> str:
-    """A configuration's identity (a journal replays only under the configuration it was made with)."""
+    """A configuration's identity (a journal replays only under the configuration it was made with).
+    Haizea 1.0's keys count only away from their defaults, so a database made before they existed
+    keeps its identity."""
+    import dataclasses
     import hashlib
 
-    return hashlib.sha256(repr(config).encode()).hexdigest()[:16]
+    shown = ", ".join(f"{f.name}={getattr(config, f.name)!r}" for f in dataclasses.fields(config)
+                      if f.name not in HAIZEA10_KEYS or getattr(config, f.name) != f.default)
+    return hashlib.sha256(f"{type(config).__name__}({shown})".encode()).hexdigest()[:16]
 
 
 __all__ = ["CRASH_ENV", "LocalLeaseManager", "desired"]
