@@ -47,9 +47,17 @@ are the 2008 code's, as the spec resolves them:
   destination pools (reference counted, LRU eviction). Slideback never moves a lease before its
   image is there. Transfers are change points of the slot table but reserve no node capacity.
 
+**Haizea 1.0** (the released code, :mod:`skylease.control.leases.config`): shutdown reservations
+after a normal end (:attr:`Reservation.shutdown`), suspend/resume times with enactment overhead and
+exclusion, migration reservations after the suspension (:attr:`Reservation.migrate`), one transfer
+link with latest-slot AR transfers, the future reservation freed at the reserved VM's start, and
+after a premature end every future reservation scheduled again from scratch
+(:meth:`LeaseScheduler._reschedule_future`), each behind its key (2008 by default). Host selection
+(:meth:`LeaseScheduler._choose_nodes`, :func:`_ar_nodes`) and the preemption order
+(:func:`_preemption_order`) stay the 2008 code's.
+
 Not yet: transfers are not passed to the :class:`Enactment` (the simulator needs only their
-times); the paper-strict variants (one shared repository channel, migration charged only when the
-nodes change) are not options yet.
+times); migration charged only when the nodes change (the paper-strict variant) is not an option.
 
 The scheduler never reads a clock: the caller (the simulator now, a real enactment later) calls
 :meth:`LeaseScheduler.step` at each event time and asks :meth:`next_event` for the next one.
@@ -607,18 +615,14 @@ class LeaseScheduler:
             self._reject(lease, f"only {len(free) + len(victims)} of {lease.nodes} nodes can be free "
                                 f"on [{start}, {end})")
             return
-        # nodes needing no preemption first (ascending id; with reuse, those with the image pooled
-        # first), then fewest preemptions (spec §6.2 step 2)
         pooled = self.images.pooled_at(lease, start)
-        order = (sorted(free, key=lambda k: (k not in pooled, k))
-                 + sorted(victims, key=lambda k: (len(victims[k]), k not in pooled, k)))
-        chosen = tuple(sorted(order[: lease.nodes]))
+        chosen = _ar_nodes(lease, free, victims, pooled)
         staged = self.images.stage_ar(lease, chosen, pooled, now) if self.config.transfers else None
         if staged is not None:
             self._reject(lease, staged)
             return
         preempt = {id(rr): rr for k in chosen if k in victims for rr in victims[k]}
-        for rr in sorted(preempt.values(), key=lambda rr: -rr.lease.submit):  # most recent first
+        for rr in _preemption_order(list(preempt.values())):
             self._preempt(rr, start, now)
         shutdown = self.config.shutdown_time(lease)  # inside the AR's window (Haizea 1.0)
         if shutdown >= end - start:
@@ -682,6 +686,20 @@ class LeaseScheduler:
         lease.history.append((what, t))
         if self.on_event is not None:
             self.on_event(what, lease, t)
+
+
+def _ar_nodes(lease: Lease, free: list[int], victims: dict[int, list[Reservation]],
+              pooled: set[int]) -> tuple[int, ...]:
+    """Host selection for an AR: nodes needing no preemption first (ascending id; with reuse, those
+    with the image pooled first), then fewest preemptions (spec §6.2 step 2)."""
+    order = (sorted(free, key=lambda k: (k not in pooled, k))
+             + sorted(victims, key=lambda k: (len(victims[k]), k not in pooled, k)))
+    return tuple(sorted(order[: lease.nodes]))
+
+
+def _preemption_order(victims: list[Reservation]) -> list[Reservation]:
+    """The order an AR preempts its victims in: most recently submitted first (spec §6.2)."""
+    return sorted(victims, key=lambda rr: -rr.lease.submit)
 
 
 def _preemptible(rr: Reservation) -> bool:
