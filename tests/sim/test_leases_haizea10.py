@@ -20,6 +20,7 @@ from skylease.control.leases import (
     SchedulerConfig,
 )
 from skylease.experiments.leases import load_config, simulate_workload
+from skylease.model.errors import UserError
 from skylease.sim.leases import LeaseRun, simulate_leases
 
 H10 = HAIZEA10_CONFIGURATIONS["HAIZEA-1.0"][0]
@@ -257,3 +258,24 @@ def test_the_threshold_formula_may_be_written_as_a_number(tmp_path, text, want):
     f = tmp_path / "t.toml"
     f.write_text(f"threshold = {text}\n")
     assert load_config(f).scheduler.threshold == want
+
+
+def test_a_resumption_longer_than_its_estimate_is_planned_with_its_real_length():
+    # an override of 7 s is 1.0's estimate of the whole resumption; one VM after the other (global)
+    # with 5 s of overhead each it really takes 2 x (7 + 5) = 24 s: planned with 7 s the lease would
+    # have to be suspended again at once, and again, until it could be planned nowhere
+    cfg = H10.with_(enactment_overhead_s=5, override_suspend_s=3, override_resume_s=7,
+                    suspendresume_exclusion="global")
+    leases = [_be(0, 0, 2, 1000), _ar(1, 100, 500, 2, 100)]
+    run = simulate_leases(leases, 2, config=cfg)
+    assert leases[0].state is LeaseState.DONE
+    assert _runs(run, 0, "suspend") == [(484, 500)] and _runs(run, 0, "resume") == [(600, 624)]
+
+
+def test_a_zero_suspension_needs_an_enactment_overhead(tmp_path):
+    with pytest.raises(ValueError, match="at least 1 s"):
+        SchedulerConfig(override_suspend_s=0)
+    f = tmp_path / "z.toml"
+    f.write_text("override_resume_s = 0\n")
+    with pytest.raises(UserError, match="override_resume_s = 0 needs enactment_overhead_s"):
+        load_config(f)

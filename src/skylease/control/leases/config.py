@@ -97,6 +97,11 @@ class SchedulerConfig:
             v = getattr(self, name)
             if v is not None and v < 0:
                 raise ValueError(f"{name} must be >= 0, got {v}")
+        for name in ("override_suspend_s", "override_resume_s"):
+            # a suspension or resumption is a reservation: it must last (2008 times do, ceil(m / rate))
+            if getattr(self, name) == 0 and self.enactment_overhead_s == 0:
+                raise ValueError(f"{name} = 0 needs enactment_overhead_s > 0 (a suspension or resumption "
+                                 "must take at least 1 s)")
 
     # -- the paper's configurations and backfilling variants ---------------------------------------
     @classmethod

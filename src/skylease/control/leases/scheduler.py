@@ -489,9 +489,12 @@ class LeaseScheduler:
 
     def _resume_need(self, lease: Lease) -> int:
         """The time a resumption is planned with: Haizea 1.0 plans with its whole-lease estimate,
-        the 2008 code with the resumption's length."""
+        the 2008 code with the resumption's length; never less than the resumption can take
+        wherever the VMs go (all on one node), or a lease could be planned nowhere (Haizea 1.0
+        stops with an error there; its own estimate is never less in its test configuration)."""
         cfg = self.config
-        return cfg.resume_estimate(lease) if cfg.threshold == "1.0" else cfg.resume_s(lease)
+        worst = cfg.resume_s(lease, (0,) * lease.nodes)
+        return max(cfg.resume_estimate(lease) if cfg.threshold == "1.0" else cfg.resume_s(lease), worst)
 
     def _choose_nodes(self, lease: Lease, nodes: list[int], resuming: bool) -> tuple[int, ...]:
         """Host selection: of the usable ``nodes`` (ascending), a resumed lease takes its old nodes
