@@ -279,3 +279,18 @@ def test_a_zero_suspension_needs_an_enactment_overhead(tmp_path):
     f.write_text("override_resume_s = 0\n")
     with pytest.raises(UserError, match="override_resume_s = 0 needs enactment_overhead_s"):
         load_config(f)
+
+
+def test_the_lease_service_stops_a_lease_s_processes_during_its_shutdown():
+    from skylease.control.leases import LeaseScheduler
+    from skylease.runtime.leases.manager import desired
+
+    sched = LeaseScheduler(1, config=SchedulerConfig(shutdown_s=5))
+    le = _be(0, 0, 1, 100)
+    sched.submit(le)
+    sched.step(0)
+    assert desired(sched, le, 100) == ("run", (0,))
+    sched.step(100)  # the VM ends; the shutdown runs until 105
+    assert le.state is LeaseState.ACTIVE and desired(sched, le, 100) == ("none", ())
+    sched.step(105)
+    assert le.state is LeaseState.DONE and le.end == 105

@@ -146,6 +146,8 @@ def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[
     vm = sched.rr.get(lease.id)
     if vm is not None and vm.state is LeaseState.ACTIVE:
         return "run", vm.nodes
+    if vm is not None and vm.shutdown is not None and vm.state is LeaseState.DONE:
+        return "none", ()  # its VMs shut down (a shutdown reservation, Haizea 1.0)
     if lease.remaining < full:
         return "stopped", ()
     return "none", ()
