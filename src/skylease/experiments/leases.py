@@ -15,7 +15,10 @@ nodes of 1 CPU and 1,024 MB. Leases without a VM image get one drawn (uniform or
 
 The configuration is one of the paper's six or Haizea 1.0's three by name
 (:data:`NAMED_CONFIGURATIONS`) or a TOML file: :class:`SchedulerConfig` fields, plus ``base`` (a
-configuration to start from), ``images`` and ``seed`` (the image draw). Every accepted lease is
+configuration to start from), ``images`` and ``seed`` (the image draw), and a ``[policies.KIND]``
+table per pluggable policy (``admission``, ``preemption``, ``host_selection``): ``class`` (a
+built-in name or ``"module:Class"``) and the class's keyword parameters, resolved when the file is
+read (:func:`skylease.control.leases.policies.load_policy`). Every accepted lease is
 simulated to its end (not only until the best-effort work is done, as the paper's metrics do; the
 metrics are the same).
 """
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from skylease.control.leases import (
     BLUE_HORIZON_NODE,
@@ -38,7 +41,8 @@ from skylease.control.leases import (
     ResourceTuple,
     SchedulerConfig,
 )
-from skylease.control.leases.config import configuration_key
+from skylease.control.leases.config import POLICY_KEYS, configuration_key
+from skylease.control.leases.policies import PolicyError, load_policy
 from skylease.control.leases.records import KIND_NAMES, lease_events, lease_record
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, load_toml
@@ -96,6 +100,23 @@ _NonNegInt = Annotated[int, Field(ge=0)]
 _NonNeg = Annotated[float, Field(ge=0)]
 
 
+class PolicySpec(FileModel):
+    """``[policies.KIND]``: ``class`` (a built-in name or ``"module:Class"``) and the keyword
+    parameters the class is built with (any other key)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    class_: Annotated[str, Field(alias="class", min_length=1)]
+
+
+class PoliciesSection(FileModel):
+    """``[policies]``: one table per pluggable policy (:mod:`skylease.control.leases.policies`)."""
+
+    admission: PolicySpec | None = None
+    preemption: PolicySpec | None = None
+    host_selection: PolicySpec | None = None
+
+
 class LeaseConfigFile(FileModel):
     """A scheduler configuration file: ``base``, ``images``, ``seed``, and any
     :class:`SchedulerConfig` field (tests/experiments check that the two agree)."""
@@ -130,6 +151,7 @@ class LeaseConfigFile(FileModel):
     premature_end: Literal["slide", "reschedule"] | None = None
     migration_reservations: bool | None = None
     stop_when: Literal["besteffort", "all"] | None = None
+    policies: PoliciesSection | None = None
 
     @field_validator("threshold", mode="before")
     @classmethod
@@ -148,15 +170,23 @@ class LeaseConfigFile(FileModel):
 
 
 #: The keys of a configuration file that are not :class:`SchedulerConfig` fields.
-EXTRA_KEYS = ("base", "images", "seed")
+EXTRA_KEYS = ("base", "images", "seed", "policies")
 
 
 def _load_toml(path: Path) -> LeaseConfig:
-    spec, _ = load_toml(path, LeaseConfigFile)
+    spec, keys = load_toml(path, LeaseConfigFile)
     cfg, images = NAMED_CONFIGURATIONS[spec.base]
     if spec.images is not None:
         images = None if spec.images == "none" else spec.images
-    changes = spec.model_dump(exclude_none=True, exclude=set(EXTRA_KEYS))
+    changes: dict[str, Any] = spec.model_dump(exclude_none=True, exclude=set(EXTRA_KEYS))
+    for kind in POLICY_KEYS:  # imported and built now: a mistake is said before any simulation
+        p = getattr(spec.policies, kind, None) if spec.policies is not None else None
+        if p is None:
+            continue
+        try:
+            changes[kind] = load_policy(kind, p.class_, p.model_extra)
+        except PolicyError as e:
+            raise keys.error(str(e), "policies", kind, e.param or "class") from None
     try:
         cfg = cfg.with_(**changes)
     except ValueError as e:  # the config's own checks

@@ -31,6 +31,10 @@ a key whose default is the 2008 behaviour (so the paper's Table 1 does not move)
   the migration estimate;
 * ``stop_when``: ``"besteffort"`` (all-best-effort is the last best-effort end) or ``"all"``
   (it is the time the run stops, every lease being done).
+
+Haizea 1.0's pluggable policies are the fields ``admission``, ``preemption`` and
+``host_selection`` (:mod:`skylease.control.leases.policies`); their defaults are the scheduler's
+built-in rules.
 """
 
 from __future__ import annotations
@@ -41,6 +45,15 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from skylease.control.leases.lease import Lease
+from skylease.control.leases.policies import (
+    DEFAULT_ADMISSION,
+    DEFAULT_HOST_SELECTION,
+    DEFAULT_PREEMPTION,
+    AdmissionPolicy,
+    HostSelectionPolicy,
+    PreemptionPolicy,
+    check_policy,
+)
 
 
 @dataclass(frozen=True)
@@ -85,8 +98,14 @@ class SchedulerConfig:
     premature_end: Literal["slide", "reschedule"] = "slide"
     migration_reservations: bool = False
     stop_when: Literal["besteffort", "all"] = "besteffort"
+    # -- pluggable policies (Haizea 1.0's policy manager; the defaults are the built-in rules) -----
+    admission: AdmissionPolicy = DEFAULT_ADMISSION
+    preemption: PreemptionPolicy = DEFAULT_PREEMPTION
+    host_selection: HostSelectionPolicy = DEFAULT_HOST_SELECTION
 
     def __post_init__(self) -> None:
+        for kind in POLICY_KEYS:
+            check_policy(kind, getattr(self, kind))
         if self.max_reservations < 0:
             raise ValueError(f"max_reservations must be >= 0, got {self.max_reservations}")
         if self.suspend_rate <= 0 or self.bandwidth <= 0:
@@ -241,6 +260,9 @@ class SchedulerConfig:
 HAIZEA10_KEYS = ("enactment_overhead_s", "override_suspend_s", "override_resume_s", "resume_rate",
                  "suspendresume_exclusion", "shutdown_s", "threshold", "backfill_release", "transfer_link",
                  "premature_end", "migration_reservations", "stop_when")
+
+#: The keys of the pluggable policies (:mod:`skylease.control.leases.policies`).
+POLICY_KEYS = ("admission", "preemption", "host_selection")
 
 #: Haizea 1.0's behaviours (the module docstring) with the values of its test configuration
 #: ``tests/base_config_simulator.conf``: enactment overhead 2 s, suspension override 0 s, resume rate

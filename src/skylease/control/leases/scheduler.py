@@ -52,9 +52,10 @@ after a normal end (:attr:`Reservation.shutdown`), suspend/resume times with ena
 exclusion, migration reservations after the suspension (:attr:`Reservation.migrate`), one transfer
 link with latest-slot AR transfers, the future reservation freed at the reserved VM's start, and
 after a premature end every future reservation scheduled again from scratch
-(:meth:`LeaseScheduler._reschedule_future`), each behind its key (2008 by default). Host selection
-(:meth:`LeaseScheduler._choose_nodes`, :func:`_ar_nodes`) and the preemption order
-(:func:`_preemption_order`) stay the 2008 code's.
+(:meth:`LeaseScheduler._reschedule_future`), each behind its key (2008 by default). Admission,
+preemption (which leases an AR may preempt, in which order) and host selection are 1.0's pluggable
+policies (:mod:`skylease.control.leases.policies`, the configuration's ``admission``,
+``preemption`` and ``host_selection``); the defaults are the rules above.
 
 Not yet: transfers are not passed to the :class:`Enactment` (the simulator needs only their
 times); migration charged only when the nodes change (the paper-strict variant) is not an option.
@@ -81,6 +82,7 @@ from skylease.control.leases.lease import (
     ResourceTuple,
     RRKind,
 )
+from skylease.control.leases.policies import HostRequest
 from skylease.control.leases.preparation import ImagePreparation
 from skylease.control.leases.slottable import SlotTable
 
@@ -138,6 +140,10 @@ class LeaseScheduler:
         if lease.kind is LeaseKind.ADVANCE_RESERVATION and (lease.start is None
                                                                 or lease.start < lease.submit):
             self._reject(lease, "its start time is before its submission (in the past)")
+            return
+        refused = self.config.admission.admit(lease, lease.submit)
+        if refused is not None:
+            self._reject(lease, str(refused))
             return
         # plan with the VM overheads of the configuration (none without VMs, spec §5)
         lease.remaining = self.config.planned(lease.duration)
@@ -468,7 +474,7 @@ class LeaseScheduler:
             end, nodes = w.find_nodes(lease.nodes, maxend)
             if end < maxend and not (cfg.suspension and _long_enough(cfg, end - t, threshold)):
                 continue
-            chosen = self._choose_nodes(lease, nodes, resuming)
+            chosen = self._choose_nodes(lease, nodes, resuming, t)
             plan = self._plan_be(lease, t, int(end), chosen, resuming, shutdown)
             if plan is None:
                 continue
@@ -496,13 +502,22 @@ class LeaseScheduler:
         worst = cfg.resume_s(lease, (0,) * lease.nodes)
         return max(cfg.resume_estimate(lease) if cfg.threshold == "1.0" else cfg.resume_s(lease), worst)
 
-    def _choose_nodes(self, lease: Lease, nodes: list[int], resuming: bool) -> tuple[int, ...]:
-        """Host selection: of the usable ``nodes`` (ascending), a resumed lease takes its old nodes
-        first; then the lowest ids."""
-        if resuming and lease.last_nodes:
-            old = set(lease.last_nodes)
-            nodes = sorted(nodes, key=lambda k: (k not in old, k))
-        return tuple(sorted(nodes[: lease.nodes]))
+    def _choose_nodes(self, lease: Lease, nodes: list[int], resuming: bool, at: int) -> tuple[int, ...]:
+        """Host selection of a BE lease starting at ``at`` on the usable ``nodes`` (ascending)."""
+        return self._select(HostRequest(lease, at, tuple(nodes), self.table,
+                                        previous=lease.last_nodes if resuming else ()))
+
+    def _select(self, request: HostRequest) -> tuple[int, ...]:
+        """The host-selection policy's nodes, checked: a policy that picks a node it was not offered
+        would overbook one; that is its author's bug, said plainly."""
+        chosen = tuple(sorted(self.config.host_selection.select(request)))
+        lease = request.lease
+        if len(chosen) != lease.nodes or len(set(chosen)) != len(chosen) or not set(chosen) <= set(
+                request.candidates):
+            raise ValueError(f"host selection {type(self.config.host_selection).__name__} gave lease "
+                             f"{lease.id} the nodes {list(chosen)}: it needs {lease.nodes} distinct nodes of "
+                             f"{list(request.candidates)}")
+        return chosen
 
     def _plan_be(self, lease: Lease, t: int, end: int, nodes: tuple[int, ...], resuming: bool,
                  shutdown: int) -> tuple[int, int, int, int, int] | None:
@@ -609,7 +624,12 @@ class LeaseScheduler:
         free = self.table.free_on(start, end, req)
         free_set = set(free)
         victims: dict[int, list[Reservation]] = {}
-        can_go = _preemptible_or_future_resume if self.config.preempt_future_resumptions else _preemptible
+        policy = self.config.preemption
+        movable = _preemptible_or_future_resume if self.config.preempt_future_resumptions else _preemptible
+
+        def can_go(rr: Reservation) -> bool:
+            return movable(rr) and policy.may_preempt(lease, rr.lease, start)
+
         for k in self.table.free_on(start, end, req, skip=can_go):
             if k not in free_set:
                 victims[k] = [self.rr[rr.lease.id] for rr in self.table.on_node(k)
@@ -619,13 +639,15 @@ class LeaseScheduler:
                                 f"on [{start}, {end})")
             return
         pooled = self.images.pooled_at(lease, start)
-        chosen = _ar_nodes(lease, free, victims, pooled)
+        chosen = self._select(HostRequest(lease, start, tuple(sorted([*free, *victims])), self.table,
+                                          victims={k: len(v) for k, v in victims.items()},
+                                          pooled=frozenset(pooled)))
         staged = self.images.stage_ar(lease, chosen, pooled, now) if self.config.transfers else None
         if staged is not None:
             self._reject(lease, staged)
             return
         preempt = {id(rr): rr for k in chosen if k in victims for rr in victims[k]}
-        for rr in _preemption_order(list(preempt.values())):
+        for rr in self._preemption_order(lease, list(preempt.values()), start):
             self._preempt(rr, start, now)
         shutdown = self.config.shutdown_time(lease)  # inside the AR's window (Haizea 1.0)
         if shutdown >= end - start:
@@ -647,9 +669,17 @@ class LeaseScheduler:
                                 f"[{now}, {until})")
             return
         vm_end = now + lease.remaining
-        self._place(lease, now, vm_end, now + lease.real_remaining, tuple(nodes[: lease.nodes]),
-                    shutdown_s=shutdown)
+        chosen = self._select(HostRequest(lease, now, tuple(nodes), self.table))
+        self._place(lease, now, vm_end, now + lease.real_remaining, chosen, shutdown_s=shutdown)
         self._emit("schedule", lease, now)
+
+    def _preemption_order(self, lease: Lease, victims: list[Reservation], at: int) -> list[Reservation]:
+        """The preemption policy's order of the victims, checked to be the same victims."""
+        order = list(self.config.preemption.order(lease, victims, at))
+        if len(order) != len(victims) or {id(rr) for rr in order} != {id(rr) for rr in victims}:
+            raise ValueError(f"preemption {type(self.config.preemption).__name__} ordered the victims of "
+                             f"lease {lease.id} into other reservations than it was given")
+        return order
 
     def _preempt(self, vm: Reservation, t: int, now: int) -> None:
         """Free ``vm``'s nodes from ``t`` on for an AR (spec §6.4)."""
@@ -689,20 +719,6 @@ class LeaseScheduler:
         lease.history.append((what, t))
         if self.on_event is not None:
             self.on_event(what, lease, t)
-
-
-def _ar_nodes(lease: Lease, free: list[int], victims: dict[int, list[Reservation]],
-              pooled: set[int]) -> tuple[int, ...]:
-    """Host selection for an AR: nodes needing no preemption first (ascending id; with reuse, those
-    with the image pooled first), then fewest preemptions (spec §6.2 step 2)."""
-    order = (sorted(free, key=lambda k: (k not in pooled, k))
-             + sorted(victims, key=lambda k: (len(victims[k]), k not in pooled, k)))
-    return tuple(sorted(order[: lease.nodes]))
-
-
-def _preemption_order(victims: list[Reservation]) -> list[Reservation]:
-    """The order an AR preempts its victims in: most recently submitted first (spec §6.2)."""
-    return sorted(victims, key=lambda rr: -rr.lease.submit)
 
 
 def _preemptible(rr: Reservation) -> bool:

@@ -50,7 +50,8 @@ from skylease.control.leases import (
     SchedulerConfig,
     Transfer,
 )
-from skylease.control.leases.config import HAIZEA10_KEYS
+from skylease.control.leases.config import HAIZEA10_KEYS, POLICY_KEYS
+from skylease.control.leases.policies import describe
 from skylease.control.leases.records import Event, Run, TransferRun, lease_events, lease_record
 from skylease.model.errors import UserError
 from skylease.runtime.leases.api import (
@@ -667,14 +668,19 @@ def _crash_point(value: str) -> tuple[str, int] | None:
 
 def _config_key(config: SchedulerConfig) -> str:
     """A configuration's identity (a journal replays only under the configuration it was made with).
-    Haizea 1.0's keys count only away from their defaults, so a database made before they existed
-    keeps its identity."""
+    Haizea 1.0's keys and the policies count only away from their defaults, so a database made
+    before they existed keeps its identity; a policy counts by its class and parameters."""
     import dataclasses
     import hashlib
 
-    shown = ", ".join(f"{f.name}={getattr(config, f.name)!r}" for f in dataclasses.fields(config)
-                      if f.name not in HAIZEA10_KEYS or getattr(config, f.name) != f.default)
-    return hashlib.sha256(f"{type(config).__name__}({shown})".encode()).hexdigest()[:16]
+    def shown(name: str, value: object) -> str:
+        return describe(value) if name in POLICY_KEYS else repr(value)
+
+    optional = (*HAIZEA10_KEYS, *POLICY_KEYS)
+    kept = [f.name for f in dataclasses.fields(config)
+            if f.name not in optional or getattr(config, f.name) != f.default]
+    fields = ", ".join(f"{name}={shown(name, getattr(config, name))}" for name in kept)
+    return hashlib.sha256(f"{type(config).__name__}({fields})".encode()).hexdigest()[:16]
 
 
 __all__ = ["CRASH_ENV", "LocalLeaseManager", "desired"]
