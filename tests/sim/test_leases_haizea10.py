@@ -8,9 +8,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from tests.cli_helpers import run
 
 from skylease.control.leases import (
     HAIZEA10_CONFIGURATIONS,
@@ -294,3 +296,18 @@ def test_the_lease_service_stops_a_lease_s_processes_during_its_shutdown():
     assert le.state is LeaseState.ACTIVE and desired(sched, le, 100) == ("none", ())
     sched.step(105)
     assert le.state is LeaseState.DONE and le.end == 105
+
+
+@pytest.mark.slow
+def test_30_days_of_blue_horizon_with_10_percent_ars_under_haizea10_take_under_a_minute(capsys, shared_data):
+    """Issue 22's speed target (benchmarks/bench_haizea10.py; Haizea 1.0 itself: 1,964 s): the
+    command as a user types it, suspension and resumption on, every lease to its end."""
+    argv = ["leases", "simulate", "--workload", shared_data / "swf" / "blue_30days.swf", "--inject",
+            shared_data / "lwf" / "injected" / "30days" / "work_10-dur_2h-size_2medium.lwf",
+            "--config", "haizea-1.0"]
+    t0 = time.perf_counter()
+    code, out, err = run(capsys, *argv)
+    elapsed = time.perf_counter() - t0
+    assert code == 0, err
+    assert "under haizea-1.0" in out
+    assert elapsed < 60, f"{elapsed:.1f} s"
