@@ -229,3 +229,19 @@ def test_the_lease_service_identity_counts_a_policy_by_class_and_parameters(tmp_
     assert _config_key(load_config(path).scheduler) == _config_key(load_config(path).scheduler) != default
     other = _config(site, "d.toml", ADMISSION.replace("4", "5"))
     assert _config_key(load_config(other).scheduler) != _config_key(load_config(path).scheduler)
+
+
+def test_the_lease_service_gets_the_policies_of_its_scheduler_file(capsys, site):
+    """`skylease serve --scheduler FILE` builds its manager from the same loader: the site's
+    policies reach the real lease manager, and a bad one stops the server before it starts."""
+    from skylease.model.errors import UserError
+    from skylease.service.server import _local_parts, load_serve_config
+
+    good = _config(site, "good.toml", ADMISSION + PACKING)
+    scheduler, _ = _local_parts(load_serve_config(None, scheduler=str(good)))
+    assert type(scheduler.admission).__name__ == "NoLongARs" and scheduler.admission.max_hours == 4
+    assert type(scheduler.host_selection).__name__ == "PackNodes"
+    bad = _config(site, "bad.toml", ADMISSION.replace("NoLongARs", "Nope"))
+    with pytest.raises(UserError) as e:
+        _local_parts(load_serve_config(None, scheduler=str(bad)))
+    assert (str(e.value.file), e.value.line, e.value.field) == (str(bad), 4, "policies.admission.class")
