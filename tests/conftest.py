@@ -1,4 +1,5 @@
-"""Shared fixtures. Real data sets are reached only through ``shared_data``."""
+"""Shared fixtures. Real data sets (and the oracles beside them) are reached only through
+``shared_data``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,16 @@ def shared_data() -> Path:
     path = ROOT.parent / "shared" / "data"
     if not path.is_dir():
         pytest.skip(f"real data not available: {path} is missing (see docs/howto/data.md)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_oracles(shared_data: Path) -> Path:
+    """Reference results of other programs in ``../shared/oracles``, beside the real data (skips
+    when that folder is absent)."""
+    path = shared_data.parent / "oracles"
+    if not path.is_dir():
+        pytest.skip(f"oracles not available: {path} is missing")
     return path
 
 

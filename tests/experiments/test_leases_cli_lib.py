@@ -72,9 +72,13 @@ def test_toml_errors_name_file_line_and_key(tmp_path, text, line, key, needle):
 def test_the_file_schema_has_every_scheduler_field():
     from dataclasses import fields
 
-    from skylease.experiments.leases import EXTRA_KEYS, LeaseConfigFile
+    from skylease.control.leases.config import POLICY_KEYS
+    from skylease.experiments.leases import EXTRA_KEYS, LeaseConfigFile, PoliciesSection
 
-    assert set(LeaseConfigFile.model_fields) == {f.name for f in fields(SchedulerConfig)} | set(EXTRA_KEYS)
+    # the policies are the tables of [policies] (a class name and its parameters), not plain keys
+    scheduler = {f.name for f in fields(SchedulerConfig)}
+    assert set(LeaseConfigFile.model_fields) == scheduler - set(POLICY_KEYS) | set(EXTRA_KEYS)
+    assert set(PoliciesSection.model_fields) == set(POLICY_KEYS)
 
 
 def test_a_misspelt_key_names_the_nearest(tmp_path):

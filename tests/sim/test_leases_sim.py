@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skylease.control.leases import (
+    NAMED_CONFIGURATIONS,
     Lease,
     LeaseKind,
     LeaseScheduler,
@@ -68,6 +69,13 @@ def test_novm_nosr_baseline_is_the_papers_exactly(blue):
     assert all(le.state is LeaseState.DONE and le.end is not None for le in leases)
     s = run.summary()
     assert s["best_effort_leases"] == 5108 and s["mean_wait_s"] > 0 and s["mean_bounded_slowdown"] >= 1
+
+
+def _config(name: str) -> SchedulerConfig:
+    """A :class:`SchedulerConfig` preset (``novm_sr``) or a named configuration (``haizea-1.0``)."""
+    if name.startswith("haizea"):
+        return NAMED_CONFIGURATIONS[name.upper()][0]
+    return getattr(SchedulerConfig, name)()
 
 
 def _be(i: int, submit: int, nodes: int, dur: int, real: int | None = None) -> Lease:
@@ -171,7 +179,8 @@ def test_ars_start_exactly_on_time_and_capacity_holds(n_nodes, specs):
         min_size=1,
         max_size=20,
     ),
-    st.sampled_from(["novm_sr", "vm_predeploy", "vm_mult", "vm_reuse"]),
+    st.sampled_from(["novm_sr", "vm_predeploy", "vm_mult", "vm_reuse", "haizea-1.0", "haizea-1.0-transfers",
+                     "haizea-1.0-transfers-reuse"]),
 )
 def test_with_suspension_capacity_holds_ars_are_on_time_and_be_work_is_done_once(n_nodes, specs, config):
     leases = []
@@ -179,11 +188,12 @@ def test_with_suspension_capacity_holds_ars_are_on_time_and_be_work_is_done_once
         k = min(k, n_nodes)
         real = max(1, int(d * f))
         leases.append(_ar(i, submit, submit + lead, k, d) if is_ar else _be(i, submit, k, d, real))
-    cfg = getattr(SchedulerConfig, config)()
+    cfg = _config(config)
     assign_images(leases, "uniform", len(specs), n_images=2)
     run = simulate_leases(leases, n_nodes, config=cfg)  # the simulated enactment checks capacity
-    for t in sorted({r.start for r in run.runs}):  # every run (VM, suspend, resume) holds whole nodes
-        assert sum(len(r.nodes) for r in run.runs if r.start <= t < r.stop) <= n_nodes
+    held = [r for r in run.runs if r.kind != "migrate"]  # (a migration reserves no node)
+    for t in sorted({r.start for r in held}):  # every run (VM, suspend, resume, shutdown) holds whole nodes
+        assert sum(len(r.nodes) for r in held if r.start <= t < r.stop) <= n_nodes
     for le in leases:
         vm = [r for r in run.runs if r.lease == le.id and r.kind == "vm"]
         if le.kind is LeaseKind.ADVANCE_RESERVATION:
@@ -191,19 +201,23 @@ def test_with_suspension_capacity_holds_ars_are_on_time_and_be_work_is_done_once
                 assert le.first_start in (None, le.start)
                 assert le.end in (None, le.start + cfg.planned(le.duration))
             continue
+        shutdown = cfg.shutdown_time(le)  # (Haizea 1.0: after a normal end)
         assert le.state is LeaseState.DONE and sum(1 for w, _ in le.history if w == "end") == 1
-        assert le.first_start is not None and le.first_start >= le.submit and vm[-1].stop == le.end
+        assert le.first_start is not None and le.first_start >= le.submit
+        assert le.end in (vm[-1].stop, vm[-1].stop + shutdown)
         work = sum(r.stop - r.start for r in vm)
         if any(w == "preempt" for w, _ in le.history):  # a cancelled run loses its work
-            assert work >= cfg.planned(le.real_duration)
-        else:  # suspended runs add up to the lease's actual run time (with VM overheads) exactly
-            assert work == cfg.planned(le.real_duration)
+            assert work >= cfg.planned(le.real_duration) - shutdown
+        else:  # suspended runs add up to the lease's actual run time (with VM overheads) exactly;
+            # Haizea 1.0 ends a run early rather than suspend it when only its shutdown does not fit
+            assert cfg.planned(le.real_duration) - shutdown <= work <= cfg.planned(le.real_duration)
         suspends = [r for r in run.runs if r.lease == le.id and r.kind == "suspend"]
         resumes = [r for r in run.runs if r.lease == le.id and r.kind == "resume"]
-        # every suspension takes 21 s and is followed by a whole resumption; an AR may cancel a
-        # resumption under way, or the run after it, and the lease then resumes again
-        assert all(r.stop - r.start == 21 for r in suspends)
-        whole = len([r for r in resumes if r.stop - r.start == 21])
+        # every suspension takes its time (21 s in the 2008 configurations) and is followed by a
+        # whole resumption; an AR may cancel a resumption under way, or the run after it, and the
+        # lease then resumes again
+        assert all(r.stop - r.start == cfg.suspend_s(le, r.nodes) for r in suspends)
+        whole = len([r for r in resumes if r.stop - r.start == cfg.resume_s(le, r.nodes)])
         preempts = sum(1 for w, _ in le.history if w == "preempt")
         assert len(suspends) <= whole <= len(suspends) + preempts
         assert len(resumes) <= len(suspends) + preempts
@@ -218,7 +232,8 @@ def test_with_suspension_capacity_holds_ars_are_on_time_and_be_work_is_done_once
         min_size=5,
         max_size=40,
     ),
-    st.sampled_from(["novm_nosr", "novm_sr", "vm_predeploy", "vm_mult", "vm_reuse", "conservative"]),
+    st.sampled_from(["novm_nosr", "novm_sr", "vm_predeploy", "vm_mult", "vm_reuse", "conservative",
+                     "haizea-1.0", "haizea-1.0-transfers", "haizea-1.0-transfers-reuse"]),
 )
 def test_pruning_dominated_fits_changes_no_decision(n_nodes, specs, config):
     """A queue pass skips a lease that asks for at least the nodes and time of one that could not
@@ -233,7 +248,7 @@ def test_pruning_dominated_fits_changes_no_decision(n_nodes, specs, config):
         assign_images(leases, "uniform", len(specs), n_images=2)
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(LeaseScheduler, "prune_dominated", prune)
-            run = simulate_leases(leases, n_nodes, config=getattr(SchedulerConfig, config)())
+            run = simulate_leases(leases, n_nodes, config=_config(config))
         histories.append(([(le.id, le.state, le.history) for le in leases], run.runs))
     assert histories[0] == histories[1]
 
@@ -332,14 +347,15 @@ def _scenario(shared_data, name: str, config: str,
     w = read_xml_lwf(shared_data / "lwf" / "scenarios" / f"{name}.lwf")
     leases = xml_leases(w.requests)
     run = simulate_leases(leases, w.n_nodes or 1, capacity=site_capacity(w.node_resources),
-                          config=getattr(SchedulerConfig, config)(), until=until)
+                          config=_config(config), until=until)
     return leases, run
 
 
 # no transfer (no VM; VMs with the image predeployed), transfer, transfer + reuse
-@pytest.mark.parametrize("config", ["novm_nosr", "novm_sr", "vm_predeploy", "vm_mult", "vm_reuse"])
+@pytest.mark.parametrize("config", ["novm_nosr", "novm_sr", "vm_predeploy", "vm_mult", "vm_reuse",
+                                    "haizea-1.0", "haizea-1.0-transfers", "haizea-1.0-transfers-reuse"])
 def test_every_xml_scenario_runs(shared_data, config):
-    cfg = getattr(SchedulerConfig, config)()
+    cfg = _config(config)
     for f in sorted((shared_data / "lwf" / "scenarios").glob("*.lwf")):
         leases, run = _scenario(shared_data, f.stem, config, until="all")
         assert run.summary()["ar_rejected"] == 0, f.name

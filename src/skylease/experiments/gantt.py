@@ -90,7 +90,7 @@ def gantt_chart(run: LeaseRun, n_nodes: int, path: str | Path, *, title: str = "
     vm = [r for r in run.runs if r.kind == "vm"]
     be = [r for r in vm if kind.get(r.lease) is not LeaseKind.ADVANCE_RESERVATION]
     ar = [r for r in vm if kind.get(r.lease) is LeaseKind.ADVANCE_RESERVATION]
-    sr = [r for r in run.runs if r.kind != "vm"]
+    sr = [r for r in run.runs if r.kind in ("suspend", "resume", "shutdown")]  # (a migration holds no node)
     height = min(9.0, 1.6 + 0.45 * n_nodes) if n_nodes <= 16 else 9.0
     fig, ax = plt.subplots(figsize=(12 if small else 16, height), layout="constrained")
     edge = "white" if small else "none"
@@ -134,7 +134,8 @@ def gantt_chart(run: LeaseRun, n_nodes: int, path: str | Path, *, title: str = "
     ax.set_title(title or "lease Gantt chart", loc="left", fontsize=11)
     handles = [Patch(fc=palette[0], ec="none", label="VM run (one color per lease, cycling)"),
                Patch(fc="0.85", ec="0.15", hatch="////", label="advance reservation (hatched)"),
-               Patch(fc=tuple(c * 0.35 for c in palette[0][:3]), ec="black", label="suspension / resumption"),
+               Patch(fc=tuple(c * 0.35 for c in palette[0][:3]), ec="black",
+                     label="suspension / resumption / shutdown"),
                *([Patch(fc="none", ec="none", label="numbers: lease ids")] if small else [])]
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False, fontsize=9)
 

@@ -13,10 +13,14 @@ trace (ids after the workload's). A workload without a site runs on the paper's 
 nodes of 1 CPU and 1,024 MB. Leases without a VM image get one drawn (uniform or skewed, spec
 §8.3) when the configuration moves images; XML leases keep their own.
 
-The configuration is one of the paper's six by name (:data:`PAPER_CONFIGURATIONS`) or a TOML
-file: :class:`SchedulerConfig` fields, plus ``base`` (a configuration to start from), ``images``
-and ``seed`` (the image draw). Every accepted lease is simulated to its end (not only until the
-best-effort work is done, as the paper's metrics do; the metrics are the same).
+The configuration is one of the paper's six or Haizea 1.0's three by name
+(:data:`NAMED_CONFIGURATIONS`) or a TOML file: :class:`SchedulerConfig` fields, plus ``base`` (a
+configuration to start from), ``images`` and ``seed`` (the image draw), and a ``[policies.KIND]``
+table per pluggable policy (``admission``, ``preemption``, ``host_selection``): ``class`` (a
+built-in name or ``"module:Class"``) and the class's keyword parameters, resolved when the file is
+read (:func:`skylease.control.leases.policies.load_policy`). Every accepted lease is
+simulated to its end (not only until the best-effort work is done, as the paper's metrics do; the
+metrics are the same).
 """
 
 from __future__ import annotations
@@ -27,17 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from skylease.control.leases import (
     BLUE_HORIZON_NODE,
-    PAPER_CONFIGURATIONS,
+    NAMED_CONFIGURATIONS,
     Lease,
     LeaseState,
     ResourceTuple,
     SchedulerConfig,
 )
-from skylease.control.leases.config import configuration_key
+from skylease.control.leases.config import POLICY_KEYS, configuration_key
+from skylease.control.leases.policies import PolicyError, load_policy
 from skylease.control.leases.records import KIND_NAMES, lease_events, lease_record
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, load_toml
@@ -76,22 +81,40 @@ class LeaseConfig:
 
 
 def load_config(spec: str | Path | None = None) -> LeaseConfig:
-    """One of the paper's six configurations by name (case-insensitive), or a TOML file."""
+    """One of the paper's six or Haizea 1.0's three configurations by name (case-insensitive), or a
+    TOML file."""
     if spec is None:
         spec = DEFAULT_CONFIG
     key = configuration_key(str(spec))
-    if key in PAPER_CONFIGURATIONS:
-        cfg, images = PAPER_CONFIGURATIONS[key]
-        return LeaseConfig(key, cfg, images)
+    if key in NAMED_CONFIGURATIONS:
+        cfg, images = NAMED_CONFIGURATIONS[key]
+        return LeaseConfig(key.lower() if key.startswith("HAIZEA") else key, cfg, images)
     path = Path(spec)
     if path.suffix.lower() == ".toml" or path.exists():
         return _load_toml(path)
-    raise UserError(f"unknown configuration {str(spec)!r}: one of {', '.join(PAPER_CONFIGURATIONS)}, "
+    raise UserError(f"unknown configuration {str(spec)!r}: one of {', '.join(NAMED_CONFIGURATIONS)}, "
                     "or a .toml file", field="--config")
 
 
 _NonNegInt = Annotated[int, Field(ge=0)]
 _NonNeg = Annotated[float, Field(ge=0)]
+
+
+class PolicySpec(FileModel):
+    """``[policies.KIND]``: ``class`` (a built-in name or ``"module:Class"``) and the keyword
+    parameters the class is built with (any other key)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    class_: Annotated[str, Field(alias="class", min_length=1)]
+
+
+class PoliciesSection(FileModel):
+    """``[policies]``: one table per pluggable policy (:mod:`skylease.control.leases.policies`)."""
+
+    admission: PolicySpec | None = None
+    preemption: PolicySpec | None = None
+    host_selection: PolicySpec | None = None
 
 
 class LeaseConfigFile(FileModel):
@@ -116,25 +139,54 @@ class LeaseConfigFile(FileModel):
     piggyback: bool | None = None
     reuse: bool | None = None
     pool_mb: _NonNegInt | None = None
+    enactment_overhead_s: _NonNegInt | None = None
+    override_suspend_s: _NonNegInt | None = None
+    override_resume_s: _NonNegInt | None = None
+    resume_rate: Annotated[float, Field(gt=0)] | None = None
+    suspendresume_exclusion: Literal["none", "local", "global"] | None = None
+    shutdown_s: _NonNegInt | None = None
+    threshold: Literal["2008", "1.0"] | None = None
+    backfill_release: Literal["end", "start"] | None = None
+    transfer_link: Literal["two-channels", "one-link"] | None = None
+    premature_end: Literal["slide", "reschedule"] | None = None
+    migration_reservations: bool | None = None
+    stop_when: Literal["besteffort", "all"] | None = None
+    policies: PoliciesSection | None = None
+
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _threshold_as_text(cls, v: object) -> object:
+        # `threshold = 1.0` or `2008` unquoted means the same as the quoted names
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return {2008: "2008", 1.0: "1.0"}.get(v, v)
+        return v
 
     @field_validator("base")
     @classmethod
-    def _paper_configuration(cls, base: str) -> str:
-        if configuration_key(base) not in PAPER_CONFIGURATIONS:
-            raise ValueError(f"must be one of {', '.join(PAPER_CONFIGURATIONS)}, got {base!r}")
+    def _named_configuration(cls, base: str) -> str:
+        if configuration_key(base) not in NAMED_CONFIGURATIONS:
+            raise ValueError(f"must be one of {', '.join(NAMED_CONFIGURATIONS)}, got {base!r}")
         return configuration_key(base)
 
 
 #: The keys of a configuration file that are not :class:`SchedulerConfig` fields.
-EXTRA_KEYS = ("base", "images", "seed")
+EXTRA_KEYS = ("base", "images", "seed", "policies")
 
 
 def _load_toml(path: Path) -> LeaseConfig:
-    spec, _ = load_toml(path, LeaseConfigFile)
-    cfg, images = PAPER_CONFIGURATIONS[spec.base]
+    spec, keys = load_toml(path, LeaseConfigFile)
+    cfg, images = NAMED_CONFIGURATIONS[spec.base]
     if spec.images is not None:
         images = None if spec.images == "none" else spec.images
-    changes = spec.model_dump(exclude_none=True, exclude=set(EXTRA_KEYS))
+    changes: dict[str, Any] = spec.model_dump(exclude_none=True, exclude=set(EXTRA_KEYS))
+    for kind in POLICY_KEYS:  # imported and built now: a mistake is said before any simulation
+        p = getattr(spec.policies, kind, None) if spec.policies is not None else None
+        if p is None:
+            continue
+        try:
+            changes[kind] = load_policy(kind, p.class_, p.model_extra)
+        except PolicyError as e:
+            raise keys.error(str(e), "policies", kind, e.param or "class") from None
     try:
         cfg = cfg.with_(**changes)
     except ValueError as e:  # the config's own checks
@@ -279,7 +331,7 @@ def lease_timeline(records: list[dict[str, Any]]) -> list[str]:
 
 
 _TIMELINE = {"start": "runs", "preempt": "preempted", "suspend": "suspends", "resume": "resumes",
-             "migrate": "migrates", "transfer": "image", "reject": "rejected"}
+             "migrate": "migrates", "transfer": "image", "reject": "rejected", "shutdown": "shuts down"}
 
 
 def _step(ev: dict[str, Any]) -> str:

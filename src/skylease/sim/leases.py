@@ -189,6 +189,9 @@ def simulate_leases(leases: Sequence[Lease], n_nodes: int = BLUE_HORIZON_NODES, 
     ``max_reservations``) sets the backfilling."""
     if until not in ("best-effort", "all"):
         raise ValueError(f"until must be 'best-effort' or 'all', got {until!r}")
+    stop_at_all = config is not None and config.stop_when == "all"
+    if stop_at_all:  # Haizea 1.0's stop-when all-leases-done: all-best-effort is the stop time
+        until = "all"
     t0 = time.perf_counter()
     order = sorted(leases, key=lambda le: (le.submit, le.id))  # stable: trace order on ties
     enact = SimulatedEnactment([capacity] * n_nodes)
@@ -228,5 +231,6 @@ def simulate_leases(leases: Sequence[Lease], n_nodes: int = BLUE_HORIZON_NODES, 
     kernel.schedule(0, tick)
     kernel.run()
     done_be = [le.end for le in sched.completed if le.kind is LeaseKind.BEST_EFFORT and le.end is not None]
-    return LeaseRun(list(leases), max(done_be, default=0), clip_time(leases), ticks,
+    all_best_effort = int(kernel.now) if stop_at_all and done_be else max(done_be, default=0)
+    return LeaseRun(list(leases), all_best_effort, clip_time(leases), ticks,
                     time.perf_counter() - t0, enact.runs, log, transfers)

@@ -5,7 +5,13 @@ the scheduler's commands out on simulated nodes now; a real enactment can drive 
 scheduler later.
 """
 
-from skylease.control.leases.config import PAPER_CONFIGURATIONS, SchedulerConfig, paper_configuration
+from skylease.control.leases.config import (
+    HAIZEA10_CONFIGURATIONS,
+    NAMED_CONFIGURATIONS,
+    PAPER_CONFIGURATIONS,
+    SchedulerConfig,
+    paper_configuration,
+)
 from skylease.control.leases.enact import Enactment, NullEnactment
 from skylease.control.leases.images import ImagePool, ImagePools, Transfer, TransferState, edf_times
 from skylease.control.leases.lease import (
@@ -24,6 +30,8 @@ from skylease.control.leases.slottable import AvailabilityWindow, SlotTable
 
 __all__ = [
     "BLUE_HORIZON_NODE",
+    "HAIZEA10_CONFIGURATIONS",
+    "NAMED_CONFIGURATIONS",
     "NO_RESOURCES",
     "PAPER_CONFIGURATIONS",
     "AvailabilityWindow",

@@ -71,6 +71,8 @@ class RRKind(StrEnum):
     SUSPEND = "suspend"
     RESUME = "resume"
     TRANSFER = "transfer"
+    SHUTDOWN = "shutdown"  # after a normal end (Haizea 1.0's shutdown reservations)
+    MIGRATE = "migrate"  # memory (and image) moving to the resumption's nodes (1.0); reserves nothing
 
 
 @dataclass(eq=False)
@@ -148,9 +150,22 @@ class Reservation:
     state: LeaseState = LeaseState.SCHEDULED
     kind: RRKind = RRKind.VM
     usage: ResourceTuple = field(default=ResourceTuple())
-    # a VM RR's companions: the resumption before it and the planned suspension after it
+    # a VM RR's companions: the migration and resumption before it, the planned suspension or
+    # shutdown after it
     resume: Reservation | None = field(default=None, repr=False)
     suspend: Reservation | None = field(default=None, repr=False)
+    shutdown: Reservation | None = field(default=None, repr=False)
+    migrate: Reservation | None = field(default=None, repr=False)
+
+    def parts(self) -> tuple[Reservation, ...]:
+        """A VM RR's plan in time order: migration, resumption, the VM, suspension or shutdown."""
+        return tuple(p for p in (self.migrate, self.resume, self, self.suspend, self.shutdown)
+                     if p is not None)
+
+    @property
+    def final_end(self) -> int:
+        """When the plan leaves its nodes (the end of its suspension or shutdown, else its own)."""
+        return (self.suspend or self.shutdown or self).end
 
     @property
     def preemptible(self) -> bool:

@@ -2,12 +2,16 @@
 
 :class:`ImagePreparation` keeps the two transfer channels (BE: FIFO, as soon as possible; AR: EDF,
 as late as the deadlines allow), which leases wait for which transfer, and the per-node image
-pools. The scheduler asks it when a lease's nodes can be ready (Step A) and tells it where leases
-were placed (Step E); transfers appear in the slot table as change points only.
+pools. With ``transfer_link = "one-link"`` (Haizea 1.0) both kinds share one link: a BE transfer
+takes the first hole long enough from now on, an AR transfer the latest hole that ends by its
+deadline, and a transfer once scheduled never moves. The scheduler asks it when a lease's nodes can
+be ready (Step A) and tells it where leases were placed (Step E); transfers appear in the slot
+table as change points only.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 from skylease.control.leases.config import SchedulerConfig
@@ -63,10 +67,12 @@ class ImagePreparation:
 
     def drop(self, lid: int) -> None:
         """The lease no longer needs its transfers (one with no users left and not started is
-        deleted) nor its pool references."""
+        deleted; on Haizea 1.0's one link, also one under way) nor its pool references."""
+        one_link = self.config.transfer_link == "one-link"
         for tr in self._uses.pop(lid, ()):
             tr.users.pop(lid, None)
-            if not tr.users and tr.state is TransferState.SCHEDULED:
+            if not tr.users and (tr.state is TransferState.SCHEDULED
+                                 or (one_link and tr.state is TransferState.ACTIVE)):
                 (self.fifo if tr.deadline is None else self.edf).remove(tr)
                 self.table.remove_marker(tr.start, tr.end)
         self.ready.pop(lid, None)
@@ -74,19 +80,26 @@ class ImagePreparation:
             self.pools.release(k, image, lid)
 
     # -- best-effort leases -----------------------------------------------------------------------------
-    def next_fifo(self, now: int) -> int:
-        """When the BE channel is free: the end of its last transfer not done, or now."""
+    def next_fifo(self, now: int, duration: int = 0) -> int:
+        """When a BE transfer of ``duration`` can start: when the BE channel is free (the end of its
+        last transfer not done, or now); on the one link, Haizea 1.0's ``__get_next_transfer_slot``."""
+        if self.config.transfer_link == "one-link":
+            return next_slot(self.link(), now, duration)
         # each transfer starts when the one before it ends, so the last one ends last
         return max(now, self.fifo[-1].end) if self.fifo else now
+
+    def link(self) -> list[Transfer]:
+        """Every transfer not done, by start (both kinds: Haizea 1.0's one link)."""
+        return sorted((*self.fifo, *self.edf), key=lambda tr: tr.start)
 
     def earliest(self, lease: Lease, now: int) -> tuple[Points, Transfer | None, set[int]]:
         """Step A/B for a new lease: its first start points, the scheduled transfer of its image it
         can join (piggyback), and the nodes whose pool holds its image."""
         cfg, img = self.config, lease.image or ""
-        base = self.next_fifo(now) + cfg.transfer_s(lease)
+        base = self.next_fifo(now, cfg.transfer_s(lease)) + cfg.transfer_s(lease)
         piggy = None
         if cfg.piggyback:
-            for tr in self.fifo:
+            for tr in self.fifo if cfg.transfer_link == "two-channels" else self.link():
                 if tr.state is TransferState.SCHEDULED and tr.image == img and now < tr.end < base:
                     base, piggy = tr.end, tr
         pool_nodes = set(self.pools.nodes_with(img)) if self.pools else set()
@@ -105,7 +118,7 @@ class ImagePreparation:
             self.ready[lease.id] = now
             return
         if piggy is None:
-            start = self.next_fifo(now)
+            start = self.next_fifo(now, cfg.transfer_s(lease))
             piggy = Transfer(img, start, start + cfg.transfer_s(lease), size_mb=cfg.image_mb(lease))
             self.fifo.append(piggy)
             self.table.add_marker(piggy.start, piggy.end)
@@ -127,6 +140,12 @@ class ImagePreparation:
         if not must:
             return None
         dur = self.config.transfer_s(lease)
+        if self.config.transfer_link == "one-link":
+            a = last_slot(self.link(), lease.start, dur)
+            if a < now:  # (Haizea 1.0 would book it in the past; we reject)
+                return f"its image ({dur} s to transfer) cannot reach its nodes by its start {lease.start}"
+            self._add_ar_transfer(lease, must, a, a + dur)
+            return None
         t0 = max([now, *(tr.end for tr in self.edf if tr.state is TransferState.ACTIVE)])
         pending = [tr for tr in self.edf if tr.state is TransferState.SCHEDULED]
         times = edf_times(pending, dur, lease.start, t0)
@@ -137,14 +156,17 @@ class ImagePreparation:
                 self.table.remove_marker(tr.start, tr.end)
                 tr.start, tr.end = a, b
                 self.table.add_marker(a, b)
-        a, b = times[-1]
+        self._add_ar_transfer(lease, must, *times[-1])
+        return None
+
+    def _add_ar_transfer(self, lease: Lease, must: set[int], a: int, b: int) -> None:
+        assert lease.start is not None
         tr = Transfer(lease.image or "", a, b, deadline=lease.start, users={lease.id: must},
                       size_mb=self.config.image_mb(lease))
         self.edf.append(tr)
         self.table.add_marker(a, b)
         self._uses[lease.id] = [tr]
         self.ready[lease.id] = b
-        return None
 
     def pin(self, lease: Lease, nodes: tuple[int, ...], pooled: set[int], end: int) -> None:
         """Reference the pooled copies an AR uses, valid until it ends (spec §6.7 [R])."""
@@ -152,3 +174,27 @@ class ImagePreparation:
         for k in nodes:
             if k in pooled and self.pools.add(k, img, self.config.image_mb(lease), lease.id, end):
                 self._pooled.setdefault(lease.id, []).append((img, k))
+
+
+def next_slot(link: list[Transfer], now: int, duration: int) -> int:
+    """Haizea 1.0's ``__get_next_transfer_slot`` on ``link`` (by start): now if the transfer ends
+    before the first one starts, else the end of the first transfer followed by a hole long
+    enough, else the end of the last one."""
+    if not link or now + duration <= link[0].start:
+        return now
+    for a, b in itertools.pairwise(link):
+        if b.start - a.end >= duration:
+            return a.end
+    return link[-1].end
+
+
+def last_slot(link: list[Transfer], deadline: int, duration: int) -> int:
+    """Haizea 1.0's ``__get_last_transfer_slot`` on ``link`` (by start): the latest start that ends
+    by ``deadline`` after the last transfer, else in the latest hole long enough, else before the
+    first transfer."""
+    if not link or link[-1].end + duration <= deadline:
+        return deadline - duration
+    for i in range(len(link) - 1, 0, -1):
+        if link[i].start - link[i - 1].end >= duration:
+            return link[i].start - duration
+    return link[0].start - duration

@@ -18,7 +18,7 @@ class Run(NamedTuple):
     """One reservation carried out: a VM run, a suspension or a resumption (a Gantt chart's bar)."""
 
     lease: int
-    kind: str  # "vm", "suspend", "resume"
+    kind: str  # "vm", "suspend", "resume", "shutdown", "migrate"
     start: int
     stop: int
     nodes: tuple[int, ...]
@@ -48,18 +48,21 @@ class TransferRun(NamedTuple):
 
 KIND_NAMES = {LeaseKind.BEST_EFFORT: "best-effort", LeaseKind.ADVANCE_RESERVATION: "advance-reservation",
               LeaseKind.IMMEDIATE: "immediate"}
-_RUN_KIND = {"start": "vm", "resume": "resume", "suspend": "suspend"}
+_RUN_KIND = {"start": "vm", "resume": "resume", "suspend": "suspend", "shutdown": "shutdown",
+             "migrate": "migrate"}
 
 
 def lease_events(log: Iterable[Event], runs: Iterable[Run],
                  transfers: Iterable[TransferRun] = ()) -> dict[int, list[dict[str, Any]]]:
     """Each lease's events, in time order: the scheduler's (``time`` is when it happened;
     ``planned_start`` for schedule/reserve/slideback), with the nodes and end (``until``) of each run,
-    suspension and resumption; ``migrate`` where a lease resumes on other nodes than it was
-    suspended on; ``transfer`` for each image transfer it waited for."""
+    suspension, resumption and shutdown; ``migrate`` where a lease resumes on other nodes than it
+    was suspended on (at the start of its migration reservation where it has one, else at the
+    resumption); ``transfer`` for each image transfer it waited for."""
     by_start = {(r.lease, r.kind, r.start): r for r in runs}
     out: dict[int, list[dict[str, Any]]] = {}
     suspended_on: dict[int, tuple[int, ...]] = {}
+    migrated: set[int] = set()  # leases whose migration was reserved (and so has its own event)
     for e in log:
         rec: dict[str, Any] = {"time": e.now, "event": e.what}
         evs = out.setdefault(e.lease, [])
@@ -72,6 +75,11 @@ def lease_events(log: Iterable[Event], runs: Iterable[Run],
                 rec["nodes"], rec["until"] = list(r.nodes), r.stop
                 if e.what == "suspend":
                     suspended_on[e.lease] = r.nodes
+                elif e.what == "migrate":
+                    rec["from"], rec["to"] = list(suspended_on.get(e.lease, ())), list(r.nodes)
+                    migrated.add(e.lease)
+                elif e.what == "resume" and e.lease in migrated:
+                    migrated.discard(e.lease)
                 elif e.what == "resume" and suspended_on.get(e.lease, r.nodes) != r.nodes:
                     evs.append({"time": e.at, "event": "migrate", "from": list(suspended_on[e.lease]),
                                 "to": list(r.nodes)})

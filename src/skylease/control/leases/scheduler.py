@@ -47,9 +47,18 @@ are the 2008 code's, as the spec resolves them:
   destination pools (reference counted, LRU eviction). Slideback never moves a lease before its
   image is there. Transfers are change points of the slot table but reserve no node capacity.
 
+**Haizea 1.0** (the released code, :mod:`skylease.control.leases.config`): shutdown reservations
+after a normal end (:attr:`Reservation.shutdown`), suspend/resume times with enactment overhead and
+exclusion, migration reservations after the suspension (:attr:`Reservation.migrate`), one transfer
+link with latest-slot AR transfers, the future reservation freed at the reserved VM's start, and
+after a premature end every future reservation scheduled again from scratch
+(:meth:`LeaseScheduler._reschedule_future`), each behind its key (2008 by default). Admission,
+preemption (which leases an AR may preempt, in which order) and host selection are 1.0's pluggable
+policies (:mod:`skylease.control.leases.policies`, the configuration's ``admission``,
+``preemption`` and ``host_selection``); the defaults are the rules above.
+
 Not yet: transfers are not passed to the :class:`Enactment` (the simulator needs only their
-times); the paper-strict variants (one shared repository channel, migration charged only when the
-nodes change) are not options yet.
+times); migration charged only when the nodes change (the paper-strict variant) is not an option.
 
 The scheduler never reads a clock: the caller (the simulator now, a real enactment later) calls
 :meth:`LeaseScheduler.step` at each event time and asks :meth:`next_event` for the next one.
@@ -57,6 +66,7 @@ The scheduler never reads a clock: the caller (the simulator now, a real enactme
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from skylease.control.leases.config import SchedulerConfig
@@ -64,6 +74,7 @@ from skylease.control.leases.enact import Enactment, NullEnactment
 from skylease.control.leases.images import Transfer
 from skylease.control.leases.lease import (
     BLUE_HORIZON_NODE,
+    NO_RESOURCES,
     Lease,
     LeaseKind,
     LeaseState,
@@ -71,6 +82,7 @@ from skylease.control.leases.lease import (
     ResourceTuple,
     RRKind,
 )
+from skylease.control.leases.policies import HostRequest
 from skylease.control.leases.preparation import ImagePreparation
 from skylease.control.leases.slottable import SlotTable
 
@@ -106,6 +118,7 @@ class LeaseScheduler:
         self.on_event = on_event
         self.images = ImagePreparation(config, self.table)  # transfers and pools
         self._consts: dict[int, tuple] = {}  # lease id -> per-node request and overheads (_fit_be)
+        self._suspended_at: dict[int, int] = {}  # lease id -> when its last suspension ended
 
     # -- requests -----------------------------------------------------------------------------------
     def submit(self, lease: Lease) -> None:
@@ -127,6 +140,10 @@ class LeaseScheduler:
         if lease.kind is LeaseKind.ADVANCE_RESERVATION and (lease.start is None
                                                                 or lease.start < lease.submit):
             self._reject(lease, "its start time is before its submission (in the past)")
+            return
+        refused = self.config.admission.admit(lease, lease.submit)
+        if refused is not None:
+            self._reject(lease, str(refused))
             return
         # plan with the VM overheads of the configuration (none without VMs, spec §5)
         lease.remaining = self.config.planned(lease.duration)
@@ -151,8 +168,7 @@ class LeaseScheduler:
             self.queue.remove(lease)
         if lease.id in self.rr:
             vm = self.rr[lease.id]
-            parts = (vm.resume, vm, vm.suspend)
-            was_running = any(p is not None and p.state is LeaseState.ACTIVE for p in parts)
+            was_running = any(p.state is LeaseState.ACTIVE for p in vm.parts())
             nodes = vm.nodes if was_running else ()
             self._unplace(vm, now)
         lease.state = LeaseState.CANCELLED
@@ -160,7 +176,7 @@ class LeaseScheduler:
         lease.reason = "cancelled by its owner"
         self._emit("cancel", lease, now)
         if nodes and self.config.backfilling:
-            self._slideback(now, nodes)
+            self._after_early_end(now, nodes)
         return lease
 
     def premature_end(self, lease_id: int, now: int) -> bool:
@@ -223,10 +239,11 @@ class LeaseScheduler:
                 self._end_vm(rr, now)
             elif rr.kind is RRKind.SUSPEND:
                 self._end_suspend(rr, now)
-            else:  # the resumption is over: the VM starts now
-                self.table.remove(rr)
-                rr.state = LeaseState.DONE
-                self.enactment.stop(rr, now)
+            elif rr.kind is RRKind.SHUTDOWN:
+                self._end_part(rr, now)
+                self._finish(rr.lease, now)
+            else:  # the migration or resumption is over
+                self._end_part(rr, now)
         starting = sorted((rr for rr in self.table.starting_at(now) if rr.state is LeaseState.SCHEDULED),
                           key=lambda rr: (rr.lease.id, rr.start))
         for rr in starting:
@@ -237,12 +254,14 @@ class LeaseScheduler:
                 lease.state = LeaseState.ACTIVE
                 if lease.first_start is None:
                     lease.first_start = now
+                if self.config.backfill_release == "start":  # Haizea 1.0: the future is now
+                    self._release_reservation(rr)
                 self._emit("start", lease, now)
             elif rr.kind is RRKind.RESUME:
                 lease.state = LeaseState.ACTIVE
                 self._emit("resume", lease, now)
-            else:
-                self._emit("suspend", lease, now)
+            else:  # "suspend", "shutdown", "migrate"
+                self._emit(rr.kind.value, lease, now)
 
     def _end_vm(self, rr: Reservation, now: int) -> None:
         lease = rr.lease
@@ -258,26 +277,61 @@ class LeaseScheduler:
             lease.real_remaining -= now - rr.start
             lease.last_nodes = rr.nodes
             return
-        if rr.suspend is not None:  # it finished by its planned suspension
-            self.table.remove(rr.suspend)
-            rr.suspend.state = LeaseState.DONE
+        for post in (rr.suspend, rr.shutdown):
+            if post is not None and (premature or post is rr.suspend):
+                # it finished by its planned suspension, or ended early: no shutdown (Haizea 1.0)
+                self.table.remove(post)
+                post.state = LeaseState.DONE
+        if rr.shutdown is not None and not premature:
+            lease.remaining = lease.real_remaining = 0  # done when its shutdown is
+            return
+        self._finish(lease, now)
+        if premature and self.config.backfilling:  # (an AR may end early too: XML workloads)
+            self._after_early_end(now, rr.nodes)
+
+    def _end_part(self, rr: Reservation, now: int) -> None:
+        self.table.remove(rr)
+        rr.state = LeaseState.DONE
+        self.enactment.stop(rr, now)
+
+    def _finish(self, lease: Lease, now: int) -> None:
         self._forget(lease)
         lease.state = LeaseState.DONE
         lease.end = now
         lease.remaining = lease.real_remaining = 0
         self.completed.append(lease)
         self._emit("end", lease, now)
-        if premature and self.config.backfilling:  # (an AR may end early too: XML workloads)
-            self._slideback(now, rr.nodes)
 
     def _end_suspend(self, rr: Reservation, now: int) -> None:
-        self.table.remove(rr)
-        rr.state = LeaseState.DONE
-        self.enactment.stop(rr, now)
+        self._end_part(rr, now)
         lease = rr.lease
         self._forget(lease)
         lease.state = LeaseState.SUSPENDED
+        self._suspended_at[lease.id] = now
         self._requeue(lease)
+
+    def _after_early_end(self, now: int, nodes: tuple[int, ...]) -> None:
+        """Nodes freed before their plan's end: slide the next plans earlier (2008), or cancel every
+        future reservation and schedule those leases again from scratch (Haizea 1.0)."""
+        if self.config.premature_end == "slide":
+            self._slideback(now, nodes)
+        else:
+            self._reschedule_future(now)
+
+    def _reschedule_future(self, now: int) -> None:
+        """Haizea 1.0's ``reevaluate_schedule``: each BE lease holding a future reservation that has
+        not started is unscheduled (its transfers too) and scheduled again now, as a new lease
+        would be (a suspended one again waits now + its migration estimate)."""
+        future = sorted((vm for vm in self.rr.values()
+                         if vm.backfill and vm.lease.kind is LeaseKind.BEST_EFFORT
+                         and vm.parts()[0].state is LeaseState.SCHEDULED), key=lambda vm: vm.lease.id)
+        for vm in future:
+            lease = vm.lease
+            self._unplace(vm, now)
+            lease.state = LeaseState.SUSPENDED if vm.resume is not None else LeaseState.PENDING
+            self._emit("unschedule", lease, now)
+            if not self._fit_be(lease, now, queued=False):
+                self._requeue(lease)
 
     def _vm_end(self, lid: int) -> int | None:
         vm = self.rr.get(lid)
@@ -306,9 +360,10 @@ class LeaseScheduler:
         q.insert(lo, lease)
 
     def _place(self, lease: Lease, start: int, end: int, real_end: int, nodes: tuple[int, ...], *,
-               backfill: bool = False, resume_s: int = 0, suspend_s: int = 0) -> Reservation:
+               backfill: bool = False, resume_s: int = 0, suspend_s: int = 0,
+               shutdown_s: int = 0) -> Reservation:
         """Book a lease's plan: [RESUME on [start - resume_s, start)], VM on [start, end),
-        [SUSPEND on [end, end + suspend_s)]."""
+        [SUSPEND on [end, end + suspend_s)] or [SHUTDOWN on [end, end + shutdown_s)]."""
         usage = lease.per_node
         rr = Reservation(lease, start, end, real_end, nodes, backfill=backfill, usage=usage)
         side = ResourceTuple(0.0, usage.memory, usage.disk, 0.0)  # memory state on disk: no CPU
@@ -321,6 +376,10 @@ class LeaseScheduler:
             rr.suspend = Reservation(lease, end, end + suspend_s, end + suspend_s, nodes, kind=RRKind.SUSPEND,
                                      usage=side)
             self.table.add(rr.suspend)
+        elif shutdown_s:  # the VMs, still running, are shut down (Haizea 1.0)
+            rr.shutdown = Reservation(lease, end, end + shutdown_s, end + shutdown_s, nodes,
+                                      kind=RRKind.SHUTDOWN, usage=usage)
+            self.table.add(rr.shutdown)
         self.rr[lease.id] = rr
         if backfill:
             self.reserved += 1
@@ -331,8 +390,8 @@ class LeaseScheduler:
 
     def _unplace(self, rr: Reservation, now: int) -> None:
         """Take a lease's whole plan out of the table (stopping what runs of it)."""
-        for part in (rr.resume, rr, rr.suspend):
-            if part is None or part.state is LeaseState.DONE:
+        for part in rr.parts():
+            if part.state is LeaseState.DONE:
                 continue
             self.table.remove(part)
             if part.state is LeaseState.ACTIVE:
@@ -358,11 +417,13 @@ class LeaseScheduler:
                     break
         self.queue = waiting
 
-    def _fit_be(self, lease: Lease, now: int,
-                failed: dict[tuple, list[tuple[int, int]]] | None = None) -> bool:
+    def _fit_be(self, lease: Lease, now: int, failed: dict[tuple, list[tuple[int, int]]] | None = None,
+                *, queued: bool = True) -> bool:
         """Schedule ``lease`` at its earliest start, or give it a future reservation (spec §6.3,
         steps A-D). Without suspension a lease is accepted at a point only if it runs its whole
         remaining time there; with it, also if it runs longer than the suspend threshold.
+        ``queued``: the lease comes from the queue (not from a rescheduling after a premature end;
+        Haizea 1.0's threshold counts the resumption only for a lease waiting in the queue).
 
         ``failed`` (one queue pass) records the (nodes, time needed) of the leases that did not
         fit, by everything else the fit depends on (start points, request, threshold, whether a
@@ -375,27 +436,29 @@ class LeaseScheduler:
         consts = self._consts.get(lease.id)
         if consts is None:  # the lease's overheads never change: worked out once (a hot path)
             consts = self._consts[lease.id] = (
-                lease.per_node, cfg.resume_s(lease), cfg.suspend_s(lease) if cfg.suspension else 0,
-                cfg.resume_threshold(lease), cfg.initial_threshold(lease), cfg.migrate_s(lease))
-        req, resume_s, suspend_s, threshold, initial, migrate_s = consts
+                lease.per_node, self._resume_need(lease), cfg.resume_threshold(lease),
+                cfg.initial_threshold(lease), cfg.shutdown_time(lease))
+        req, resume_need, threshold, initial, shutdown = consts
         if not resuming:
-            resume_s, threshold = 0, initial
+            resume_need, threshold = 0, initial
+        elif not queued and cfg.threshold == "1.0":
+            threshold = initial
         # Step A/B: every node's earliest time: a suspended lease migrates first; a new one waits
         # for its image (FIFO channel, or a scheduled transfer it can join), unless pooled
-        need = lease.remaining + resume_s
+        need = lease.remaining + resume_need + shutdown
         piggy: Transfer | None = None
         pool_nodes: set[int] = set()
         points: list[tuple[int, set[int] | None]]  # (start, the nodes usable then; None: all)
         if cfg.transfers and not resuming:
             points, piggy, pool_nodes = self.images.earliest(lease, now)
         else:
-            points = [(now + (migrate_s if resuming else 0), None)]
+            points = [(now + (cfg.migrate_s(lease, lease.last_nodes) if resuming else 0), None)]
         first_points = len(points)
         can_reserve = self.reserved < self.max_reservations
         key = None
         if failed is not None:
             key = (tuple((t, None if u is None else frozenset(u)) for t, u in points), req, threshold,
-                   can_reserve, resume_s)
+                   can_reserve, resume_need)
             for n, d in failed.get(key, ()):
                 if n <= lease.nodes and d <= need:
                     return False
@@ -409,24 +472,19 @@ class LeaseScheduler:
                 continue
             maxend = t + need
             end, nodes = w.find_nodes(lease.nodes, maxend)
-            if end >= maxend:
-                suspend = False
-            elif cfg.suspension and end - t > threshold:
-                suspend = True
-            else:
+            if end < maxend and not (cfg.suspension and _long_enough(cfg, end - t, threshold)):
                 continue
-            if resuming and lease.last_nodes:  # its old nodes first
-                old = set(lease.last_nodes)
-                nodes = sorted(nodes, key=lambda k: (k not in old, k))
-            vm_start = t + resume_s
-            vm_end = int(end) - suspend_s if suspend else vm_start + lease.remaining
-            if vm_end <= vm_start:
+            chosen = self._choose_nodes(lease, nodes, resuming, t)
+            plan = self._plan_be(lease, t, int(end), chosen, resuming, shutdown)
+            if plan is None:
                 continue
+            vm_start, vm_end, resume_s, suspend_s, shutdown_s = plan
             real_end = min(vm_start + lease.real_remaining, vm_end)
             backfill = i >= first_points
-            chosen = tuple(sorted(nodes[: lease.nodes]))
-            self._place(lease, vm_start, vm_end, real_end, chosen,
-                        backfill=backfill, resume_s=resume_s, suspend_s=suspend_s if suspend else 0)
+            vm = self._place(lease, vm_start, vm_end, real_end, chosen, backfill=backfill, resume_s=resume_s,
+                             suspend_s=suspend_s, shutdown_s=shutdown_s)
+            if resuming and cfg.migration_reservations and chosen != lease.last_nodes:
+                self._place_migration(vm, now)
             if cfg.transfers and not resuming:
                 self.images.stage_be(lease, chosen, now, pool_nodes, piggy, vm_end)
             self._emit("reserve" if backfill else "schedule", lease, t)
@@ -434,6 +492,68 @@ class LeaseScheduler:
         if key is not None:
             failed.setdefault(key, []).append((lease.nodes, need))
         return False
+
+    def _resume_need(self, lease: Lease) -> int:
+        """The time a resumption is planned with: Haizea 1.0 plans with its whole-lease estimate,
+        the 2008 code with the resumption's length; never less than the resumption can take
+        wherever the VMs go (all on one node), or a lease could be planned nowhere (Haizea 1.0
+        stops with an error there; its own estimate is never less in its test configuration)."""
+        cfg = self.config
+        worst = cfg.resume_s(lease, (0,) * lease.nodes)
+        return max(cfg.resume_estimate(lease) if cfg.threshold == "1.0" else cfg.resume_s(lease), worst)
+
+    def _choose_nodes(self, lease: Lease, nodes: list[int], resuming: bool, at: int) -> tuple[int, ...]:
+        """Host selection of a BE lease starting at ``at`` on the usable ``nodes`` (ascending)."""
+        return self._select(HostRequest(lease, at, tuple(nodes), self.table,
+                                        previous=lease.last_nodes if resuming else ()))
+
+    def _select(self, request: HostRequest) -> tuple[int, ...]:
+        """The host-selection policy's nodes, checked: a policy that picks a node it was not offered
+        would overbook one; that is its author's bug, said plainly."""
+        chosen = tuple(sorted(self.config.host_selection.select(request)))
+        lease = request.lease
+        if len(chosen) != lease.nodes or len(set(chosen)) != len(chosen) or not set(chosen) <= set(
+                request.candidates):
+            raise ValueError(f"host selection {type(self.config.host_selection).__name__} gave lease "
+                             f"{lease.id} the nodes {list(chosen)}: it needs {lease.nodes} distinct nodes of "
+                             f"{list(request.candidates)}")
+        return chosen
+
+    def _plan_be(self, lease: Lease, t: int, end: int, nodes: tuple[int, ...], resuming: bool,
+                 shutdown: int) -> tuple[int, int, int, int, int] | None:
+        """The plan of a BE lease given ``nodes`` free on ``[t, end)``: ``(VM start, VM end, resume,
+        suspend, shutdown lengths)``, or None if no VM time is left. As Haizea 1.0's
+        ``__schedule_asap`` (the 2008 code's when there are no shutdowns and the resumption takes
+        what it was planned with): the resumption runs from ``t``; if the VM cannot run its
+        remaining time before ``end`` it is suspended to be off the nodes by ``end``; else it runs
+        its remaining time (less, if a shutdown would not fit) and is shut down."""
+        cfg = self.config
+        resume_s = cfg.resume_s(lease, nodes) if resuming else 0
+        vm_start = t + resume_s
+        if end - vm_start < lease.remaining:
+            if not cfg.suspension:
+                return None
+            suspend_s = cfg.suspend_s(lease, nodes)
+            vm_end, shutdown = end - suspend_s, 0
+        else:
+            suspend_s = 0
+            vm_end = min(vm_start + lease.remaining, end - shutdown)
+        if vm_end <= vm_start:
+            return None
+        return vm_start, vm_end, resume_s, suspend_s, shutdown
+
+    def _place_migration(self, vm: Reservation, now: int) -> None:
+        """Haizea 1.0 reserves the migration (the image first when images move, then the memory)
+        right after the suspension (or now), to the resumption's nodes; it reserves no node
+        capacity (its network use is not checked, as for image transfers)."""
+        lease = vm.lease
+        start = max(now, self._suspended_at.get(lease.id, now))
+        span = migration_s(self.config, lease, lease.last_nodes, vm.nodes)
+        if span <= 0:
+            return
+        vm.migrate = Reservation(lease, start, start + span, start + span, vm.nodes, kind=RRKind.MIGRATE,
+                                 usage=NO_RESOURCES)
+        self.table.add(vm.migrate)
 
     def _slideback(self, t: int, nodes: tuple[int, ...]) -> None:
         """Move the next scheduled BE lease on ``nodes`` earlier after a premature end (spec §6.6)."""
@@ -449,7 +569,7 @@ class LeaseScheduler:
                     plans[part.lease.id] = vm
             if not plans:
                 continue
-            first_end = min((vm.suspend or vm).end for vm in plans.values())
+            first_end = min(vm.final_end for vm in plans.values())
             for lid, vm in plans.items():
                 if (vm.resume or vm).start < first_end:
                     keep[lid] = vm
@@ -468,17 +588,28 @@ class LeaseScheduler:
                 continue
             diff = orig - p
             start = vm.start - diff
+            shutdown = self.config.shutdown_time(lease)
+            new_shutdown = False
             if vm.suspend is None:
                 end, real_end = vm.end - diff, vm.real_end - diff
-            elif vm.end - start < lease.remaining:  # still cannot finish: keep the suspension
+            elif (vm.end - start < lease.remaining
+                  or start + lease.remaining + shutdown > vm.final_end):  # keep the suspension
                 end, real_end = vm.end, min(start + lease.real_remaining, vm.end)
-            else:  # it can now finish: no suspension
+            else:  # it can now finish: no suspension (a shutdown instead, where there are shutdowns)
                 self.table.remove(vm.suspend)
                 vm.suspend = None
                 end, real_end = start + lease.remaining, start + lease.real_remaining
+                new_shutdown = shutdown > 0
             if vm.resume is not None:
                 self.table.reschedule(vm.resume, p, p + (vm.resume.end - vm.resume.start), start)
             self.table.reschedule(vm, start, end, real_end)
+            if new_shutdown:  # after the VM moved: it may take some of the VM's old time
+                vm.shutdown = Reservation(lease, end, end + shutdown, end + shutdown, vm.nodes,
+                                          kind=RRKind.SHUTDOWN, usage=vm.usage)
+                self.table.add(vm.shutdown)
+            elif vm.shutdown is not None and vm.shutdown.start != end:
+                length = vm.shutdown.end - vm.shutdown.start
+                self.table.reschedule(vm.shutdown, end, end + length, end + length)
             self._emit("slideback", lease, p)
             return
 
@@ -493,7 +624,12 @@ class LeaseScheduler:
         free = self.table.free_on(start, end, req)
         free_set = set(free)
         victims: dict[int, list[Reservation]] = {}
-        can_go = _preemptible_or_future_resume if self.config.preempt_future_resumptions else _preemptible
+        policy = self.config.preemption
+        movable = _preemptible_or_future_resume if self.config.preempt_future_resumptions else _preemptible
+
+        def can_go(rr: Reservation) -> bool:
+            return movable(rr) and policy.may_preempt(lease, rr.lease, start)
+
         for k in self.table.free_on(start, end, req, skip=can_go):
             if k not in free_set:
                 victims[k] = [self.rr[rr.lease.id] for rr in self.table.on_node(k)
@@ -502,34 +638,48 @@ class LeaseScheduler:
             self._reject(lease, f"only {len(free) + len(victims)} of {lease.nodes} nodes can be free "
                                 f"on [{start}, {end})")
             return
-        # nodes needing no preemption first (ascending id; with reuse, those with the image pooled
-        # first), then fewest preemptions (spec §6.2 step 2)
         pooled = self.images.pooled_at(lease, start)
-        order = (sorted(free, key=lambda k: (k not in pooled, k))
-                 + sorted(victims, key=lambda k: (len(victims[k]), k not in pooled, k)))
-        chosen = tuple(sorted(order[: lease.nodes]))
+        chosen = self._select(HostRequest(lease, start, tuple(sorted([*free, *victims])), self.table,
+                                          victims={k: len(v) for k, v in victims.items()},
+                                          pooled=frozenset(pooled)))
         staged = self.images.stage_ar(lease, chosen, pooled, now) if self.config.transfers else None
         if staged is not None:
             self._reject(lease, staged)
             return
         preempt = {id(rr): rr for k in chosen if k in victims for rr in victims[k]}
-        for rr in sorted(preempt.values(), key=lambda rr: -rr.lease.submit):  # most recent first
+        for rr in self._preemption_order(lease, list(preempt.values()), start):
             self._preempt(rr, start, now)
-        self._place(lease, start, end, start + lease.real_remaining, chosen)
+        shutdown = self.config.shutdown_time(lease)  # inside the AR's window (Haizea 1.0)
+        if shutdown >= end - start:
+            shutdown = 0
+        vm_end = end - shutdown
+        self._place(lease, start, vm_end, min(start + lease.real_remaining, vm_end), chosen,
+                    shutdown_s=shutdown)
         self.images.pin(lease, chosen, pooled, end)
         self._emit("reserve", lease, start)
 
     def _schedule_im(self, lease: Lease, now: int) -> None:
         """An immediate lease starts now on free nodes or is rejected (it preempts nothing)."""
         w = self.table.window(now, lease.per_node)
-        until = now + lease.remaining
+        shutdown = self.config.shutdown_time(lease)
+        until = now + lease.remaining + shutdown
         end, nodes = w.find_nodes(lease.nodes, until)
         if end < until:
             self._reject(lease, f"{len(w.nodes_free_until(until))} of {lease.nodes} nodes are free for "
                                 f"[{now}, {until})")
             return
-        self._place(lease, now, until, now + lease.real_remaining, tuple(nodes[: lease.nodes]))
+        vm_end = now + lease.remaining
+        chosen = self._select(HostRequest(lease, now, tuple(nodes), self.table))
+        self._place(lease, now, vm_end, now + lease.real_remaining, chosen, shutdown_s=shutdown)
         self._emit("schedule", lease, now)
+
+    def _preemption_order(self, lease: Lease, victims: list[Reservation], at: int) -> list[Reservation]:
+        """The preemption policy's order of the victims, checked to be the same victims."""
+        order = list(self.config.preemption.order(lease, victims, at))
+        if len(order) != len(victims) or {id(rr) for rr in order} != {id(rr) for rr in victims}:
+            raise ValueError(f"preemption {type(self.config.preemption).__name__} ordered the victims of "
+                             f"lease {lease.id} into other reservations than it was given")
+        return order
 
     def _preempt(self, vm: Reservation, t: int, now: int) -> None:
         """Free ``vm``'s nodes from ``t`` on for an AR (spec §6.4)."""
@@ -538,11 +688,14 @@ class LeaseScheduler:
         if vm.state is LeaseState.SCHEDULED and vm.start >= t:  # not started by then: unschedule
             self._unplace(vm, now)
             self._emit("preempt", lease, now)
-        elif (cfg.suspension and t - vm.start >= cfg.resume_threshold(lease)
-              and t - cfg.suspend_s(lease) >= now):  # suspend so as to be off the nodes at t
-            suspend_s = cfg.suspend_s(lease)
-            if vm.suspend is not None:
-                self.table.remove(vm.suspend)
+        elif (cfg.suspension and t - vm.start >= self._preempt_threshold(lease)
+              and t - cfg.suspend_s(lease, vm.nodes) >= max(now, vm.start + 1)):
+            # suspend so as to be off the nodes at t
+            suspend_s = cfg.suspend_s(lease, vm.nodes)
+            for post in (vm.suspend, vm.shutdown):
+                if post is not None:
+                    self.table.remove(post)
+            vm.shutdown = None
             self.table.reschedule(vm, vm.start, t - suspend_s, min(vm.real_end, t - suspend_s))
             vm.suspend = Reservation(lease, t - suspend_s, t, t, vm.nodes, kind=RRKind.SUSPEND,
                                      usage=ResourceTuple(0.0, vm.usage.memory, vm.usage.disk, 0.0))
@@ -555,6 +708,12 @@ class LeaseScheduler:
         # a lease with a resumption in its plan was suspended before: it still has to resume
         lease.state = LeaseState.SUSPENDED if vm.resume is not None else LeaseState.PENDING
         self._requeue(lease)
+
+    def _preempt_threshold(self, lease: Lease) -> float:
+        """How long a running lease must have run to be suspended for an AR rather than cancelled:
+        the 2008 resume threshold; Haizea 1.0's threshold of a running lease (no resumption)."""
+        cfg = self.config
+        return cfg.initial_threshold(lease) if cfg.threshold == "1.0" else cfg.resume_threshold(lease)
 
     def _emit(self, what: str, lease: Lease, t: int) -> None:
         lease.history.append((what, t))
@@ -570,3 +729,32 @@ def _preemptible_or_future_resume(rr: Reservation) -> bool:
     """Also the resumption of a BE lease's plan that has not started: unscheduling the plan frees it."""
     return rr.preemptible or (rr.kind is RRKind.RESUME and rr.state is LeaseState.SCHEDULED
                               and rr.lease.preemptible)
+
+
+def _long_enough(cfg: SchedulerConfig, run: float, threshold: float) -> bool:
+    """Whether a run of ``run`` seconds before a planned suspension passes the threshold (the 2008
+    code wants more than it, Haizea 1.0 at least it)."""
+    return run >= threshold if cfg.threshold == "1.0" else run > threshold
+
+
+def migration_s(cfg: SchedulerConfig, lease: Lease, origin: tuple[int, ...], dest: tuple[int, ...]) -> int:
+    """Haizea 1.0's migration of a lease from ``origin`` to ``dest`` (one node per VM, in VM order):
+    every VM moves, in rounds where no node sends or receives twice; each round moves the image
+    (when images move: one per VM of the round) and then the memory of one VM, each rounded up."""
+    pairs = list(zip(origin, dest, strict=False))
+    rounds = []
+    while pairs:
+        used: set[int] = set()
+        now, later = [], []
+        for o, d in pairs:
+            if o in used or d in used:
+                later.append((o, d))
+            else:
+                now.append((o, d))
+                used.update((o, d))
+        rounds.append(len(now))
+        pairs = later
+    mem = sum(math.ceil(lease.memory / cfg.bandwidth) for _ in rounds)
+    if cfg.migrate != "mem+vm":
+        return mem
+    return mem + sum(math.ceil(n * cfg.image_mb(lease) / cfg.bandwidth) for n in rounds)

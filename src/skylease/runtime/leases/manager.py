@@ -50,6 +50,8 @@ from skylease.control.leases import (
     SchedulerConfig,
     Transfer,
 )
+from skylease.control.leases.config import HAIZEA10_KEYS, POLICY_KEYS
+from skylease.control.leases.policies import describe
 from skylease.control.leases.records import Event, Run, TransferRun, lease_events, lease_record
 from skylease.model.errors import UserError
 from skylease.runtime.changes import Changes
@@ -145,6 +147,8 @@ def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[
     vm = sched.rr.get(lease.id)
     if vm is not None and vm.state is LeaseState.ACTIVE:
         return "run", vm.nodes
+    if vm is not None and vm.shutdown is not None and vm.state is LeaseState.DONE:
+        return "none", ()  # its VMs shut down (a shutdown reservation, Haizea 1.0)
     if lease.remaining < full:
         return "stopped", ()
     return "none", ()
@@ -667,10 +671,20 @@ def _crash_point(value: str) -> tuple[str, int] | None:
 
 
 def _config_key(config: SchedulerConfig) -> str:
-    """A configuration's identity (a journal replays only under the configuration it was made with)."""
+    """A configuration's identity (a journal replays only under the configuration it was made with).
+    Haizea 1.0's keys and the policies count only away from their defaults, so a database made
+    before they existed keeps its identity; a policy counts by its class and parameters."""
+    import dataclasses
     import hashlib
 
-    return hashlib.sha256(repr(config).encode()).hexdigest()[:16]
+    def shown(name: str, value: object) -> str:
+        return describe(value) if name in POLICY_KEYS else repr(value)
+
+    optional = (*HAIZEA10_KEYS, *POLICY_KEYS)
+    kept = [f.name for f in dataclasses.fields(config)
+            if f.name not in optional or getattr(config, f.name) != f.default]
+    fields = ", ".join(f"{name}={shown(name, getattr(config, name))}" for name in kept)
+    return hashlib.sha256(f"{type(config).__name__}({fields})".encode()).hexdigest()[:16]
 
 
 __all__ = ["CRASH_ENV", "LocalLeaseManager", "desired"]
