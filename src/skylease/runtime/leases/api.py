@@ -103,7 +103,7 @@ class LeaseView(BaseModel):
     events: list[dict[str, Any]] = []
     running_on: list[str] = []  # node names of the VM reservation active now
     payloads: list[dict[str, Any]] = []  # per VM: node, pid, state (running/stopped/exited), exit code
-    #: The scheduler's plan not begun yet: ``kind`` (vm, suspend, resume), ``nodes`` (indices),
+    #: The scheduler's plan not begun yet: ``kind`` (vm, suspend, resume, shutdown), ``nodes`` (indices),
     #: ``start``, ``end`` in lease time; it may still move (a preemption, a premature end).
     planned: list[dict[str, Any]] = []
 

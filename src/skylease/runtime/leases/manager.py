@@ -568,9 +568,9 @@ class LocalLeaseManager:
                "state": live.payload.state}
               for (_, v), live in sorted((k, x) for k, x in self._live.items() if k[0] == lease.id)]
         now = self.clock.now()
-        plan = [] if vm is None else [
+        plan = [] if vm is None else [  # (a migration holds no node: not a bar)
             {"kind": r.kind.value, "nodes": list(r.nodes), "start": r.start, "end": r.end}
-            for r in (vm.resume, vm, vm.suspend) if r is not None and r.start > now]
+            for r in vm.parts() if r.kind is not RRKind.MIGRATE and r.start > now]
         return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl, planned=plan, **rec)
 
     # -- recovery ----------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ from skylease.service.web.sse import change_stream, same_origin
 __all__ = ["add_gantt", "gantt_model"]
 
 #: A lease event that is a bar of the chart -> the bar's kind.
-BAR_KINDS = {"start": "vm", "suspend": "suspend", "resume": "resume", "transfer": "transfer"}
+BAR_KINDS = {"start": "vm", "suspend": "suspend", "resume": "resume", "shutdown": "shutdown",
+             "transfer": "transfer"}
 
 
 def lease_bars(view: LeaseView, now: int) -> list[dict[str, Any]]:

@@ -70,7 +70,7 @@
           } else if (b.kind === "transfer") {
             ctx.fillStyle = "#9aa5b1"; ctx.fillRect(x0, top, w, h);
             ctx.strokeStyle = fg; ctx.lineWidth = 2; ctx.strokeRect(x0, top, w, h);
-          } else { // suspend, resume: the lease's colour, hatched
+          } else { // suspend, resume, shutdown: the lease's colour, hatched
             ctx.fillStyle = hatch(ctx, fg); ctx.fillRect(x0, top, w, h);
             ctx.strokeStyle = fg; ctx.lineWidth = 1; ctx.strokeRect(x0, top, w, h);
           }
@@ -117,8 +117,8 @@
   const legend = document.getElementById("gantt-legend");
   if (legend) {
     legend.textContent = "Nodes (rows) by lease time in seconds. A solid bar: a lease's VM running, in its " +
-      "colour; white-hatched: an advance reservation; hatched in the lease's colour: suspending or " +
-      "resuming; faded with a dashed border: planned, not begun (it may still move); dashed outline " +
+      "colour; white-hatched: an advance reservation; hatched in the lease's colour: suspending, " +
+      "resuming or shutting down; faded with a dashed border: planned, not begun (it may still move); dashed outline " +
       "between two bars: suspended; an arrow between rows: a migration to other nodes; grey, bottom " +
       "row: an image transfer; red line: now.";
   }
