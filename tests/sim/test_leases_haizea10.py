@@ -112,6 +112,18 @@ def test_an_ar_suspends_in_the_overhead_and_the_lease_resumes_at_memory_over_res
     assert _runs(run, 0, "vm") == [(0, 1798), (3634, 5436)] and leases[0].end == 5438
 
 
+def test_an_ar_preempts_a_lease_whose_planned_shutdown_is_in_its_window():
+    """A best-effort lease's shutdown goes with its VM (1.0 preempts leases, not reservations): an AR
+    whose window holds the shutdown of a lease it preempts is accepted, and the shutdown is replaced
+    by the suspension (before the fix, the shutdown blocked the node and the AR was rejected)."""
+    leases = [_be(1, 0, 1, 3600), _be(2, 300, 2, 2400), _ar(3, 900, 1800, 4, 1800)]
+    run = simulate_leases(leases, 4, config=H10)
+    assert leases[2].state is LeaseState.DONE and leases[2].start == 1800
+    assert _runs(run, 2, "suspend") == [(1796, 1800)]  # 2 VMs on 2 nodes: one group, 2 s per VM
+    assert _runs(run, 1, "suspend") == [(1798, 1800)]
+    assert [s for s, _ in _runs(run, 2, "shutdown")] == [max(e for _, e in _runs(run, 2, "vm"))]
+
+
 # -- C: migration reserved right after the suspension -------------------------------------------------------
 def test_a_migration_is_reserved_after_the_suspension_not_folded_into_the_resumption():
     # 2 nodes. Lease 0 runs on node 0; AR 1 takes both nodes [500, 600) and suspends it; AR 2 then

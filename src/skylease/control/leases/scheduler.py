@@ -628,12 +628,17 @@ class LeaseScheduler:
         movable = _preemptible_or_future_resume if self.config.preempt_future_resumptions else _preemptible
 
         def can_go(rr: Reservation) -> bool:
+            if rr.kind is RRKind.SHUTDOWN:  # (Haizea 1.0) it goes with its VM: preempting the VM
+                vm = self.rr.get(rr.lease.id)  # replaces it; a shutdown alone is not preempted
+                return (vm is not None and vm.shutdown is rr and vm.overlaps(start, end) and movable(vm)
+                        and policy.may_preempt(lease, rr.lease, start))
             return movable(rr) and policy.may_preempt(lease, rr.lease, start)
 
         for k in self.table.free_on(start, end, req, skip=can_go):
             if k not in free_set:
-                victims[k] = [self.rr[rr.lease.id] for rr in self.table.on_node(k)
-                              if can_go(rr) and rr.overlaps(start, end)]
+                on_k = {id(vm): vm for vm in (self.rr[rr.lease.id] for rr in self.table.on_node(k)
+                                              if can_go(rr) and rr.overlaps(start, end))}
+                victims[k] = list(on_k.values())
         if len(free) + len(victims) < lease.nodes:
             self._reject(lease, f"only {len(free) + len(victims)} of {lease.nodes} nodes can be free "
                                 f"on [{start}, {end})")
