@@ -278,3 +278,8 @@ def test_the_demo_part_tells_the_preemption_story(capsys):
     out = capsys.readouterr().out
     assert "lease 1 (best-effort, 1 node): runs 00:00:00-00:29:39 on node 0, preempted 00:15:00" in out
     assert "done at 1.51 h" in out and "(NOVM-NOSR), at 2.00 h" in out
+    # the same story under Haizea 1.0's own configuration: shorter suspensions, shutdowns
+    assert ("lease 1 (best-effort, 1 node): runs 00:00:00-00:29:58 on node 0, preempted 00:15:00, "
+            "suspends 00:29:58, resumes 01:00:00, runs 01:00:34-01:30:36 on node 0, "
+            "shuts down 01:30:36") in out
+    assert "the work is done at 1.51 h" in out

@@ -219,12 +219,19 @@ def _demo_leases() -> None:
 
     out.print("\n6. Leases (Haizea): 4 nodes; best-effort leases of 1 node x 1 h at 00:00 and 2 nodes x "
               "40 min at 00:05; at 00:15 an advance reservation asks for all 4 nodes from 00:30 to 01:00:")
-    sr, nosr = leases_demo("NOVM-SR"), leases_demo("NOVM-NOSR")
+    sr, nosr, h10 = leases_demo("NOVM-SR"), leases_demo("NOVM-NOSR"), leases_demo("haizea-1.0")
     for line in sr.timeline():
         out.print(f"   {line}", markup=False, highlight=False, soft_wrap=True)
     out.print(f"   With suspend/resume (NOVM-SR) the best-effort work is done at "
               f"{sr.summary()['all_best_effort_s'] / 3600:.2f} h; cancelled and restarted (NOVM-NOSR), at "
-              f"{nosr.summary()['all_best_effort_s'] / 3600:.2f} h. Try: skylease leases simulate --help")
+              f"{nosr.summary()['all_best_effort_s'] / 3600:.2f} h.", markup=False, highlight=False,
+              soft_wrap=True)
+    first = h10.timeline()[0]
+    out.print("   The released Haizea 1.0 schedules otherwise (--config haizea-1.0: 2 s of enactment per "
+              "VM, suspensions in that overhead, resumptions at 32 MB/s, shutdown reservations):"
+              f"\n   {first}\n"
+              f"   and the work is done at {h10.summary()['all_best_effort_s'] / 3600:.2f} h. "
+              "Try: skylease leases simulate --help", markup=False, highlight=False, soft_wrap=True)
 
 
 def _demo_real_run(out_dir: Path | None) -> None:
