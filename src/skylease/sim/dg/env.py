@@ -65,6 +65,10 @@ Choices where the spec is silent ([R], also in the module's report)
   stuck WU still needs instead of both copying the same replica, whose results count once.
 * Cloud duplication: BOINC cloud copies are sent up to ``buffer`` per request, FIFO; both
   middlewares copy the tasks arrived and not completed at the first ``acquire``.
+* BOINC batch acceleration (``DGParams.accel``, off by default): BOINC's server rules and the
+  simulator's readings are in :mod:`skylease.sim.dg.accel`. A WU then has room for up to
+  ``accel.max_results`` results; a client that is not low-turnaround and finds only high-priority
+  work stays blocked until a pass of the accelerator or new ordinary work frees it.
 * ``queued()``: XWHEP WAITING jobs; BOINC WUs none of whose replicas is out (all UNSENT).
   ``hosts()`` / ``hosts("cloud")``: the cloud workers not released; ``hosts("dg")``: snapshots of
   every volatile node. ``on_host_down`` / ``on_task_lost`` are not called (outages are not events).
