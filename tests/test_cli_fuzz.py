@@ -449,6 +449,8 @@ DOMAIN: dict[tuple[str, str], Range] = {
     ("simulate spequlos", "seed"): SEED, ("simulate spequlos", "credits"): Range(lo=0, huge=True),
     ("simulate spequlos", "alpha"): POSITIVE,
     ("simulate spequlos", "random_epsilon"): Range(lo=0, lo_open=True, inf_ok=True),  # inf: no cap
+    ("simulate spequlos", "accel_min_frac_done"): SHARE, ("simulate spequlos", "accel_max_not_done"): NONNEG,
+    ("simulate spequlos", "accel_period"): POSITIVE,
     ("simulate replay", "seeds"): Range(lo=1, huge=True),
     ("run", "price"): NONNEG, ("run", "billing_unit"): POSITIVE, ("run", "budget"): Range(lo=0, inf_ok=True),
     ("run", "timeout"): POSITIVE, ("run", "tail_credits"): NONNEG, ("run", "time_scale"): POSITIVE,
@@ -524,7 +526,8 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
                              "gamma:10:inf:1", "bogus:1:2:3", "normal:x:100:10"])),
         "huge": _spec("gamma:{}:100:10", st.integers(10**8, 10**15))},
     ("simulate spequlos", "strategy"): {
-        "bad spec": st.sampled_from(["9X-C-R", "9C-C", "9C-Q-R", "9C-C-R-R"])},
+        "bad spec": st.sampled_from(["9X-C-R", "9C-C", "9C-Q-R", "9C-C-R-R", "batch-accel+none",
+                                     "batch-accel+batch-accel", "9C-C-R+9A-G-D"])},
     ("reproduce thesis-mapping", "sizes"): {"bad spec": st.sampled_from(["512x17", ",", "512x16,zz"])},
     ("reproduce spequlos", "traces"): {"bad spec": st.sampled_from([",", " , "])},
     ("reproduce haizea", "workloads"): {"bad spec": st.just(",")},

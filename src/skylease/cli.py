@@ -857,7 +857,9 @@ def simulate_spequlos_cmd(
     bot: Annotated[str, typer.Option(help="small (1000 x 1 h), big (10000 x 1 min) or random "
                                      "(Table 6 of the paper).")],
     strategy: Annotated[str, typer.Option(help="WHEN-HOWMANY-HOW: WHEN 9C|9A|V, HOWMANY G|C, "
-                                          "HOW F|R|D (e.g. 9A-G-D), or none.")] = "9C-C-R",
+                                          "HOW F|R|D (e.g. 9A-G-D), or none; BOINC only: "
+                                          "batch-accel (BOINC's own batch acceleration) or "
+                                          "batch-accel+STRATEGY.")] = "9C-C-R",
     seed: Annotated[int, typer.Option(help="Seed: submission time, BoT draw, node powers, boots.")] = 0,
     credits: Annotated[float | None, typer.Option(help="Credits ordered for the BoT (default: 10 % "
                                                   "of its workload, 15 credits per CPU hour).")] = None,
@@ -868,13 +870,23 @@ def simulate_spequlos_cmd(
                                                          "(the paper's epsilon, typically 60; "
                                                          "default: not enforced, as the spec).")]
     = None,
+    accel_min_frac_done: Annotated[float | None, typer.Option(
+        help="batch-accel: accelerate once more than this fraction of the jobs is done "
+             "(BOINC's BATCH_ACCEL_MIN_FRAC_DONE, default 0.85).")] = None,
+    accel_max_not_done: Annotated[int | None, typer.Option(
+        help="batch-accel: ... or once fewer than this many jobs are not done "
+             "(BATCH_ACCEL_MAX_NOT_DONE, default 20).")] = None,
+    accel_period: Annotated[float | None, typer.Option(
+        help="batch-accel: seconds between two runs of BOINC's batch_accel.php (default 300).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """SpeQuloS: a bag of tasks on a volatile desktop grid, its tail cut with cloud workers."""
-    from skylease.experiments.spequlos import simulate
+    from skylease.experiments.spequlos import batch_accel, simulate
 
+    given = (accel_min_frac_done, accel_max_not_done, accel_period)
+    accel = None if given == (None, None, None) else batch_accel(*given)
     res = simulate(middleware, trace, bot, strategy, seed, credits=credits, alpha=alpha,
-                   epsilon=random_epsilon)
+                   epsilon=random_epsilon, accel=accel)
     if as_json:
         print(json.dumps(res, default=float, allow_nan=False) if _all_finite(res)
               else json.dumps(_finite_or_none(res)))
@@ -898,6 +910,10 @@ def simulate_spequlos_cmd(
     table.add_row("credits used", "0", f"{res['credits_used']:.0f} ({res['credits_share']:.0%})")
     table.add_row("cloud workers", "0", str(res["cws"]))
     table.add_row("tasks done in the cloud", "0", f"{res['cloud_work_share']:.1%}")
+    if res["strategy"].startswith("batch-accel"):
+        table.add_row("batch accelerated at (s)", "-", t(res["accel_at_s"]) if res["accel_at_s"] is not None
+                      else "never")
+        table.add_row("extra results created", "0", f"{res['extra_results']:,}")
     table.add_row("predicted at 50 % (s)", t(base["predicted_s"]) if base["predicted_s"] else "-",
                   t(res["predicted_s"]) if res["predicted_s"] else "-")
     out.print(table)

@@ -3,6 +3,7 @@
 Every task completes exactly once (BOINC: with its quorum, or from a cloud copy); the credits
 billed never exceed the order and cover the cloud workers' use; no host runs two tasks at once;
 with the same seed, a run with QoS is the run without it until the policy first rents a worker.
+BOINC runs also draw BOINC's batch acceleration (alone or with a strategy), set to fire on tiny bags.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from skylease.control.qos import STRATEGIES, SpeQuloS
 from skylease.sim.dg import DesktopGridEnv, DGBot, DGParams
+from skylease.sim.dg.accel import BatchAccel
 
 from .test_dg_env import EXACT, ActAt, random_trace, trace
 
@@ -39,9 +41,10 @@ def _no_overlap(log: list[tuple[int, int, float, float]]) -> None:
     strategy=st.sampled_from(["none", *STRATEGIES]),
     credits=st.floats(0, 60),
     tick=st.sampled_from([60.0, 240.0]),
+    accel=st.sampled_from([None, 60.0, 600.0]),
 )
 def test_spequlos_runs_keep_every_invariant(
-    seed: int, mw: str, strategy: str, credits: float, tick: float
+    seed: int, mw: str, strategy: str, credits: float, tick: float, accel: float | None
 ) -> None:
     rng = np.random.default_rng(seed)
     tr = random_trace(
@@ -49,8 +52,12 @@ def test_spequlos_runs_keep_every_invariant(
     )
     nt = int(rng.integers(5, 40))
     bot = DGBot("t", rng.uniform(1e5, 3e6, nt), np.sort(rng.uniform(0, 2000, nt)))
-    base = DesktopGridEnv(mw, tr, bot, seed=seed).run()
-    env = DesktopGridEnv(mw, tr, bot, seed=seed, record=True)
+    params = DGParams()
+    if mw == "boinc" and accel is not None:  # batch acceleration, eager enough for a few nodes
+        params = DGParams(accel=BatchAccel(min_results=1, min_hosts=0, min_ltt_share=0.0,
+                                           min_frac_done=0.5, period=accel, max_results=5))
+    base = DesktopGridEnv(mw, tr, bot, seed=seed, params=params).run()
+    env = DesktopGridEnv(mw, tr, bot, seed=seed, record=True, params=params)
     pol = SpeQuloS(strategy, credits, tick=tick)
     res = env.run(pol)
     summ = pol.summary()
@@ -84,6 +91,13 @@ def test_spequlos_runs_keep_every_invariant(
             assert all(env._valid) and all(k >= env.p.min_quorum for k in env._n_okd)
     else:  # the trace ended first: the tasks left are reported, not dropped
         assert res.completion_s == math.inf and sum(env._done) == res.completed
+    if mw == "boinc":  # a WU is validated once, and no WU holds more results than it has slots
+        assert sum(env._valid) == res.completed
+        if env._nres is not None:
+            assert sum(env._nres) - nt * env.p.target_nresult == res.extra_results
+            assert all(env.p.target_nresult <= k <= env._S for k in env._nres)
+        else:
+            assert res.extra_results == 0
 
 
 def test_two_cws_copy_two_different_stuck_replicas() -> None:

@@ -17,6 +17,10 @@ Decisions where the spec is silent (also written into every report's metadata):
 * ``cloud_work_share`` is the share of the BoT's tasks whose first result came from a cloud
   worker (measured), not the paper's proxy of 0.10 x the share of credits spent, which
   :func:`summarize` reports beside it as ``cloud_work_share_paper``.
+* ``batch-accel`` (alone or as ``batch-accel+9C-C-R``) turns on BOINC's own batch acceleration in
+  the BOINC server (:mod:`skylease.sim.dg.accel`; BOINC's defaults unless :func:`batch_accel`
+  says otherwise); rows count the ``extra_results`` it created and when it first fired
+  (``accel_at_s``).
 """
 
 from __future__ import annotations
@@ -31,13 +35,14 @@ from typing import Any
 import numpy as np
 
 from skylease.control.env import Policy
-from skylease.control.qos import SpeQuloS, parse_strategy
+from skylease.control.qos import SpeQuloS, parse_plan
 from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR
 from skylease.control.qos.prediction import AlphaModel
 from skylease.control.qos.tail import tail_stats
 from skylease.model.errors import UserError
 from skylease.model.limits import check_number, check_seed, check_size, count
-from skylease.sim.dg.env import DesktopGridEnv
+from skylease.sim.dg.accel import BatchAccel
+from skylease.sim.dg.env import DesktopGridEnv, DGParams
 from skylease.sim.dg.flat import FlatTrace, flatten
 from skylease.sim.dg.workload import BOT_CATEGORIES, CREDIT_FRACTION, make_bot
 from skylease.traces.avail import load_trace
@@ -45,6 +50,7 @@ from skylease.traces.avail import load_trace
 __all__ = [
     "MIDDLEWARES",
     "TRACES",
+    "batch_accel",
     "environment_cell",
     "run_once",
     "simulate",
@@ -101,10 +107,31 @@ def _middleware(mw: str) -> str:
     return key
 
 
+def batch_accel(min_frac_done: float | None = None, max_not_done: int | None = None,
+                period: float | None = None) -> BatchAccel:
+    """BOINC's batch-acceleration parameters (None: BOINC's default), checked as the CLI's options."""
+    d = BatchAccel()
+    if min_frac_done is not None:
+        check_number(min_frac_done, "--accel-min-frac-done", minimum=0, maximum=1,
+                     hint="BATCH_ACCEL_MIN_FRAC_DONE, the fraction of the jobs done")
+    if max_not_done is not None and (isinstance(max_not_done, bool) or not isinstance(max_not_done, int)
+                                     or max_not_done < 0):
+        raise UserError(f"must be a whole number of jobs >= 0, got {max_not_done!r} "
+                        "(BATCH_ACCEL_MAX_NOT_DONE)", field="--accel-max-not-done")
+    if period is not None:
+        check_number(period, "--accel-period", above=0, maximum=86400 * 365,
+                     hint="seconds between two runs of batch_accel.php")
+    return BatchAccel(
+        min_frac_done=d.min_frac_done if min_frac_done is None else float(min_frac_done),
+        max_not_done=d.max_not_done if max_not_done is None else max_not_done,
+        period=d.period if period is None else float(period),
+    )
+
+
 def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", seed: int = 0, *,
              data_dir: str | os.PathLike[str] | None = None, alpha: float = 1.0,
              sigma: str = "literal", credits: float | None = None,
-             epsilon: float | None = None,
+             epsilon: float | None = None, accel: BatchAccel | None = None,
              wrap: Callable[[SpeQuloS], Policy] | None = None) -> dict[str, Any]:
     """One BoT run: the row of metrics an experiment records (times in seconds after submission).
 
@@ -114,9 +141,15 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     between arrivals (:func:`~skylease.sim.dg.workload.make_bot`; None: not enforced, spec A9b);
     ``wrap``: the environment runs ``wrap(policy)`` instead of the SpeQuloS policy, a policy that
     passes every callback on and watches the run (:mod:`skylease.experiments.qos_service`).
+
+    BOINC's own batch acceleration joins with ``strategy`` ``batch-accel`` (alone) or
+    ``batch-accel+9C-C-R``; ``accel``: its parameters (default BOINC's, :func:`batch_accel`).
     """
     mw, cat = _middleware(middleware), _category(bot)
-    strat = parse_strategy(strategy)
+    plan = parse_plan(strategy)
+    if plan.accel and mw != "boinc":
+        raise UserError("batch-accel is the BOINC server's batch acceleration; XWHEP has none: use "
+                        "--middleware boinc", field="--strategy")
     flat = trace_for(trace, data_dir)
     ss = np.random.SeedSequence([seed, 0xB07])
     ss_bot, ss_env = ss.spawn(2)
@@ -125,14 +158,15 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
         check_order(credits, b.credits / CREDIT_FRACTION)
     order = b.credits if credits is None else float(credits)
     submit = submission_time(flat, seed)
-    env = DesktopGridEnv(mw, flat, b, submit_at=submit, seed=ss_env)
-    policy = SpeQuloS(strat, order, predict_at=PREDICT_AT, alpha=AlphaModel(alpha))
+    params = DGParams(accel=(accel or BatchAccel()) if plan.accel else None)
+    env = DesktopGridEnv(mw, flat, b, submit_at=submit, seed=ss_env, params=params)
+    policy = SpeQuloS(plan.qos, order, predict_at=PREDICT_AT, alpha=AlphaModel(alpha))
     res = env.run(policy if wrap is None else wrap(policy))
     n = len(b)
     ts = tail_stats(res.completion_times, n)
     ps = policy.summary()
     return {
-        "middleware": mw, "trace": flat.name, "bot": cat, "strategy": strat.name if strat else "none",
+        "middleware": mw, "trace": flat.name, "bot": cat, "strategy": plan.name,
         "seed": seed, "submit_s": submit, "n_tasks": n, "completed": res.completed,
         "completion_s": float(res.completion_s), "ideal_s": float(ts.ideal_time),
         "tail_slowdown": float(ts.slowdown),
@@ -143,6 +177,7 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
         "cloud_work_share": res.cw_tasks / n, "cws": ps["cws"], "cw_started_s": ps["cw_started_at"],
         "predicted_s": ps["t_pred"], "predict_p": ps["predict_p"],
         "events": res.events, "wall_s": res.wall_s,
+        "extra_results": res.extra_results, "accel_at_s": res.accel_at_s,
     }
 
 
@@ -205,14 +240,15 @@ JSON_KEYS = ("completion_s", "ideal_s", "tail_slowdown", "tail_task_share", "cre
 def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", seed: int = 0, *,
              data_dir: str | os.PathLike[str] | None = None, alpha: float = 1.0,
              credits: float | None = None, sigma: str = "literal",
-             epsilon: float | None = None) -> dict[str, Any]:
+             epsilon: float | None = None, accel: BatchAccel | None = None) -> dict[str, Any]:
     """One strategy's run and its paired baseline (same seed): the CLI's result.
 
     Top-level keys are the strategy's run (:data:`JSON_KEYS` and more); ``baseline`` holds the run
     without QoS; ``tre`` is the tail removal efficiency against it (None: the baseline had no tail
     or did not finish; ``-inf``: the strategy's run did not finish) and ``tre_note`` says why when
     it is not a number. ``credits`` may buy at most 2,097,152 cloud workers at once (the memory
-    budget of :mod:`skylease.model.limits`): 31,457,280 credits.
+    budget of :mod:`skylease.model.limits`): 31,457,280 credits. ``accel``: batch-acceleration
+    parameters (:func:`batch_accel`), only with a ``batch-accel`` strategy.
     """
     if sigma not in ("literal", "std"):
         raise UserError(f"sigma must be 'literal' or 'std', got {sigma!r}", field="sigma")
@@ -227,7 +263,10 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     if epsilon is not None:
         check_number(epsilon, "--random-epsilon", above=0,
                      hint="the maximal gap between arrivals, in seconds; leave it out for none")
-    kw = dict(data_dir=data_dir, alpha=alpha, credits=credits, sigma=sigma, epsilon=epsilon)
+    if accel is not None and not parse_plan(strategy).accel:
+        raise UserError("the batch-acceleration options need --strategy batch-accel (or "
+                        "batch-accel+STRATEGY)", field="--strategy")
+    kw = dict(data_dir=data_dir, alpha=alpha, credits=credits, sigma=sigma, epsilon=epsilon, accel=accel)
     row = run_once(middleware, trace, bot, strategy, seed, **kw)
     base = row if row["strategy"] == "none" else run_once(middleware, trace, bot, "none", seed, **kw)
     row["baseline"] = {k: base[k] for k in (*JSON_KEYS, "tail_tasks", "tail_time_share", "completed")}

@@ -9,9 +9,10 @@ from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR, CreditError, Cred
 from skylease.control.qos.oracle import Oracle, Snapshot
 from skylease.control.qos.policy import CloudWorker, SpeQuloS
 from skylease.control.qos.prediction import AlphaModel, Prediction, fit_alpha
-from skylease.control.qos.strategy import STRATEGIES, Strategy, parse_strategy
+from skylease.control.qos.strategy import BATCH_ACCEL, STRATEGIES, Plan, Strategy, parse_plan, parse_strategy
 
 __all__ = [
+    "BATCH_ACCEL",
     "CREDITS_PER_CPU_HOUR",
     "STRATEGIES",
     "AlphaModel",
@@ -19,11 +20,13 @@ __all__ = [
     "CreditError",
     "CreditSystem",
     "Oracle",
+    "Plan",
     "Prediction",
     "Snapshot",
     "SpeQuloS",
     "Strategy",
     "fit_alpha",
+    "parse_plan",
     "parse_strategy",
     "top_up",
 ]

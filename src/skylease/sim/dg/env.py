@@ -65,6 +65,10 @@ Choices where the spec is silent ([R], also in the module's report)
   stuck WU still needs instead of both copying the same replica, whose results count once.
 * Cloud duplication: BOINC cloud copies are sent up to ``buffer`` per request, FIFO; both
   middlewares copy the tasks arrived and not completed at the first ``acquire``.
+* BOINC batch acceleration (``DGParams.accel``, off by default): BOINC's server rules and the
+  simulator's readings are in :mod:`skylease.sim.dg.accel`. A WU then has room for up to
+  ``accel.max_results`` results; a client that is not low-turnaround and finds only high-priority
+  work stays blocked until a pass of the accelerator or new ordinary work frees it.
 * ``queued()``: XWHEP WAITING jobs; BOINC WUs none of whose replicas is out (all UNSENT).
   ``hosts()`` / ``hosts("cloud")``: the cloud workers not released; ``hosts("dg")``: snapshots of
   every volatile node. ``on_host_down`` / ``on_task_lost`` are not called (outages are not events).
@@ -79,6 +83,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -88,6 +93,7 @@ from skylease.model.availability import AvailabilityTrace
 from skylease.model.catalog import InstanceType
 from skylease.model.host import Host, HostId, HostState
 from skylease.model.task import Task
+from skylease.sim.dg.accel import BatchAccel, TurnaroundStats
 from skylease.sim.dg.flat import FlatTrace, flatten, on_offset_scalar, on_offsets
 from skylease.sim.dg.workload import DGBot, node_powers
 from skylease.sim.env import PolicyTimer
@@ -125,6 +131,8 @@ class DGParams:
     boot_max: float = 300.0
     ref_power: float = 1000.0  # Task.work = nops / ref_power (seconds on an average DG node)
     cw_credits_per_hour: float = 15.0
+    #: BOINC only: the server's batch acceleration (:mod:`skylease.sim.dg.accel`); None: off
+    accel: BatchAccel | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,8 @@ class DGResult:
     spent: float  # credits: CW usage x 15 / 3600 (fine grained)
     lost: int  # XWHEP jobs lost by a leaving node / BOINC replicas re-sent at deadline
     wall_s: float
+    extra_results: int = 0  # BOINC batch acceleration: results created beyond target_nresult
+    accel_at_s: float | None = None  # when the batch was first accelerated (None: never)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -163,6 +173,8 @@ class DGResult:
             "spent": self.spent,
             "lost": self.lost,
             "wall_s": self.wall_s,
+            "extra_results": self.extra_results,
+            "accel_at_s": self.accel_at_s,
         }
 
 
@@ -569,7 +581,11 @@ class DesktopGridEnv:
             spent=float(usage.sum()) * self.p.cw_credits_per_hour / 3600.0,
             lost=self._lost,
             wall_s=wall,
+            **self._extra_result(),
         )
+
+    def _extra_result(self) -> dict[str, Any]:
+        return {}
 
     @property
     def events(self) -> int:
@@ -893,6 +909,8 @@ class XWHEPEnv(DesktopGridEnv):
     middleware = "xwhep"
 
     def _init_model(self) -> None:
+        if self.p.accel is not None:
+            raise ValueError("batch acceleration is a BOINC server feature; XWHEP has none")
         nt = self.n_tasks
         self._state = bytearray(nt)
         self._assignee = [-1] * nt
@@ -1102,8 +1120,21 @@ class BOINCEnv(DesktopGridEnv):
         nt = self.n_tasks
         R = self._R = self.p.target_nresult
         self._Q = self.p.min_quorum
-        self._slot = bytearray(nt * R)
-        self._sver = [0] * (nt * R)
+        acc = self._acc = self.p.accel
+        # slots per WU: the replicas, plus room for batch acceleration's extra results
+        S = self._S = R if acc is None else max(R, acc.max_results)
+        self._slot = bytearray(nt * S)
+        self._sver = [0] * (nt * S)
+        self._nres: list[int] | None = None
+        if acc is not None:
+            self._nres = [R] * nt  # results each WU has (target_nresult + extra results)
+            self._sent = [0.0] * (nt * S)  # when each result was last sent...
+            self._sholder = [-1] * (nt * S)  # ...and to whom (-1: unsent, or timed out)
+            self._hp = bytearray(nt)  # WU priority: 1 = high (the batch is accelerated)
+            self._n_hp = 0
+            self._tstats = TurnaroundStats(self.n_nodes)
+            self._n_extra = 0
+            self._accel_at: float | None = None
         self._holders: list[set[int] | None] = [None] * nt
         self._n_unsent = [0] * nt
         self._n_okd = [0] * nt
@@ -1117,7 +1148,9 @@ class BOINCEnv(DesktopGridEnv):
         self._fin_k: dict[int, int] = {}
         self._cloud: list[int] = []
         self._cw_sent: dict[int, float] = {}
-        self._cw_dup: set[int] = set()  # replica slots (w*R + r) a live CW is computing a copy of
+        self._cw_dup: set[int] = set()  # replica slots (w*S + r) a live CW is computing a copy of
+        if acc is not None:
+            self.kernel.schedule(self.t0 + acc.period, self._accel_pass)
 
     def _task_state(self, i: int) -> tuple[int | None, float | None]:
         buf = self._buf.get(i)
@@ -1136,8 +1169,10 @@ class BOINCEnv(DesktopGridEnv):
         return bool(self._unsent)
 
     def queued(self) -> int:
-        R, nu = self._R, self._n_unsent
-        return sum(1 for w in self._unsent if nu[w] == R)
+        R, nu, nres = self._R, self._n_unsent, self._nres
+        if nres is None:
+            return sum(1 for w in self._unsent if nu[w] == R)
+        return sum(1 for w in self._unsent if nu[w] == nres[w])
 
     def _work_count(self) -> int:
         return len(self._unsent)
@@ -1149,19 +1184,25 @@ class BOINCEnv(DesktopGridEnv):
         unsent = self._unsent
         holders = self._holders
         slot = self._slot
-        R = self._R
+        S = self._S
         now = self.kernel.now
         deadline = now + self.p.delay_bound
         emptied = []
-        for w in unsent:
+        sent = None
+        if self._acc is not None:
+            sent, sholder = self._sent, self._sholder
+        for w in (unsent if sent is None else self._accel_order(holder)):
             hs = holders[w]
             if holder in hs:
                 continue
-            base = w * R
+            base = w * S
             r = 0
             while slot[base + r] != _UNSENT:
                 r += 1
             slot[base + r] = _INPROG
+            if sent is not None:
+                sent[base + r] = now
+                sholder[base + r] = holder
             v = self._sver[base + r] + 1
             self._sver[base + r] = v
             self._deadlines.append((deadline, w, r, v))
@@ -1232,12 +1273,14 @@ class BOINCEnv(DesktopGridEnv):
         self._request_dg(i)
 
     def _got_result(self, w: int, r: int, host: int, start: float) -> None:
+        if self._acc is not None and r >= 0:
+            self._turnaround(w * self._S + r, host)
         if self._valid[w]:
             return
         if r < 0:  # a cloud copy (quorum 1)
             self._validate(w, host, start)
             return
-        idx = w * self._R + r
+        idx = w * self._S + r
         st = self._slot[idx]
         if st == _DONE:
             return
@@ -1269,11 +1312,13 @@ class BOINCEnv(DesktopGridEnv):
     def _deadline(self) -> None:
         dq = self._deadlines
         now = self.kernel.now
-        slot, sver, valid, R = self._slot, self._sver, self._valid, self._R
+        slot, sver, valid, S = self._slot, self._sver, self._valid, self._S
         appeared = False
         while dq and dq[0][0] <= now:
             _, w, r, v = dq.popleft()
-            idx = w * R + r
+            idx = w * S + r
+            if self._acc is not None and slot[idx] == _INPROG and sver[idx] == v:
+                self._timed_out(idx)
             if not valid[w] and slot[idx] == _INPROG and sver[idx] == v:
                 slot[idx] = _UNSENT
                 if self._n_unsent[w] == 0:
@@ -1293,6 +1338,107 @@ class BOINCEnv(DesktopGridEnv):
         for j in js:
             self._arrive(j)
         self._work_appeared(unblock=True)
+
+    # -- batch acceleration (skylease.sim.dg.accel) ----------------------------------------------
+    def _accel_order(self, holder: int) -> Iterable[int]:
+        """The WUs the scheduler may send ``holder``: high priority only to a low-turnaround host,
+        and to it first (sched_score.cpp); then the others in id order (the feeder, #6687)."""
+        unsent = self._unsent
+        if not self._n_hp:
+            return unsent
+        hp = self._hp
+        low = (w for w in unsent if not hp[w])
+        if self._tstats.is_ltt(holder):
+            return chain((w for w in unsent if hp[w]), low)
+        return low
+
+    def _turnaround(self, idx: int, host: int) -> None:
+        """A result came back: its turnaround counts for its host (not a late one, see accel)."""
+        now = self.kernel.now
+        if host >= self.n_nodes:
+            tt = now - self._cw_sent.get(host - self.n_nodes, now)
+        elif self._sholder[idx] == host:
+            tt = now - self._sent[idx]
+        else:
+            return
+        self._tstats.success(host, tt)
+
+    def _timed_out(self, idx: int) -> None:
+        h = self._sholder[idx]
+        if h >= 0:
+            self._tstats.timeout(h)
+            self._sholder[idx] = -1
+
+    def _accel_pass(self) -> None:
+        """One run of batch_stats.php + batch_accel.php."""
+        if self._finished:
+            return
+        acc = self._acc
+        assert acc is not None and self._nres is not None
+        now = self.kernel.now
+        if now < self.flat.t_end or self.hosts():  # else nothing can change any more
+            self.kernel.schedule(now + acc.period, self._accel_pass)
+        arrived, done = self._n_arrived, self._n_done
+        due = arrived > 0 and (done / arrived > acc.min_frac_done or arrived - done < acc.max_not_done)
+        if not due and not self._n_hp:
+            return
+        expire, accelerable, changed = self._tstats.classify(acc)
+        if due and not accelerable and self._n_hp:  # "batch is not accelerable; resetting"
+            self._hp = bytearray(self.n_tasks)
+            self._n_hp = 0
+            changed = True
+        elif due and accelerable:
+            if self._accel_at is None:
+                self._accel_at = now - self.t0
+            changed |= self._accelerate(arrived, now - expire)
+        if changed:
+            self._work_appeared(unblock=True)
+
+    def _accelerate(self, arrived: int, recent: float) -> bool:
+        """batch_accel.php's do_batch: every unfinished WU high priority; one more result for a WU
+        with no unsent result and no result sent after ``recent``. True if anything changed."""
+        hp, nres, nu, slot, sent, S = self._hp, self._nres, self._n_unsent, self._slot, self._sent, self._S
+        assert nres is not None
+        changed = False
+        todo = np.flatnonzero(np.frombuffer(self._valid, np.uint8, count=arrived) == 0).tolist()
+        for w in todo:
+            if not hp[w]:
+                hp[w] = 1
+                self._n_hp += 1
+                changed = True
+            n = nres[w]
+            if n >= S or nu[w]:
+                continue
+            base = w * S
+            if any(slot[base + r] == _INPROG and sent[base + r] > recent for r in range(n)):
+                continue
+            nres[w] = n + 1  # slot base + n is UNSENT: it was never used
+            nu[w] = 1
+            bisect.insort(self._unsent, w)
+            self._n_extra += 1
+            changed = True
+        return changed
+
+    def _work_appeared(self, unblock: bool = False) -> None:
+        if unblock and self._acc is not None and self._n_hp and self._blocked_list:
+            hp = self._hp
+            if all(hp[w] for w in self._unsent):
+                # only high-priority work: the clients that are not low-turnaround stay blocked
+                is_ltt = self._tstats.is_ltt
+                bl = self._blocked_list
+                free = [i for i in bl if is_ltt(i)]
+                if free:
+                    self._blocked[free] = False
+                    self._blocked_list = [i for i in bl if not is_ltt(i)]
+                    if self._active:
+                        self._rebuild()
+                unblock = False
+        super()._work_appeared(unblock)
+
+    def _extra_result(self) -> dict[str, Any]:
+        if self._acc is None:
+            return {}
+        return {"extra_results": self._n_extra, "accel_at_s": self._accel_at}
 
     # -- cloud workers --------------------------------------------------------------------------
     def serve_cloud(self, how: str) -> None:
@@ -1340,14 +1486,14 @@ class BOINCEnv(DesktopGridEnv):
         od = self._od
         assert od is not None
         out: list[tuple[int, int]] = []
-        holders, slot, R = self._holders, self._slot, self._R
+        holders, slot, S, R, nres = self._holders, self._slot, self._S, self._R, self._nres
         for w in od:
             hs = holders[w]
             if hid in hs:
                 continue
-            base = w * R
+            base = w * S
             dup = self._cw_dup
-            for r in range(R):
+            for r in range(R if nres is None else nres[w]):
                 if slot[base + r] == _INPROG and base + r not in dup:
                     break
             else:
@@ -1405,7 +1551,7 @@ class BOINCEnv(DesktopGridEnv):
 
     def _drop_cw_copy(self, w: int, r: int) -> None:
         if r >= 0:
-            self._cw_dup.discard(w * self._R + r)
+            self._cw_dup.discard(w * self._S + r)
 
     def _cloud_requeue(self, w: int) -> None:
         if not self._valid[w]:
