@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from skylease.control.qos import strategy as qos_strategy
 from skylease.control.qos.prediction import TOLERANCE, fit_alpha, loo_success_rate, succeeded
 from skylease.control.qos.strategy import STRATEGIES, parse_strategy
 from skylease.experiments.report import md_table, save_figure, write_report
@@ -119,10 +120,13 @@ def campaign_cell(
 
 def batch_accel_strategies() -> tuple[str, ...]:
     """The strategies of the batch-acceleration section, or () while the strategy parser does not
-    know ``batch-accel`` (the section is then skipped with a note)."""
+    know ``batch-accel`` (the section is then skipped with a note). The parser of run names is
+    ``parse_plan`` where the build has one (SpeQuloS strategies with BOINC's batch acceleration),
+    else ``parse_strategy``."""
+    parse = getattr(qos_strategy, "parse_plan", parse_strategy)
     try:
         for s in BATCH_ACCEL:
-            parse_strategy(s)
+            parse(s)
     except UserError:
         return ()
     return BATCH_ACCEL
