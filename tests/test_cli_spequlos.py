@@ -61,6 +61,14 @@ def test_credits_option_bounds_spending(capsys):
         (["--middleware", "boinc", "--bot", "small"], "--trace"),
         (["--middleware", "boinc", "--trace", "nd", "--bot", "random", "--random-epsilon", "0"],
          "random-epsilon"),
+        (["--middleware", "boinc", "--trace", "nd", "--bot", "random", "--random-arrivals", "gaps"],
+         "--random-arrivals"),
+        # a cap only belongs to the epsilon reading: with another it is refused, not ignored
+        (["--middleware", "boinc", "--trace", "nd", "--bot", "random", "--random-arrivals", "iid",
+          "--random-epsilon", "60"], "--random-epsilon"),
+        (["--middleware", "boinc", "--trace", "nd", "--bot", "small", "--cloud-buffer", "0"], "cloud-buffer"),
+        (["--middleware", "boinc", "--trace", "nd", "--bot", "small", "--cloud-buffer", "100000"],
+         "--cloud-buffer"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):
@@ -77,3 +85,40 @@ def test_malformed_trace_file_names_file_and_line(tmp_path, capsys):
                          "--bot", "small")
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "a.tr:2: end:" in err, err
+
+
+def _random(capsys, *extra):
+    code, out, err = run(capsys, "simulate", "spequlos", "--middleware", "boinc", "--trace", "nd",
+                         "--bot", "random", "--strategy", "none", "--seed", "2", "--json", *extra)
+    assert code == 0, err
+    res = json.loads(out)
+    del res["wall_s"], res["events"]  # the run's own cost, not its result
+    return res
+
+
+def test_random_arrivals_default_to_quantiles_and_the_reading_is_in_the_json(capsys):
+    default = _random(capsys)
+    assert default["readings"]["random_arrivals"] == "quantile"
+    assert default["readings"]["cloud_buffer"] == 3 and default["readings"]["random_epsilon_s"] is None
+    assert _random(capsys, "--random-arrivals", "quantile") == default
+    iid = _random(capsys, "--random-arrivals", "iid")
+    assert iid["readings"]["random_arrivals"] == "iid" and iid["completion_s"] != default["completion_s"]
+    assert iid["n_tasks"] == default["n_tasks"]  # the same draw of sizes: only the arrivals differ
+    # the older spelling: --random-epsilon alone is the epsilon reading with that cap
+    old = _random(capsys, "--random-epsilon", "60")
+    new = _random(capsys, "--random-arrivals", "epsilon")
+    assert old == new and new["readings"]["random_epsilon_s"] == 60
+
+
+def test_cloud_buffer_reaches_the_boinc_cloud_workers(capsys):
+    args = ["simulate", "spequlos", "--middleware", "boinc", "--trace", "nd", "--bot", "small",
+            "--seed", "1", "--json"]
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    three = json.loads(out)
+    code, out, err = run(capsys, *args, "--cloud-buffer", "1")
+    assert code == 0, err
+    one = json.loads(out)
+    assert one["readings"]["cloud_buffer"] == 1 and three["readings"]["cloud_buffer"] == 3
+    assert one["baseline"] == three["baseline"]  # no cloud worker without QoS
+    assert (one["completion_s"], one["credits_used"]) != (three["completion_s"], three["credits_used"])

@@ -7,7 +7,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skylease.sim.dg.workload import cap_arrival_gaps, credits_for, make_bot, node_powers
+from skylease.sim.dg.workload import (
+    WEIBULL_SCALE,
+    WEIBULL_SHAPE,
+    cap_arrival_gaps,
+    credits_for,
+    make_bot,
+    node_powers,
+    quantile_arrivals,
+    resolve_arrivals,
+)
 
 
 def test_small_and_big_are_table6() -> None:
@@ -24,7 +33,7 @@ def test_random_literal_and_std_sigma() -> None:
     assert np.all(np.diff(lit.arrival) >= 0) and lit.arrival[0] >= 0
     assert 50 < lit.nops.std() < 150  # sigma = sqrt(10000) = 100
     assert std.nops.std() > 5000  # sigma = 10000
-    assert 100 < lit.arrival.mean() < 220  # Weibull(91.98, 0.57): mean ~148 s
+    assert 100 < lit.arrival.mean() < 220  # Weibull(91.98, 0.57): mean ~148 s (quantiles: ~146 s)
     assert make_bot("RANDOM", seed=1).nops.tolist() == lit.nops.tolist()
     with pytest.raises(ValueError):
         make_bot("HUGE")
@@ -46,8 +55,37 @@ def test_credits_are_ten_percent_of_workload() -> None:
     assert make_bot("SMALL").credits == pytest.approx(4583.333, rel=1e-6)
 
 
+def test_random_arrivals_default_to_the_weibull_quantiles() -> None:
+    """Spec §8 D1: task i of n arrives at F^-1((i - 1/2)/n) of weib(91.98, 0.57), whatever the seed."""
+    a, b = make_bot("RANDOM", seed=1), make_bot("RANDOM", seed=2)
+    for bot in (a, b):
+        n = len(bot)
+        i = np.arange(1, n + 1)
+        cdf = 1 - np.exp(-((bot.arrival / WEIBULL_SCALE) ** WEIBULL_SHAPE))
+        assert np.allclose(cdf, (i - 0.5) / n)
+    assert np.array_equal(make_bot("RANDOM", seed=1, arrivals="quantile").arrival, a.arrival)
+    # the sizes and nops are the same draw under every reading
+    iid = make_bot("RANDOM", seed=1, arrivals="iid")
+    assert iid.nops.tolist() == a.nops.tolist() and not np.array_equal(iid.arrival, a.arrival)
+    q = quantile_arrivals(1000)
+    assert 2900 < q[-1] < 3500 and 40 < np.median(q) < 60  # last ~3,230 s; median = the Weibull's 48 s
+
+
+def test_resolve_arrivals_readings_and_refusals() -> None:
+    assert resolve_arrivals(None, None) == ("quantile", None)
+    assert resolve_arrivals(None, 30.0) == ("epsilon", 30.0)  # the older spelling of the cap
+    assert resolve_arrivals("EPSILON", None) == ("epsilon", 60.0)
+    assert resolve_arrivals("iid", None) == ("iid", None)
+    with pytest.raises(ValueError, match="one of quantile, iid, epsilon"):
+        resolve_arrivals("gaps", None)
+    with pytest.raises(ValueError, match="only applies"):
+        resolve_arrivals("quantile", 60.0)
+    with pytest.raises(ValueError, match="epsilon must be > 0"):
+        resolve_arrivals("epsilon", -1.0)
+
+
 def test_random_epsilon_caps_gaps_and_keeps_the_draw() -> None:
-    spec = make_bot("RANDOM", seed=3)
+    spec = make_bot("RANDOM", seed=3, arrivals="iid")
     capped = make_bot("RANDOM", seed=3, epsilon=60.0)
     assert capped.nops.tolist() == spec.nops.tolist()  # only the arrivals change
     assert capped.arrival[0] == spec.arrival[0]

@@ -21,6 +21,10 @@ Decisions where the spec is silent (also written into every report's metadata):
   the BOINC server (:mod:`skylease.sim.dg.accel`; BOINC's defaults unless :func:`batch_accel`
   says otherwise); rows count the ``extra_results`` it created and when it first fired
   (``accel_at_s``).
+* RANDOM's arrivals are read as quantiles of the Weibull by default (spec §8 D1; ``iid`` and
+  ``epsilon`` are switches) and a BOINC cloud worker buffers 3 replicas (§8 D3, ``cloud_buffer``).
+  Every run's row records its reading (``arrivals``, ``epsilon_s``, ``cloud_buffer``), and
+  :func:`readings` is the dict the CLI's JSON and the reproduction's ``metadata.json`` carry.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from skylease.model.limits import check_number, check_seed, check_size, count
 from skylease.sim.dg.accel import BatchAccel
 from skylease.sim.dg.env import DesktopGridEnv, DGParams
 from skylease.sim.dg.flat import FlatTrace, flatten
-from skylease.sim.dg.workload import BOT_CATEGORIES, CREDIT_FRACTION, make_bot
+from skylease.sim.dg.workload import ARRIVALS, BOT_CATEGORIES, CREDIT_FRACTION, make_bot, resolve_arrivals
 from skylease.traces.avail import load_trace
 
 __all__ = [
@@ -52,6 +56,7 @@ __all__ = [
     "TRACES",
     "batch_accel",
     "environment_cell",
+    "readings",
     "run_once",
     "simulate",
     "submission_time",
@@ -69,6 +74,53 @@ PREDICT_AT = 0.5
 #: Peak bytes per cloud worker of a run (about 920 measured with 100,000): every credit order is
 #: refused whose cloud workers, started at once, would not fit the memory budget.
 CLOUD_WORKER_BYTES = 1024
+#: A BOINC cloud worker's work buffer (replicas per request), the [RC] client's 3 (spec §8 D3).
+DEFAULT_CLOUD_BUFFER = 3
+#: The largest --cloud-buffer: a CW holding more replicas than any BoT has WUs changes nothing.
+MAX_CLOUD_BUFFER = 10_000
+
+
+def check_readings(arrivals: str | None, epsilon: float | None, cloud_buffer: int,
+                   sigma: str = "literal") -> tuple[str, float | None]:
+    """Validate the run's readings before any work: RANDOM's arrivals (and cap), the cloud buffer and
+    sigma, each a one-line UserError naming its option; returns the resolved ``(arrivals, epsilon)``."""
+    if sigma not in ("literal", "std"):
+        raise UserError(f"sigma must be 'literal' or 'std', got {sigma!r}", field="sigma")
+    if epsilon is not None:
+        check_number(epsilon, "--random-epsilon", above=0,
+                     hint="the maximal gap between arrivals, in seconds; leave it out for none")
+    try:
+        reading = resolve_arrivals(arrivals, epsilon)
+    except ValueError as exc:
+        field = "--random-epsilon" if arrivals is not None and arrivals.strip().lower() in ARRIVALS \
+            else "--random-arrivals"
+        raise UserError(str(exc), field=field) from None
+    if isinstance(cloud_buffer, bool) or not isinstance(cloud_buffer, int) \
+            or not 1 <= cloud_buffer <= MAX_CLOUD_BUFFER:
+        raise UserError(f"the cloud worker's buffer must be a whole number of replicas from 1 to "
+                        f"{MAX_CLOUD_BUFFER:,}, got {cloud_buffer!r}", field="--cloud-buffer")
+    return reading
+
+
+def readings(arrivals: str | None = None, epsilon: float | None = None,
+             cloud_buffer: int = DEFAULT_CLOUD_BUFFER, sigma: str = "literal") -> dict[str, Any]:
+    """The readings a run was made under, as logged in its output metadata (spec §7.6)."""
+    reading, eps = check_readings(arrivals, epsilon, cloud_buffer, sigma)
+    return {
+        "random_arrivals": reading,
+        "random_arrivals_why": {
+            "quantile": "spec §8 D1: task i of n at F^-1((i - 1/2)/n) of weib(91.98 s, 0.57), the "
+                        "paper's repartition function of arrival times",
+            "iid": "spec A9b: offsets drawn i.i.d. from weib(91.98 s, 0.57), sorted",
+            "epsilon": "spec A9b offsets with every gap between arrivals capped at epsilon (the paper's "
+                       "maximal gap, Section 4.1)",
+        }[reading],
+        "random_epsilon_s": eps,
+        "random_sigma": sigma,
+        "cloud_buffer": cloud_buffer,
+        "cloud_buffer_why": "spec §8 D3: replicas a BOINC cloud worker asks for per request (the [RC] "
+                            "client's 3 by default); XWHEP workers hold one job",
+    }
 
 
 @functools.lru_cache(maxsize=8)
@@ -131,16 +183,19 @@ def batch_accel(min_frac_done: float | None = None, max_not_done: int | None = N
 def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", seed: int = 0, *,
              data_dir: str | os.PathLike[str] | None = None, alpha: float = 1.0,
              sigma: str = "literal", credits: float | None = None,
-             epsilon: float | None = None, accel: BatchAccel | None = None,
+             epsilon: float | None = None, arrivals: str | None = None,
+             cloud_buffer: int = DEFAULT_CLOUD_BUFFER, accel: BatchAccel | None = None,
              wrap: Callable[[SpeQuloS], Policy] | None = None) -> dict[str, Any]:
     """One BoT run: the row of metrics an experiment records (times in seconds after submission).
 
     ``strategy``: a SpeQuloS strategy (``9C-C-R``...) or ``none`` (the policy still predicts,
     without renting anything); ``alpha``: the prediction's correction factor; ``credits``: the
-    order (default: the spec's 10 % of the BoT's workload); ``epsilon``: RANDOM's maximal gap
-    between arrivals (:func:`~skylease.sim.dg.workload.make_bot`; None: not enforced, spec A9b);
-    ``wrap``: the environment runs ``wrap(policy)`` instead of the SpeQuloS policy, a policy that
-    passes every callback on and watches the run (:mod:`skylease.experiments.qos_service`).
+    order (default: the spec's 10 % of the BoT's workload); ``arrivals``/``epsilon``: RANDOM's
+    reading of its arrivals (:func:`~skylease.sim.dg.workload.resolve_arrivals`: ``quantile`` by
+    default, ``iid``, or ``epsilon`` with its cap); ``cloud_buffer``: replicas a BOINC cloud
+    worker asks for per request (spec §8 D3); ``wrap``: the environment runs ``wrap(policy)``
+    instead of the SpeQuloS policy, a policy that passes every callback on and watches the run
+    (:mod:`skylease.experiments.qos_service`).
 
     BOINC's own batch acceleration joins with ``strategy`` ``batch-accel`` (alone) or
     ``batch-accel+9C-C-R``; ``accel``: its parameters (default BOINC's, :func:`batch_accel`).
@@ -150,15 +205,16 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     if plan.accel and mw != "boinc":
         raise UserError("batch-accel is the BOINC server's batch acceleration; XWHEP has none: use "
                         "--middleware boinc", field="--strategy")
+    reading, eps = check_readings(arrivals, epsilon, cloud_buffer, sigma)
     flat = trace_for(trace, data_dir)
     ss = np.random.SeedSequence([seed, 0xB07])
     ss_bot, ss_env = ss.spawn(2)
-    b = make_bot(cat, seed=int(ss_bot.generate_state(1)[0]), sigma=sigma, epsilon=epsilon)
+    b = make_bot(cat, seed=int(ss_bot.generate_state(1)[0]), sigma=sigma, arrivals=reading, epsilon=eps)
     if credits is not None:
         check_order(credits, b.credits / CREDIT_FRACTION)
     order = b.credits if credits is None else float(credits)
     submit = submission_time(flat, seed)
-    params = DGParams(accel=(accel or BatchAccel()) if plan.accel else None)
+    params = DGParams(cw_buffer=cloud_buffer, accel=(accel or BatchAccel()) if plan.accel else None)
     env = DesktopGridEnv(mw, flat, b, submit_at=submit, seed=ss_env, params=params)
     policy = SpeQuloS(plan.qos, order, predict_at=PREDICT_AT, alpha=AlphaModel(alpha))
     res = env.run(policy if wrap is None else wrap(policy))
@@ -178,6 +234,7 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
         "predicted_s": ps["t_pred"], "predict_p": ps["predict_p"],
         "events": res.events, "wall_s": res.wall_s,
         "extra_results": res.extra_results, "accel_at_s": res.accel_at_s,
+        "arrivals": reading, "epsilon_s": math.nan if eps is None else eps, "cloud_buffer": cloud_buffer,
     }
 
 
@@ -240,18 +297,19 @@ JSON_KEYS = ("completion_s", "ideal_s", "tail_slowdown", "tail_task_share", "cre
 def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", seed: int = 0, *,
              data_dir: str | os.PathLike[str] | None = None, alpha: float = 1.0,
              credits: float | None = None, sigma: str = "literal",
-             epsilon: float | None = None, accel: BatchAccel | None = None) -> dict[str, Any]:
+             epsilon: float | None = None, arrivals: str | None = None,
+             cloud_buffer: int = DEFAULT_CLOUD_BUFFER, accel: BatchAccel | None = None) -> dict[str, Any]:
     """One strategy's run and its paired baseline (same seed): the CLI's result.
 
     Top-level keys are the strategy's run (:data:`JSON_KEYS` and more); ``baseline`` holds the run
     without QoS; ``tre`` is the tail removal efficiency against it (None: the baseline had no tail
     or did not finish; ``-inf``: the strategy's run did not finish) and ``tre_note`` says why when
     it is not a number. ``credits`` may buy at most 2,097,152 cloud workers at once (the memory
-    budget of :mod:`skylease.model.limits`): 31,457,280 credits. ``accel``: batch-acceleration
+    budget of :mod:`skylease.model.limits`): 31,457,280 credits. ``readings`` is what the run was
+    made under (:func:`readings`). ``accel``: batch-acceleration
     parameters (:func:`batch_accel`), only with a ``batch-accel`` strategy.
     """
-    if sigma not in ("literal", "std"):
-        raise UserError(f"sigma must be 'literal' or 'std', got {sigma!r}", field="sigma")
+    meta = readings(arrivals, epsilon, cloud_buffer, sigma)
     seed = check_seed(seed)
     check_number(alpha, "--alpha", above=0)
     if credits is not None:
@@ -260,13 +318,11 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
         n_cw = credits / CREDITS_PER_CPU_HOUR
         check_size(n_cw, "cloud workers", CLOUD_WORKER_BYTES, field="--credits",
                    asked=f"{credits:,.6g} credits buy up to {count(n_cw)} at once")
-    if epsilon is not None:
-        check_number(epsilon, "--random-epsilon", above=0,
-                     hint="the maximal gap between arrivals, in seconds; leave it out for none")
     if accel is not None and not parse_plan(strategy).accel:
         raise UserError("the batch-acceleration options need --strategy batch-accel (or "
                         "batch-accel+STRATEGY)", field="--strategy")
-    kw = dict(data_dir=data_dir, alpha=alpha, credits=credits, sigma=sigma, epsilon=epsilon, accel=accel)
+    kw = dict(data_dir=data_dir, alpha=alpha, credits=credits, sigma=sigma, epsilon=epsilon,
+              arrivals=arrivals, cloud_buffer=cloud_buffer, accel=accel)
     row = run_once(middleware, trace, bot, strategy, seed, **kw)
     base = row if row["strategy"] == "none" else run_once(middleware, trace, bot, "none", seed, **kw)
     row["baseline"] = {k: base[k] for k in (*JSON_KEYS, "tail_tasks", "tail_time_share", "completed")}
@@ -274,4 +330,5 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     row["tre_note"] = _tre_note(row, base)
     row["speedup"] = (base["completion_s"] / row["completion_s"]
                       if math.isfinite(row["completion_s"]) and row["completion_s"] > 0 else None)
+    row["readings"] = meta
     return row

@@ -13,6 +13,7 @@ campaign (6 traces, 10 seeds: 6840 runs) takes about 5 minutes on 2 worker proce
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -24,21 +25,36 @@ import numpy as np
 import pandas as pd
 
 from skylease.control.qos.prediction import TOLERANCE, fit_alpha, loo_success_rate, succeeded
-from skylease.control.qos.strategy import STRATEGIES
+from skylease.control.qos.strategy import STRATEGIES, parse_plan
 from skylease.experiments.report import md_table, save_figure, write_report
-from skylease.experiments.spequlos import MIDDLEWARES, TRACES, run_once, tail_removal
-from skylease.experiments.store import out_folder
+from skylease.experiments.spequlos import (
+    DEFAULT_CLOUD_BUFFER,
+    MIDDLEWARES,
+    TRACES,
+    check_readings,
+    readings,
+    run_once,
+    tail_removal,
+)
+from skylease.experiments.store import atomic_write_text, out_folder
 from skylease.experiments.sweep import check_cluster, run_campaign
 from skylease.model.errors import UserError
-from skylease.sim.dg.workload import BOT_CATEGORIES, make_bot
+from skylease.sim.dg.workload import ARRIVALS, BOT_CATEGORIES, make_bot
 
-__all__ = ["campaign_cell", "report_from_runs", "reproduce_spequlos", "with_tre"]
+__all__ = ["batch_accel_section", "batch_accel_strategies", "campaign_cell", "gate", "report_from_runs",
+           "reproduce_spequlos", "with_tre"]
 
 FULL_SEEDS = 10
 QUICK_SEEDS = 2
 QUICK_TRACES = ("nd", "spot10")
-#: The paper's "typical" maximal gap between two arrivals (Section 4.1), run as a RANDOM variant.
-PAPER_EPSILON_S = 60.0
+#: The strategies of the section "SpeQuloS vs BOINC batch acceleration" (run on BOINC only).
+BATCH_ACCEL = ("9C-C-R", "batch-accel", "batch-accel+9C-C-R")
+#: Spec §8 D5: the traces the prediction gate (>= 85 %) is evaluated on; the Grid'5000 stand-ins are
+#: reported as "data not available".
+PREDICTION_TRACES = ("seti", "nd", "spot10", "spot100")
+PREDICTION_GATE = 85.0
+#: Spec §8 D3: the bags that fit in one wave, where 9A with Greedy spends its order at once.
+ONE_WAVE = (("seti", "SMALL"), ("spot100", "SMALL"))
 KIND = {
     "seti": "Desktop Grids",
     "nd": "Desktop Grids",
@@ -77,23 +93,39 @@ def campaign_cell(
     seed: int,
     rep: int,
     epsilon: float | None = None,
+    random_arrivals: str | None = None,
+    buffer: int = DEFAULT_CLOUD_BUFFER,
+    baseline: bool = True,
 ) -> list[dict[str, Any]]:
     """One campaign cell: ``environment`` = ``middleware/trace/BOT``; the runs pair on ``rep``.
 
     The campaign's own cell ``seed`` is not used: the seed of a run is its repetition number, so
     every environment and every strategy sees the same submission times for the same ``rep``.
-    ``epsilon``: RANDOM's maximal gap between arrivals (None: the spec's A9b, not enforced); each
-    row records it as ``epsilon_s`` (NaN when not enforced).
+    ``random_arrivals``/``epsilon``: RANDOM's reading of its arrivals (default quantile, spec §8 D1);
+    ``buffer``: a BOINC cloud worker's buffer (§8 D3); each row records them (``arrivals``,
+    ``epsilon_s``, NaN when no cap, ``cloud_buffer``). ``baseline``: run ``none`` first (False
+    when another campaign already ran it at the same seeds).
     """
     del seed
     mw, trace, bot = environment.split("/")
     rows = []
-    for s in ("none", *strategies):
-        r = run_once(mw, trace, bot, s, rep, data_dir=data_dir, epsilon=epsilon)
+    for s in (("none",) if baseline else ()) + tuple(strategies):
+        r = run_once(mw, trace, bot, s, rep, data_dir=data_dir, epsilon=epsilon, arrivals=random_arrivals,
+                     cloud_buffer=buffer)
         r["run_seed"] = r.pop("seed")
-        r["epsilon_s"] = math.nan if epsilon is None else float(epsilon)
         rows.append(r)
     return rows
+
+
+def batch_accel_strategies() -> tuple[str, ...]:
+    """The strategies of the batch-acceleration section (checked by the run names' parser), or ()
+    if one were unknown (the section is then skipped with a note)."""
+    try:
+        for s in BATCH_ACCEL:
+            parse_plan(s)
+    except UserError:
+        return ()
+    return BATCH_ACCEL
 
 
 # -- analysis -------------------------------------------------------------------------------------
@@ -142,10 +174,13 @@ def table1(base: pd.DataFrame) -> pd.DataFrame:
 
 
 def slowdown_stats(base: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 2's statistics per middleware, pooled and per BoT category."""
+    """Fig. 2's statistics per middleware: pooled (``all``), on ``SMALL+BIG`` (the gated pool, spec
+    §8 D2) and per BoT category."""
     rows = []
     for mw, g in base.groupby("middleware"):
-        for cat, h in [("all", g), *((c, g[g["bot"] == c]) for c in BOT_CATEGORIES)]:
+        pools = [("all", g), ("SMALL+BIG", g[g["bot"].isin(["SMALL", "BIG"])]),
+                 *((c, g[g["bot"] == c]) for c in BOT_CATEGORIES)]
+        for cat, h in pools:
             if h.empty:
                 continue
             s = h["tail_slowdown"].to_numpy(float)
@@ -255,14 +290,16 @@ def prediction_cells(pr: pd.DataFrame, column: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def random_arrivals(seeds: Sequence[int], task_s: float = 20.0) -> pd.DataFrame:
-    """The RANDOM BoTs of ``seeds`` (as :func:`run_once` draws them) and the tail their arrivals alone
-    make: the slowdown of a grid where every task runs ``task_s`` seconds as soon as it arrives
-    (20 s = 60000 nops on a 3000 nops/s node, the fastest in the evaluation)."""
+def random_arrivals(seeds: Sequence[int], task_s: float = 20.0, arrivals: str | None = None,
+                    epsilon: float | None = None) -> pd.DataFrame:
+    """The RANDOM BoTs of ``seeds`` (as :func:`run_once` draws them under the reading ``arrivals``) and
+    the tail their arrivals alone make: the slowdown of a grid where every task runs ``task_s`` seconds
+    as soon as it arrives (20 s = 60000 nops on a 3000 nops/s node, the fastest in the evaluation)."""
     rows = []
     for seed in seeds:
         ss_bot, _ = np.random.SeedSequence([int(seed), 0xB07]).spawn(2)
-        a = make_bot("RANDOM", seed=int(ss_bot.generate_state(1)[0])).arrival
+        a = make_bot("RANDOM", seed=int(ss_bot.generate_state(1)[0]), arrivals=arrivals,
+                     epsilon=epsilon).arrival
         k = math.ceil(0.9 * len(a)) - 1
         ideal = (a[k] + task_s) / 0.9
         rows.append(
@@ -278,20 +315,29 @@ def random_arrivals(seeds: Sequence[int], task_s: float = 20.0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def epsilon_variant(runs: pd.DataFrame, eps_runs: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 2 and Table 7 under both readings of RANDOM's arrivals: the spec's (A9b, no gap cap) and
-    the paper's epsilon (``eps_runs``: RANDOM's baseline and 9C-C-R runs with capped gaps).
+def _reading_name(arrivals: str, eps: float) -> str:
+    return f"epsilon ({eps:g} s cap)" if arrivals == "epsilon" and math.isfinite(eps) else arrivals
 
-    One row per (reading, middleware), plus a row per reading with ``middleware = "all"`` for the
-    prediction success: the pooled statistics with RANDOM's runs taken from that reading.
+
+def arrivals_variant(runs: pd.DataFrame, var_runs: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 2 and Table 7 under every reading of RANDOM's arrivals (spec §8 D1): the campaign's own
+    (``runs``) and each of ``var_runs`` (RANDOM's baseline and 9C-C-R runs under another reading,
+    same seeds).
+
+    One row per (reading, middleware), plus one per reading with ``middleware = "all"``: the pooled
+    statistics with RANDOM's runs taken from that reading, RANDOM's own row, its mean 9C-C-R
+    completion and its prediction success.
     """
-    if eps_runs.empty:
+    main = runs[runs["bot"] == "RANDOM"]
+    if main.empty:
         return pd.DataFrame()
-    readings = {"spec A9b (no cap)": runs,
-                f"paper epsilon = {eps_runs['epsilon_s'].iloc[0]:g} s": pd.concat(
-                    [runs[runs["bot"] != "RANDOM"], eps_runs], ignore_index=True)}
+    readings_: list[tuple[str, pd.DataFrame]] = [
+        (_reading_name(main["arrivals"].iloc[0], float(main["epsilon_s"].iloc[0])) + " (campaign)", runs)]
+    for (arr, eps), g in var_runs.groupby(["arrivals", var_runs["epsilon_s"].fillna(-1.0)], sort=False):
+        readings_.append((_reading_name(arr, float(eps) if eps >= 0 else math.nan),
+                          pd.concat([runs[runs["bot"] != "RANDOM"], g], ignore_index=True)))
     rows = []
-    for name, r in readings.items():
+    for name, r in readings_:
         base = r[r["strategy"] == "none"]
         _, pr = prediction_table(r)
         if pr.empty:
@@ -300,15 +346,19 @@ def epsilon_variant(runs: pd.DataFrame, eps_runs: pd.DataFrame) -> pd.DataFrame:
             s = g["tail_slowdown"].to_numpy(float)
             rnd = g[g["bot"] == "RANDOM"]["tail_slowdown"].to_numpy(float)
             p = pr if mw == "all" else pr[pr["middleware"] == mw]
+            q = r[(r["strategy"] == "9C-C-R") & (r["bot"] == "RANDOM")]
+            q = q if mw == "all" else q[q["middleware"] == mw]
             rows.append({
                 "reading": name, "middleware": mw, "runs": len(g),
                 "median": float(np.median(s)), "P(>=2)": float(np.mean(s >= 2)),
                 "p95": float(np.quantile(s, 0.95)),
-                "tail tasks %": float(g["tail_task_share"].mean() * 100),
                 "RANDOM median": float(np.median(rnd)) if len(rnd) else math.nan,
+                "RANDOM P(>=2)": float(np.mean(rnd >= 2)) if len(rnd) else math.nan,
+                "RANDOM 9C-C-R mean s": float(q["completion_s"].mean()) if len(q) else math.nan,
                 "prediction %": _pct_ok(p),
                 "RANDOM prediction %": _pct_ok(p[p["bot"] == "RANDOM"]),
-                "prediction % without g5k": _pct_ok(p[~p["trace"].str.startswith("g5k")]),
+                "RANDOM prediction % (seti, nd, spot)": _pct_ok(
+                    p[(p["bot"] == "RANDOM") & p["trace"].isin(PREDICTION_TRACES)]),
             })
     return pd.DataFrame(rows)
 
@@ -333,67 +383,71 @@ class Derived:
     t7_loo: pd.DataFrame
     pr: pd.DataFrame
     eps: pd.DataFrame
+    ba: pd.DataFrame
+    meta: dict[str, Any]
 
 
 # -- checks ---------------------------------------------------------------------------------------
-def _claim(claim: str, paper: Any, ours: Any, holds: bool) -> dict[str, Any]:
-    return {"claim": claim, "paper": paper, "ours": ours, "holds": bool(holds)}
+def _claim(claim: str, paper: Any, ours: Any, holds: bool, gated: bool = True) -> dict[str, Any]:
+    """One check. ``gated``: a check of spec §7 as amended by §8, which the reproduction must pass;
+    otherwise a value reported beside the paper's (``holds`` then says how it compares)."""
+    return {"claim": claim, "paper": paper, "ours": ours, "holds": bool(holds), "gated": bool(gated)}
 
 
-def baseline_checks(sd: pd.DataFrame, t1: pd.DataFrame) -> list[dict[str, Any]]:
+def gate(claims: pd.DataFrame | Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The verdict of a set of checks: ``passed`` when every gated one holds; the counts, and the
+    gated checks that fail (``failed``). Rows without a ``gated`` column count as gated."""
+    df = pd.DataFrame(list(claims)) if not isinstance(claims, pd.DataFrame) else claims
+    if df.empty:
+        return {"passed": True, "gated": 0, "held": 0, "reported": 0, "reported_held": 0, "failed": []}
+    g = df["gated"].astype(bool) if "gated" in df.columns else pd.Series(True, index=df.index)
+    h = df["holds"].astype(bool)
+    return {
+        "passed": bool(h[g].all()),
+        "gated": int(g.sum()),
+        "held": int((h & g).sum()),
+        "reported": int((~g).sum()),
+        "reported_held": int((h & ~g).sum()),
+        "failed": df.loc[g & ~h, "claim"].tolist(),
+    }
+
+
+def baseline_checks(sd: pd.DataFrame, t1: pd.DataFrame,
+                    base: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """Fig. 2 and Table 1 (spec §7.2 as amended by §8 D2 and D4).
+
+    Gated: the median (<= 1.33) and P(slowdown >= 2) on SMALL + BIG per middleware, the tail-task
+    share and desktop grids' tail-time share. [R] P(>= 2) is gated as at most the paper's value:
+    the paper's pool held RANDOM runs, whose slowdown is >= 2 on any grid, so its SMALL + BIG share
+    can only be lower. Reported: the 95th percentile, the pool of every BoT, RANDOM on its own row,
+    and (D4) XWHEP/seti/BIG as the cause of XWHEP's 95th percentile (needs ``base``).
+    """
     out = []
     for mw, (med, p2, p95) in PAPER_FIG2.items():
-        r = sd[(sd["middleware"] == mw) & (sd["bot"] == "all")]
-        if r.empty:
-            continue
-        r = r.iloc[0]
-        out.append(
-            _claim(
-                f"Fig. 2 {mw}: median tail slowdown about 1.33 or less",
-                f"<= {med}",
-                f"{r['median']:.2f}",
-                r["median"] <= med,
-            )
-        )
-        out.append(
-            _claim(
-                f"Fig. 2 {mw}: P(slowdown >= 2) (band ±0.10)",
-                p2,
-                f"{r['P(>=2)']:.2f}",
-                abs(r["P(>=2)"] - p2) <= 0.10,
-            )
-        )
-        out.append(
-            _claim(
-                f"Fig. 2 {mw}: 95th percentile of slowdown (within 1.5x)",
-                p95,
-                f"{r['p95']:.1f}",
-                p95 / 1.5 <= r["p95"] <= p95 * 1.5,
-            )
-        )
-        out.append(
-            _claim(
-                f"{mw}: tail-task share within Table 1's range (§7.2: 3-6.4 %)",
-                "2.94-6.40 %",
-                f"{r['tail tasks %']:.2f} %",
-                2.94 <= r["tail tasks %"] <= 6.40,
-            )
-        )
-        nr = sd[(sd["middleware"] == mw) & sd["bot"].isin(["SMALL", "BIG"])]
-        if len(nr):
-            s = ", ".join(
-                f"{b['bot']}: median {b['median']:.2f}, P(>=2) {b['P(>=2)']:.2f}, p95 {b['p95']:.1f}"
-                for b in nr.to_dict("records")
-            )
-            out.append(
-                _claim(
-                    f"Fig. 2 {mw} without RANDOM (its arrivals make a tail no QoS can cut): "
-                    "median <= 1.33 and P(>=2) <= the paper's",
-                    f"<= 1.33; <= {p2}",
-                    s,
-                    bool((nr["median"] <= med).all() and (nr["P(>=2)"] <= p2).all()),
-                )
-            )
+        rows = sd[sd["middleware"] == mw].set_index("bot")
+        if "SMALL+BIG" in rows.index:
+            r = rows.loc["SMALL+BIG"]
+            out.append(_claim(f"Fig. 2 {mw}, SMALL + BIG (§8 D2): median tail slowdown <= 1.33", f"<= {med}",
+                              f"{r['median']:.2f}", r["median"] <= med))
+            out.append(_claim(f"Fig. 2 {mw}, SMALL + BIG (§8 D2): P(slowdown >= 2) at most the paper's",
+                              f"<= {p2}", f"{r['P(>=2)']:.2f}", r["P(>=2)"] <= p2))
+            out.append(_claim(f"Fig. 2 {mw}, SMALL + BIG: 95th percentile (reported, §8 D2)", p95,
+                              f"{r['p95']:.1f}", p95 / 1.5 <= r["p95"] <= p95 * 1.5, gated=False))
+        if "all" in rows.index:
+            r = rows.loc["all"]
+            out.append(_claim(f"Fig. 2 {mw}, every BoT pooled: median / P(>= 2) / p95 (reported)",
+                              f"<= {med} / {p2} / {p95:g}",
+                              f"{r['median']:.2f} / {r['P(>=2)']:.2f} / {r['p95']:.1f}",
+                              r["median"] <= med and abs(r["P(>=2)"] - p2) <= 0.10, gated=False))
+            out.append(_claim(f"{mw}: tail-task share within Table 1's range (§7.2: 3-6.4 %)", "2.94-6.40 %",
+                              f"{r['tail tasks %']:.2f} %", 2.94 <= r["tail tasks %"] <= 6.40))
+        if "RANDOM" in rows.index:
+            r = rows.loc["RANDOM"]
+            out.append(_claim(f"Fig. 2 {mw}, RANDOM on its own row: median / P(>= 2) / p95 (reported, §8 D2)",
+                              "-", f"{r['median']:.2f} / {r['P(>=2)']:.2f} / {r['p95']:.1f}",
+                              r["median"] <= med, gated=False))
+    if base is not None:
+        out += _d4_claim(base)
     if {"tail time % BOINC", "tail time % XWHEP"} <= set(t1.columns) and len(t1) > 1:
         dg = t1[t1["BE-DCI"] == "Desktop Grids"]
         if len(dg):
@@ -407,6 +461,22 @@ def baseline_checks(sd: pd.DataFrame, t1: pd.DataFrame) -> list[dict[str, Any]]:
                 )
             )
     return out
+
+
+def _d4_claim(base: pd.DataFrame) -> list[dict[str, Any]]:
+    """§8 D4: XWHEP/seti/BIG (one wave of about 170 s against a 900 s timeout) sets XWHEP's p95."""
+    x = base[(base["middleware"] == "xwhep") & base["bot"].isin(["SMALL", "BIG"])]
+    cell = (x["trace"] == "seti") & (x["bot"] == "BIG")
+    if not cell.any() or cell.all():
+        return []
+    s = x["tail_slowdown"].to_numpy(float)
+    rest = x.loc[~cell, "tail_slowdown"].to_numpy(float)
+    p_all, p_rest = float(np.quantile(s, 0.95)), float(np.quantile(rest, 0.95))
+    med = float(x.loc[cell, "tail_slowdown"].median())
+    return [_claim("XWHEP/seti/BIG sets XWHEP's 95th percentile (reported, §8 D4: 900 s timeout kept)",
+                   "median ≈ 11 there",
+                   f"median {med:.1f} there; SMALL + BIG p95 {p_all:.1f}, {p_rest:.1f} without that cell",
+                   p_rest < p_all, gated=False)]
 
 
 def strategy_checks(st: pd.DataFrame, q: pd.DataFrame) -> list[dict[str, Any]]:
@@ -445,13 +515,17 @@ def strategy_checks(st: pd.DataFrame, q: pd.DataFrame) -> list[dict[str, Any]]:
                 ok,
             )
         )
-    best = s["tre_mean"].max()
-    bd = s.loc[[x for x in ("9A-G-D", "9A-C-D") if x in s.index]]
+    # §8 D3: "9A-x-D best" is evaluated on SMALL + BIG (RANDOM's tail is its own arrivals).
+    sb = strategy_table(q[q["bot"].isin(["SMALL", "BIG"])]).set_index("strategy") if len(q) else s
+    sb = sb if len(sb) else s
+    best = sb["tre_mean"].max()
+    bd = sb.loc[[x for x in ("9A-G-D", "9A-C-D") if x in sb.index]]
     if len(bd):
-        top = s["tre_mean"].idxmax()
+        top = sb["tre_mean"].idxmax()
         out.append(
             _claim(
-                "Fig. 6c: 9A-G-D / 9A-C-D are the best (within 0.02 of the best mean TRE)",
+                "Fig. 6c, SMALL + BIG (§8 D3): 9A-G-D / 9A-C-D are the best "
+                "(within 0.02 of the best mean TRE)",
                 "best",
                 f"{bd['tre_mean'].max():.2f} vs best {best:.2f} ({top})",
                 bd["tre_mean"].max() >= best - 0.02,
@@ -459,7 +533,7 @@ def strategy_checks(st: pd.DataFrame, q: pd.DataFrame) -> list[dict[str, Any]]:
         )
         out.append(
             _claim(
-                "Fig. 6c: 9A-x-D remove the tail completely in half the runs (±0.15)",
+                "Fig. 6c, SMALL + BIG: 9A-x-D remove the tail completely in half the runs (±0.15)",
                 0.5,
                 " / ".join(f"{v:.2f}" for v in bd["P(TRE=1)"]),
                 bool((abs(bd["P(TRE=1)"] - 0.5) <= 0.15).all()),
@@ -467,12 +541,13 @@ def strategy_checks(st: pd.DataFrame, q: pd.DataFrame) -> list[dict[str, Any]]:
         )
         out.append(
             _claim(
-                "Fig. 6c: 9A-x-D: TRE > 50 % in 80 % of the runs (±0.15)",
+                "Fig. 6c, SMALL + BIG: 9A-x-D: TRE > 50 % in 80 % of the runs (±0.15)",
                 0.8,
                 " / ".join(f"{v:.2f}" for v in bd["P(TRE>0.5)"]),
                 bool((abs(bd["P(TRE>0.5)"] - 0.8) <= 0.15).all()),
             )
         )
+    out += _d3_claim(q)
     f = s.loc[[x for x in s.index if x.endswith("-F")]]
     out.append(
         _claim(
@@ -522,6 +597,32 @@ def strategy_checks(st: pd.DataFrame, q: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def one_wave_table(q: pd.DataFrame) -> pd.DataFrame:
+    """§8 D3: mean TRE and credits spent of 9A-G-D, 9A-C-D and 9C-C-R per (middleware, trace) on the
+    bags that fit in one wave (:data:`ONE_WAVE`), where 9A fires at the first tick and Greedy buys
+    one hour of S cloud workers at once."""
+    cells = q[[(t, b) in ONE_WAVE for t, b in zip(q["trace"], q["bot"], strict=True)]]
+    cells = cells[cells["strategy"].isin(["9A-G-D", "9A-C-D", "9C-C-R"])]
+    if cells.empty:
+        return pd.DataFrame()
+    return (cells.groupby(["middleware", "trace", "bot", "strategy"])
+            .agg(runs=("tre", "size"), tre_mean=("tre", "mean"), credits_pct=("credits_share", "mean"),
+                 cw_started_s=("cw_started_s", "mean"))
+            .assign(credits_pct=lambda d: d["credits_pct"] * 100).reset_index())
+
+
+def _d3_claim(q: pd.DataFrame) -> list[dict[str, Any]]:
+    t = one_wave_table(q)
+    g = t[t["strategy"] == "9A-G-D"] if len(t) else t
+    if g.empty:
+        return []
+    return [_claim("9A with Greedy on one-wave bags (seti, spot100 SMALL): TRE ≈ 0, its order spent at once "
+                   "(reported, §8 D3: the rules imply it)", "TRE ≈ 0",
+                   "; ".join(f"{r['middleware']}/{r['trace']}: TRE {r['tre_mean']:.2f}, "
+                             f"{r['credits_pct']:.0f} % of the order" for r in g.to_dict("records")),
+                   bool((g["tre_mean"] <= 0.2).all()), gated=False)]
+
+
 def performance_checks(f8: pd.DataFrame, stab: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     lower = f8["with_s"] <= f8["without_s"] * (1 + 1e-9)
@@ -541,14 +642,23 @@ def performance_checks(f8: pd.DataFrame, stab: pd.DataFrame) -> list[dict[str, A
         if r.empty:
             continue
         r = r.iloc[0]
-        big = pw / pq > 2
-        holds = r["speedup"] > 2 if big else abs(r["speedup"] - 1) <= 0.05
+        if pw / pq > 2:
+            # The paper's baseline (28818 s) waited for BOINC's one-day deadline on its SETI trace; our
+            # stand-in has no such outages, so the large reduction is reported and the absolute time
+            # with SpeQuloS is gated (the issue's ±15 %; §8 D1 chose the arrivals that fit it).
+            out.append(_claim(f"Fig. 8: {mw} / {trace} / {bot}: with 9C-C-R within ±15 % of the paper's (s)",
+                              f"{pq:.0f}", f"{r['with_s']:.0f} ({r['with_s'] / pq - 1:+.1%})",
+                              abs(r["with_s"] / pq - 1) <= 0.15))
+            out.append(_claim(f"Fig. 8: {mw} / {trace} / {bot}: without -> with 9C-C-R, a large reduction "
+                              "(reported: follows the trace stand-in)", f"{pw:.0f} -> {pq:.0f}",
+                              f"{r['without_s']:.0f} -> {r['with_s']:.0f}", r["speedup"] > 2, gated=False))
+            continue
         out.append(
             _claim(
-                f"Fig. 8: {mw} / {trace} / {bot}: without -> with 9C-C-R (s)",
+                f"Fig. 8: {mw} / {trace} / {bot}: without -> with 9C-C-R (s), almost no change (±5 %)",
                 f"{pw:.0f} -> {pq:.0f}",
                 f"{r['without_s']:.0f} -> {r['with_s']:.0f}",
-                holds,
+                abs(r["speedup"] - 1) <= 0.05,
             )
         )
     sd = stab.groupby(["middleware", "strategy"])["normalized"].std()
@@ -574,54 +684,129 @@ def performance_checks(f8: pd.DataFrame, stab: pd.DataFrame) -> list[dict[str, A
 
 
 def prediction_checks(t7: pd.DataFrame, pr: pd.DataFrame) -> list[dict[str, Any]]:
+    """Table 7 (spec §7.5 as amended by §8 D5). Gated: success >= 85 % pooled over the runs of seti,
+    nd, spot10 and spot100 (:data:`PREDICTION_TRACES`). Reported: the overall and leave-one-out
+    rates, the g5k stand-ins ("data not available", with their measured success), SMALL and BIG
+    >= 95 %, RANDOM the hardest, and the rate without RANDOM."""
     if pr.empty:
         return []
+    ours = pr[pr["trace"].isin(PREDICTION_TRACES)]
+    out = []
+    if len(ours):
+        ok = float(ours["ok"].mean() * 100)
+        per = ours.groupby("trace")["ok"].mean() * 100
+        out.append(_claim(
+            "Table 7 on seti, nd, spot10, spot100 (§8 D5): predictions within ±20 %, >= 85 %",
+            "94.1 / 99.4 / 100 / 78.3 %",
+            f"{ok:.1f} % ({', '.join(f'{t} {per[t]:.0f} %' for t in PREDICTION_TRACES if t in per.index)})",
+            ok >= PREDICTION_GATE))
+    for t in sorted(set(pr["trace"]) - set(PREDICTION_TRACES)):
+        v = float(pr.loc[pr["trace"] == t, "ok"].mean() * 100)
+        paper = PAPER_TABLE7.get(t, (math.nan,) * 7)[-1]
+        out.append(_claim(f"Table 7, {t}: data not available (§8 D5: the paper's Grid'5000 traces are not "
+                          "published; our stand-in's measured success)",
+                          f"{paper} % on the paper's trace", f"{v:.1f} %", v >= PREDICTION_GATE, gated=False))
     overall = float(pr["ok"].mean() * 100)
-    out = [
-        _claim(
-            "Table 7: predictions within ±20 % overall (issue: >= 85 %)",
-            "90.2 %",
-            f"{overall:.1f} %",
-            overall >= 85,
-        )
-    ]
+    out.append(_claim("Table 7: predictions within ±20 % over every trace (reported)", "90.2 %",
+                      f"{overall:.1f} %", overall >= PREDICTION_GATE, gated=False))
     loo = float(pr["loo_ok"].mean() * 100)
-    out.append(
-        _claim(
-            "Table 7, leave-one-out α (A15 variant): within ±20 % overall (>= 85 %)",
-            "90.2 % (in-sample)",
-            f"{loo:.1f} %",
-            loo >= 85,
-        )
-    )
+    out.append(_claim("Table 7, leave-one-out α (A15 variant), every trace (reported)", "90.2 % (in-sample)",
+                      f"{loo:.1f} %", loo >= PREDICTION_GATE, gated=False))
     by_bot = pr.groupby("bot")["ok"].mean() * 100
     sb = [by_bot.get(b, math.nan) for b in ("SMALL", "BIG")]
-    out.append(
-        _claim(
-            "Table 7: >= 95 % for SMALL and BIG",
-            ">= 95 %",
-            f"SMALL {sb[0]:.1f} %, BIG {sb[1]:.1f} %",
-            min(sb) >= 95,
-        )
-    )
-    out.append(
-        _claim(
-            "Table 7: RANDOM is the hardest to predict",
-            "RANDOM lowest",
-            ", ".join(f"{k} {v:.1f} %" for k, v in by_bot.items()),
-            by_bot.idxmin() == "RANDOM",
-        )
-    )
-    no_random = float(pr[pr["bot"] != "RANDOM"]["ok"].mean() * 100)
-    out.append(
-        _claim(
-            "Table 7 without RANDOM (paper: SMALL and BIG 93.5-99.2 %)",
-            "96.6 %",
-            f"{no_random:.1f} %",
-            no_random >= 85,
-        )
-    )
+    out.append(_claim("Table 7: >= 95 % for SMALL and BIG (reported)", ">= 95 %",
+                      f"SMALL {sb[0]:.1f} %, BIG {sb[1]:.1f} %", min(sb) >= 95, gated=False))
+    out.append(_claim("Table 7: RANDOM is the hardest to predict (reported)", "RANDOM lowest",
+                      ", ".join(f"{k} {v:.1f} %" for k, v in by_bot.items()), by_bot.idxmin() == "RANDOM",
+                      gated=False))
     return out
+
+
+# -- SpeQuloS vs BOINC batch acceleration ----------------------------------------------------------
+def batch_accel_table(runs: pd.DataFrame, strategies: Sequence[str] = BATCH_ACCEL) -> pd.DataFrame:
+    """Side by side per (trace, BoT): each strategy of ``strategies`` and the baseline, on BOINC.
+
+    ``runs`` holds the baseline (``none``) and the strategies' runs, paired on ``run_seed``. Columns:
+    mean completion time, mean tail slowdown, mean TRE against the paired baseline (A16), mean extra
+    results created (``extra_results``, batch acceleration's extra replicas; NaN when the rows do
+    not carry it) and mean credits spent.
+    """
+    b = runs[(runs["middleware"] == "boinc") & runs["strategy"].isin(["none", *strategies])].copy()
+    if b.empty:
+        return pd.DataFrame()
+    key = ["middleware", "trace", "bot", "run_seed"]
+    base = b[b["strategy"] == "none"].set_index(key)[["completion_s", "ideal_s"]].add_prefix("base_")
+    b = b.join(base, on=key)
+    b["tre"] = [tail_removal(a, c, d) if s != "none" else math.nan
+                for s, a, c, d in zip(b["strategy"], b["completion_s"], b["base_completion_s"],
+                                      b["base_ideal_s"], strict=True)]
+    b["tre"] = b["tre"].astype(float)
+    if "extra_results" not in b.columns:
+        b["extra_results"] = math.nan
+    order = {t: i for i, t in enumerate((*TRACES, *BOT_CATEGORIES, "none", *strategies))}
+    t = (b.groupby(["trace", "bot", "strategy"])
+         .agg(runs=("completion_s", "size"), completion_s=("completion_s", "mean"),
+              tail_slowdown=("tail_slowdown", "mean"), tre=("tre", "mean"),
+              extra_results=("extra_results", "mean"), credits_used=("credits_used", "mean"))
+         .reset_index())
+    return t.sort_values(["trace", "bot", "strategy"], key=lambda c: c.map(lambda v: order.get(v, 99))
+                         ).reset_index(drop=True)
+
+
+def _fig_batch_accel(t: pd.DataFrame, out: Path) -> str:
+    """Mean completion per (trace, BoT) for the baseline and each strategy, one panel per BoT."""
+    plt = _plt()
+    bots = [b for b in BOT_CATEGORIES if b in set(t["bot"])]
+    strategies = [s for s in dict.fromkeys(t["strategy"])]
+    fig, axes = plt.subplots(1, len(bots), figsize=(4.5 * len(bots), 4), squeeze=False, layout="constrained")
+    width = 0.8 / max(len(strategies), 1)
+    for ax, bot in zip(axes[0], bots, strict=True):
+        g = t[t["bot"] == bot]
+        traces = list(dict.fromkeys(g["trace"]))
+        x = np.arange(len(traces))
+        for k, s in enumerate(strategies):
+            h = g[g["strategy"] == s].set_index("trace").reindex(traces)
+            ax.bar(x + (k - (len(strategies) - 1) / 2) * width, h["completion_s"] / 3600, width,
+                   label="no QoS" if s == "none" else s)
+        ax.set_xticks(x, traces, fontsize=8)
+        ax.set_title(f"BOINC / {bot}", fontsize=9)
+        ax.set_ylabel("mean completion (h)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("SpeQuloS (9C-C-R) vs BOINC batch acceleration: mean completion time")
+    return save_figure(fig, out / "batch_accel_completion.png")
+
+
+def batch_accel_section(runs: pd.DataFrame, out: Path, strategies: Sequence[str] = BATCH_ACCEL
+                        ) -> tuple[pd.DataFrame, list[str]]:
+    """The report's section "SpeQuloS vs BOINC batch acceleration": the table of
+    :func:`batch_accel_table` (also written as ``batch_accel.csv``), its plot and its text; when the
+    runs hold none of the batch-acceleration strategies, an empty table and a note saying why."""
+    head = ["## SpeQuloS vs BOINC batch acceleration", ""]
+    ba = [s for s in strategies if s != "9C-C-R"]
+    t = batch_accel_table(runs, strategies)
+    if t.empty or not set(ba) & set(t["strategy"]):
+        return pd.DataFrame(), [*head, "Skipped: the strategy parser (`skylease.control.qos.parse_strategy`) "
+                                "does not know `batch-accel` in this build, so no batch-acceleration run was "
+                                "made.", ""]
+    t.to_csv(out / "batch_accel.csv", index=False)
+    fig = _fig_batch_accel(t, out)
+    extra = "" if t["extra_results"].notna().any() else (
+        " (the runs carry no `extra_results` column, so that column is empty)")
+    return t, [
+        *head,
+        "BOINC's server has its own answer to the tail since late 2025: **batch acceleration** (BOINC PRs "
+        "#6643, #6682, #6894). A batch at least 85 % done (or with fewer than 20 jobs left) is "
+        "accelerated: its unfinished work units go high priority, are sent only to hosts with a low "
+        "recent turnaround, and get one more result when theirs in progress are older than that "
+        "turnaround. It needs no cloud and no credits. Per trace and BoT, on BOINC, the same seeds as "
+        "the rest of the report: mean completion (s), mean tail slowdown, mean TRE against the paired "
+        f"run without QoS, extra results created and credits spent{extra}:",
+        "",
+        md_table(t, digits=2),
+        "",
+        f"![SpeQuloS vs batch acceleration]({fig})",
+        "",
+    ]
 
 
 # -- figures --------------------------------------------------------------------------------------
@@ -763,20 +948,27 @@ def reproduce_spequlos(
     scheduler: str | None = None,
     data_dir: str | Path | None = None,
     progress: bool = False,
+    cloud_buffer: int = DEFAULT_CLOUD_BUFFER,
 ) -> dict[str, Any]:
-    """Run the SpeQuloS campaign and write ``report.md``, ``runs.csv``, tables and figures into ``out``.
+    """Run the SpeQuloS campaign and write ``report.md``, ``runs.csv``, ``metadata.json``, tables and
+    figures into ``out``.
 
     ``seeds``: runs per environment (default 10; 2 with ``quick``); ``traces``: default all six
-    (``nd`` and ``spot10`` with ``quick``). Returns a summary with the ``claims`` rows
-    (claim / paper / ours / holds) for the CLI, and the timings (``campaign_s``, ``seconds``).
+    (``nd`` and ``spot10`` with ``quick``); ``cloud_buffer``: a BOINC cloud worker's buffer (spec §8
+    D3). Returns a summary with the ``claims`` rows (claim / paper / ours / holds / gated) for the
+    CLI, the verdict of the gated ones (:func:`gate`) and the timings (``campaign_s``, ``seconds``).
     ``mode``/``workers``/``scheduler``/``progress`` go to :func:`run_campaign` (one cell = one
-    environment at one seed, the baseline and the 18 strategies paired on it).
+    environment at one seed, the baseline and the 18 strategies paired on it). RANDOM's baseline
+    and 9C-C-R run again under the ``iid`` and ``epsilon`` readings of its arrivals (§8 D1), and,
+    when the strategy parser knows ``batch-accel``, the BOINC environments run ``batch-accel`` and
+    ``batch-accel+9C-C-R`` for the comparison section.
     """
     t0 = time.perf_counter()
     out = Path(out)
     n = seeds if seeds is not None else (QUICK_SEEDS if quick else FULL_SEEDS)
     if n < 1:
         raise UserError(f"seeds must be >= 1, got {n}", field="seeds")
+    check_readings(None, None, cloud_buffer)
     chosen = tuple(traces) if traces is not None else (QUICK_TRACES if quick else TRACES)
     envs = [f"{mw}/{t}/{b}" for t in chosen for mw in MIDDLEWARES for b in BOT_CATEGORIES]
     dd = None if data_dir is None else str(data_dir)
@@ -788,26 +980,54 @@ def reproduce_spequlos(
     check_cluster(scheduler, workers)  # before the folder is made: a mistake leaves nothing
     out = out_folder(out)
     def campaign(grid: dict[str, list], description: str) -> Any:
+        grid = {**grid, "data_dir": [dd], "buffer": [cloud_buffer]}
         return run_campaign(campaign_cell, grid, seeds=n, mode=mode, workers=workers, scheduler=scheduler,
                             progress=progress, description=description)
 
-    camp = campaign({"environment": envs, "strategies": [list(STRATEGIES)], "data_dir": [dd]},
-                    f"SpeQuloS: {len(envs)} environments x {n} seeds x 19 runs")
-    # The RANDOM variant under the paper's epsilon: baseline and 9C-C-R (Fig. 2 and Table 7 only).
-    envs_eps = [e for e in envs if e.endswith("/RANDOM")]
-    camp_eps = campaign({"environment": envs_eps, "strategies": [["9C-C-R"]], "data_dir": [dd],
-                         "epsilon": [PAPER_EPSILON_S]},
-                        f"SpeQuloS, RANDOM, epsilon = {PAPER_EPSILON_S:g} s: {len(envs_eps)} x {n} x 2 runs")
-    failed = camp.failed + camp_eps.failed
+    camps = [campaign({"environment": envs, "strategies": [list(STRATEGIES)]},
+                      f"SpeQuloS: {len(envs)} environments x {n} seeds x 19 runs")]
+    # RANDOM under the other readings of its arrivals: baseline and 9C-C-R (Fig. 2 and Table 7 only).
+    envs_rnd = [e for e in envs if e.endswith("/RANDOM")]
+    others = [a for a in ARRIVALS if a != ARRIVALS[0]]
+    camps.append(campaign({"environment": envs_rnd, "strategies": [["9C-C-R"]], "random_arrivals": others},
+                          f"SpeQuloS, RANDOM under {' and '.join(others)} arrivals: "
+                          f"{len(envs_rnd) * len(others)} x {n} x 2 runs"))
+    ba = [s for s in batch_accel_strategies() if s != "9C-C-R"]
+    if ba:  # the baseline and 9C-C-R of these seeds are in the first campaign
+        envs_b = [e for e in envs if e.startswith("boinc/")]
+        camps.append(campaign({"environment": envs_b, "strategies": [ba], "baseline": [False]},
+                              f"BOINC batch acceleration: {len(envs_b)} x {n} x {len(ba)} runs"))
+    failed = [f for c in camps for f in c.failed]
     if failed:
         raise RuntimeError(f"{len(failed)} cells failed; first: {failed[0].get('error')}")
-    drop = ("strategies", "data_dir", "key", "seed", "rep", "environment", "epsilon")
+    drop = ("strategies", "data_dir", "key", "seed", "rep", "environment", "epsilon", "random_arrivals",
+            "buffer", "baseline")
     runs = pd.concat(
-        [c.table.drop(columns=[k for k in drop if k in c.table.columns]) for c in (camp, camp_eps)],
+        [c.table.drop(columns=[k for k in drop if k in c.table.columns]) for c in camps],
         ignore_index=True,
     )
     return report_from_runs(runs, out, seeds=n, quick=quick,
-                            campaign_s=camp.elapsed_s + camp_eps.elapsed_s, started=t0)
+                            campaign_s=sum(c.elapsed_s for c in camps), started=t0)
+
+
+def _split_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The campaign's runs, RANDOM's runs under other arrival readings, and the batch-acceleration
+    runs. A ``runs.csv`` written before spec §8 (no ``arrivals`` column) read its RANDOM arrivals
+    i.i.d., with the ``epsilon`` variant marked by ``epsilon_s``."""
+    runs = runs.copy()
+    if "epsilon_s" not in runs.columns:
+        runs["epsilon_s"] = math.nan
+    if "arrivals" not in runs.columns:
+        runs["arrivals"] = np.where(runs["epsilon_s"].notna(), "epsilon", "iid")
+    if "cloud_buffer" not in runs.columns:
+        runs["cloud_buffer"] = DEFAULT_CLOUD_BUFFER
+    ba = ~runs["strategy"].isin(["none", *STRATEGIES])
+    rest = runs[~ba]
+    non_random = rest.loc[rest["bot"] != "RANDOM", "arrivals"]
+    main = non_random.mode().iloc[0] if len(non_random) else ARRIVALS[0]
+    var = ~ba & (runs["bot"] == "RANDOM") & (runs["arrivals"] != main)
+    return (runs[~ba & ~var].reset_index(drop=True), runs[var].reset_index(drop=True),
+            runs[ba].reset_index(drop=True))
 
 
 def report_from_runs(
@@ -827,10 +1047,7 @@ def report_from_runs(
         runs = pd.read_csv(runs)
     runs = runs.sort_values(["middleware", "trace", "bot", "run_seed", "strategy"]).reset_index(drop=True)
     all_runs = runs
-    eps_runs = runs.iloc[0:0]
-    if "epsilon_s" in runs.columns:
-        eps_mask = runs["epsilon_s"].notna()
-        runs, eps_runs = runs[~eps_mask].reset_index(drop=True), runs[eps_mask].reset_index(drop=True)
+    runs, var_runs, ba_runs = _split_runs(runs)
     chosen = tuple(t for t in TRACES if t in set(runs["trace"])) + tuple(
         sorted(set(runs["trace"]) - set(TRACES))
     )
@@ -839,27 +1056,58 @@ def report_from_runs(
     q = with_tre(runs)
     t1 = table1(base)
     sd = slowdown_stats(base)
-    arr = random_arrivals(sorted(set(base.loc[base["bot"] == "RANDOM", "run_seed"])))
+    rnd = runs[runs["bot"] == "RANDOM"]
+    reading = str(rnd["arrivals"].iloc[0]) if len(rnd) else ARRIVALS[0]
+    eps0 = float(rnd["epsilon_s"].iloc[0]) if len(rnd) else math.nan
+    arr = random_arrivals(sorted(set(base.loc[base["bot"] == "RANDOM", "run_seed"])), arrivals=reading,
+                          **({"epsilon": eps0} if reading == "epsilon" and math.isfinite(eps0) else {}))
     st = strategy_table(q)
     f8 = fig8_table(runs)
     stab = stability(runs)
     t7, pr = prediction_table(runs)
     t7_loo = prediction_cells(pr, "loo_ok") if len(pr) else pr
+    eps = arrivals_variant(runs, var_runs)
     claims = (
-        baseline_checks(sd, t1)
+        baseline_checks(sd, t1, base)
         + strategy_checks(st, q)
         + performance_checks(f8, stab)
         + prediction_checks(t7, pr)
+        + _arrival_claims(eps)
     )
     claims_df = pd.DataFrame(claims)
-    eps = epsilon_variant(runs, eps_runs)
+    verdict = gate(claims_df)
+    ba_table, ba_text = batch_accel_section(
+        pd.concat([runs[runs["strategy"].isin(["none", "9C-C-R"])], ba_runs], ignore_index=True), out)
+    buffers = sorted({int(b) for b in runs["cloud_buffer"]})
+    meta = {
+        "spec": "003_spequlos.md (§6-§7 as amended by §8 D1-D5)",
+        "readings": readings(reading, eps0 if reading == "epsilon" and math.isfinite(eps0) else None,
+                             buffers[0] if len(buffers) == 1 else DEFAULT_CLOUD_BUFFER),
+        "cloud_buffers": buffers,
+        "variant_readings": sorted({_reading_name(a, float(e)) for a, e in
+                                    zip(var_runs["arrivals"], var_runs["epsilon_s"], strict=True)}),
+        "gating": {
+            "fig2": "median <= 1.33 and P(slowdown >= 2) <= the paper's, on SMALL + BIG per middleware (D2); "
+                    "RANDOM on its own row and the 95th percentile reported (D2); XWHEP/seti/BIG reported as "
+                    "the cause of XWHEP's 95th percentile (D4)",
+            "fig6c": "9A-G-D / 9A-C-D best, P(TRE = 1) and P(TRE > 0.5) on SMALL + BIG (D3); 9A with Greedy "
+                     "on one-wave bags reported (D3)",
+            "table7": f"success >= {PREDICTION_GATE:g} % pooled on {', '.join(PREDICTION_TRACES)} (D5); the "
+                      "g5k stand-ins reported as data not available, with their measured success (D5)",
+            "fig8": "BOINC/seti/RANDOM with 9C-C-R within ±15 % of 3195 s; its baseline reported",
+        },
+        "verdict": verdict,
+        "batch_accel": list(dict.fromkeys(ba_table["strategy"])) if len(ba_table) else [],
+        "decisions": list(DECISIONS),
+    }
     for name, df in (
         ("runs", all_runs),
-        ("variant_random_epsilon", eps),
+        ("variant_random_arrivals", eps),
         ("table1", t1),
         ("fig2_slowdown", sd),
         ("fig2_random_arrivals", arr),
         ("fig6_fig7_strategies", st),
+        ("fig6_one_wave", one_wave_table(q)),
         ("fig8_completion", f8),
         ("fig9_stability", stab),
         ("table7_prediction", t7),
@@ -867,6 +1115,7 @@ def report_from_runs(
         ("claims", claims_df),
     ):
         df.to_csv(out / f"{name}.csv", index=False)
+    atomic_write_text(out / "metadata.json", json.dumps(meta, indent=2, default=_json_default) + "\n")
     figs = {
         "fig2": _fig2(base, out),
         "fig6": _fig6(q, out),
@@ -876,8 +1125,8 @@ def report_from_runs(
     }
     seconds = time.perf_counter() - t0
     data = Derived(base=base, t1=t1, sd=sd, arr=arr, st=st, q=q, f8=f8, stab=stab, t7=t7, t7_loo=t7_loo,
-                   pr=pr, eps=eps)
-    text = _report(n, quick, chosen, len(runs), campaign_s, seconds, data, claims_df, figs)
+                   pr=pr, eps=eps, ba=ba_table, meta=meta)
+    text = _report(n, quick, chosen, len(runs), campaign_s, seconds, data, claims_df, figs, ba_text)
     write_report(out / "report.md", text)
     return {
         "out": str(out),
@@ -888,13 +1137,37 @@ def report_from_runs(
         "seconds": seconds,
         "campaign_s": campaign_s,
         "claims": claims_df.to_dict("records"),
-        "held": int(claims_df["holds"].sum()),
-        "checked": len(claims_df),
+        "held": verdict["held"],
+        "checked": verdict["gated"],
+        "reported": verdict["reported"],
+        "passed": verdict["passed"],
+        "readings": meta["readings"],
     }
 
 
+def _json_default(x: Any) -> Any:
+    if isinstance(x, (np.integer, np.floating)):
+        return x.item()
+    return str(x)
+
+
+def _arrival_claims(eps: pd.DataFrame) -> list[dict[str, Any]]:
+    """RANDOM's prediction success under each reading of its arrivals (reported, §8 D1)."""
+    if eps.empty:
+        return []
+    a = eps[eps["middleware"] == "all"]
+    return [_claim("Table 7, RANDOM's prediction success under each reading of its arrivals "
+                   "(reported, §8 D1)", "76-100 % (RANDOM cells)",
+                   "; ".join(f"{r['reading']}: {r['RANDOM prediction %']:.1f} %"
+                             for r in a.to_dict("records")),
+                   bool(a["RANDOM prediction %"].iloc[0] >= 76), gated=False)]
+
+
 def _claims_md(df: pd.DataFrame) -> str:
-    return md_table(df, ["claim", "paper", "ours", "holds"])
+    if "gated" not in df.columns:
+        return md_table(df, ["claim", "paper", "ours", "holds"])
+    return md_table(df.assign(gated=df["gated"].map({True: "gated", False: "reported"})),
+                    ["claim", "paper", "ours", "holds", "gated"])
 
 
 DECISIONS = (
@@ -908,9 +1181,12 @@ DECISIONS = (
     "seed fixes its submission time, its BoT draw, node powers, ON offsets and CW boot delays, so the "
     "baseline and the 18 strategies of one seed are paired and identical until the policy first acts. "
     "Runs that never finish would be reported as `completion_s = inf` (none did here).",
-    "BoTs (A9): RANDOM reads Table 6's σ² literally (σ = 14.1 tasks, 100 nops) and its Weibull(91.98 s, "
-    "0.57) values as i.i.d. per-task arrival offsets; node powers are Table 4's normals clamped to "
-    "[mean/3, 3 mean] (A8), homogeneous 3000 nops/s on the g5k grids.",
+    "BoTs (A9, §8 D1): RANDOM reads Table 6's σ² literally (σ = 14.1 tasks, 100 nops) and its weib(91.98 s, "
+    "0.57) as the repartition function of its arrival times: task i of n arrives at F⁻¹((i − ½)/n) "
+    "(`--random-arrivals quantile`, the default); the i.i.d. offsets of A9b (`iid`) and those offsets with "
+    "every gap capped at the paper's ε = 60 s (`epsilon`) run as variants of RANDOM's baseline and 9C-C-R. "
+    "Node powers are Table 4's normals clamped to [mean/3, 3 mean] (A8), homogeneous 3000 nops/s on the "
+    "g5k grids.",
     "Middleware (A11-A13): work requests back off 30, 60, 120, 240, then every 300 s; a node up at "
     "submission comes ON then (plus its [RC] 0-300 s offset); requests due at the same instant are served "
     "in node order. XWHEP: a job whose node leaves is re-queued at its next ON or after the 900 s "
@@ -922,8 +1198,10 @@ DECISIONS = (
     "deadline). BOINC Reschedule: a CW copies the first IN_PROGRESS replica no live CW is copying, so two "
     "CWs complete a WU that still needs two results; a CW skips buffered copies of WUs validated "
     "meanwhile. Duplication copies the tasks arrived and not completed at the start (quorum 1).",
-    "SpeQuloS (A2-A6, A24): a 240 s tick, each running CW billed 1 credit per tick from its start tick "
-    "(boot billed); CWs started once per BoT; an idle CW stops at the next tick for every strategy (A4); "
+    "SpeQuloS (A2-A6, A24, §8 D3): a 240 s tick, each running CW billed 1 credit per tick from its start "
+    "tick (boot billed); a BOINC CW asks for 3 replicas per request, as a client (`--cloud-buffer`; "
+    "XWHEP CWs hold one job); 9A with Greedy keeps its semantics (S workers at the first tick where 90 % are "
+    "assigned); CWs started once per BoT; an idle CW stops at the next tick for every strategy (A4); "
     "if HOW MANY gives 0 the start is retried at the next tick; Conservative = floor(S / max(t_r, 1)); "
     "Greedy = floor(S). The order is 10 % of the BoT's wall-clock bound in CPU.hours x 15 credits.",
     "Metrics: tail slowdown = actual / ideal (A1), T_ideal = t_c(0.9)/0.9 over the final BoT size (A10); "
@@ -934,6 +1212,15 @@ DECISIONS = (
     "made in the completion callback that reaches ceil(0.5 x submitted); α is fitted with L1 in-sample "
     "per (trace, middleware, BoT) on the 9C-C-R runs, and leave-one-out beside it (A15). Table 1 rows "
     "and Table 7's Mixed cells pool the runs (A22).",
+    "Gating (§7 as amended by §8): Fig. 2's median (≤ 1.33) and P(slowdown ≥ 2) are gated on SMALL + BIG "
+    "per middleware (D2); [R] P(≥ 2) as at most the paper's value, since the paper's pool held RANDOM runs, "
+    "whose slowdown is ≥ 2 on any grid. RANDOM's own row and every 95th percentile are reported (D2), "
+    "with XWHEP/seti/BIG named as the cause of XWHEP's (D4; the 900 s timeout is kept). Fig. 6c's "
+    "'9A-x-D best' is evaluated on SMALL + BIG (D3). Table 7's ≥ 85 % is gated on the runs of seti, nd, "
+    "spot10 and spot100 pooled; the g5k stand-ins are 'data not available' with their measured success "
+    "(D5). The Fig. 8 anchor BOINC/seti/RANDOM is gated on its 9C-C-R time (±15 % of 3,195 s); its baseline "
+    "(28,818 s on the paper's trace) is reported. The other checks of §7 are gated as written. "
+    "`metadata.json` holds these readings, the gating and the verdict.",
 )
 
 
@@ -951,8 +1238,10 @@ def _report(
     d: Derived,
     claims: pd.DataFrame,
     figs: dict[str, str],
+    ba_text: Sequence[str] = (),
 ) -> str:
-    held, total = int(claims["holds"].sum()), len(claims)
+    v = gate(claims)
+    rd = d.meta.get("readings", {})
     f8r = d.f8.copy()
     for c in ("without_s", "with_s", "paper_without_s", "paper_with_s"):
         f8r[c] = f8r[c].round(0)
@@ -978,9 +1267,17 @@ def _report(
            if math.isfinite(campaign_s) else f"Report rebuilt from runs.csv in {seconds:.0f} s. ")
         + "Each seed fixes the "
         "submission time, the BoT, node powers, ON offsets and CW boots; the baseline and the 18 "
-        "strategies of one seed are paired on it (the paper's fairness rule).",
+        "strategies of one seed are paired on it (the paper's fairness rule). "
+        f"RANDOM's arrivals: **{rd.get('random_arrivals', '?')}** ({rd.get('random_arrivals_why', '')}); "
+        f"a BOINC cloud worker's buffer: **{rd.get('cloud_buffer', '?')}** replicas. The spec's §8 (D1-D5) "
+        "amends its §6-§7; every reading is in `metadata.json` and under Decisions.",
         "",
-        f"## Headline: paper vs ours ({held} of {total} checks hold)",
+        f"## Headline: paper vs ours ({v['held']} of {v['gated']} gated checks hold"
+        + ("" if v["passed"] else f"; failing: {'; '.join(v['failed'])}")
+        + f"; {v['reported']} values reported beside the paper's)",
+        "",
+        "`gated`: a check of spec §7 as amended by §8, which the reproduction must pass; `reported`: a value "
+        "§8 (or the report) puts beside the paper's without gating it, `holds` saying how it compares.",
         "",
         _claims_md(claims),
         "",
@@ -1003,7 +1300,7 @@ def _report(
         "",
         *_random_text(d),
         "",
-        *_epsilon_text(d),
+        *_arrivals_text(d),
         "## Figs. 6-7: the 18 strategies",
         "",
         "TRE = 1 − (t_speq − t_ideal)/(t_nospeq − t_ideal), t_ideal from the paired baseline (A16): a "
@@ -1018,6 +1315,7 @@ def _report(
         "",
         f"![Fig. 7]({figs['fig7']})",
         "",
+        *_one_wave_text(d),
         "Mean TRE per BoT category (the RANDOM runs pull every strategy down, for the reason above):",
         "",
         md_table(
@@ -1061,6 +1359,7 @@ def _report(
         "",
         md_table(t7p, digits=1) if len(t7p) else "",
         "",
+        *ba_text,
         "## Decisions where the paper and the spec are silent",
         "",
         "Every [R] choice of `skylease.experiments.spequlos`, `skylease.sim.dg` and "
@@ -1075,20 +1374,42 @@ def _report(
     return "\n".join(lines) + "\n"
 
 
-def _epsilon_text(d: Derived) -> list[str]:
-    """The section comparing the spec's reading of RANDOM's arrivals with the paper's epsilon."""
+def _arrivals_text(d: Derived) -> list[str]:
+    """The section comparing the readings of RANDOM's arrivals (spec §8 D1)."""
     if d.eps.empty:
         return []
     return [
-        "### RANDOM under the paper's epsilon",
+        "### RANDOM under each reading of its arrivals (§8 D1)",
         "",
-        "The paper (Section 4.1) also states a maximal time ε between two arrivals, \"typically 60 s\"; "
-        "the spec (A9b) does not enforce it. `--random-epsilon 60` caps every gap between consecutive "
-        "(sorted) arrivals at 60 s. The same seeds ran RANDOM's baseline and 9C-C-R under that reading; "
-        "the pooled Fig. 2 statistics and Table 7 success with RANDOM's runs taken from each reading "
-        "(`all` pools both middleware; the other BoT categories are the same runs in both):",
+        "The paper gives the *repartition function* of RANDOM's arrival times, weib(91.98 s, 0.57): the "
+        "campaign reads it as quantiles (task i of n at F⁻¹((i − ½)/n), `--random-arrivals quantile`). "
+        "The same seeds ran RANDOM's baseline and 9C-C-R under the two other readings: i.i.d. offsets "
+        "(`iid`, spec A9b) and those offsets with every gap capped at the paper's ε = 60 s (`epsilon`). "
+        "Fig. 2's statistics and Table 7's success with RANDOM's runs taken from each reading (`all` pools "
+        "both middleware; SMALL and BIG are the same runs in every reading); the paper's RANDOM cells of "
+        "Table 7 are 76-100 % (34.8 % and 3.6 % on XWHEP g5kgre and spot100), and its BOINC/seti/RANDOM "
+        "9C-C-R mean 3,195 s:",
         "",
         md_table(d.eps, digits=2),
+        "",
+    ]
+
+
+def _one_wave_text(d: Derived) -> list[str]:
+    """§8 D3: 9A with Greedy on the bags that fit in one wave, with the numbers."""
+    t = one_wave_table(d.q)
+    if t.empty:
+        return []
+    return [
+        "**9A with Greedy on one-wave bags (§8 D3).** On seti and spot100 a SMALL bag fits in one wave: "
+        "90 % of its tasks are assigned at the first tick, so 9A fires there; Greedy then starts S = "
+        "credits/15 cloud workers, which spend the whole order in their first hour, before the tail, and "
+        "TRE ≈ 0. That is what the paper's rules imply (S workers at once, 1 credit per worker per 240 s "
+        "tick, an idle worker stops at once), so the semantics are kept and reported here; this is why "
+        "Fig. 6c's '9A-x-D best' is evaluated on SMALL + BIG pooled. Mean TRE, % of the order spent and "
+        "mean cloud-worker start (s after submission):",
+        "",
+        md_table(t, digits=2),
         "",
     ]
 
@@ -1109,8 +1430,10 @@ def _random_text(d: Derived) -> list[str]:
         for r in oth.to_dict("records")
     )
     return [
-        "**RANDOM's slowdown is mostly its arrivals, not volatility.** Its tasks arrive at i.i.d. "
-        f"Weibull(91.98 s, 0.57) offsets (A9b): over our {len(a)} seeds, 90 % of the tasks have arrived "
+        "**RANDOM's slowdown is mostly its arrivals, not volatility.** Its tasks arrive over "
+        f"weib(91.98 s, 0.57) ({d.meta.get('readings', {}).get('random_arrivals', 'quantile')} reading): "
+        "over "
+        f"our {len(a)} seeds, 90 % of the tasks have arrived "
         f"after {a['arrival_90pct_s'].median():.0f} s (median; {a['arrival_90pct_s'].min():.0f}-"
         f"{a['arrival_90pct_s'].max():.0f} s) but the last one only after "
         f"{a['last_arrival_s'].median():.0f} s ({a['last_arrival_s'].min():.0f}-"
@@ -1119,7 +1442,8 @@ def _random_text(d: Derived) -> list[str]:
         f"{a['arrival_slowdown'].min():.1f}-{a['arrival_slowdown'].max():.1f}): T_ideal = t_c(0.9)/0.9 "
         "sits at the 90 % arrival while the BoT ends after its last arrival. No QoS can remove that tail. "
         f"Measured RANDOM baselines: {meas}. SMALL and BIG: {other}. The pooled Fig. 2 statistics "
-        "therefore mix two populations; the checks are made on both (see the headline).",
+        "therefore mix two populations; as spec §8 D2 decides, the median and P(≥ 2) are gated on SMALL + "
+        "BIG and RANDOM is reported on its own row.",
         "",
         md_table(a, digits=1),
     ]
@@ -1131,12 +1455,14 @@ def _failed(claims: pd.DataFrame, prefix: str) -> pd.DataFrame:
 
 def _differences(d: Derived, claims: pd.DataFrame) -> list[str]:
     """'Where we differ': one bullet per group of failed checks, with the numbers that explain it."""
-    failed = claims[~claims["holds"].astype(bool)]
+    gated = claims["gated"].astype(bool) if "gated" in claims.columns else pd.Series(True, index=claims.index)
+    failed = claims[~claims["holds"].astype(bool) & gated]
     if failed.empty:
-        out = ["Every check of the headline holds at this scale."]
+        out = ["Every gated check of the headline holds at this scale; the reported values that differ from "
+               "the paper's are explained below."]
     else:
         out = [
-            f"{len(failed)} of {len(claims)} checks fail: "
+            f"{len(failed)} of {int(gated.sum())} gated checks fail: "
             + "; ".join(f"*{c}* (paper {p}, ours {o})" for c, p, o in
                         zip(failed["claim"], failed["paper"], failed["ours"], strict=True))
             + ". From the data:"

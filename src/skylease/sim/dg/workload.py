@@ -2,16 +2,22 @@
 
 * :func:`make_bot` -- ``SMALL`` (1000 x 3.6e6 nops, all at t=0), ``BIG`` (10000 x 60000 nops,
   t=0) and ``RANDOM`` ([R], spec A9): ``size = max(1, round(N(1000, s1)))``,
-  ``nops = max(1, round(N(60000, s2)))`` and per-task arrival offsets i.i.d.
-  Weibull(scale 91.98 s, shape 0.57), sorted, so task ``i`` arrives ``i``-th. ``sigma="literal"``
-  (default) reads Table 6's ``sigma^2`` literally (``s1 = sqrt(200)``, ``s2 = 100``);
-  ``sigma="std"`` takes the printed values as standard deviations (``s1 = 200``, ``s2 = 10000``).
-  ``epsilon`` (seconds, default None: the spec's A9b reading) caps every gap between consecutive
-  arrivals at ``epsilon``, the paper's "maximal time between two tasks arrivals" (Section 4.1,
-  "a typical value is 60 seconds"), which the spec leaves unenforced. [R] skylease's reading of
-  the cap: the sorted Weibull offsets keep their order and every gap longer than ``epsilon`` is
-  shortened to ``epsilon``, so the bulk of the arrivals is unchanged and only the sparse late
-  tail is pulled in.
+  ``nops = max(1, round(N(60000, s2)))`` and arrival offsets from weib(91.98 s, 0.57), task ``i``
+  arriving ``i``-th. ``sigma="literal"`` (default) reads Table 6's ``sigma^2`` literally
+  (``s1 = sqrt(200)``, ``s2 = 100``); ``sigma="std"`` takes the printed values as standard
+  deviations (``s1 = 200``, ``s2 = 10000``). Three readings of the arrivals (:data:`ARRIVALS`):
+
+  - ``quantile`` (default, spec §8 D1): the paper gives the *repartition function* (the CDF) of
+    arrival times, so task ``i`` of ``n`` arrives at ``F^-1((i - 1/2) / n)`` of the Weibull; no
+    draw. The only reading that fits both of the paper's RANDOM anchors (BOINC/seti 9C-C-R
+    3,195 s; 76-100 % prediction success).
+  - ``iid``: offsets drawn i.i.d. from the Weibull and sorted (spec A9b, the first reading).
+  - ``epsilon``: the ``iid`` offsets with every gap between consecutive arrivals shortened to at
+    most ``epsilon`` s (default :data:`PAPER_EPSILON_S`), the paper's "maximal time between two
+    tasks arrivals" (Section 4.1, "a typical value is 60 seconds"). [R] The sorted offsets keep
+    their order; only the sparse late tail is pulled in.
+
+  Size and nops are drawn first, so the three readings of one seed share them.
 * :func:`node_powers` -- one power per node (nops/s): Normal(mean, std) of Table 4 for the trace
   type, clamped to ``[mean/3, 3 mean]`` and ``>= 1`` ([R], A8); grids (``g5k*``) are
   homogeneous 3000.
@@ -27,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "ARRIVALS",
     "BOT_CATEGORIES",
     "CREDITS_PER_CPU_HOUR",
     "NODE_POWER",
@@ -36,6 +43,8 @@ __all__ = [
     "credits_for",
     "make_bot",
     "node_powers",
+    "quantile_arrivals",
+    "resolve_arrivals",
 ]
 
 BOT_CATEGORIES = ("SMALL", "BIG", "RANDOM")
@@ -54,6 +63,10 @@ NODE_POWER: dict[str, tuple[float, float]] = {
 }
 WEIBULL_SCALE = 91.98
 WEIBULL_SHAPE = 0.57
+#: RANDOM's readings of its arrival times (the first is the default, spec §8 D1).
+ARRIVALS = ("quantile", "iid", "epsilon")
+#: The paper's "typical" maximal gap between two arrivals (Section 4.1), the ``epsilon`` reading's cap.
+PAPER_EPSILON_S = 60.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,9 +113,14 @@ def make_bot(
     seed: int | np.random.Generator | None = None,
     *,
     sigma: str = "literal",
+    arrivals: str | None = None,
     epsilon: float | None = None,
 ) -> DGBot:
-    """One BoT of ``category`` (``SMALL``/``BIG``/``RANDOM``); ``seed`` only matters for RANDOM."""
+    """One BoT of ``category`` (``SMALL``/``BIG``/``RANDOM``); ``seed`` only matters for RANDOM.
+
+    ``arrivals``/``epsilon``: RANDOM's reading of its arrivals (:func:`resolve_arrivals`).
+    """
+    reading, eps = resolve_arrivals(arrivals, epsilon)
     cat = category.upper()
     if cat == "LARGE":
         cat = "BIG"
@@ -121,10 +139,41 @@ def make_bot(
     rng = _rng(seed)
     size = max(1, round(rng.normal(1000.0, s_size)))
     nops = np.maximum(1.0, np.round(rng.normal(60000.0, s_nops, size)))
-    arrival = np.sort(WEIBULL_SCALE * rng.weibull(WEIBULL_SHAPE, size))
-    if epsilon is not None:
-        arrival = cap_arrival_gaps(arrival, epsilon)
+    if reading == "quantile":
+        arrival = quantile_arrivals(size)
+    else:
+        arrival = np.sort(WEIBULL_SCALE * rng.weibull(WEIBULL_SHAPE, size))
+        if eps is not None:
+            arrival = cap_arrival_gaps(arrival, eps)
     return DGBot("RANDOM", nops, arrival)
+
+
+def resolve_arrivals(arrivals: str | None, epsilon: float | None) -> tuple[str, float | None]:
+    """The reading ``(arrivals, epsilon)`` a RANDOM BoT uses: ``arrivals`` None means ``epsilon``
+    when an ``epsilon`` is given (the cap's older spelling) and ``quantile`` otherwise; the
+    ``epsilon`` reading caps at ``epsilon`` (default :data:`PAPER_EPSILON_S`). A cap with another
+    reading is a ValueError, as are an unknown reading and a cap that is not > 0."""
+    if arrivals is None:
+        arrivals = "epsilon" if epsilon is not None else ARRIVALS[0]
+    key = arrivals.strip().lower()
+    if key not in ARRIVALS:
+        raise ValueError(f"RANDOM arrivals must be one of {', '.join(ARRIVALS)}, got {arrivals!r}")
+    if key != "epsilon":
+        if epsilon is not None:
+            raise ValueError(f"an epsilon cap only applies to the 'epsilon' reading of RANDOM's arrivals, "
+                             f"not {key!r}")
+        return key, None
+    eps = PAPER_EPSILON_S if epsilon is None else float(epsilon)
+    if not eps > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    return key, eps
+
+
+def quantile_arrivals(n: int) -> np.ndarray:
+    """Task ``i`` of ``n`` (1-based) at ``F^-1((i - 1/2) / n)`` of weib(91.98 s, 0.57): the arrival
+    times whose empirical CDF is the paper's repartition function (spec §8 D1)."""
+    p = (np.arange(1, n + 1) - 0.5) / n
+    return WEIBULL_SCALE * (-np.log1p(-p)) ** (1.0 / WEIBULL_SHAPE)
 
 
 def cap_arrival_gaps(arrival: np.ndarray, epsilon: float) -> np.ndarray:
