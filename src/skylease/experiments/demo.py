@@ -104,7 +104,8 @@ SPEQULOS_DEMO_STRATEGIES = ("none", "9C-C-R", "9A-G-D", "9C-C-F")
 
 
 def spequlos_demo(seeds: int = 5, trace: str = "nd", bot: str = "small") -> pd.DataFrame:
-    """SpeQuloS strategies vs no QoS on a Notre Dame-like desktop grid, both middlewares, paired seeds."""
+    """SpeQuloS strategies vs no QoS on a Notre Dame-like desktop grid, both middlewares, paired seeds;
+    on BOINC also its own batch acceleration (``batch-accel``: no cloud, no credits)."""
     import numpy as np
 
     from skylease.experiments.spequlos import MIDDLEWARES, run_once, tail_removal
@@ -112,7 +113,7 @@ def spequlos_demo(seeds: int = 5, trace: str = "nd", bot: str = "small") -> pd.D
     rows = []
     for mw in MIDDLEWARES:
         base = [run_once(mw, trace, bot, "none", k) for k in range(seeds)]
-        for strategy in SPEQULOS_DEMO_STRATEGIES:
+        for strategy in (*SPEQULOS_DEMO_STRATEGIES, *(("batch-accel",) if mw == "boinc" else ())):
             runs = (base if strategy == "none"
                     else [run_once(mw, trace, bot, strategy, k) for k in range(seeds)])
             tre = [tail_removal(r["completion_s"], b["completion_s"], b["ideal_s"])
