@@ -68,3 +68,12 @@ def test_bad_batch_accel_input_is_one_line_and_exit_2(capsys, args, needle):
     code, out, err = run(capsys, "simulate", "spequlos", "--trace", "nd", "--bot", "small", *args)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and needle in err and "Traceback" not in err
+
+
+def test_the_demo_shows_batch_acceleration_on_boinc_only_with_no_credits():
+    from skylease.experiments.demo import spequlos_demo
+
+    t = spequlos_demo(seeds=2)
+    accel = t[t.strategy == "batch-accel"]
+    assert list(accel.middleware) == ["boinc"]  # XWHEP has no batch acceleration
+    assert float(accel.credits_share.iloc[0]) == 0.0 and float(accel.cloud_tasks.iloc[0]) == 0.0
