@@ -164,8 +164,10 @@ def bid_ladder(
     seg_s = np.concatenate([[t0], t[i0 + 1 : i1]])
     seg_p = p[i0:i1]
     seg_e = np.concatenate([seg_s[1:], [t1]])
-    if n_nodes is None:
+    if n_nodes is None:  # one bid more than the cheapest price can ever reach: S/n < min price
         n_nodes = math.floor(s_budget / float(seg_p.min())) + 1
+        while s_budget / n_nodes >= float(seg_p.min()):  # (S/p rounded down: 16.5/1.1 = 14.999...)
+            n_nodes += 1
     if n_nodes < 1:
         raise ValueError("n_nodes must be at least 1")
     # Node i (1-based) is up on a segment iff p*i <= S; that is i <= cap = floor(S/p) (exactly).
