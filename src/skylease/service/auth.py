@@ -38,6 +38,12 @@ class User:
     admin: bool
     created: dt.datetime
 
+    @property
+    def scope(self) -> str | None:
+        """The owner the layers below are asked about for this user: None for an administrator
+        (who reaches every lease, bag, run and account), else the user's own name."""
+        return None if self.admin else self.name
+
 
 def token_digest(token: str) -> str:
     """The SHA-256 hex digest under which a token is stored."""

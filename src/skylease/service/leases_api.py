@@ -200,9 +200,6 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
 
     add_pages(app, manager, engine, qos, runs)  # first: its HTML pages share /leases and /hosts with the API
 
-    def scope_of(user: User) -> str | None:  # what the manager calls an administrator
-        return None if user.admin else user.name
-
     @app.get("/health", response_model=Health, tags=["service"])
     def health() -> Health:
         """Whether the server answers, its lease clock and its version (no token needed)."""
@@ -231,24 +228,24 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
     @app.get("/leases", response_model=list[LeaseView], tags=["leases"], responses=_ERRORS)
     def list_leases(user: Caller) -> list[LeaseView]:
         """The caller's leases (an administrator's: every lease), by id."""
-        return manager.leases(scope_of(user))
+        return manager.leases(user.scope)
 
     @app.get("/leases/{lease_id}", response_model=LeaseView, tags=["leases"],
              responses={**_ERRORS, **_NOT_FOUND})
     def show_lease(lease_id: LeaseId, user: Caller) -> LeaseView:
         """One lease: its state events, reservations, where it runs and its payloads."""
-        return manager.lease(scope_of(user), lease_id)
+        return manager.lease(user.scope, lease_id)
 
     @app.delete("/leases/{lease_id}", response_model=LeaseView, tags=["leases"],
                 responses={**_ERRORS, **_NOT_FOUND})
     def cancel_lease(lease_id: LeaseId, user: Caller) -> LeaseView:
         """Cancel a lease: it leaves the queue or the slot table, and its payloads are stopped."""
-        return manager.cancel(scope_of(user), lease_id)
+        return manager.cancel(user.scope, lease_id)
 
     @app.get("/queue", response_model=list[LeaseView], tags=["leases"], responses=_ERRORS)
     def queue(user: Caller) -> list[LeaseView]:
         """Best-effort leases waiting to start, in queue order (the caller's, or all for an admin)."""
-        return manager.queue(scope_of(user))
+        return manager.queue(user.scope)
 
     @app.get("/hosts", response_model=list[HostView], tags=["site"],
              responses={**_ERRORS, 403: {"model": Problem, "description": "not an administrator"}})

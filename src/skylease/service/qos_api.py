@@ -104,9 +104,6 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int 
     not_found = {**errors, 404: {"description": "no such bag or account visible to the caller"}}
     refused = {**not_found, 409: {"description": "the order is refused (the balance is short)"}}
 
-    def scope(user: Any) -> str | None:
-        return None if user.admin else user.name
-
     @app.post("/qos/bots", status_code=201, tags=["qos"], responses=refused)
     def register(body: BotRequest, user: Caller) -> dict[str, Any]:
         """Register a bag of tasks; with ``credits``, order them for it at once (it is served)."""
@@ -117,11 +114,11 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int 
     @app.get("/qos/bots", tags=["qos"], responses=errors)
     def bots(user: Caller) -> list[dict[str, Any]]:
         """The caller's bags (an administrator's: all), with their progress and state."""
-        return _plain(qos.bots(scope(user)))
+        return _plain(qos.bots(user.scope))
 
     @app.get("/qos/bots/{bot}", tags=["qos"], responses=not_found)
     def bot(bot: BotId, user: Caller) -> dict[str, Any]:
-        return _plain(qos.bot(scope(user), bot))
+        return _plain(qos.bot(user.scope, bot))
 
     @app.post("/qos/bots/{bot}/reports", tags=["qos"], responses=not_found)
     async def report(bot: BotId, body: ReportBody, user: Caller) -> dict[str, Any]:
@@ -139,13 +136,13 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int 
     @app.get("/qos/bots/{bot}/prediction", tags=["qos"], responses=not_found)
     def prediction(bot: BotId, user: Caller) -> dict[str, Any]:
         """t_p = α · t_c(r)/r, its ±20 % band, α and the success rate on this infrastructure."""
-        return _plain(qos.predict(scope(user), bot))
+        return _plain(qos.predict(user.scope, bot))
 
     @app.get("/qos/bots/{bot}/series", tags=["qos"], responses=not_found)
     def series(bot: BotId, user: Caller) -> list[dict[str, Any]]:
         """The bag's progress reports, in order: t, completed, assigned, queued, and its cloud
         workers running and booting then (null in reports stored before skylease kept them)."""
-        return _plain(qos.series(scope(user), bot))
+        return _plain(qos.series(user.scope, bot))
 
     @app.get("/qos/history/{infrastructure}", tags=["qos"], responses=errors)
     def history(infrastructure: str, user: Caller) -> dict[str, Any]:
@@ -163,7 +160,7 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int 
     @app.get("/qos/accounts/{name}", tags=["qos"], responses=not_found)
     def account(name: str, user: Caller) -> dict[str, Any]:
         """An account's balance and its last movements (one's own; any for an administrator)."""
-        return _plain(qos.account(scope(user), name))
+        return _plain(qos.account(user.scope, name))
 
     @app.post("/qos/accounts/{name}/deposits", status_code=201, tags=["qos"],
               responses={**errors, 403: {"description": "not an administrator"},

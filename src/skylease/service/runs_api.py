@@ -47,9 +47,6 @@ def add_run_routes(app: FastAPI, caller: Any, runs: RunRegistry, errors: dict[in
     not_found = {**errors, 404: {"description": "no such run visible to the caller"}}
     bad = {**not_found, 400: {"description": "a row names a task the run does not have"}}
 
-    def scope(user: Any) -> str | None:
-        return None if user.admin else user.name
-
     @app.post("/runs", status_code=201, response_model=RunView, tags=["runs"],
               responses={**errors, 400: {"description": "the user keeps too many runs"}})
     def register(body: RunRequest, user: Caller) -> RunView:
@@ -69,15 +66,15 @@ def add_run_routes(app: FastAPI, caller: Any, runs: RunRegistry, errors: dict[in
     @app.get("/runs", response_model=list[RunView], tags=["runs"], responses=errors)
     def list_runs(user: Caller) -> list[RunView]:
         """The caller's runs (an administrator's: all), newest first."""
-        return runs.runs(scope(user))
+        return runs.runs(user.scope)
 
     @app.get("/runs/{run}", response_model=RunView, tags=["runs"], responses=not_found)
     def show_run(run: RunId, user: Caller) -> RunView:
-        return runs.run(scope(user), run)
+        return runs.run(user.scope, run)
 
     @app.get("/runs/{run}/tasks", response_model=list[TaskRow], tags=["runs"], responses=not_found)
     def tasks(run: RunId, user: Caller,
               offset: Annotated[int, Query(ge=0, le=MAX_RUN_TASKS)] = 0,
               limit: Annotated[int, Query(ge=1, le=MAX_BATCH)] = MAX_BATCH) -> list[TaskRow]:
         """A page of the run's task table: failed tasks first, then running, done and queued ones."""
-        return runs.tasks(scope(user), run, offset, limit)
+        return runs.tasks(user.scope, run, offset, limit)

@@ -248,9 +248,6 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
     """The bags' and account pages on ``router``; ``page`` wraps a handler with the session check,
     ``session`` finds a request's session (for the event streams: 403, not a redirect, without)."""
 
-    def scope_of(user: User) -> str | None:
-        return None if user.admin else user.name
-
     def missing(user: User, sid: str, exc: Exception) -> HTMLResponse:
         return render_page("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
 
@@ -264,8 +261,8 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         version = qos.version()
         try:
             bid = bot_id(request)
-            live, running = _live(qos, scope_of(user), bid)
-            b = qos.bot(scope_of(user), bid)
+            live, running = _live(qos, user.scope, bid)
+            b = qos.bot(user.scope, bid)
         except (NotYours, UserError) as exc:
             return missing(user, sid, exc)
         head = (f'<p class="now">Owner {e(b["owner"])} · infrastructure {e(b["infrastructure"])} · strategy '
@@ -277,7 +274,7 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
 
     def bot_live(request: Request, user: User, _sid: str) -> Response:
         try:
-            live, running = _live(qos, scope_of(user), bot_id(request))
+            live, running = _live(qos, user.scope, bot_id(request))
         except (NotYours, UserError) as exc:
             return HTMLResponse(e(exc), status_code=404, headers=HEADERS)
         # the script stops listening once the bag no longer runs
@@ -285,16 +282,16 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
 
     async def bots_events(request: Request) -> Response:
         return await change_stream(request, session, qos.version, qos.wait_change,
-                                   lambda user, since: qos.changed(scope_of(user), since))
+                                   lambda user, since: qos.changed(user.scope, since))
 
     async def bot_events(request: Request) -> Response:
         bid = int(request.path_params["bot"])  # (another's bag, or none: its stream tells nothing)
         return await change_stream(request, session, qos.version, qos.wait_change,
-                                   lambda user, since: qos.changed(scope_of(user), since, bid))
+                                   lambda user, since: qos.changed(user.scope, since, bid))
 
     def account_page(user: User, sid: str, name: str) -> Response:
         try:
-            acc = qos.account(scope_of(user), name)
+            acc = qos.account(user.scope, name)
         except (NotYours, UserError) as exc:
             return missing(user, sid, exc)
         rows = [[e(_when(m.at)), e(m.kind), e(f"{m.amount:,.2f}"),
@@ -313,7 +310,7 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         return account_page(user, sid, request.path_params["name"])
 
     add_live_list(router, page, "/bots", "Bags of tasks", qos.version,
-                  lambda user: _bots_table(qos, scope_of(user)))
+                  lambda user: _bots_table(qos, user.scope))
     router.add_api_route("/bots/events", bots_events, methods=["GET"])
     router.add_api_route("/bots/{bot:int}", page(bot), methods=["GET"])
     router.add_api_route("/bots/{bot:int}/live", page(bot_live), methods=["GET"])

@@ -71,14 +71,11 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
               render: Callable[..., Response]) -> None:
     """The routes above on ``router`` (the pages' router: its ``page`` wrapper checks the session)."""
 
-    def scope_of(user: User) -> str | None:
-        return None if user.admin else user.name
-
     async def gantt_json(request: Request) -> Response:
         found = await run_in_threadpool(session, request)
         if found is None or not same_origin(request):
             return JSONResponse({"detail": "a dashboard session is needed"}, status_code=403)
-        model = await run_in_threadpool(gantt_model, manager, scope_of(found[0]))
+        model = await run_in_threadpool(gantt_model, manager, found[0].scope)
         return JSONResponse(model, headers={"Cache-Control": "no-store"})
 
     async def events(request: Request) -> Response:
@@ -92,7 +89,7 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
         try:
             if lease_id > 2**53:
                 raise LeaseNotFound(f"no lease {lease_id}")
-            view = manager.lease(scope_of(user), lease_id)
+            view = manager.lease(user.scope, lease_id)
         except LeaseNotFound as exc:
             return render("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
         now = manager.now()

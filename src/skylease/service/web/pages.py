@@ -169,9 +169,6 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
     ``runs``: a RunRegistry, whose runs get pages."""
     router = APIRouter(include_in_schema=False)
 
-    def scope_of(user: User) -> str | None:
-        return None if user.admin else user.name
-
     async def form(request: Request) -> dict[str, str]:
         body = (await request.body()).decode("utf-8", "replace")
         return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
@@ -229,7 +226,7 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         return out
 
     def leases(_request: Request, user: User, sid: str) -> Response:
-        scope = scope_of(user)
+        scope = user.scope
         mine, queue = manager.leases(scope), manager.queue(scope)
         heads = ["id", "owner", "type", "state", "nodes", "start", "end", "note", "action"]
         body = (f'<p class="now">Lease clock: {e(manager.now())} s · '
@@ -263,7 +260,7 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         try:
             if lease_id > 2**53:  # the API's bound on ids: beyond it, no lease (and no SQL overflow)
                 raise LeaseNotFound(f"no lease {lease_id}")
-            manager.cancel(scope_of(user), lease_id)
+            manager.cancel(user.scope, lease_id)
         except LeaseNotFound as exc:
             return render_page("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
         except UserError as exc:

@@ -129,9 +129,6 @@ def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
     is the route class of a page sharing its path with the JSON API, ``session`` finds a request's
     session (for the event streams: 403, not a redirect, without one)."""
 
-    def scope_of(user: User) -> str | None:
-        return None if user.admin else user.name
-
     def ids(request: Request) -> tuple[int, int]:
         run = int(request.path_params["run"])
         if run > 2**53:
@@ -146,8 +143,8 @@ def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         version = runs.version()
         try:
             run, number = ids(request)
-            live, running = _live(runs, scope_of(user), run, number)
-            r = runs.run(scope_of(user), run)
+            live, running = _live(runs, user.scope, run, number)
+            r = runs.run(user.scope, run)
         except RunNotFound as exc:
             return render_page("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
         bag = f' · bag of tasks <a href="/bots/{r.bot}">{r.bot}</a>' if r.bot is not None else ""
@@ -161,7 +158,7 @@ def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
     def live_part(request: Request, user: User, _sid: str) -> Response:
         try:
             run, number = ids(request)
-            live, running = _live(runs, scope_of(user), run, number)
+            live, running = _live(runs, user.scope, run, number)
         except RunNotFound as exc:
             return HTMLResponse(e(exc), status_code=404, headers=HEADERS)
         # (the script stops listening once the run no longer runs)
@@ -169,14 +166,14 @@ def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
 
     async def list_events(request: Request) -> Response:
         return await change_stream(request, session, runs.version, runs.wait_change,
-                                   lambda user, since: runs.changes.changed(scope_of(user), since))
+                                   lambda user, since: runs.changes.changed(user.scope, since))
 
     async def run_events(request: Request) -> Response:
         rid = int(request.path_params["run"])  # (another's run, or none: its stream tells nothing)
         return await change_stream(request, session, runs.version, runs.wait_change,
-                                   lambda user, since: runs.changes.changed(scope_of(user), since, rid))
+                                   lambda user, since: runs.changes.changed(user.scope, since, rid))
 
-    add_live_list(router, page, "/runs", "Runs", runs.version, lambda user: _runs_table(runs, scope_of(user)),
+    add_live_list(router, page, "/runs", "Runs", runs.version, lambda user: _runs_table(runs, user.scope),
                   head=ASSETS, route_class=html_route)
     router.add_api_route("/runs/{run:int}", page(run_page), methods=["GET"], route_class_override=html_route)
     router.add_api_route("/runs/events", list_events, methods=["GET"])
