@@ -184,6 +184,18 @@ class A2HA(Policy):
         return len(ids)
 
     # -- callbacks --------------------------------------------------------------------------
+    def on_host_up(self, host: HostView) -> None:
+        """A host billed from another instant than its rent request (a batch job that waited in
+        its scheduler's queue is billed from its start): its unit boundaries move with it."""
+        env, lease = self.env, self._leases.get(host.id)
+        if env is None or lease is None or host.requested_at == lease.created:
+            return
+        lease.created = host.requested_at
+        self._update_window(lease)
+        if lease.boundary is not None:
+            lease.boundary.cancel()
+            lease.boundary = env.call_at(lease.created + lease.k * self.unit, self._boundary, host.id)
+
     def on_task_done(self, task: Task, host: HostView, runtime: float) -> None:
         self.finished += 1
         self.total_processing += runtime

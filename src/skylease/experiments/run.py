@@ -169,6 +169,12 @@ def _check_cluster_keys(spec: PoolSpec, keys: KeyLines, name: str) -> None:
         raise keys.error("kwargs go with 'cluster' (a class path)", "pools", name, "kwargs")
     if spec.cluster is not None:
         cluster_class(spec.cluster, f"pools.{name}.cluster", keys.file, keys.line("pools", name, "cluster"))
+        from skylease.runtime.slurm import check_pool, is_slurm_cluster
+
+        if is_slurm_cluster(spec.cluster):
+            wrong = check_pool(spec.kwargs or {}, spec.billing_unit)
+            if wrong is not None:
+                raise keys.error(wrong[1], "pools", name, *wrong[0].split("."))
 
 
 def _itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:
@@ -195,13 +201,17 @@ def job_settings(job: Any, opts: RunOptions) -> tuple[int, float | None]:
 def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], Any]:
     """The backends (connected) of the pools ``specs`` (:func:`pool_types`) and the local scheduler."""
     from skylease.runtime.pools import ClusterPool, LocalPool, LocalScheduler
+    from skylease.runtime.slurm import SlurmPool, is_slurm_cluster, run_token
 
     where = str(opts.pools_file) if opts.pools_file else "--price/--billing-unit"
     backends: dict[str, Any] = {}
     local: LocalScheduler | None = None
     for name, spec in specs.items():
         itype = _itype(name, spec, where)
-        if "cluster" in spec or "address" in spec:
+        if is_slurm_cluster(spec.get("cluster")):
+            backends[name] = SlurmPool(itype, cluster=spec["cluster"], kwargs=spec.get("kwargs", {}),
+                                       token=run_token(opts.out))
+        elif "cluster" in spec or "address" in spec:
             backends[name] = ClusterPool(itype, cluster=spec.get("cluster"), kwargs=spec.get("kwargs", {}),
                                          address=spec.get("address"))
         else:
@@ -778,7 +788,12 @@ def replay(out: str | Path, seeds: Sequence[int] = (0,)) -> dict[str, Any]:
         meta = store.meta()
         counts = store.counts()
         rows = store.query("SELECT task, runtime_s FROM results ORDER BY task")
-        hosts = store.query("SELECT pool, requested_s, up_s FROM hosts WHERE up_s IS NOT NULL")
+        # boot is from the rent request (its "acquire" event) to the worker up: a host billed from
+        # its job's start (Slurm) waited in the queue before, and the simulator must wait too
+        hosts = store.query(
+            "SELECT h.pool, COALESCE((SELECT MIN(e.t_s) FROM events e WHERE e.segment = h.segment AND "
+            "e.host = h.host AND e.kind = 'acquire'), h.requested_s) AS requested_s, h.up_s "
+            "FROM hosts h WHERE h.up_s IS NOT NULL")
         sfile = Path(out) / "summary.json"
         summary = json.loads(sfile.read_text()) if sfile.exists() else {}
     finally:

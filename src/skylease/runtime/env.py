@@ -69,6 +69,11 @@ BATCH_MAX = 512
 BATCH_FLOOR_S = 0.05
 #: A pool whose scheduler stays out of reach this long ends the run (its tasks wait for --resume).
 POOL_LOST_S = 30.0
+#: A host billed by its job's clock (Slurm) is charged, while it runs, from this long before the
+#: second its job started: the scheduler counts whole seconds, and a release the policy times for a
+#: unit boundary must reach it (scancel) before its own boundary. Once the job has ended, its charge
+#: is recomputed from the scheduler's start and end.
+JOB_CLOCK_LEAD_S = 0.5
 
 
 class _WorkerGone(Exception):
@@ -133,6 +138,8 @@ class DaskEnvironment:
         self._specs = {int(t["id"]): dict(t) for t in tasks}
         self._tasks = {tid: Task(tid, 0.0) for tid in self._specs}
         self._t0 = time.monotonic()
+        self._wall0 = time.time()  # Unix time of the run clock's 0 (job schedulers speak Unix time)
+        self._job_start: dict[HostId, float] = {}  # hosts billed by their job's clock: its start
         self._clock = 0.0
         self._timers: list[tuple[float, int, RealTimer]] = []
         self._seq = itertools.count()
@@ -235,8 +242,14 @@ class DaskEnvironment:
         self._lag = max(self._lag, now - released_at)
         h.state, h.released_at, h.task = HostState.RELEASED, released_at, None
         del self._live[host]
+        backend = self.backends[h.pool]
+        backend.stop(self._name(host), self._addr.pop(host, None))
+        ended = backend.ended_at(self._name(host)) if hasattr(backend, "ended_at") else None
+        start = self._job_start.pop(host, None)
+        if ended is not None and start is not None:  # billed as its job ran, by the job's clock
+            h.requested_at = start
+            h.released_at = released_at = max(start, ended - self._wall0)
         self._released_costs.append(h.cost(released_at))
-        self.backends[h.pool].stop(self._name(host), self._addr.pop(host, None))
         self.store.record_host(host, h.pool, h.requested_at, h.up_at, released_at, h.cost(released_at))
         self.store.record_event(released_at, "release", host=host, value=h.cost(released_at))
         self._settle()
@@ -467,6 +480,11 @@ class DaskEnvironment:
         h.state = HostState.IDLE
         if first:
             h.up_at = now
+            backend = self.backends[h.pool]
+            started = backend.started_at(self._name(h.id)) if hasattr(backend, "started_at") else None
+            if started is not None:  # a job that waited in a queue is billed from its start
+                self._job_start[h.id] = started - self._wall0
+                h.requested_at = min(now, started - self._wall0) - JOB_CLOCK_LEAD_S
             self.store.record_host(h.id, h.pool, h.requested_at, now)
         self.store.record_event(now, "up", host=h.id)
         self.policy.on_host_up(h)

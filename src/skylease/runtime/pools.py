@@ -178,7 +178,13 @@ def cluster_class(path: str, field: str, file: str | Path | None = None, line: i
     mod, _, cls = path.rpartition(".")
     try:
         return getattr(importlib.import_module(mod), cls)
-    except (ImportError, AttributeError, ValueError) as e:
+    except ImportError as e:
+        if (e.name or "").partition(".")[0] == "dask_jobqueue":
+            raise UserError(f"{path} needs dask-jobqueue, which is not installed: "
+                            "pip install 'skylease[slurm]'", file=file, line=line, field=field) from None
+        raise UserError(f"cannot import cluster class {path!r}: {e}", file=file, line=line,
+                        field=field) from None
+    except (AttributeError, ValueError) as e:
         raise UserError(f"cannot import cluster class {path!r}: {e}", file=file, line=line,
                         field=field) from None
 
@@ -249,6 +255,7 @@ class ClusterPool:
     def bind(self, name: str, address: str) -> None:
         """The host ``name`` is now the worker at ``address`` (the env claimed it)."""
         self._bound[name] = address
+        self._seen_at = -math.inf  # the workers seen before it connected must not call it dead
 
     def start(self, name: str) -> None:
         if self._bound.pop(name, None) is not None:
