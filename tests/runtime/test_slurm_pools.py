@@ -5,6 +5,7 @@ released by ``scancel`` and billed by Slurm's own start and end times."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import signal
 import sqlite3
@@ -97,36 +98,36 @@ def test_forty_shell_tasks_on_two_slurm_jobs_finish_once_each(tmp_path, cluster)
     assert workers == {"hpc"}
 
 
-@pytest.fixture(scope="module")
-def a2ha_run(tmp_path_factory, cluster):
-    folder = tmp_path_factory.mktemp("a2ha")
+def _a2ha(folder: Path, cluster, tasks: int, budget: float) -> tuple[Path, dict]:
     job = folder / "jobs.txt"
-    job.write_text("sleep 0.5\n" * 24)
+    job.write_text("sleep 0.5\n" * tasks)
     out = folder / "o"
-    budget = 6.0
+    # as many hosts as the node has cores: a third job would wait in Slurm's queue
     s = run_job(str(job), RunOptions(out=out, policy="a2ha:aggressive", budget=budget,
-                                     pools_file=_pools(folder, cluster, price=1.0, unit=5, boot=2)))
-    return out, s, budget
+                                     pools_file=_pools(folder, cluster, price=1.0, unit=8, boot=3,
+                                                       max_count=os.cpu_count() or 1)))
+    return out, s
 
 
-def test_a2ha_on_slurm_never_charges_more_than_the_budget_by_slurms_own_clock(a2ha_run):
-    out, s, budget = a2ha_run
+def test_a2ha_on_slurm_never_charges_more_than_the_budget_by_slurms_own_clock(tmp_path, cluster):
+    # 2 units buy less than the bag needs: A2HA keeps its hosts to their unit boundaries and
+    # releases them there, where a release that reached Slurm late would cost a third unit
+    out, s = _a2ha(tmp_path, cluster, 16, budget=2.0)
     jobs = _run_jobs(out)
     assert jobs and all(not j.live for j in jobs), jobs
-    # the charge recomputed from Slurm's start and end of every job, per started 5 s unit
-    bill = Billing(5.0, 1.0)
+    # the charge recomputed from Slurm's start and end of every job, per started 8 s unit
+    bill = Billing(8.0, 1.0)
     by_slurm = sum(bill.cost(j.end - j.start) for j in jobs if j.start is not None)
-    assert by_slurm <= budget, (by_slurm, jobs)
+    assert by_slurm <= 2.0, (by_slurm, jobs)
     # and it is what the run charged: its hosts' rent periods are Slurm's
     assert s["cost"] == pytest.approx(by_slurm), (s["cost"], by_slurm)
-    assert s["ok"] + s["failed"] + s["left"] == 24 and s["failed"] == 0
+    assert s["ok"] + s["failed"] + s["left"] == 16 and s["failed"] == 0 and s["ok"] > 0
 
 
-def test_replay_of_a_slurm_run_agrees_with_it(a2ha_run):
+def test_replay_of_a_slurm_run_agrees_with_it(tmp_path, cluster):
     """The tolerance of tests/runtime/test_run.py: hosts within 1, cost within 2 units."""
-    out, s, _ = a2ha_run
-    if s["left"]:
-        pytest.skip("the budget stopped the run before the end: nothing to replay")
+    out, s = _a2ha(tmp_path, cluster, 20, budget=6.0)
+    assert s["left"] == 0, s  # the budget is enough for this bag; it bounds the hosts A2HA rents
     rep = replay(out, seeds=[0])
     sim = rep["simulated"][0]
     assert abs(sim["hosts"] - s["hosts"]) <= 1, (sim, rep["boot_s"], s["hosts"], s["cost"], s["elapsed_s"])
@@ -161,7 +162,7 @@ def test_kill_9_of_the_driver_then_resume_cancels_its_jobs_and_runs_nothing_twic
     marks = tmp_path / "marks"
     marks.mkdir()
     job = tmp_path / "jobs.txt"
-    job.write_text("".join(f"touch {marks}/{i}.$(date +%s%N); sleep 0.3\n" for i in range(30)))
+    job.write_text("".join(f"touch {marks}/{i}.$(date +%s%N); sleep 0.3\n" for i in range(20)))
     out = tmp_path / "o"
     pools = _pools(tmp_path, cluster)
     cmd = [sys.executable, "-c", "from skylease.cli import console_main; console_main()", "run", str(job),
@@ -175,12 +176,12 @@ def test_kill_9_of_the_driver_then_resume_cancels_its_jobs_and_runs_nothing_twic
     old = [j for j in _run_jobs(out) if j.live]
     assert old, "the killed driver left no job running (nothing to test)"
     before = {t for t, _, _ in _results(out)}
-    assert 0 < len(before) < 30
+    assert 0 < len(before) < 20
     resumed_at = time.time_ns()
     res = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, cwd=tmp_path, timeout=90)
     assert res.returncode == 0, res.stderr
     rows = _results(out)
-    assert [t for t, _, _ in rows] == list(range(30)) and all(st == "ok" for _, st, _ in rows)
+    assert [t for t, _, _ in rows] == list(range(20)) and all(st == "ok" for _, st, _ in rows)
     assert {t for t, _, seg in rows if seg == 0} == before
     # no task recorded before the crash ran again after the resume
     rerun = {int(f.name.split(".")[0]) for f in marks.iterdir() if int(f.name.split(".")[1]) > resumed_at}
