@@ -16,7 +16,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from skylease import __version__
 from skylease.model.errors import UserError
 
 app = typer.Typer(
@@ -69,6 +68,8 @@ err = Console(stderr=True, emoji=False)
 
 def _version(value: bool) -> None:
     if value:
+        from skylease import __version__  # importlib.metadata: tens of ms, only for --version
+
         out.print(f"skylease {__version__}")
         raise typer.Exit()
 

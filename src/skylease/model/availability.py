@@ -138,6 +138,68 @@ class AvailabilityTrace:
         """How many nodes are available at time ``t``."""
         return sum(a.is_available(t) for a in self.nodes)
 
+    @classmethod
+    def from_flat(
+        cls,
+        name: str,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        bounds: np.ndarray,
+        start: float,
+        end: float,
+        origin: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> AvailabilityTrace:
+        """The trace whose node ``i`` has the intervals ``starts[j], ends[j]`` for ``j`` in
+        ``bounds[i]:bounds[i+1]`` (node-major flat arrays, as :meth:`flat_intervals` returns them).
+
+        The nodes are views of the flat arrays, checked all at once with the rules of
+        :class:`Availability` (ValueError otherwise): building tens of thousands of nodes one by one
+        costs more than generating them, and :meth:`flat_intervals` then returns the arrays
+        without copying them.
+        """
+        s = np.ascontiguousarray(starts, dtype=float)
+        e = np.ascontiguousarray(ends, dtype=float)
+        b = np.asarray(bounds)
+        if s.shape != e.shape or s.ndim != 1 or b.ndim != 1 or len(b) < 1:
+            raise ValueError("starts and ends must be 1-D arrays of the same length, bounds 1-D")
+        if b.dtype.kind not in "iu" or b[0] != 0 or b[-1] != len(s) or (np.diff(b) < 0).any():
+            raise ValueError("bounds must rise from 0 to the number of intervals")
+        last = np.zeros(len(s), bool)  # the last interval of each node (its end may be inf)
+        last[b[1:][b[1:] > b[:-1]] - 1] = True
+        if not (np.isfinite(s).all() and (np.isfinite(e) | last).all()):
+            raise ValueError("interval bounds must be finite (only a node's last end may be inf)")
+        if (e <= s).any():
+            raise ValueError(f"interval {int(np.argmax(e <= s))} is empty or reversed")
+        first = np.zeros(len(s), bool)
+        first[b[:-1][b[1:] > b[:-1]]] = True
+        bad = (s[1:] < e[:-1]) & ~first[1:]
+        if bad.any():
+            raise ValueError(f"interval {int(np.argmax(bad)) + 1} starts before the one before it ends")
+        nodes = []
+        for lo, hi in zip(b[:-1].tolist(), b[1:].tolist(), strict=True):
+            node = object.__new__(Availability)  # checked above, all at once
+            object.__setattr__(node, "starts", s[lo:hi])
+            object.__setattr__(node, "ends", e[lo:hi])
+            nodes.append(node)
+        trace = cls(name, tuple(nodes), float(start), float(end), origin, dict(meta or {}))
+        object.__setattr__(trace, "_flat", (s, e, b.astype(np.int64, copy=False)))
+        return trace
+
+    def flat_intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every node's intervals, unclipped, node-major: ``(starts, ends, bounds)``, node ``i``'s
+        being ``bounds[i]:bounds[i+1]``. Shared, not copied, for a trace made by :meth:`from_flat`
+        (do not write to them)."""
+        flat = self.__dict__.get("_flat")
+        if flat is not None:
+            return flat
+        counts = np.fromiter((len(a) for a in self.nodes), np.int64, len(self.nodes))
+        bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        if not len(self.nodes) or not bounds[-1]:
+            return np.empty(0), np.empty(0), bounds
+        return (np.concatenate([a.starts for a in self.nodes]),
+                np.concatenate([a.ends for a in self.nodes]), bounds)
+
     def clipped_intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All intervals clipped to the window: (starts, ends, node index), node-major."""
         if not self.nodes:

@@ -289,12 +289,14 @@ def load_trace(
     :func:`skylease.traces.datasets.locate` in ``data_dir`` (default: the skylease data folder).
     ``duration_s`` cuts file traces to ``[0, duration_s)``.
 
+    Generated traces (an int ``seed``) and the SWF-derived ones are cached on disk
+    (:mod:`skylease.traces.cache`): each is built once per machine.
+
     A trace must fit the memory budget of :mod:`skylease.model.limits`: at most
     :data:`MAX_INTERVALS` availability intervals and nodes (``n_nodes`` times the expected
     intervals per node of a generated trace; ``n_nodes`` times the price changes of a spot ladder).
     """
-    from skylease.traces import datasets, dg, fta, spot, swf
-
+    # each reader's own dependencies (pandas for SWF and FTA) are imported only by its branch
     key = spec.strip()
     if seed is not None and not isinstance(seed, np.random.Generator):
         check_seed(seed)
@@ -306,6 +308,8 @@ def load_trace(
         check_number(duration_s, "--days", above=0)
     trace: AvailabilityTrace
     if key in ("seti", "nd"):
+        from skylease.traces import cache, dg
+
         nodes = n_nodes or (dg.SETI_DEFAULT_NODES if key == "seti" else dg.ND_DEFAULT_NODES)
         days = (duration_s if duration_s is not None else PAPER_TABLES[key]["length_days"] * DAY) / DAY
         per_node = days * DAY / dg.mean_cycle_s(key) + 1
@@ -314,20 +318,29 @@ def load_trace(
                          f"{count(nodes * per_node)}")
         gen = dg.seti_like if key == "seti" else dg.nd_like
         kwargs: dict[str, Any] = {} if duration_s is None else {"duration_s": duration_s}
-        return gen(n_nodes=n_nodes, seed=seed, **kwargs)
+        if seed is None or isinstance(seed, np.random.Generator):  # not reproducible: not cached
+            return gen(n_nodes=n_nodes, seed=seed, **kwargs)
+        length = duration_s if duration_s is not None else PAPER_TABLES[key]["length_days"] * DAY
+        params = {"n_nodes": nodes, "duration_s": float(length), "seed": int(seed)}
+        return cache.cached_trace(gen.__name__, params, lambda: gen(n_nodes=n_nodes, seed=seed, **kwargs))
     if key in TRACE_SOURCES:
+        from skylease.traces import datasets
+
         ds, file, _ = TRACE_SOURCES[key]
         path = datasets.locate(ds, Path(data_dir) if data_dir is not None else None) / file
         if key.startswith("spot"):
+            from skylease.traces import spot
+
             times, prices = spot.read_spot_prices(path)
             _check_ladder(times, n_nodes)
             trace = spot.bid_ladder(times, prices, 10.0 if key == "spot10" else 100.0, n_nodes, name=key)
         elif key == "g5klyo":
-            trace = swf.best_effort_availability(swf.read_swf(path), 144, procs_per_node=8, name=key)
+            trace = _best_effort(path, key, 144, procs_per_node=8)
         elif key == "g5kgre":
-            jobs = swf.read_swf(path)
-            trace = swf.best_effort_availability(jobs, None, end=31 * DAY, name=key)
+            trace = _best_effort(path, key, None, end=31 * DAY)
         else:
+            from skylease.traces import fta
+
             trace = fta.read_fta_events(path, name=key)
     else:
         path = Path(key).expanduser()
@@ -335,13 +348,17 @@ def load_trace(
         if path.is_dir():
             trace = read_tr_dir(path)
         elif low.endswith((".tab", ".tab.gz")):
+            from skylease.traces import fta
+
             trace = fta.read_fta_events(path)
         elif low.endswith((".json", ".json.gz")):
+            from skylease.traces import spot
+
             times, prices = spot.read_spot_prices(path)
             _check_ladder(times, n_nodes)
             trace = spot.bid_ladder(times, prices, 10.0, n_nodes, name=low.split(".")[0])
         elif low.endswith((".swf", ".swf.gz")):
-            trace = swf.best_effort_availability(swf.read_swf(path), n_nodes, name=low.split(".")[0])
+            trace = _best_effort(path, low.split(".")[0], n_nodes)
         elif path.exists():
             raise UserError("unknown trace format (expected .tab, .json, .swf or a .tr directory)", file=path)
         else:
@@ -350,6 +367,26 @@ def load_trace(
     if duration_s is not None and duration_s < trace.length:
         trace = trace.window(trace.start, trace.start + duration_s)
     return trace
+
+
+def _best_effort(path: Path, name: str, n_nodes: int | None, *, procs_per_node: int = 1,
+                 end: float | None = None) -> AvailabilityTrace:
+    """:func:`~skylease.traces.swf.best_effort_availability` of the SWF log at ``path``, cached
+    under the log's content."""
+    from skylease.traces import cache
+
+    def build() -> AvailabilityTrace:
+        from skylease.traces import swf
+
+        return swf.best_effort_availability(swf.read_swf(path), n_nodes, procs_per_node=procs_per_node,
+                                            end=end, name=name)
+
+    try:
+        digest = cache.file_digest(path)
+    except OSError:
+        return build()  # the reader names the file in its one-line error
+    params = {"file": digest, "name": name, "n_nodes": n_nodes, "procs_per_node": procs_per_node, "end": end}
+    return cache.cached_trace("swf_best_effort", params, build)
 
 
 def _check_ladder(times: np.ndarray, n_nodes: int | None) -> None:

@@ -45,12 +45,11 @@ Every random choice comes from ``seed`` (an int, None for fresh entropy, or a nu
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 
 import numpy as np
 
-from skylease.model.availability import Availability, AvailabilityTrace
+from skylease.model.availability import AvailabilityTrace
 from skylease.traces.tables import DAY, PAPER_TABLES
 
 __all__ = [
@@ -142,9 +141,6 @@ def renewal_trace(
     order = np.lexsort((s_all, node))
     node, s_all, e_all = node[order], s_all[order], e_all[order]
     bounds = np.searchsorted(node, np.arange(n_nodes + 1))
-    nodes = tuple(
-        Availability(s_all[lo:hi], e_all[lo:hi]) for lo, hi in itertools.pairwise(bounds.tolist())
-    )
     meta = {
         "format": "split-lognormal-renewal",
         "up_quartiles": up.q,
@@ -153,7 +149,8 @@ def renewal_trace(
         "burn_in": burn_in,
         "max_duration": max_duration,
     }
-    return AvailabilityTrace(name, nodes, 0.0, float(duration_s), None, meta)
+    # nodes checked all at once, as views of the flat arrays (30,300 one by one cost 0.4 s)
+    return AvailabilityTrace.from_flat(name, s_all, e_all, bounds, 0.0, float(duration_s), None, meta)
 
 
 def _table3(trace: str, kappa: float) -> tuple[SplitLogNormal, SplitLogNormal]:

@@ -89,6 +89,7 @@ from itertools import chain
 from typing import Any
 
 import numpy as np
+from sortedcontainers import SortedList
 
 from skylease.control.env import CLOUD_USAGE, BotProgress, Policy
 from skylease.model.availability import AvailabilityTrace
@@ -1144,7 +1145,9 @@ class BOINCEnv(DesktopGridEnv):
         self._n_unsent = [0] * nt
         self._n_okd = [0] * nt
         self._valid = bytearray(nt)
-        self._unsent: list[int] = []
+        # WUs with an unsent result, in id order: a sorted list, since a WU leaves it (and may come
+        # back) anywhere, and a plain list's del/insort cost O(WUs) each (quadratic over a run)
+        self._unsent: SortedList = SortedList()
         self._od: OrderedDict[int, None] | None = None
         self._deadlines: deque[tuple[float, int, int, int]] = deque()
         self._dl_timer = False
@@ -1166,7 +1169,7 @@ class BOINCEnv(DesktopGridEnv):
     def _arrive(self, j: int) -> None:
         self._n_unsent[j] = self._R
         self._holders[j] = set()
-        self._unsent.append(j)  # arrivals come in id order, after every WU already listed
+        self._unsent.add(j)
         if self._od is not None:
             self._od[j] = None
 
@@ -1220,7 +1223,7 @@ class BOINCEnv(DesktopGridEnv):
             if len(out) == want:
                 break
         for w in emptied:
-            del unsent[bisect.bisect_left(unsent, w)]
+            unsent.remove(w)
         if out and not self._dl_timer:
             self._dl_timer = True
             self.kernel.schedule(self._deadlines[0][0], self._deadline)
@@ -1303,7 +1306,7 @@ class BOINCEnv(DesktopGridEnv):
         self._n_unsent[w] = n - k
         if n - k == 0:
             u = self._unsent
-            del u[bisect.bisect_left(u, w)]
+            u.remove(w)
             if not u:
                 self._after_take()
 
@@ -1327,7 +1330,7 @@ class BOINCEnv(DesktopGridEnv):
             if not valid[w] and slot[idx] == _INPROG and sver[idx] == v:
                 slot[idx] = _UNSENT
                 if self._n_unsent[w] == 0:
-                    bisect.insort(self._unsent, w)
+                    self._unsent.add(w)
                 self._n_unsent[w] += 1
                 self._lost += 1
                 appeared = True
@@ -1419,7 +1422,7 @@ class BOINCEnv(DesktopGridEnv):
                 continue
             nres[w] = n + 1  # slot base + n is UNSENT: it was never used
             nu[w] = 1
-            bisect.insort(self._unsent, w)
+            self._unsent.add(w)
             self._n_extra += 1
             changed = True
         return changed

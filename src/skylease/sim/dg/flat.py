@@ -2,8 +2,11 @@
 
 ``starts[j], ends[j]`` for ``j`` in ``lo[i]:hi[i]`` are node ``i``'s availability intervals
 (clipped to the trace window). :meth:`FlatTrace.first_after` finds, for many nodes at once, the
-first interval ending after ``t`` with one ``searchsorted`` on the key ``node * span + end``.
-Flattening costs O(intervals) once per trace (cached by :func:`flatten`), not per run.
+first interval ending after ``t`` by a binary search run on all of them together, within each
+node's own ``lo:hi``. Flattening costs O(intervals) once per trace (cached by :func:`flatten`),
+not per run, and shares the trace's arrays when they already lie in its window: the flat trace
+holds nothing else of the trace's size (no per-interval key or identity array: on the 30,300-node
+``seti`` trace each would be 31 MB).
 
 ON offsets ([RC], spec §1.2): a worker comes ON ``offset`` seconds after its interval starts,
 ``offset`` uniform in ``0 .. min(300, end - start - 1)``. The offsets are a counter-based hash
@@ -14,6 +17,7 @@ can be computed on demand, in any order, and the value never depends on which ev
 
 from __future__ import annotations
 
+import bisect
 import math
 import weakref
 
@@ -51,58 +55,59 @@ class FlatTrace:
 
     def __init__(self, trace: AvailabilityTrace) -> None:
         n = trace.n_nodes
-        counts = np.fromiter((len(a) for a in trace.nodes), np.int64, n)
-        if n and counts.sum():
-            s = np.concatenate([a.starts for a in trace.nodes])
-            e = np.concatenate([a.ends for a in trace.nodes])
-        else:
-            s = np.empty(0)
-            e = np.empty(0)
-        node = np.repeat(np.arange(n, dtype=np.int64), counts)
-        s = np.clip(s, trace.start, trace.end)
-        e = np.clip(e, trace.start, trace.end)
+        s, e, bounds = trace.flat_intervals()
+        t0, t1 = float(trace.start), float(trace.end)
+        # Clip and drop emptied intervals only when needed: a generated or cached trace already
+        # lies in its window, and its arrays are then shared, not copied (peak memory).
+        if len(s) and (s.min() < t0 or s.max() > t1 or e.min() < t0 or e.max() > t1):
+            s = np.clip(s, t0, t1)
+            e = np.clip(e, t0, t1)
         keep = e > s
-        s, e, node = s[keep], e[keep], node[keep]
+        if not keep.all():
+            node = np.repeat(np.arange(n, dtype=np.int64), np.diff(bounds))[keep]
+            s, e = s[keep], e[keep]
+            bounds = np.searchsorted(node, np.arange(n + 1))
         self.name = trace.name
         self.n_nodes = n
         self.t_start = float(trace.start)
         self.t_end = float(trace.end)
         self.starts = s
         self.ends = e
-        bounds = np.searchsorted(node, np.arange(n + 1))
         self.lo = bounds[:-1].astype(np.int64)
         self.hi = bounds[1:].astype(np.int64)
-        # interval identity for the ON-offset hash: (node, rank within the node), so a node's
-        # offsets do not change when other nodes or its own later intervals change
-        self.ident = (node.astype(np.uint64) << np.uint64(32)) | (
-            np.arange(len(s), dtype=np.int64) - self.lo[node]
-        ).astype(np.uint64)
-        self.span = (self.t_end - self.t_start) + 1.0
-        self.key = node * self.span + (e - self.t_start)
+        self._lo_l = self.lo.tolist()
+        self._hi_l = self.hi.tolist()
+
+    def ident(self, j: np.ndarray) -> np.ndarray:
+        """Identity of intervals ``j`` for the ON-offset hash: ``node << 32 | rank within the node``,
+        so a node's offsets do not change when other nodes or its own later intervals change."""
+        node = np.searchsorted(self.hi, j, side="right")  # the node whose lo <= j < hi
+        return (node.astype(np.uint64) << np.uint64(32)) | (j - self.lo[node]).astype(np.uint64)
+
+    def ident_scalar(self, j: int) -> int:
+        node = bisect.bisect_right(self._hi_l, j)
+        return (node << 32) | (j - self._lo_l[node])
 
     def __len__(self) -> int:
         return len(self.starts)
 
     def first_after(self, nodes: np.ndarray, t: float | np.ndarray) -> np.ndarray:
         """Per node, the index of its first interval with ``end > t`` (``hi[node]`` if none)."""
-        q = nodes * self.span + (np.asarray(t, float) - self.t_start)
-        j = np.searchsorted(self.key, q, side="right").astype(np.int64)
         lo, hi = self.lo[nodes], self.hi[nodes]
-        j = np.clip(j, lo, hi)
         ends = self.ends
-        n_end = len(ends)
-        # The float key can be off by one interval when two times differ by < ~1e-4 s: fix it.
-        for _ in range(2):
-            jc = np.minimum(j, n_end - 1) if n_end else j
-            fwd = (j < hi) & (ends[jc] <= t) if n_end else np.zeros(len(j), bool)
-            if not fwd.any():
-                break
-            j = j + fwd
-        if n_end:
-            jp = np.maximum(j - 1, 0)
-            back = (j > lo) & (ends[jp] > t)
-            j = j - back
-        return j
+        if not len(ends):
+            return hi
+        last = len(ends) - 1
+        t = np.asarray(t, float)
+        # bisection of every node's lo:hi at once: the first j with ends[j] > t
+        while True:
+            open_ = lo < hi
+            if not open_.any():
+                return lo
+            mid = (lo + hi) >> 1
+            right = open_ & (ends[np.minimum(mid, last)] <= t)
+            lo = np.where(right, mid + 1, lo)
+            hi = np.where(open_ & ~right, mid, hi)
 
     def first_after_scalar(self, node: int, t: float) -> int:
         lo, hi = int(self.lo[node]), int(self.hi[node])
@@ -129,7 +134,7 @@ def on_offsets(flat: FlatTrace, j: np.ndarray, t_sub: float, key: int, max_offse
     """ON time of intervals ``j`` for a run submitted at ``t_sub`` with hash ``key``."""
     s = np.maximum(flat.starts[j], t_sub)
     width = np.clip(np.floor(flat.ends[j] - s - 1.0), 0.0, max_offset)
-    u = mix64(flat.ident[j] ^ np.uint64(key)) >> np.uint64(11)
+    u = mix64(flat.ident(j) ^ np.uint64(key)) >> np.uint64(11)
     return s + np.floor(u.astype(float) / _TWO53 * (width + 1.0))
 
 
@@ -139,5 +144,5 @@ def on_offset_scalar(flat: FlatTrace, j: int, t_sub: float, key: int, max_offset
         s = t_sub
     width = math.floor(float(flat.ends[j]) - s - 1.0)
     width = 0.0 if width < 0 else (max_offset if width > max_offset else width)
-    u = mix64_scalar(int(flat.ident[j]) ^ key) >> 11
+    u = mix64_scalar(flat.ident_scalar(j) ^ key) >> 11
     return s + math.floor(u / _TWO53 * (width + 1.0))

@@ -1,0 +1,123 @@
+"""How the cost per event (BOINC model) and per lease (lease scheduler) grows with the size of a run.
+
+Target (issue 25): both flat within 10 % from the smallest to the largest size; the fitted exponent
+``b`` of ``cost = a * size**b`` is printed (1.0 is linear).
+
+* BOINC, no QoS, on ``nd`` (183 nodes: always saturated, so only the number of tasks grows) and on
+  ``seti`` (30,300 nodes: 3 replicas of 2,500 tasks keep 7,500 hosts busy, of 80,000 all of them, so
+  the set of concurrent events grows too): homogeneous bags of 2,500 to 80,000 tasks of 60,000
+  operations, seed 1.
+* Lease scheduler, NOVM-NOSR: (a) the first 15, 30, 45 and 60 days of ``blue_60days.swf`` (the mix
+  of jobs changes along the log: later days queue more, so each lease is tried more often), and
+  (b) the first 15 days repeated 1 to 4 times, each copy 15 days after the previous one (the same
+  work per lease at every size: what the scheduler's own data structures cost).
+
+Times are this process's CPU seconds (``time.process_time``), one run after the other: the machine
+is shared, and CPU time is what a run costs. Kind: ablation-free self-measurement (no peer).
+
+    python benchmarks/bench_scaling.py [--only boinc|leases]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("SKYLEASE_DATA", ROOT.parent / "shared" / "data"))
+TASKS = (2_500, 10_000, 40_000, 80_000)
+DAY = 86400
+
+
+def exponent(sizes: list[float], costs: list[float]) -> float:
+    """Least-squares slope of log(total cost) on log(size)."""
+    return float(np.polyfit(np.log(sizes), np.log(costs), 1)[0])
+
+
+def report(title: str, unit: str, rows: list[tuple[str, float, float]]) -> None:
+    """rows: (label, size, total CPU seconds)."""
+    print(f"\n{title}")
+    print(f"{'size':>24} {'CPU s':>8} {unit:>12}")
+    per = []
+    for label, size, cpu in rows:
+        per.append(cpu / size * 1e6)
+        print(f"{label:>24} {cpu:8.3f} {per[-1]:12.2f}")
+    b = exponent([r[1] for r in rows], [r[2] for r in rows])
+    growth = per[-1] / per[0] - 1
+    verdict = "flat within 10 %: met" if abs(growth) <= 0.10 else "NOT flat within 10 %"
+    print(f"{'':>24} fitted exponent {b:.3f}; largest vs smallest {growth:+.1%} ({verdict})")
+
+
+def boinc() -> None:
+    from skylease.experiments.spequlos import submission_time, trace_for
+    from skylease.sim.dg.env import DesktopGridEnv
+    from skylease.sim.dg.workload import DGBot
+
+    for name in ("nd", "seti"):
+        flat = trace_for(name)
+        rows = []
+        for n in TASKS:
+            bot = DGBot.homogeneous(n, 60_000.0, "BIG")
+            env = DesktopGridEnv("boinc", flat, bot, submit_at=submission_time(flat, 1), seed=1)
+            t = time.process_time()
+            res = env.run()
+            cpu = time.process_time() - t
+            rows.append((f"{n:,} tasks, {res.events:,} ev", res.events, cpu))
+        report(f"BOINC on {name} ({flat.n_nodes:,} nodes), no QoS: CPU per event", "us/event", rows)
+
+
+def leases() -> None:
+    from skylease.control.leases import SchedulerConfig
+    from skylease.sim.leases import be_leases, simulate_leases
+    from skylease.traces.swf import best_effort_requests, read_swf
+
+    req = best_effort_requests(read_swf(DATA / "swf" / "blue_60days.swf"))
+
+    def cost(frame) -> tuple[int, float]:
+        ls = be_leases(frame.reset_index(drop=True))
+        t = time.process_time()
+        simulate_leases(ls, config=SchedulerConfig.novm_nosr())
+        return len(ls), time.process_time() - t
+
+    rows = []
+    for days in (15, 30, 45, 60):
+        n, cpu = cost(req[req["submit"] < days * DAY])
+        rows.append((f"{days} days, {n:,} leases", n, cpu))
+    report("Lease scheduler, NOVM-NOSR, blue_60days.swf cut at 15-60 days: CPU per lease", "us/lease", rows)
+
+    import pandas as pd
+
+    first = req[req["submit"] < 15 * DAY]
+    rows = []
+    for k in (1, 2, 3, 4):
+        copies = []
+        for c in range(k):
+            part = first.copy()
+            part["submit"] = part["submit"] + c * 15 * DAY
+            part["job"] = part["job"] + c * (int(first["job"].max()) + 1)
+            copies.append(part)
+        n, cpu = cost(pd.concat(copies))
+        rows.append((f"15 days x {k}, {n:,} leases", n, cpu))
+    report("Lease scheduler, NOVM-NOSR, the first 15 days repeated 1-4 times: CPU per lease", "us/lease",
+           rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", choices=("boinc", "leases"), default=None)
+    args = ap.parse_args()
+    print(f"Python {platform.python_version()}, {platform.machine()}, load {os.getloadavg()[0]:.1f}; "
+          f"CPU time of this process")
+    if args.only in (None, "boinc"):
+        boinc()
+    if args.only in (None, "leases"):
+        leases()
+
+
+if __name__ == "__main__":
+    main()

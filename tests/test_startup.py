@@ -1,0 +1,68 @@
+"""The CLI starts fast: nothing heavy is imported before a command needs it (issue 25).
+
+``skylease --help`` and argument errors must answer well under 0.3 s. Measured against the floor
+every numpy program pays, in the same test: ``skylease --help`` as a whole process takes at most
+:data:`HELP_BOUND` times ``python -c "import numpy"`` (medians of :data:`RUNS` paired runs; with
+numpy, pandas and pydantic imported at start, as before, it took about 3 times). The list of
+modules is the deterministic half of the check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+#: Bound on median(skylease --help) / median(python -c "import numpy"); measured 1.0-1.15.
+HELP_BOUND = 1.5
+RUNS = 5
+#: Never imported by the CLI module, `--help` or a usage error (pydantic is: typer coerces every
+#: option of a command through it, from `skylease CMD --help` on).
+HEAVY = ("numpy", "pandas", "matplotlib", "dask", "distributed", "numba", "highspy", "scipy", "fastapi",
+         "sqlalchemy", "uvicorn", "httpx", "psycopg", "rich.traceback", "skylease.experiments",
+         "skylease.sim", "skylease.planning", "skylease.runtime", "skylease.service")
+
+PROBE = """
+import sys
+from skylease.cli import main
+code = main(sys.argv[1:])
+print("MODULES", __import__("json").dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def _heavy_loaded(args: list[str]) -> list[str]:
+    p = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=60)
+    line = next(x for x in p.stderr.splitlines() if x.startswith("MODULES "))
+    mods = json.loads(line.removeprefix("MODULES "))
+    return sorted(m for m in mods if m.split(".")[0] in HEAVY or m.startswith(HEAVY))
+
+
+def test_cli_imports_nothing_heavy_for_help_and_usage_errors():
+    assert _heavy_loaded(["--help"]) == []
+    assert _heavy_loaded(["simulate", "spequlos", "--help"]) == []
+    assert _heavy_loaded(["simulate", "spequlos", "--trace", "seti"]) == []  # missing options
+    assert _heavy_loaded(["no-such-command"]) == []
+
+
+def _wall(argv: list[str], env: dict[str, str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
+                   timeout=60)
+    return time.perf_counter() - t
+
+
+def test_help_costs_about_what_importing_numpy_costs():
+    # as an installed skylease runs: with its bytecode cached (the first, untimed, run writes it)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    numpy = [sys.executable, "-c", "import numpy"]
+    help_ = [sys.executable, "-m", "skylease", "--help"]
+    _wall(numpy, env), _wall(help_, env)
+    pairs = [(_wall(numpy, env), _wall(help_, env)) for _ in range(RUNS)]
+    base = statistics.median(a for a, _ in pairs)
+    ours = statistics.median(b for _, b in pairs)
+    assert ours <= HELP_BOUND * base, (
+        f"skylease --help took {ours:.3f} s, {ours / base:.2f}x `python -c 'import numpy'` ({base:.3f} s); "
+        f"bound {HELP_BOUND}x (medians of {RUNS} paired runs)")
