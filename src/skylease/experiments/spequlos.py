@@ -42,6 +42,7 @@ from skylease.control.env import Policy
 from skylease.control.qos import SpeQuloS, parse_plan
 from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR
 from skylease.control.qos.prediction import AlphaModel
+from skylease.control.qos.strategy import Strategy
 from skylease.control.qos.tail import tail_stats
 from skylease.model.errors import UserError
 from skylease.model.limits import check_number, check_seed, check_size, count
@@ -159,6 +160,19 @@ def _middleware(mw: str) -> str:
     return key
 
 
+#: Which cloud workers stop at the next tick once idle (spec A4): ``all`` ([RC], the default) or
+#: ``greedy`` (the paper's l.198 names Greedy only; Conservative's idle workers stay billed).
+IDLE_STOPS = ("all", "greedy")
+
+
+def stop_idle_cw(idle_stop: str, strategy: Strategy | None) -> bool:
+    """Whether ``strategy``'s idle cloud workers stop at the next tick under the ``idle_stop`` reading."""
+    if idle_stop not in IDLE_STOPS:
+        raise UserError(f"unknown idle-stop reading {idle_stop!r}: use {' or '.join(IDLE_STOPS)}",
+                        field="--idle-stop")
+    return idle_stop == "all" or (strategy is not None and strategy.how_many == "G")
+
+
 def batch_accel(min_frac_done: float | None = None, max_not_done: int | None = None,
                 period: float | None = None) -> BatchAccel:
     """BOINC's batch-acceleration parameters (None: BOINC's default), checked as the CLI's options."""
@@ -185,6 +199,7 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
              sigma: str = "literal", credits: float | None = None,
              epsilon: float | None = None, arrivals: str | None = None,
              cloud_buffer: int = DEFAULT_CLOUD_BUFFER, accel: BatchAccel | None = None,
+             idle_stop: str = "all",
              wrap: Callable[[SpeQuloS], Policy] | None = None) -> dict[str, Any]:
     """One BoT run: the row of metrics an experiment records (times in seconds after submission).
 
@@ -216,7 +231,8 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     submit = submission_time(flat, seed)
     params = DGParams(cw_buffer=cloud_buffer, accel=(accel or BatchAccel()) if plan.accel else None)
     env = DesktopGridEnv(mw, flat, b, submit_at=submit, seed=ss_env, params=params)
-    policy = SpeQuloS(plan.qos, order, predict_at=PREDICT_AT, alpha=AlphaModel(alpha))
+    stop_idle = stop_idle_cw(idle_stop, plan.qos)
+    policy = SpeQuloS(plan.qos, order, predict_at=PREDICT_AT, alpha=AlphaModel(alpha), stop_idle_cw=stop_idle)
     res = env.run(policy if wrap is None else wrap(policy))
     n = len(b)
     ts = tail_stats(res.completion_times, n)
@@ -235,6 +251,7 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
         "events": res.events, "wall_s": res.wall_s,
         "extra_results": res.extra_results, "accel_at_s": res.accel_at_s,
         "arrivals": reading, "epsilon_s": math.nan if eps is None else eps, "cloud_buffer": cloud_buffer,
+        "idle_stop": idle_stop,
     }
 
 

@@ -250,8 +250,8 @@ def _node_name(p: Path) -> str:
 #: The shipped files behind the named real traces: name -> (data set, file, description).
 _SPOT = "c1.xlarge-us-east-1a.json.gz"
 TRACE_SOURCES: dict[str, tuple[str, str, str]] = {
-    "spot10": ("spot", _SPOT, "bid ladder, S = $10/h, on c1.xlarge us-east-1a 2016"),
-    "spot100": ("spot", _SPOT, "bid ladder, S = $100/h, on c1.xlarge us-east-1a 2016"),
+    "spot10": ("spot", _SPOT, "bid ladder, S = $10/h, on c1.xlarge us-east-1a 2016, paper's price level"),
+    "spot100": ("spot", _SPOT, "bid ladder, S = $100/h, c1.xlarge us-east-1a 2016, paper's price level"),
     "g5klyo": ("swf-blue", "blue_30days.swf", "best effort on SDSC Blue Horizon, 144 x 8 procs, 30 days"),
     "g5kgre": ("swf-nasa", "NASA-iPSC-1993-3.1-cln.swf.gz", "best effort, NASA iPSC/860, 128 nodes, 31 days"),
     "lanl": ("fta-lanl", "lanl_event_trace.tab.gz", "FTA LANL event trace, 3577 nodes, 1995-2005"),
@@ -274,8 +274,9 @@ def load_trace(
     * ``seti``, ``nd`` -- :func:`~skylease.traces.dg.seti_like` / :func:`~skylease.traces.dg.nd_like`
       with ``seed``; ``n_nodes`` and ``duration_s`` override their paper-sized defaults.
     * ``spot10``, ``spot100`` -- :func:`~skylease.traces.spot.bid_ladder` with S = $10/h or $100/h
-      on ``spot/c1.xlarge-us-east-1a.json.gz`` (the c1 type closest to the paper's, see
-      :mod:`skylease.traces.spot`), the whole 60 days.
+      on ``spot/c1.xlarge-us-east-1a.json.gz`` (the c1 type closest to the paper's), its prices
+      scaled to the paper's level (:func:`~skylease.traces.spot.calibrated_prices`, spec A18: Table
+      2's maxima of 87 and 877 nodes), the whole 60 days.
     * ``g5klyo`` -- :func:`~skylease.traces.swf.best_effort_availability` on the Blue Horizon log
       ``swf/blue_30days.swf`` (144 nodes of 8 processors, 30 days): a busy machine whose free-node
       count swings widely, like Lyon's (Tables 2/5: "varies a lot", high volatility).
@@ -333,7 +334,9 @@ def load_trace(
 
             times, prices = spot.read_spot_prices(path)
             _check_ladder(times, n_nodes)
+            prices, factor = spot.calibrated_prices(prices)
             trace = spot.bid_ladder(times, prices, 10.0 if key == "spot10" else 100.0, n_nodes, name=key)
+            trace.meta["price_factor"] = factor
         elif key == "g5klyo":
             trace = _best_effort(path, key, 144, procs_per_node=8)
         elif key == "g5kgre":
