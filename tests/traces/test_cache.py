@@ -209,3 +209,23 @@ def test_from_flat_checks_every_node_at_once():
             AvailabilityTrace.from_flat("x", s, e, bb, 0.0, 10.0)
     # touching nodes are not overlapping: node 1 may start before node 0 ends
     AvailabilityTrace.from_flat("x", np.array([5.0, 0]), np.array([9.0, 1]), np.array([0, 1, 2]), 0.0, 10.0)
+
+
+def test_from_flat_makes_node_objects_only_when_asked():
+    """A simulation on the flat arrays never uses the nodes: 30,300 objects on seti are not made."""
+    import copy
+    import pickle
+
+    from skylease.sim.dg.flat import flatten
+
+    b = np.array([0, 2, 2, 3])
+    t = AvailabilityTrace.from_flat("x", np.array([0.0, 5, 1]), np.array([2.0, 6, np.inf]), b, 0.0, 10.0)
+    flat = flatten(t)
+    assert t.n_nodes == 3 and flat.n_nodes == 3 and "nodes" not in vars(t)
+    for other in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t)):
+        assert other == t
+    assert [len(a) for a in t.nodes] == [2, 0, 1] and "nodes" in vars(t) and t.nodes is t.nodes
+    with pytest.raises(AttributeError):
+        t.missing  # noqa: B018
+    with pytest.raises(ValueError):
+        AvailabilityTrace.from_flat("x", np.array([0.0]), np.array([1.0]), np.array([0, 1]), 5.0, 1.0)
