@@ -59,14 +59,16 @@ class FlatTrace:
         t0, t1 = float(trace.start), float(trace.end)
         # Clip and drop emptied intervals only when needed: a generated or cached trace already
         # lies in its window, and its arrays are then shared, not copied (peak memory).
-        if len(s) and (s.min() < t0 or s.max() > t1 or e.min() < t0 or e.max() > t1):
+        # Every interval has start < end (Availability's rule), so the window holds them all when
+        # the least start and the greatest end lie in it; only clipping can empty an interval.
+        if len(s) and (s.min() < t0 or e.max() > t1):
             s = np.clip(s, t0, t1)
             e = np.clip(e, t0, t1)
-        keep = e > s
-        if not keep.all():
-            node = np.repeat(np.arange(n, dtype=np.int64), np.diff(bounds))[keep]
-            s, e = s[keep], e[keep]
-            bounds = np.searchsorted(node, np.arange(n + 1))
+            keep = e > s
+            if not keep.all():
+                node = np.repeat(np.arange(n, dtype=np.int64), np.diff(bounds))[keep]
+                s, e = s[keep], e[keep]
+                bounds = np.searchsorted(node, np.arange(n + 1))
         self.name = trace.name
         self.n_nodes = n
         self.t_start = float(trace.start)
