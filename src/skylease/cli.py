@@ -977,9 +977,10 @@ def leases_simulate_cmd(
 ) -> None:
     """Simulate a lease workload: what happened to each lease, and the paper's metrics."""
     from skylease.experiments.leases import clock, simulate_workload
-    from skylease.experiments.report import check_output
 
     if gantt is not None:
+        from skylease.experiments.report import check_output  # pandas: only with a chart
+
         check_output(gantt, "--gantt")  # before a long run
     sim = simulate_workload(workload, inject, config, image_seed)
     if gantt is not None:

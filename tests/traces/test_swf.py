@@ -85,3 +85,47 @@ def test_real_files(shared_data):
     assert blue.attrs["max_nodes"] is None and blue["allocated_processors"].max() == 1120
     tr = best_effort_availability(blue, 144, procs_per_node=8)
     assert tr.meta["overcommitted_jobs"] == 0 and 0 < trace_stats(tr)["mean"] < 144
+
+
+PANDAS_FREE = """
+import sys
+from skylease.traces.swf import best_effort_columns, read_swf_columns
+cols, attrs = read_swf_columns(sys.argv[1])
+req = best_effort_columns(cols, attrs["source"])
+print(sorted(m for m in sys.modules if m.split(".")[0] == "pandas"), len(req["job"]), req["run"].dtype)
+"""
+
+
+def test_columns_without_pandas_equal_the_frame(tmp_path):
+    """The lease simulator's path reads SWF without pandas (0.2 s of a 1 s command): same values,
+    dtypes and header as :func:`read_swf`'s frame, one-line errors naming file, line and field."""
+    import subprocess
+    import sys
+
+    from skylease.traces.swf import best_effort_columns, best_effort_requests, read_swf_columns
+
+    path = tmp_path / "w.swf"
+    path.write_text(HEADER + _job(1, 0, 5, 10, 2) + "\n" + _job(2, 3, -1, 4, 1) + "; tail comment\n")
+    cols, attrs = read_swf_columns(path)
+    df = read_swf(path)
+    assert list(cols) == list(SWF_FIELDS) and attrs == df.attrs
+    for f in SWF_FIELDS:
+        assert cols[f].dtype == df[f].dtype and cols[f].tolist() == df[f].tolist()
+    req = best_effort_columns(cols, attrs["source"])
+    assert pd.DataFrame(req).equals(best_effort_requests(df))
+    p = subprocess.run([sys.executable, "-c", PANDAS_FREE, str(path)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.stdout.split() == ["[]", "2", "int64"], p.stderr
+    one = tmp_path / "one.swf"
+    one.write_text(_job(7, 0, 0, 3, 1))
+    assert read_swf_columns(one)[0]["job_number"].tolist() == [7]
+    empty = tmp_path / "empty.swf"
+    empty.write_text("; MaxProcs: 8\n")
+    assert all(len(v) == 0 for v in read_swf_columns(empty)[0].values()) and len(read_swf(empty)) == 0
+    for bad, where in ((_job(2, 0, 0, "inf", 1), ":2: run_time: 'inf' is not a finite number"),
+                       (_job(2, 0, 0, "nan", 1), ":2: run_time: 'nan' is not a finite number"),
+                       ("1 2 3\n", ":2: expected 18 fields, found 3")):
+        path.write_text(_job(1, 0, 0, 1, 1) + bad)
+        with pytest.raises(UserError) as exc:
+            read_swf_columns(path)
+        assert "\n" not in str(exc.value) and where in str(exc.value)

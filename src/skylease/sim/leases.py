@@ -20,10 +20,9 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from skylease.control.leases import (
     BLUE_HORIZON_NODE,
@@ -38,6 +37,11 @@ from skylease.control.leases import (
 )
 from skylease.control.leases.records import Event, Run, TransferRun
 from skylease.sim.kernel import Kernel
+
+if TYPE_CHECKING:  # pandas (0.2 s to import) only for the tables and the XML workloads
+    from collections.abc import Mapping
+
+    import pandas as pd
 
 __all__ = ["BLUE_HORIZON_NODES", "Event", "LeaseRun", "Run", "SimulatedEnactment", "TransferRun", "ar_leases",
            "assign_images", "be_leases", "clip_time", "simulate_leases", "site_capacity", "xml_leases"]
@@ -93,6 +97,8 @@ class LeaseRun:
     def table(self) -> pd.DataFrame:
         """One row per lease: id, kind, submit, requested start, first start, end, wait, bounded
         slowdown, state, rejection reason, preemptions, suspensions, resumptions."""
+        import pandas as pd
+
         return pd.DataFrame([{"id": le.id, "kind": le.kind.value, "submit": le.submit, "nodes": le.nodes,
                               "requested_s": le.duration, "requested_start": le.start,
                               "start": le.first_start, "end": le.end, "wait_s": le.wait,
@@ -117,9 +123,10 @@ class LeaseRun:
                 "events": self.events, "wall_s": self.wall_s}
 
 
-def be_leases(requests: pd.DataFrame) -> list[Lease]:
-    """Best-effort leases from :func:`skylease.traces.swf.best_effort_requests` rows (ids in trace
-    order, 1 CPU and 1024 MB per node, spec 001 §8.1)."""
+def be_leases(requests: pd.DataFrame | Mapping[str, np.ndarray]) -> list[Lease]:
+    """Best-effort leases from :func:`skylease.traces.swf.best_effort_requests` rows, or the
+    columns of :func:`~skylease.traces.swf.best_effort_columns` (ids in trace order, 1 CPU and
+    1024 MB per node, spec 001 §8.1)."""
     return [Lease(i, LeaseKind.BEST_EFFORT, s, k, d, r, r)
             for i, (s, k, d, r) in enumerate(zip(requests["submit"].tolist(), requests["nodes"].tolist(),
                                                  requests["requested"].tolist(), requests["run"].tolist(),
@@ -137,6 +144,8 @@ def ar_leases(rows: pd.DataFrame, first_id: int = 0) -> list[Lease]:
 
 def xml_leases(requests: pd.DataFrame) -> list[Lease]:
     """Leases from the rows of :func:`skylease.traces.lwf.read_xml_lwf` (``XmlWorkload.requests``)."""
+    import pandas as pd
+
     kinds = {"BE": LeaseKind.BEST_EFFORT, "AR": LeaseKind.ADVANCE_RESERVATION, "IM": LeaseKind.IMMEDIATE}
     return [Lease(int(r.id), kinds[r.kind], int(r.submit), int(r.nodes), int(r.duration),
                   int(r.real_duration), int(r.real_duration),

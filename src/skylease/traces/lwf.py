@@ -20,13 +20,14 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from xml.parsers import expat
-
-import pandas as pd
 
 from skylease.model.errors import UserError
 from skylease.traces.textio import read_text
+
+if TYPE_CHECKING:  # pandas (0.2 s to import) only once a reader makes its DataFrame
+    import pandas as pd
 
 __all__ = ["LWF_FIELDS", "MAX_LEASE_XML_CHARS", "XML_FIELDS", "XmlWorkload", "clock_seconds",
            "parse_lease_xml", "read_plain_lwf", "read_xml_lwf"]
@@ -66,6 +67,8 @@ def read_plain_lwf(path: str | os.PathLike[str]) -> pd.DataFrame:
         rows.append(row)
     if not rows:  # as every other reader: an empty workload is a mistake, not zero leases
         raise UserError(f"no lease request: expected one a line ({' '.join(LWF_FIELDS)})", file=path, line=1)
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=list(LWF_FIELDS)).astype({f: "int64" for f in _INT_FIELDS})
 
 
@@ -86,7 +89,13 @@ class XmlWorkload:
     name: str
     n_nodes: int | None
     node_resources: dict[str, float] = field(default_factory=dict)  # e.g. {"CPU": 1.0, "Memory": 1024}
-    requests: pd.DataFrame = field(default_factory=pd.DataFrame)
+    requests: pd.DataFrame = field(default_factory=lambda: _frame([]))
+
+
+def _frame(rows: list[dict[str, Any]], **kwargs: Any) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(rows, **kwargs)
 
 
 @dataclass
@@ -302,6 +311,6 @@ def read_xml_lwf(path: str | os.PathLike[str]) -> XmlWorkload:
                             field="id")
         seen[lid] = lease.line
         rows.append({**row, "submit": submit})
-    df = pd.DataFrame(rows, columns=list(XML_FIELDS))
+    df = _frame(rows, columns=list(XML_FIELDS))
     df["start"] = df["start"].astype("Int64")
     return XmlWorkload(root.attrs.get("name", path.stem), n_nodes, node_res, df)

@@ -41,18 +41,22 @@ import heapq
 import io
 import math
 import os
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from skylease.model.availability import Availability, AvailabilityTrace
 from skylease.model.errors import UserError
 from skylease.model.limits import check_size
 from skylease.traces.textio import read_text
 
-__all__ = ["SWF_FIELDS", "best_effort_availability", "read_swf"]
+if TYPE_CHECKING:  # pandas (0.2 s to import) only where a DataFrame is made
+    import pandas as pd
+
+__all__ = ["SWF_FIELDS", "best_effort_availability", "best_effort_columns", "read_swf", "read_swf_columns"]
 
 #: The 18 standard SWF fields, in file order.
 SWF_FIELDS = (
@@ -140,33 +144,43 @@ def _locate_bad(path: Path, lines: list[str]) -> UserError:
     return UserError("cannot parse the file as SWF", file=path)
 
 
-def read_swf(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read an SWF log (``.swf`` or ``.swf.gz``) into a DataFrame (see the module docstring)."""
+def read_swf_columns(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """What :func:`read_swf` reads, without pandas: its columns as numpy arrays (in
+    :data:`SWF_FIELDS` order) and its ``attrs``; the same values and the same errors."""
     path = Path(path)
     text = read_text(path)
     lines = text.splitlines()
     header_lines = [ln for ln in lines if ln.lstrip().startswith(";")]
     try:
-        df = pd.read_csv(io.StringIO(text), sep=r"\s+", comment=";", header=None, names=list(SWF_FIELDS),
-                         dtype="float64", engine="c", skip_blank_lines=True)
-    except (ValueError, pd.errors.ParserError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": no job
+            values = np.loadtxt(io.StringIO(text), dtype=np.float64, comments=";", ndmin=2)
+    except ValueError:  # a line with another number of fields, or a token that is no number
         raise _locate_bad(path, lines) from None
-    except pd.errors.EmptyDataError:
-        df = pd.DataFrame({f: pd.Series(dtype="float64") for f in SWF_FIELDS})
-    values = df.to_numpy()
-    if not np.isfinite(values).all():
+    if values.size == 0:
+        values = np.empty((0, len(SWF_FIELDS)))
+    if values.shape[1] != len(SWF_FIELDS) or not np.isfinite(values).all():
         raise _locate_bad(path, lines)
-    ints = df[list(_INT_FIELDS)].to_numpy()
+    ints = values[:, [SWF_FIELDS.index(f) for f in _INT_FIELDS]]
     if (ints != np.round(ints)).any():
         raise _locate_bad(path, lines)
-    for f in _INT_FIELDS:
-        df[f] = df[f].astype(np.int64)
+    columns = {f: values[:, i].astype(np.int64) if f not in _FLOAT_FIELDS else values[:, i].copy()
+               for i, f in enumerate(SWF_FIELDS)}
     header = _parse_header(header_lines)
-    df.attrs["header"] = header
-    df.attrs["max_nodes"] = _header_int(header, "MaxNodes")
-    df.attrs["max_procs"] = _header_int(header, "MaxProcs")
-    df.attrs["unix_start_time"] = _header_int(header, "UnixStartTime")
-    df.attrs["source"] = str(path)
+    attrs = {"header": header, "max_nodes": _header_int(header, "MaxNodes"),
+             "max_procs": _header_int(header, "MaxProcs"),
+             "unix_start_time": _header_int(header, "UnixStartTime"),
+             "source": str(path)}
+    return columns, attrs
+
+
+def read_swf(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read an SWF log (``.swf`` or ``.swf.gz``) into a DataFrame (see the module docstring)."""
+    import pandas as pd
+
+    columns, attrs = read_swf_columns(path)
+    df = pd.DataFrame(columns)
+    df.attrs.update(attrs)
     return df
 
 
@@ -298,17 +312,30 @@ def best_effort_requests(df: pd.DataFrame) -> pd.DataFrame:
     cancelled while queued (run time < 0 and status 5) never ran and are dropped (spec 001 §12-D:
     437 of the 5,545 jobs of ``blue_30days.swf``).
     """
-    cancelled = (df["run_time"] < 0) & (df["status"] == 5)
-    d = df[~cancelled]
-    requested = d["requested_time"].astype(np.int64)
-    run = np.minimum(np.maximum(d["run_time"].astype(np.int64), 1), requested)
-    out = pd.DataFrame({"job": d["job_number"].astype(np.int64), "submit": d["submit_time"].astype(np.int64),
-                        "nodes": d["requested_processors"].astype(np.int64), "requested": requested,
-                        "run": run}).reset_index(drop=True)
-    bad = out[(out["nodes"] < 1) | (out["requested"] < 1)]
+    import pandas as pd
+
+    cols = {f: df[f].to_numpy() for f in _REQUEST_FIELDS}
+    return pd.DataFrame(best_effort_columns(cols, df.attrs.get("source", "SWF log")))
+
+
+_REQUEST_FIELDS = ("job_number", "submit_time", "run_time", "requested_processors", "requested_time",
+                   "status")
+
+
+def best_effort_columns(columns: Mapping[str, np.ndarray], source: str = "SWF log") -> dict[str, np.ndarray]:
+    """:func:`best_effort_requests` on the columns of :func:`read_swf_columns` (``source``: the file
+    named by its error), as int64 arrays, without pandas."""
+    cancelled = (columns["run_time"] < 0) & (columns["status"] == 5)
+    keep = ~cancelled
+    requested = columns["requested_time"][keep].astype(np.int64)
+    run = np.minimum(np.maximum(columns["run_time"][keep].astype(np.int64), 1), requested)
+    out = {"job": columns["job_number"][keep].astype(np.int64),
+           "submit": columns["submit_time"][keep].astype(np.int64),
+           "nodes": columns["requested_processors"][keep].astype(np.int64),
+           "requested": requested, "run": run}
+    bad = np.flatnonzero((out["nodes"] < 1) | (out["requested"] < 1))
     if len(bad):
-        r = bad.iloc[0]
-        src = df.attrs.get("source", "SWF log")
-        field_ = "requested_processors" if r["nodes"] < 1 else "requested_time"
-        raise UserError(f"job {r['job']} has no {field_.replace('_', ' ')}", file=src, field=field_)
+        i = bad[0]
+        field_ = "requested_processors" if out["nodes"][i] < 1 else "requested_time"
+        raise UserError(f"job {out['job'][i]} has no {field_.replace('_', ' ')}", file=source, field=field_)
     return out
