@@ -203,6 +203,8 @@ def test_from_flat_checks_every_node_at_once():
         (np.array([0.0, 5, 1]), np.array([2.0, 6, 3]), np.array([0, 2, 4])),  # bounds past the end
         (np.array([0.0, 5, 1]), np.array([2.0, 6, 3]), np.array([0, 3, 2, 3])),  # falling bounds
         (np.array([np.nan, 5, 1]), np.array([2.0, 6, 3]), b),
+        (np.array([0.0, 5, 1]), np.array([2.0, 6, np.nan]), b),  # a NaN last end (let through before)
+        (np.array([0.0, 5, -np.inf]), np.array([2.0, 6, 3]), b),
     ]
     for s, e, bb in bad:
         with pytest.raises(ValueError):

@@ -170,17 +170,18 @@ class AvailabilityTrace:
             raise ValueError("starts and ends must be 1-D arrays of the same length, bounds 1-D")
         if b.dtype.kind not in "iu" or b[0] != 0 or b[-1] != len(s) or (np.diff(b) < 0).any():
             raise ValueError("bounds must rise from 0 to the number of intervals")
-        last = np.zeros(len(s), bool)  # the last interval of each node (its end may be inf)
-        last[b[1:][b[1:] > b[:-1]] - 1] = True
-        if not (np.isfinite(s).all() and (np.isfinite(e) | last).all()):
-            raise ValueError("interval bounds must be finite (only a node's last end may be inf)")
-        if (e <= s).any():
-            raise ValueError(f"interval {int(np.argmax(e <= s))} is empty or reversed")
-        first = np.zeros(len(s), bool)
-        first[b[:-1][b[1:] > b[:-1]]] = True
-        bad = (s[1:] < e[:-1]) & ~first[1:]
-        if bad.any():
-            raise ValueError(f"interval {int(np.argmax(bad)) + 1} starts before the one before it ends")
+        # Three passes over the intervals instead of eight (0.02 s on seti's 3.9 million): with
+        # start < end everywhere and start >= the previous end inside a node, every end but a node's
+        # last is at most a finite start, so only the starts' finiteness is left to check (and
+        # NaN fails start < end). The reason is worked out only when a check fails.
+        ok = bool((s < e).all()) and (not len(s) or s.min() > -np.inf)
+        if ok and len(s) > 1:
+            overlap = s[1:] < e[:-1]
+            firsts = b[:-1][b[1:] > b[:-1]]
+            overlap[firsts[firsts > 0] - 1] = False  # a node's first interval follows another node's
+            ok = not overlap.any()
+        if not ok:
+            _flat_error(s, e, b)
         # The nodes' Availability objects are made on first use of ``nodes`` (``__getattr__``):
         # 30,300 of them cost 0.03-0.05 s, which a simulation on the flat arrays never needs.
         trace = object.__new__(cls)
@@ -230,6 +231,22 @@ class AvailabilityTrace:
         e = np.clip(ends, self.start, self.end)
         keep = e > s
         return s[keep], e[keep], node[keep]
+
+
+def _flat_error(s: np.ndarray, e: np.ndarray, b: np.ndarray) -> None:
+    """Raise the ValueError that says which rule of :meth:`AvailabilityTrace.from_flat` breaks."""
+    last = np.zeros(len(s), bool)  # the last interval of each node (its end may be inf)
+    last[b[1:][b[1:] > b[:-1]] - 1] = True
+    if np.isnan(e).any():  # a last end too (Availability lets a NaN last end through)
+        raise ValueError(f"interval {int(np.argmax(np.isnan(e)))} ends at NaN")
+    if not (np.isfinite(s).all() and (np.isfinite(e) | last).all()):
+        raise ValueError("interval bounds must be finite (only a node's last end may be inf)")
+    if (e <= s).any():
+        raise ValueError(f"interval {int(np.argmax(e <= s))} is empty or reversed")
+    first = np.zeros(len(s), bool)
+    first[b[:-1][b[1:] > b[:-1]]] = True
+    bad = (s[1:] < e[:-1]) & ~first[1:]
+    raise ValueError(f"interval {int(np.argmax(bad)) + 1} starts before the one before it ends")
 
 
 def _clip(a: Availability, t0: float, t1: float, shift: float) -> Availability:
