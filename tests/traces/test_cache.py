@@ -104,7 +104,7 @@ def _corrupt_consistent(entry: Path) -> None:
     e[0] = e[1] + 10.0  # interval 0 now overlaps interval 1 of the same node
     np.save(entry / "ends.npy", e)
     head = json.loads((entry / "head.json").read_text())
-    head["crc32"]["ends"] = cache._crc(e)
+    head["crc32c"]["ends"] = cache._crc(e)
     (entry / "head.json").write_text(json.dumps(head))
 
 

@@ -4,7 +4,8 @@ The SETI-like trace takes seconds and hundreds of MB to generate (30,300 renewal
 a short simulation on it would otherwise pay that at every call. An entry is a folder of ``.npy``
 files (no pickles), the trace's node-major flat arrays (:meth:`AvailabilityTrace.flat_intervals`:
 ``starts``, ``ends``, ``bounds``), and ``head.json``: the key it was stored under, the trace's name,
-window, origin and meta, and each array's CRC-32.
+window, origin and meta, and each array's CRC-32C (the ``crc32c`` package: the CPU's CRC
+instruction, 10x zlib's CRC-32 on the 58 MB of ``seti``).
 
 * Folder: ``$SKYLEASE_CACHE_DIR``, else ``$XDG_CACHE_HOME/skylease``, else ``~/.cache/skylease``
   (the same rules as the data folder of :mod:`skylease.traces.datasets`); ``traces/`` under it.
@@ -14,7 +15,7 @@ window, origin and meta, and each array's CRC-32.
   when a generator's output changes without a version change.
 * Written atomically: the entry is made in a temporary folder beside it, then renamed into place,
   so a reader finds a whole entry or none.
-* Never trusted: an entry that cannot be read whole, whose arrays do not match their CRC-32, that
+* Never trusted: an entry that cannot be read whole, whose arrays do not match their CRC-32C, that
   was stored under another key, or whose intervals break the rules of
   :class:`~skylease.model.availability.Availability`, is built again and replaced. A cache folder
   that cannot be written is not an error: the trace is then built at every call, as without a cache.
@@ -27,11 +28,11 @@ import json
 import os
 import shutil
 import tempfile
-import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import crc32c
 import numpy as np
 
 from skylease.model.availability import AvailabilityTrace
@@ -41,8 +42,8 @@ __all__ = ["DIR_ENV", "FORMAT", "OFF_ENV", "cache_dir", "cached_trace", "entry_k
 
 DIR_ENV = "SKYLEASE_CACHE_DIR"
 OFF_ENV = "SKYLEASE_NO_CACHE"
-#: Layout of an entry and of the keys; part of every key.
-FORMAT = 1
+#: Layout of an entry and of the keys; part of every key (2: CRC-32C instead of CRC-32).
+FORMAT = 2
 
 
 def cache_dir() -> Path | None:
@@ -101,7 +102,7 @@ _ARRAYS = ("starts", "ends", "bounds")
 
 
 def _crc(a: np.ndarray) -> int:
-    return zlib.crc32(memoryview(np.ascontiguousarray(a)).cast("B"))
+    return crc32c.crc32c(memoryview(np.ascontiguousarray(a)).cast("B"))
 
 
 def _read(path: Path, key: str) -> AvailabilityTrace | None:
@@ -113,9 +114,9 @@ def _read(path: Path, key: str) -> AvailabilityTrace | None:
         arrays = {}
         for name in _ARRAYS:
             # .npy files read straight into their arrays (an .npz member is copied in 256 KB
-            # chunks: three times slower); each checked against the CRC-32 stored beside it
+            # chunks: three times slower); each checked against the CRC-32C stored beside it
             a = np.load(path / f"{name}.npy", allow_pickle=False)
-            if _crc(a) != head["crc32"][name]:
+            if _crc(a) != head["crc32c"][name]:
                 return None
             arrays[name] = a
         origin = head["origin"]
@@ -134,7 +135,7 @@ def _write(path: Path, key: str, trace: AvailabilityTrace) -> None:
     try:
         head = json.dumps({"key": key, "name": trace.name, "start": trace.start, "end": trace.end,
                            "origin": trace.origin, "meta": dict(trace.meta),
-                           "crc32": {k: _crc(a) for k, a in arrays.items()}})
+                           "crc32c": {k: _crc(a) for k, a in arrays.items()}})
     except (TypeError, ValueError):
         return  # a meta that JSON cannot hold: not cached rather than stored changed
     tmp = old = None
