@@ -2,10 +2,10 @@
 
 The SETI-like trace takes seconds and hundreds of MB to generate (30,300 renewal processes), and
 a short simulation on it would otherwise pay that at every call. An entry is a folder of ``.npy``
-files (no pickles, mapped read-only when read), the trace's node-major flat arrays (:meth:`AvailabilityTrace.flat_intervals`:
-``starts``, ``ends``, ``bounds``), and ``head.json``: the key it was stored under, the trace's name,
-window, origin and meta, and each array's CRC-32C (the ``crc32c`` package: the CPU's CRC
-instruction, 10x zlib's CRC-32 on the 58 MB of ``seti``).
+files (no pickles; mapped read-only when read), the trace's node-major flat arrays
+(:meth:`AvailabilityTrace.flat_intervals`: ``starts``, ``ends``, ``bounds``), and ``head.json``:
+the key it was stored under, the trace's name, window, origin and meta, and each array's CRC-32C
+(the ``crc32c`` package: the CPU's CRC instruction, 10x zlib's CRC-32 on the 58 MB of ``seti``).
 
 * Folder: ``$SKYLEASE_CACHE_DIR``, else ``$XDG_CACHE_HOME/skylease``, else ``~/.cache/skylease``
   (the same rules as the data folder of :mod:`skylease.traces.datasets`); ``traces/`` under it.
