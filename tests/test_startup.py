@@ -96,3 +96,18 @@ def test_leases_simulate_on_an_swf_log_imports_no_pandas(tmp_path):
     assert "5 leases" in p.stdout, p.stderr
     line = next(x for x in p.stderr.splitlines() if x.startswith("MODULES "))
     assert [m for m in json.loads(line.removeprefix("MODULES ")) if m.split(".")[0] == "pandas"] == []
+
+
+def test_the_spequlos_library_loads_no_file_schemas():
+    """Instance types live apart from the catalogs' pydantic file models (skylease.model.instance),
+    and a generated trace needs no file reader: the SpeQuloS library imports neither."""
+    code = ("import sys, skylease.experiments.spequlos, skylease.sim.dg.env; "
+            "print(sorted(m for m in sys.modules "
+            "if m == 'skylease.model.files' or m.split('.')[0] == 'pydantic'))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "[]", p.stderr
+    from skylease.model import InstanceType
+    from skylease.model.catalog import InstanceType as FromCatalog
+    from skylease.traces.avail import read_text
+
+    assert InstanceType is FromCatalog and callable(read_text)

@@ -26,8 +26,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from skylease.model.catalog import InstanceType
 from skylease.model.host import HostId, HostState
+from skylease.model.instance import InstanceType
 from skylease.model.task import Task
 
 

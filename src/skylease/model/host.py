@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from skylease.model.catalog import InstanceType
+from skylease.model.instance import InstanceType
 
 HostId = int
 

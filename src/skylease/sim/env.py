@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from skylease.control.env import Policy
-from skylease.model.catalog import InstanceType
 from skylease.model.host import Host, HostId, HostState
+from skylease.model.instance import InstanceType
 from skylease.model.task import Bag, Task
 from skylease.sim.kernel import Kernel, Timer
 

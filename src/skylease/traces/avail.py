@@ -49,7 +49,6 @@ from skylease.model.availability import Availability, AvailabilityTrace, count_s
 from skylease.model.errors import UserError
 from skylease.model.limits import check_number, check_seed, check_size, count
 from skylease.traces.tables import DAY, PAPER_TABLES
-from skylease.traces.textio import read_text
 
 __all__ = [
     "PAPER_TABLES",
@@ -58,10 +57,20 @@ __all__ = [
     "TRACE_SOURCES",
     "format_stats_table",
     "load_trace",
-    "read_text",
+    "read_text",  # noqa: F822 (module __getattr__: loaded on first use)
     "read_tr_dir",
     "trace_stats",
 ]
+
+def __getattr__(name: str) -> Any:
+    # read_text is re-exported on first use: skylease.model.files (its home, 0.01-0.02 s with the
+    # pydantic file models) is not loaded for the generated traces
+    if name == "read_text":
+        from skylease.traces.textio import read_text
+
+        return read_text
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Peak bytes per availability interval (or node) of a trace being built and summarised (about 220
 #: measured on the 4-million-interval ``seti`` trace): the size limit of :func:`load_trace`.
@@ -190,6 +199,8 @@ def _number(path: Path, line: int, name: str, token: str) -> float:
 
 
 def _read_tr_file(path: Path) -> list[tuple[float, float]]:
+    from skylease.traces.textio import read_text
+
     out: list[tuple[float, float]] = []
     for number, raw in enumerate(read_text(path).splitlines(), start=1):
         text = raw.strip()

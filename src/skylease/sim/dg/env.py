@@ -93,8 +93,8 @@ from sortedcontainers import SortedList
 
 from skylease.control.env import CLOUD_USAGE, BotProgress, Policy
 from skylease.model.availability import AvailabilityTrace
-from skylease.model.catalog import InstanceType
 from skylease.model.host import Host, HostId, HostState
+from skylease.model.instance import InstanceType
 from skylease.model.task import Task
 from skylease.sim.dg.accel import BatchAccel, TurnaroundStats
 from skylease.sim.dg.flat import FlatTrace, flatten, on_offset_scalar, on_offsets
