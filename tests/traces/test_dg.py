@@ -48,3 +48,23 @@ def test_generators_are_seeded_and_disjoint():
     for node in a.nodes:
         assert (node.ends > node.starts).all() and (node.starts[1:] > node.ends[:-1]).all()
         assert node.starts.min(initial=0) >= 0 and node.ends.max(initial=0) <= a.end
+
+
+def test_mean_cycle_is_the_exact_mean_of_the_capped_durations():
+    """The size check's mean cycle is worked out, not drawn (100,000 draws cost 5 ms of every
+    call): it agrees with 1,000,000 draws of the capped split log-normals within 1 %."""
+    import math
+
+    import numpy as np
+
+    from skylease.traces import dg
+
+    cap = math.log(60 * dg.DAY)
+    for name in ("nd", "seti"):
+        up, down = dg._table3(name, dg.SETI_KAPPA if name == "seti" else 0.0)
+        rng = np.random.default_rng(7)
+        drawn = sum(float(np.exp(np.minimum(d.sample_log(rng, 1_000_000), cap)).mean()) for d in (up, down))
+        assert abs(dg.mean_cycle_s(name) / drawn - 1) < 0.01
+    flat = dg.SplitLogNormal(10.0, 10.0, 10.0)  # no spread: the median itself, capped or not
+    assert dg._capped_mean(flat, math.log(100.0)) == pytest.approx(10.0)
+    assert dg._capped_mean(flat, math.log(5.0)) == pytest.approx(5.0)

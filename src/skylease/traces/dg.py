@@ -172,12 +172,30 @@ SETI_KAPPA = 0.5
 def mean_cycle_s(trace: str) -> float:
     """Mean seconds of one availability period plus one unavailability period of :func:`nd_like`
     (``trace="nd"``) or :func:`seti_like` (``"seti"``), durations capped as :func:`renewal_trace`
-    caps them; from 100,000 draws of a fixed seed (the mean, not one trace's)."""
+    caps them: the exact mean of the capped split log-normals (the mean, not one trace's; 100,000
+    draws gave it within 1 %, for 5 ms of every call that sizes a trace)."""
     up, down = _table3(trace, SETI_KAPPA if trace == "seti" else 0.0)
-    rng = np.random.default_rng(0)
     cap = math.log(60 * DAY)
-    return float(np.exp(np.minimum(up.sample_log(rng, 100_000), cap)).mean()
-                 + np.exp(np.minimum(down.sample_log(rng, 100_000), cap)).mean())
+    return _capped_mean(up, cap) + _capped_mean(down, cap)
+
+
+def _capped_mean(d: SplitLogNormal, cap: float) -> float:
+    """E[exp(min(X, cap))] for ``X = log_median + s * Z``, ``s = s_lo`` below the median, ``s_hi`` above."""
+
+    def phi(x: float) -> float:  # standard normal CDF
+        return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+    total = 0.0
+    for s, lo, hi in ((d.s_lo, -math.inf, 0.0), (d.s_hi, 0.0, math.inf)):
+        if s == 0.0:
+            total += math.exp(min(d.log_median, cap)) * (phi(hi) - phi(lo))
+            continue
+        z = (cap - d.log_median) / s  # above z, X is capped
+        top = min(hi, z)
+        if top > lo:  # E[e^(m + sZ); lo < Z < top] = e^(m + s^2/2) (Phi(top - s) - Phi(lo - s))
+            total += math.exp(d.log_median + s * s / 2) * (phi(top - s) - phi(lo - s))
+        total += math.exp(cap) * max(phi(hi) - phi(max(lo, z)), 0.0)
+    return total
 
 
 def nd_like(
