@@ -16,8 +16,11 @@ import subprocess
 import sys
 import time
 
-#: Bound on median(skylease --help) / median(python -c "import numpy"); measured 1.0-1.15.
-HELP_BOUND = 1.5
+#: Bound on median(skylease --help) / median(python -c "import numpy"). The issue's target is an answer
+#: "well under 0.3 s"; `import numpy` takes 0.07-0.12 s here, so 2x keeps `--help` under about 0.25 s.
+#: Measured 1.0-1.6x (0.115 s against 0.075 s at load 2); with numpy, pandas and pydantic imported at
+#: start, as before issue 25, it was about 3x.
+HELP_BOUND = 2.0
 RUNS = 5
 #: Never imported by the CLI module, `--help` or a usage error (pydantic is: typer coerces every
 #: option of a command through it, from `skylease CMD --help` on).
