@@ -29,13 +29,6 @@ def shared_oracles(shared_data: Path) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def _no_warm_service(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every `skylease run` a test starts runs in its own process, unless the test asks for the warm
-    service (tests/service), so no test leaves a service behind."""
-    monkeypatch.setenv("SKYLEASE_NO_SERVER", "1")
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def empty_database(request, tmp_path):
     """An empty service database (no table yet) of each kind: SQLite in ``tmp_path/db``, then

@@ -74,7 +74,7 @@ class Call:
 
     __slots__ = ("_callbacks", "_done", "_lock", "_value", "id", "status", "worker")
 
-    def __init__(self, worker: _Worker, cid: int) -> None:
+    def __init__(self, worker: LocalWorker, cid: int) -> None:
         self.worker, self.id = worker, cid
         self.status = "pending"  # then "finished", "error" or "cancelled"
         self._value: Any = None
@@ -114,7 +114,7 @@ class Call:
         return True
 
 
-class _Worker:
+class LocalWorker:
     """The driver's end of one local worker process (:mod:`skylease.runtime.worker`)."""
 
     def __init__(self, env: Mapping[str, str], cwd: str) -> None:
@@ -123,6 +123,7 @@ class _Worker:
                                      env=dict(env), cwd=cwd,
                                      start_new_session=True)  # Ctrl-C is the driver's to handle
         self.ready = False
+        self.gone = False  # its output ended: it died or is ending; calls sent now fail at once
         self._calls: dict[int, Call] = {}
         self._ids = itertools.count()
         self._lock = threading.Lock()
@@ -137,7 +138,13 @@ class _Worker:
 
     def submit(self, op: str, args: Sequence[Any]) -> Call:
         cid = next(self._ids)
-        call = self._calls[cid] = Call(self, cid)
+        call = Call(self, cid)
+        with self._lock:
+            if not self.gone:
+                self._calls[cid] = call
+        if cid not in self._calls:
+            call._settle("error", WorkerGone(f"worker {self.proc.pid} is gone"))
+            return call
         self.send({"id": cid, "op": op, "args": list(args)})
         return call
 
@@ -155,6 +162,8 @@ class _Worker:
                 call._settle("error", RuntimeError(msg["error"]))
             else:
                 call._settle("finished", msg["result"])
+        with self._lock:
+            self.gone = True
         gone = WorkerGone(f"worker {self.proc.pid} is gone")
         for cid in list(self._calls):
             call = self._calls.pop(cid, None)
@@ -173,9 +182,9 @@ class LocalPool:
     """Worker processes on this machine, one per host, each fed by the driver over a pipe."""
 
     itype: InstanceType
-    procs: dict[str, _Worker] = field(default_factory=dict)
+    procs: dict[str, LocalWorker] = field(default_factory=dict)
     claimed: bool = False
-    _retiring: list[_Worker] = field(default_factory=list)
+    _retiring: list[LocalWorker] = field(default_factory=list)
 
     def connect(self) -> None:
         """Nothing to connect to: the workers are the driver's own children."""
@@ -186,7 +195,7 @@ class LocalPool:
         env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
         # tasks may read where they run (a slow or special host in tests and demos)
         env.update(SKYLEASE_WORKER=name, SKYLEASE_POOL=self.itype.name, SKYLEASE_SPEED=repr(self.itype.speed))
-        self.procs[name] = _Worker(env, os.getcwd())
+        self.procs[name] = LocalWorker(env, os.getcwd())
 
     def submit(self, address: str, fn: Callable[..., Any], *args: Any) -> Call:
         """Call ``fn`` (run_task or run_batch) with ``args`` on the worker at ``address``."""

@@ -10,7 +10,8 @@ task's prints cannot corrupt it):
 
 * worker -> driver: ``{"ready": PID}`` once, then ``{"id": N, "result": ...}`` or
   ``{"id": N, "error": TEXT}`` per call, in the order the calls ran;
-* driver -> worker: ``{"id": N, "op": "task"|"batch", "args": [...]}`` (queued: one runs at a
+* driver -> worker: ``{"id": N, "op": "task"|"batch"|"call", "args": [...]}`` (``call``: a
+  callable shipped as base64 cloudpickle, then its JSON arguments; queued: one runs at a
   time, so a batch sent while another runs waits behind it, with no round trip between them),
   ``{"op": "cancel", "id": N}`` (a queued call is dropped; a running one goes on and its answer is
   ignored by the driver) and ``{"op": "kill"}`` (the processes of the running task are killed: a
@@ -88,9 +89,33 @@ def _call(msg: dict[str, Any]) -> dict[str, Any]:
             return {"id": msg["id"], "result": run_task(*args)}
         if op == "batch":
             return {"id": msg["id"], "result": run_batch(*args)}
+        if op == "call":  # (base64 cloudpickle of a callable, its JSON arguments): a campaign's cells
+            return {"id": msg["id"], "result": _unpickled(args[0])(*args[1:])}
         return {"id": msg["id"], "error": f"unknown call {op!r}"}
     except Exception as e:  # a task's own errors come back as results: this is the worker's
         return {"id": msg["id"], "error": f"{type(e).__name__}: {e}"}
+
+
+def _unpickled(payload: str) -> Any:
+    """The callable shipped as ``payload``, unpickled once per worker."""
+    fn = _FUNCTIONS.get(payload)
+    if fn is None:
+        import base64
+
+        import cloudpickle
+
+        fn = _FUNCTIONS[payload] = cloudpickle.loads(base64.b64decode(payload))
+    return fn
+
+
+_FUNCTIONS: dict[str, Any] = {}
+
+
+def _default(x: Any) -> Any:
+    """numpy scalars and arrays in a cell's rows become plain JSON values."""
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    raise TypeError(f"cannot send a {type(x).__name__} back to the driver")
 
 
 def main() -> None:
@@ -113,7 +138,7 @@ def main() -> None:
     while True:
         answer = _call(inbox.next())
         try:
-            dst.write(json.dumps(answer).encode() + b"\n")
+            dst.write(json.dumps(answer, default=_default).encode() + b"\n")
             dst.flush()
         except OSError:  # the driver is gone
             kill_children()
