@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
 from skylease.runtime.batch import run_batch
@@ -53,6 +51,8 @@ def _quiet_dask() -> None:
 
 def kill_tree(pid: int) -> None:
     """Kill a process and all its descendants at once (SIGKILL): a host that vanishes."""
+    import psutil  # here: 20 ms a run that kills nothing need not pay
+
     try:
         proc = psutil.Process(pid)
         procs = [*proc.children(recursive=True), proc]

@@ -52,6 +52,7 @@ class _Inbox:
         self.calls: deque[dict[str, Any]] = deque()
         self.cancelled: set[int] = set()
         self.cond = threading.Condition()
+        self.busy = False  # a call runs: at the end of input its processes are killed
 
     def read(self, src: BinaryIO) -> None:
         for line in src:
@@ -66,8 +67,12 @@ class _Inbox:
                 else:
                     self.calls.append(msg)
                     self.cond.notify()
-        # the driver closed our input (released us) or died: our task's processes go with us
-        kill_children()
+        # the driver closed our input (released us) or died: our task's processes go with us (an
+        # idle worker has none, and skips psutil's import: a run's end waits for its workers)
+        with self.cond:
+            busy = self.busy
+        if busy:
+            kill_children()
         os._exit(0)
 
     def next(self) -> dict[str, Any]:
@@ -79,6 +84,7 @@ class _Inbox:
                 if int(msg["id"]) in self.cancelled:
                     self.cancelled.discard(int(msg["id"]))
                     continue
+                self.busy = True
                 return msg
 
 
@@ -137,6 +143,8 @@ def main() -> None:
     dst.flush()
     while True:
         answer = _call(inbox.next())
+        with inbox.cond:
+            inbox.busy = False
         try:
             dst.write(json.dumps(answer, default=_default).encode() + b"\n")
             dst.flush()
