@@ -37,12 +37,13 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from skylease.experiments.store import CellStore, atomic_write_bytes_via
 from skylease.model.errors import UserError
+
+if TYPE_CHECKING:  # imported where a table is made: a worker running cells need not pay 0.25 s
+    import pandas as pd
 
 Row = Mapping[str, Any]
 CellFn = Callable[..., Row | Sequence[Row]]
@@ -192,7 +193,7 @@ def run_pickled_cell_dicts(payload: bytes, cells: Sequence[Mapping[str, Any]]) -
     return run_cells(fn, [Cell(**dict(c)) for c in cells])
 
 
-#: Times a batch of cells is sent again after its worker died under it (then its cells fail).
+#: Times a cell is sent again after its worker died under it (then it fails).
 BATCH_TRIES = 3
 
 
@@ -217,36 +218,46 @@ def _run_on_local_workers(fn: CellFn, todo: list[Cell], workers: int | None, bat
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, sys.path[1:]), *filter(None, [env.get(
         "PYTHONPATH")])])
     pool = [LocalWorker(env, os.getcwd()) for _ in range(n)]
-    waiting = deque(enumerate(_batches(todo, n, batch)))
-    left, tries = len(waiting), dict.fromkeys(range(len(waiting)), 0)
+    waiting: deque[Cell] = deque(todo)
+    cap = batch or 64
+    left, deaths = len(todo), dict.fromkeys((c.key for c in todo), 0)
     inbox: queue.SimpleQueue = queue.SimpleQueue()
 
     def send(i: int) -> None:
-        if waiting:
-            b, cells = waiting.popleft()
+        # guided self-scheduling: a share of what is left, so that the workers end together (a
+        # worker holds two batches, so the share is of twice the workers), at most ``cap``
+        k = batch or max(1, min(cap, -(-len(waiting) // (4 * n))))
+        cells = [waiting.popleft() for _ in range(min(k, len(waiting)))]
+        if cells:
             c = pool[i].submit("call", [payload, [asdict(x) for x in cells]])
-            c.add_done_callback(lambda c, i=i, b=b, cells=cells: inbox.put((i, b, cells, c)))
+            c.add_done_callback(lambda c, i=i, cells=cells: inbox.put((i, cells, c)))
 
     try:
         for i in range(n):
             send(i)
             send(i)  # the next batch queued behind the running one: no round trip between them
         while left:
-            i, b, cells, c = inbox.get()
+            i, cells, c = inbox.get()
             try:
                 recs = c.result()
             except WorkerGone:
-                tries[b] += 1
                 if pool[i].gone:
                     pool[i] = LocalWorker(env, os.getcwd())
-                if tries[b] < BATCH_TRIES:
-                    waiting.appendleft((b, cells))
+                again = []
+                recs = []
+                for x in cells:
+                    deaths[x.key] += 1
+                    if deaths[x.key] < BATCH_TRIES:
+                        again.append(x)
+                    else:
+                        recs.append({"key": x.key, "params": x.params, "rep": x.rep, "seed": x.seed,
+                                     "ok": False, "elapsed_s": 0.0,
+                                     "error": f"its worker process died {BATCH_TRIES} times running it"})
+                waiting.extendleft(reversed(again))
+                if not recs:
                     send(i)
                     continue
-                recs = [{"key": x.key, "params": x.params, "rep": x.rep, "seed": x.seed, "ok": False,
-                         "error": f"its worker process died {BATCH_TRIES} times running its batch",
-                         "elapsed_s": 0.0} for x in cells]
-            left -= 1
+            left -= len(recs)
             collect(recs)
             advance(len(recs))
             send(i)
@@ -453,6 +464,8 @@ def _run_on_client(fn: CellFn, todo: list[Cell], mode: str, scheduler: str | Non
 
 
 def _table(records: list[dict[str, Any]], param_names: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
     rows = []
     for rec in records:
         prefix = {**rec["params"], "rep": rec["rep"], "seed": rec["seed"]}
