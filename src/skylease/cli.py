@@ -83,9 +83,9 @@ def demo(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Keep results in this folder "
                                                  "(re-running skips finished cells).")] = None,
     seeds: Annotated[int, typer.Option(min=1, max=100, help="Repetitions per cell.")] = 5,
-    inline: Annotated[bool, typer.Option("--inline", help="Run in this process, without Dask.")]
-    = False,
-    workers: Annotated[int, typer.Option(min=1, help="Dask worker processes.")] = 2,
+    inline: Annotated[bool, typer.Option("--inline", help="Run in this process, without worker "
+                                         "processes.")] = False,
+    workers: Annotated[int, typer.Option(min=1, help="Local worker processes.")] = 2,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler "
                                                   "(e.g. tcp://host:8786) to use instead of a "
                                                   "local cluster.")] = None,
@@ -111,7 +111,7 @@ def demo(
               f"Hosts boot in {DEMO_VM.boot_time:.0f} s and cost ${DEMO_VM.price:.2f} per started "
               f"{DEMO_VM.billing_unit / 3600:.0f} h.")
     where = ("in this process" if inline else f"on the Dask cluster at {scheduler}" if scheduler
-             else "in parallel on a Dask LocalCluster")
+             else f"in parallel on {workers} local worker processes")
     out.print(f"1. Fixed pools of n hosts (the user guesses n up front), {seeds} random bags "
               f"each, simulated {where}:")
     with tempfile.TemporaryDirectory(prefix="skylease-demo-") as tmp:

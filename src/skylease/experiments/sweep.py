@@ -205,7 +205,6 @@ def _run_on_local_workers(fn: CellFn, todo: list[Cell], workers: int | None, bat
     import functools
     import queue
     from collections import deque
-    from dataclasses import asdict
 
     import cloudpickle
 
@@ -229,7 +228,8 @@ def _run_on_local_workers(fn: CellFn, todo: list[Cell], workers: int | None, bat
         k = batch or max(1, min(cap, -(-len(waiting) // (4 * n))))
         cells = [waiting.popleft() for _ in range(min(k, len(waiting)))]
         if cells:
-            c = pool[i].submit("call", [payload, [asdict(x) for x in cells]])
+            plain = [{"params": x.params, "rep": x.rep, "seed": x.seed, "key": x.key} for x in cells]
+            c = pool[i].submit("call", [payload, plain])
             c.add_done_callback(lambda c, i=i, cells=cells: inbox.put((i, cells, c)))
 
     try:
