@@ -11,7 +11,9 @@ must produce the same answer, which is checked):
 SimPy runs each model twice: idiomatic (processes, a Resource, Interrupt: SimPy as designed) and
 in its fastest callback style (bare Timeout events with callbacks, lazy cancellation: SimPy used as
 a plain event heap). The target (ours >= 2x SimPy) is judged against idiomatic SimPy; the ratio to
-the callback style is printed too, so nobody has to take the headline on trust.
+the callback style is printed too, so nobody has to take the headline on trust. Every row is a
+*peer* (issue 25): SimPy in both styles, and salabim in its lean style on M/M/1 (a ``bench`` extra;
+its row is skipped, with a note, when it is not installed).
 
     python benchmarks/bench_kernel.py [--events 1000000] [--repeat 3]
 """
@@ -127,6 +129,41 @@ def mm1_simpy_callbacks(inter: list, serv: list) -> tuple[int, float]:
     return state["done"], state["wait"]
 
 
+def mm1_salabim(inter: list, serv: list) -> tuple[int, float]:
+    """salabim in its lean style: generator processes (not greenlets), no Queue or Resource (their
+    monitors record every change), a plain deque and passivate/activate."""
+    import salabim as sim
+
+    sim.yieldless(False)
+    env = sim.Environment(trace=False)
+    n = len(inter)
+    waiting: deque[tuple[int, float]] = deque()
+    state = {"done": 0, "wait": 0.0}
+
+    class Server(sim.Component):
+        def process(self):
+            while True:
+                while not waiting:
+                    yield self.passivate()
+                i, t0 = waiting.popleft()
+                yield self.hold(serv[i])
+                state["done"] += 1
+                state["wait"] += env.now() - t0
+
+    class Source(sim.Component):
+        def process(self):
+            for i in range(n):
+                yield self.hold(inter[i])
+                waiting.append((i, env.now()))
+                if server.ispassive():
+                    server.activate()
+
+    server = Server(env=env)
+    Source(env=env)
+    env.run()
+    return state["done"], state["wait"]
+
+
 # ---------------------------------------------------------- heartbeats + timeouts ---------------
 def hb_draws(n_events: int, workers: int = 1000, seed: int = 2) -> list[list[float]]:
     rng = np.random.default_rng(seed)
@@ -218,6 +255,22 @@ def hb_simpy_callbacks(gaps: list[list[float]]) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------- harness -----------------------
+def _salabim_row(inter: list, serv: list, row: dict, repeat: int) -> None:
+    """The peer row of lean salabim on M/M/1 (salabim is a `bench` extra: skipped without it)."""
+    try:
+        import salabim
+    except ImportError:
+        print("peer salabim: not installed (pip install -e '.[bench]'), its row is skipped")
+        return
+    t_s, r_s = best_time(mm1_salabim, (inter, serv), repeat)
+    if r_s[0] * 2 != row["events"] or not np.isclose(r_s[1], mm1_ours(inter, serv)[1]):
+        raise SystemExit(f"M/M/1: salabim disagrees: {r_s}")
+    row["salabim"] = row["events"] / t_s
+    print(f"peer salabim {salabim.__version__} (lean: generators, no Queue/Resource), M/M/1: "
+          f"{row['salabim']:,.0f} ev/s; ours {row['ours'] / row['salabim']:.2f}x")
+
+
+
 def best_time(fn, args, repeat: int):
     best, result = float("inf"), None
     for _ in range(repeat):
@@ -244,6 +297,7 @@ def main(argv: list[str] | None = None) -> dict:
                           lambda r: r[0] + r[1]),
     }
     out = {}
+    print("kind: peer (SimPy idiomatic, SimPy callbacks)")
     header = f"{'model':<15}{'events':>10}{'ours ev/s':>13}{'simpy proc ev/s':>17}" \
              f"{'simpy cb ev/s':>15}{'ratio vs proc':>15}{'ratio vs best':>15}"
     print(header)
@@ -260,6 +314,7 @@ def main(argv: list[str] | None = None) -> dict:
         out[name] = row
         print(f"{name:<15}{ev:>10,}{row['ours']:>13,.0f}{row['simpy_proc']:>17,.0f}"
               f"{row['simpy_cb']:>15,.0f}{row['ratio_proc']:>14.2f}x{row['ratio_best']:>14.2f}x")
+    _salabim_row(inter, serv, out["M/M/1"], a.repeat)
     ok = all(r["ratio_proc"] >= 2.0 for r in out.values())
     print(f"target ours >= 2x idiomatic SimPy on both models: {'MET' if ok else 'NOT MET'}")
     beat = all(r["ratio_best"] > 1.0 for r in out.values())

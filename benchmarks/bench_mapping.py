@@ -592,6 +592,8 @@ LEGEND = [
     " excluded).",
     "numba compiles for the host CPU (like -march=native); the C column uses the flags shown below."
     " -std=c11 (ISO C) keeps GCC from contracting a*b+c into FMA, so C stays bit-identical to Python.",
+    "Kinds (issue 25): the C columns are peers (what a user who needs speed writes by hand, with the"
+    " same algorithmic help); the pure-Python columns are ablations (our algorithms without numba).",
     "C / pure-Py = reference variant (C column = the fairest C): incremental Min-min and Sufferage; Low_3"
     " with the rescaled score ready_j + w*ETC_j, all 11 lambdas in one pass (the formulation ours uses).",
     "C alt / pure-Py alt: textbook rescanning O(n^2 m) Min-min and Sufferage; literal Eq. 3.1 Low_3"

@@ -38,6 +38,7 @@ from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import provisioning_pulp
 from provisioning_pulp import (
     pulp_mapreduce_per_phase,
     pulp_mapreduce_single_cluster,
@@ -98,7 +99,8 @@ def mark(ok: bool) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=20, help="skylease runs per model (>= 20)")
-    ap.add_argument("--pulp-repeat", type=int, default=5, help="PuLP/CBC runs per model (>= 5)")
+    ap.add_argument("--pulp-repeat", type=int, default=5,
+                    help="PuLP/CBC and PuLP/HiGHS runs per model (>= 5)")
     args = ap.parse_args()
     rep, prep = max(20, args.repeat), max(5, args.pulp_repeat)
 
@@ -160,6 +162,12 @@ def main() -> None:
         rest_med = statistics.median(t - p.solve_ms for t, p in zip(s_ts, plans, strict=True))
         p_med, _, pouts = timed(pl, 1 if name in pulp_once else prep)
         p_cost, p_vars, p_rows = pouts[-1]
+        provisioning_pulp.SOLVER = "highs"  # the same PuLP model, HiGHS in-process (peer)
+        try:
+            h_med, _, houts = timed(pl, prep)
+        finally:
+            provisioning_pulp.SOLVER = "cbc"
+        assert abs(houts[-1][0] - p_cost) <= 1e-6, (name, houts[-1][0], p_cost)
         route = {"enumerate": "enumeration", "dp": "DP"}.get(plan.detail.get("method"), "ILP")
         if route != "ILP":
             # skylease solved the model exactly by decomposition (MapReduce eqs. 1-17: enumeration;
@@ -181,16 +189,21 @@ def main() -> None:
         agree = abs(p_cost - plan.cost) <= 1e-6
         assert agree, f"{name}: skylease ${plan.cost} != PuLP/CBC ${p_cost}"
         s1 = statistics.median(p.solve_ms for p in timed(stage1, rep)[2]) if stage1 else None
-        rows.append((name, n_vars, n_rows, s_med, p_med, p_med / s_med, agree, plan.cost, route, ilp_med))
+        rows.append((name, n_vars, n_rows, s_med, p_med, p_med / s_med, agree, plan.cost, route, ilp_med,
+                     h_med))
         prof.append((name, s_med, solve_med, rest_med, s1))
 
+    print("kinds: PuLP + CBC and PuLP + HiGHS are peers (the same model in PuLP, solved by CBC in a "
+          "subprocess or HiGHS in-process); skylease's HiGHS ILP route is an ablation (skylease without "
+          "its exact decompositions)")
     hdr = (f"{'model':<24}{'vars':>6}{'rows':>6}{'route':>7}{'skylease ms':>13}{'PuLP/CBC ms':>13}"
-           f"{'ratio':>8}{'HiGHS ILP ms':>14}{'ILP ratio':>10}{'cost $':>8}  costs agree")
+           f"{'ratio':>8}{'PuLP/HiGHS ms':>15}{'ratio':>8}{'HiGHS ILP ms':>14}{'ILP ratio':>10}{'cost $':>8}"
+           "  costs agree")
     print(hdr)
     print("-" * len(hdr))
-    for name, nv, nr, s, p, r, ok, c, route, im in rows:
-        print(f"{name:<24}{nv:>6}{nr:>6}{route:>7}{s:>13.2f}{p:>13.2f}{r:>7.1f}x{im:>14.2f}{p / im:>9.1f}x"
-              f"{c:>8.2f}  {'yes' if ok else 'NO'}")
+    for name, nv, nr, s, p, r, ok, c, route, im, h in rows:
+        print(f"{name:<24}{nv:>6}{nr:>6}{route:>7}{s:>13.2f}{p:>13.2f}{r:>7.1f}x{h:>15.2f}{h / s:>7.1f}x"
+              f"{im:>14.2f}{p / im:>9.1f}x{c:>8.2f}  {'yes' if ok else 'NO'}")
     print("(rows: skylease's count; the Watershed tie-break adds one row, cost <= cost*, for its 2nd solve)")
     print()
 
@@ -288,13 +301,14 @@ def main() -> None:
     print()
     print(f"Median wall time of build + solve; skylease over {rep} runs, PuLP/CBC over {prep} runs.")
     print()
-    print("| model | variables | constraints | skylease route | skylease ms | PuLP/CBC ms | ratio "
-          "| HiGHS ILP route ms | ILP vs CBC | costs agree |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---|")
-    for name, nv, nr, s, p, r, ok, c, route, im in rows:
+    print("| model | variables | constraints | skylease route | skylease ms | peer: PuLP + CBC ms | ratio "
+          "| peer: PuLP + HiGHS ms | ratio | ablation: skylease HiGHS ILP route ms | PuLP + HiGHS vs "
+          "ILP route | costs agree |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name, nv, nr, s, p, r, ok, c, route, im, h in rows:
         pn = f"{p:.2f}" + (" (1 run)" if name in pulp_once else "")
-        print(f"| {name} | {nv} | {nr} | {route} | {s:.2f} | {pn} | {r:.1f}x | {im:.2f} | {p / im:.1f}x "
-              f"| {'yes' if ok else 'NO'} (${c:.2f}) |")
+        print(f"| {name} | {nv} | {nr} | {route} | {s:.2f} | {pn} | {r:.1f}x | {h:.2f} | {h / s:.1f}x "
+              f"| {im:.2f} | {h / im:.2f}x | {'yes' if ok else 'NO'} (${c:.2f}) |")
     print()
     print(f"Watershed Pareto front, deadlines 60-180 min in 1-min steps, 1-min intervals: {par_s:.2f} s, "
           f"{len(fr)} frontier points (10-min intervals: {par10_s:.2f} s, {len(fr10)} points).")

@@ -1,18 +1,26 @@
-"""Overhead of ``skylease run`` on real workers, beside the plain tools, in the same run.
+"""``skylease run`` beside the tools a user would pick instead, in the same run (issue 25).
 
-Targets (issue 8):
+Every row names what it compares: *peer* rows put skylease against another tool doing the same
+work on the same 2 worker processes; there is no *ablation* row here (skylease's own code with an
+optimisation removed), the cold path being the only path since the warm service was retired.
 
-1. 2,000 trivial shell commands (``true``) on 2 workers: ``skylease run`` (the whole command, start-up
-   of its scheduler and workers included) against ``xargs -P 2`` running each line with ``sh -c``;
-   our wall time at most 2x xargs'. Measured three ways: warm (the usual case: the warm service of
-   :mod:`skylease.service.warm` is up, as after any earlier run in the last 10 minutes), cold (the
-   service is stopped first, so this run imports Python, Dask, pandas and matplotlib in its own
-   process and starts the service as it ends; the warm run waits until the service answers) and
-   without the service (``SKYLEASE_NO_SERVER=1``: everything in the command's own process).
-2. 5,000 no-op Python callables (``math:fabs``) on 2 worker processes: ``skylease run`` against plain
-   Dask ``client.map`` on a LocalCluster of 2 single-thread worker processes; our throughput at
-   least 0.5x Dask's. Both are timed from the moment the workers are up (Dask's cluster is started
-   before its clock starts; ours from its first worker up to its last result, from the run's store).
+Peers:
+
+1. 2,000 ``true`` commands on 2 workers: ``xargs -P 2`` (each line through ``sh -c``), GNU
+   ``parallel -j 2`` (Debian's ``parallel``; skipped with a note when it is not installed) and
+   ``skylease run`` (the whole command: Python, its imports, the store, the workers, the report).
+   Bound: skylease at most 1.5x xargs.
+2. 200 ``sleep 0.05`` commands, the same three. Bound: skylease at most 1.1x xargs.
+3. 5,000 no-op Python callables (``math:fabs``) on 2 worker processes: batched Dask
+   ``client.map`` (the calls in 16 chunks, one Dask task per chunk, on a LocalCluster of 2
+   single-thread worker processes), ``dask.bag`` (16 partitions) and ``skylease run``, each timed
+   from its workers being up to its last result (Dask's cluster is started before its clock; ours
+   from its first worker up to its last result, read from the run's store). Bound: skylease's
+   calls per second at least those of batched ``client.map``.
+
+Each repetition runs every tool once, one after the other; a ratio is taken within a repetition
+(paired), and the medians of those ratios are printed, so that the load of a shared machine
+cancels as far as it can.
 
     python benchmarks/bench_run.py [--repeat N]
 """
@@ -21,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -32,44 +42,31 @@ import time
 from pathlib import Path
 
 SKYLEASE = [sys.executable, "-m", "skylease"]
-#: The environment of our runs, taken before Dask is imported here: a LocalCluster sets
-#: PYTHONHASHSEED (and thread counts) in its parent's environment, and a run with another
-#: PYTHONHASHSEED is another warm service's.
+#: Taken before Dask is imported here: a LocalCluster writes PYTHONHASHSEED and thread counts into
+#: its parent's environment.
 ENV = dict(os.environ)
+CHUNKS = 16
+
+
+def _wall(cmd: list[str], stdin: Path | None = None, env: dict[str, str] | None = None) -> float:
+    t = time.perf_counter()
+    with open(stdin or os.devnull, "rb") as f:
+        subprocess.run(cmd, stdin=f, check=True, stdout=subprocess.DEVNULL, env=env or ENV)
+    return time.perf_counter() - t
 
 
 def xargs_wall(jobs: Path) -> float:
-    t = time.perf_counter()
-    subprocess.run(["xargs", "-d", "\n", "-P", "2", "-I{}", "sh", "-c", "{}"], stdin=jobs.open(),
-                   check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    return _wall(["xargs", "-d", "\n", "-P", "2", "-I{}", "sh", "-c", "{}"], jobs)
 
 
-def skylease_wall(args: list[str], out: Path, server: bool = True) -> float:
-    env = dict(ENV)
-    env.pop("SKYLEASE_NO_SERVER", None)
-    if not server:
-        env["SKYLEASE_NO_SERVER"] = "1"
-    t = time.perf_counter()
-    subprocess.run([*SKYLEASE, "run", *args, "--out", str(out), "--policy", "fixed:2", "--workers", "2"],
-                   check=True, stdout=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - t
+def parallel_wall(jobs: Path) -> float | None:
+    if shutil.which("parallel") is None:
+        return None
+    return _wall(["parallel", "--will-cite", "-j", "2"], jobs)
 
 
-def stop_service() -> None:
-    subprocess.run([*SKYLEASE, "server", "stop"], check=True, stdout=subprocess.DEVNULL, env=ENV)
-
-
-def wait_for_service(timeout: float = 120.0) -> None:
-    """Until the service the cold run started has its imports done (it answers then)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r = subprocess.run([*SKYLEASE, "server", "status", "--json"], check=True, capture_output=True,
-                           text=True, env=ENV)
-        if any(s.get("current") and "pid" in s for s in json.loads(r.stdout)):
-            return
-        time.sleep(0.2)
-    raise SystemExit("the warm service did not come up")
+def skylease_wall(args: list[str], out: Path) -> float:
+    return _wall([*SKYLEASE, "run", *args, "--out", str(out), "--policy", "fixed:2", "--workers", "2"])
 
 
 def skylease_task_phase(out: Path) -> float:
@@ -80,63 +77,109 @@ def skylease_task_phase(out: Path) -> float:
     return float(end - up)
 
 
-def dask_map_seconds(n: int) -> float:
-    import math
+def _fabs_chunk(xs: list[int]) -> list[float]:
+    return [math.fabs(x) for x in xs]
 
-    from distributed import Client, LocalCluster
 
+def dask_seconds(n: int) -> tuple[float, float] | None:
+    """(batched client.map, dask.bag) seconds for ``n`` calls of math.fabs, workers already up."""
+    try:
+        import dask.bag as db
+        from distributed import Client, LocalCluster
+    except ImportError:
+        return None
+    chunks = [list(range(i, n, CHUNKS)) for i in range(CHUNKS)]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                       silence_logs=50) as cluster, Client(cluster) as client:
         client.wait_for_workers(2)
+        client.gather(client.map(_fabs_chunk, [[0]] * 2, pure=False))  # the function shipped once
         t = time.perf_counter()
-        client.gather(client.map(math.fabs, range(n), pure=False))
-        return time.perf_counter() - t
+        client.gather(client.map(_fabs_chunk, chunks, pure=False))
+        mapped = time.perf_counter() - t
+        t = time.perf_counter()
+        db.from_sequence(range(n), npartitions=CHUNKS).map(math.fabs).compute()
+        bag = time.perf_counter() - t
+    return mapped, bag
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else math.nan
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=1, help="Repetitions (the best of each is kept).")
+    ap.add_argument("--repeat", type=int, default=5, help="Paired repetitions (medians are printed).")
     ap.add_argument("--shell", type=int, default=2000)
+    ap.add_argument("--sleeps", type=int, default=200)
     ap.add_argument("--calls", type=int, default=5000)
     a = ap.parse_args()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"load average at start {os.getloadavg()[0]:.2f}")
+    if shutil.which("parallel") is None:
+        print("GNU parallel: not installed (Debian's `parallel`), its rows are skipped")
+    t: dict[str, list[float]] = {}
+    r: dict[str, list[float]] = {}
+
+    def add(d: dict[str, list[float]], k: str, v: float | None) -> None:
+        if v is not None:
+            d.setdefault(k, []).append(v)
+
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        jobs = d / "true.txt"
-        jobs.write_text("true\n" * a.shell)
+        true, sleep = d / "true.txt", d / "sleep.txt"
+        true.write_text("true\n" * a.shell)
+        sleep.write_text("sleep 0.05\n" * a.sleeps)
         args = d / "args.json"
         args.write_text(json.dumps(list(range(a.calls))))
-        xa, ours, dm, ours_calls, ours_phase, cold, alone, paired = [], [], [], [], [], [], [], []
-        for r in range(a.repeat):
-            stop_service()
-            xa.append(xargs_wall(jobs))
-            cold.append(skylease_wall([str(jobs)], d / f"cold{r}"))
-            wait_for_service()
-            xa.append(xargs_wall(jobs))
-            ours.append(skylease_wall([str(jobs)], d / f"sh{r}"))
-            paired.append(ours[-1] / xa[-1])  # each warm run against the xargs run just before it
-            ours_phase.append(skylease_task_phase(d / f"sh{r}"))
-            alone.append(skylease_wall([str(jobs)], d / f"alone{r}", server=False))
-            dm.append(dask_map_seconds(a.calls))
-            skylease_wall(["math:fabs", "--args", str(args)], d / f"py{r}")
-            ours_calls.append(skylease_task_phase(d / f"py{r}"))
-        x, o = min(xa), min(ours)
-        print(f"{a.shell} shell commands, 2 workers: xargs -P 2 {x:.2f} s, skylease run {o:.2f} s "
-              f"(whole command, warm service): ratio {o / x:.2f}x (target <= 2x) "
-              f"{'OK' if o <= 2 * x else 'MISSED'}; "
-              f"its task phase (first worker up to last result) {min(ours_phase):.2f} s, "
-              f"{min(ours_phase) / x:.2f}x xargs")
-        print(f"  paired warm runs (each against the xargs run just before it): ratios "
-              f"{', '.join(f'{p:.2f}' for p in paired)}; median {statistics.median(paired):.2f}x")
-        print(f"  the same, cold (in its own process; it starts the warm service as it ends): "
-              f"{min(cold):.2f} s, "
-              f"{min(cold) / x:.2f}x; "
-              f"without the service (SKYLEASE_NO_SERVER=1): {min(alone):.2f} s, {min(alone) / x:.2f}x")
-        m, c = min(dm), min(ours_calls)
-        tm, tc = a.calls / m, a.calls / c
-        print(f"{a.calls} no-op callables, 2 worker processes: Dask client.map {m:.2f} s ({tm:,.0f}/s), "
-              f"skylease run {c:.2f} s ({tc:,.0f}/s): throughput {tc / tm:.2f}x Dask's (target >= 0.5x) "
-              f"{'OK' if tc >= 0.5 * tm else 'MISSED'}")
+        for i in range(a.repeat):
+            for name, jobs in (("true", true), ("sleep", sleep)):
+                x, p = xargs_wall(jobs), parallel_wall(jobs)
+                s = skylease_wall([str(jobs)], d / f"{name}{i}")
+                add(t, f"{name} xargs", x)
+                add(t, f"{name} parallel", p)
+                add(t, f"{name} skylease", s)
+                add(r, f"{name} skylease/xargs", s / x)
+                add(r, f"{name} parallel/xargs", None if p is None else p / x)
+            dk = dask_seconds(a.calls)
+            whole = skylease_wall(["math:fabs", "--args", str(args)], d / f"py{i}")
+            ours = skylease_task_phase(d / f"py{i}")
+            add(t, "calls skylease", ours)
+            add(t, "calls skylease whole", whole)
+            if dk is not None:
+                add(t, "calls dask map", dk[0])
+                add(t, "calls dask bag", dk[1])
+                add(r, "calls skylease/map", dk[0] / ours)  # throughput ratio: their time / ours
+                add(r, "calls skylease/bag", dk[1] / ours)
+    m = {k: _median(v) for k, v in t.items()}
+    q = {k: _median(v) for k, v in r.items()}
+    print(f"\nmedians of {a.repeat} paired repetitions (s; ratio = skylease / peer, paired):\n")
+    print("| kind | work | peer | peer (s) | skylease run (s) | ratio (median of pairs) | bound |")
+    print("|---|---|---|---:|---:|---:|---|")
+    for name, work, bound in (("true", f"{a.shell:,} `true`, 2 workers", 1.5),
+                              ("sleep", f"{a.sleeps:,} `sleep 0.05`, 2 workers", 1.1)):
+        ratio = q[f"{name} skylease/xargs"]
+        print(f"| peer | {work} | xargs -P 2 | {m[f'{name} xargs']:.2f} | {m[f'{name} skylease']:.2f} | "
+              f"{ratio:.2f}x | <= {bound}x: {'MET' if ratio <= bound else 'MISSED'} |")
+        if f"{name} parallel" in m:
+            print(f"| peer | {work} | GNU parallel -j 2 | {m[f'{name} parallel']:.2f} | "
+                  f"{m[f'{name} skylease']:.2f} | {m[f'{name} skylease'] / m[f'{name} parallel']:.2f}x "
+                  f"(parallel / xargs {q[f'{name} parallel/xargs']:.2f}x) | |")
+    if "calls dask map" in m:
+        n = a.calls
+        tm, tb, to = n / m["calls dask map"], n / m["calls dask bag"], n / m["calls skylease"]
+        sm, sb = q["calls skylease/map"], q["calls skylease/bag"]
+        print(f"| peer | {n:,} no-op callables, 2 worker processes (calls/s, workers up to last result) | "
+              f"Dask client.map, batched ({CHUNKS} chunks) | {tm:,.0f}/s | {to:,.0f}/s | "
+              f"{sm:.2f}x the throughput | >= 1.0x: {'MET' if sm >= 1.0 else 'MISSED'} |")
+        print(f"| peer | the same | dask.bag ({CHUNKS} partitions) | {tb:,.0f}/s | {to:,.0f}/s | "
+              f"{sb:.2f}x the throughput | |")
+    else:
+        print("Dask: not importable, the callables' peer rows are skipped")
+    print(f"\nskylease run of the callables, whole command: {m['calls skylease whole']:.2f} s (median)")
+    print("\nthe three ratios: "
+          f"2,000 true {q['true skylease/xargs']:.2f}x xargs (bound 1.5x); "
+          f"200 sleep {q['sleep skylease/xargs']:.2f}x xargs (bound 1.1x); "
+          f"callables {q.get('calls skylease/map', math.nan):.2f}x batched Dask client.map (bound >= 1.0x)")
 
 
 if __name__ == "__main__":

@@ -82,7 +82,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="skylease-bench-cache-") as tmp:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["SKYLEASE_CACHE_DIR"] = str(args.cache_dir or tmp)
-        env["SKYLEASE_NO_SERVER"] = "1"
         env.pop("SKYLEASE_NO_CACHE", None)
         cmds = commands()
         cold = {}

@@ -24,15 +24,21 @@ from skylease.planning.provisioning.mapreduce import _EPS, MapReduceJob, _bounds
 from skylease.planning.provisioning.multimodel import WatershedModel, multimodel_milp
 from skylease.planning.provisioning.watershed import WatershedJob, availability, interval_capacity
 
+#: The solver PuLP hands the models to: ``"cbc"`` (its bundled CBC, a subprocess per solve) or
+#: ``"highs"`` (HiGHS in-process through highspy, PuLP's ``HiGHS`` solver).
+SOLVER = "cbc"
+
 
 def _solver() -> pulp.LpSolver:
+    if SOLVER == "highs":
+        return pulp.HiGHS(msg=False)
     return pulp.PULP_CBC_CMD(msg=False)
 
 
 def _solve(prob: pulp.LpProblem) -> float:
     prob.solve(_solver())
     if pulp.LpStatus[prob.status] != "Optimal":
-        raise RuntimeError(f"CBC: {pulp.LpStatus[prob.status]}")
+        raise RuntimeError(f"{SOLVER}: {pulp.LpStatus[prob.status]}")
     return float(pulp.value(prob.objective))
 
 

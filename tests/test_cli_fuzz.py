@@ -61,8 +61,6 @@ EXEMPT = {
     "reproduce haizea": "minutes of work",
     "reproduce thesis-mapping": "minutes of work",
     "reproduce thesis-placement": "minutes of work",
-    "server status": "reads the user's warm services (no value to get wrong)",
-    "server stop": "stops the user's warm services (no value to get wrong)",
     "data fetch": "goes to the network (only names are fuzzed: they are checked before it)",
     "serve": "runs until stopped (tests/service/test_serve.py starts and stops it)",
     "serve user add": "any new name is valid, and adds it (tests/service/test_serve.py)",
@@ -174,7 +172,7 @@ class Outcome:
 
 class Zygote:
     def __init__(self, scratch: Path) -> None:
-        env = {**os.environ, "SKYLEASE_NO_SERVER": "1", "MPLBACKEND": "Agg",
+        env = {**os.environ, "MPLBACKEND": "Agg",
                "MPLCONFIGDIR": str(scratch / "mpl"), "PYTHONPATH": os.pathsep.join(sys.path)}
         self.proc = subprocess.Popen([sys.executable, __file__, "--zygote"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env, cwd=scratch)
@@ -560,7 +558,7 @@ BASE: dict[str, Invocation] = {
     "reproduce ilp": ({"out_dir": "out"}, {}),  # about 3 s
     **{f"reproduce {r}": ({"out_dir": "out"}, {}) for r in ("a2ha", "spequlos", "haizea", "thesis-mapping",
                                                            "thesis-placement")},
-    "server status": ({}, {}), "server stop": ({}, {}),
+
     "serve user list": ({"data_dir": "srv"}, {}),
     "serve": ({}, {}), "serve user add": ({"name": "alice"}, {}),
     "serve user remove": ({"name": "alice"}, {}),

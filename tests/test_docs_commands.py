@@ -153,7 +153,7 @@ def _folder(block: Block, tmp_path: Path) -> Path:
 
 
 def _env(block: Block, tmp_path: Path, data: Path | None) -> dict[str, str]:
-    env = {**os.environ, "SKYLEASE_NO_SERVER": "1", "MPLBACKEND": "Agg",
+    env = {**os.environ, "MPLBACKEND": "Agg",
            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
            "SKYLEASE_DATA": str(data if data is not None else tmp_path / "no-data")}
     env.pop("COLUMNS", None)

@@ -59,10 +59,6 @@ serve_app.add_typer(serve_user_app, name="user")
 qos_app = typer.Typer(help="SpeQuloS on a `skylease serve` server: accounts and credits, bags of tasks, "
                       "predictions (runs use it with `skylease run --qos URL`).", no_args_is_help=True)
 app.add_typer(qos_app, name="qos")
-server_app = typer.Typer(help="The warm service that serves `skylease run` with everything imported "
-                         "(started by a run that executed its tasks; SKYLEASE_NO_SERVER=1 turns it off).",
-                         no_args_is_help=True)
-app.add_typer(server_app, name="server")
 
 # no emoji codes: a user's text such as 'nonsense:abc:' must print as typed
 out = Console(emoji=False)
@@ -91,9 +87,9 @@ def demo(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Keep results in this folder "
                                                  "(re-running skips finished cells).")] = None,
     seeds: Annotated[int, typer.Option(min=1, max=100, help="Repetitions per cell.")] = 5,
-    inline: Annotated[bool, typer.Option("--inline", help="Run in this process, without Dask.")]
-    = False,
-    workers: Annotated[int, typer.Option(min=1, help="Dask worker processes.")] = 2,
+    inline: Annotated[bool, typer.Option("--inline", help="Run in this process, without worker "
+                                         "processes.")] = False,
+    workers: Annotated[int, typer.Option(min=1, help="Local worker processes.")] = 2,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler "
                                                   "(e.g. tcp://host:8786) to use instead of a "
                                                   "local cluster.")] = None,
@@ -119,7 +115,7 @@ def demo(
               f"Hosts boot in {DEMO_VM.boot_time:.0f} s and cost ${DEMO_VM.price:.2f} per started "
               f"{DEMO_VM.billing_unit / 3600:.0f} h.")
     where = ("in this process" if inline else f"on the Dask cluster at {scheduler}" if scheduler
-             else "in parallel on a Dask LocalCluster")
+             else f"in parallel on {workers} local worker processes")
     out.print(f"1. Fixed pools of n hosts (the user guesses n up front), {seeds} random bags "
               f"each, simulated {where}:")
     with tempfile.TemporaryDirectory(prefix="skylease-demo-") as tmp:
@@ -1541,46 +1537,6 @@ def export_cmd(
     out.print(f"{n} task(s) written to {where}", markup=False, highlight=False, soft_wrap=True)
 
 
-@server_app.command("status")
-def server_status_cmd(
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
-) -> None:
-    """Show this user's warm services (one per install and version of the code)."""
-    from skylease.service.registry import services
-
-    found = services()
-    if as_json:
-        print(json.dumps(found))
-        return
-    if not found:
-        out.print("no warm service runs (a run that executes its tasks starts one for the next runs)")
-        return
-    t = Table("pid", "serves", "up (s)", "quits after idle (s)", "children", "socket")
-    for s in found:
-        serves = ("this install" if s["current"] else
-                  "an older version of this install" if s["this_install"] else "another install")
-        if "pid" not in s:  # still importing: it answers in a moment
-            t.add_row("(starting)", serves, "", "", "", s["socket"])
-            continue
-        t.add_row(str(s["pid"]), serves, f"{time.time() - s['started_unix']:.0f}", f"{s['idle_s']:g}",
-                  str(s["children"]), s["socket"])
-    out.print(t)
-
-
-@server_app.command("stop")
-def server_stop_cmd(
-    all_installs: Annotated[bool, typer.Option("--all", help="Stop the services of every install of "
-                                               "this user (other virtual environments, checkouts).")]
-    = False,
-) -> None:
-    """Stop this install's warm service (runs it serves go on to their end)."""
-    from skylease.service.registry import stop_services
-
-    n, left = stop_services(all_installs=all_installs)
-    other = f"; {left} of other installs left running (--all stops them)" if left else ""
-    out.print(f"stopped {n} warm service(s){other}")
-
-
 @simulate_app.command("replay")
 def simulate_replay_cmd(
     out_dir: Annotated[Path, typer.Argument(help="The output folder of a finished real run.")],
@@ -1611,8 +1567,7 @@ def simulate_replay_cmd(
 # -- entry point -----------------------------------------------------------------------------
 @functools.cache
 def click_command(group: str | None = None) -> click.Command:
-    """The app as a click command, built once (typer rebuilds it at every call: 0.06 s, which the
-    warm service pays once instead of once per run). With ``group`` (a command group's name, such
+    """The app as a click command, built once (typer rebuilds it at every call: 0.06 s). With ``group`` (a command group's name, such
     as ``simulate``), the root holds that group alone: a call under it converts only its commands
     (the whole tree costs 0.03 s)."""
     if group is None:

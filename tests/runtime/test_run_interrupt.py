@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -52,7 +50,7 @@ def _check_interrupted(code: int, out: str, err: str, resume: str) -> None:
 def test_ctrl_c_prints_a_partial_summary_and_the_resume_command(tmp_path):
     job = _job(tmp_path)
     out = tmp_path / "o"
-    env = {**os.environ, "SKYLEASE_NO_SERVER": "1"}
+    env = dict(os.environ)
     args = ["run", str(job), "--out", str(out), "--policy", "fixed:1", "--price", "0.5"]
     code, stdout, stderr = _interrupt_after([sys.executable, "-m", "skylease", *args], out / "results.sqlite",
                                             5, env, tmp_path)
@@ -78,27 +76,3 @@ def test_ctrl_c_prints_a_partial_summary_and_the_resume_command(tmp_path):
         rows = db.execute("SELECT task, segment FROM results ORDER BY task").fetchall()
     assert [t for t, _ in rows] == list(range(32))
     assert {t for t, seg in rows if seg == 0} == ok_before
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="the warm service is Linux-only")
-def test_ctrl_c_through_the_warm_service(tmp_path):
-    runtime = tempfile.mkdtemp(prefix="sli", dir="/tmp")  # a service of this test's own
-    env = {k: v for k, v in os.environ.items() if k != "SKYLEASE_NO_SERVER"}
-    env.update(XDG_RUNTIME_DIR=runtime, SKYLEASE_SERVER_IDLE_S="30")
-    try:
-        job = _job(tmp_path)
-        # a bad option is one line, not a traceback then "ended without an exit status (killed?)"
-        bad = subprocess.run([sys.executable, "-m", "skylease", "run", "jobs.txt", "--out", "x", "--policy",
-                              "dask-adaptive:0"], env=env, cwd=tmp_path, capture_output=True, text=True,
-                             timeout=60)
-        assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--policy" in bad.stderr, bad.stderr
-        assert not (tmp_path / "x").exists()
-        args = ["run", "jobs.txt", "--out", "o", "--policy", "fixed:1"]
-        code, stdout, stderr = _interrupt_after([sys.executable, "-m", "skylease", *args],
-                                                tmp_path / "o" / "results.sqlite", 5, env, tmp_path)
-        _check_interrupted(code, stdout, stderr, "skylease run jobs.txt --out o --policy fixed:1 --resume")
-        assert job.exists()
-    finally:
-        subprocess.run([sys.executable, "-m", "skylease", "server", "stop"], env=env, capture_output=True,
-                       timeout=60)
-        shutil.rmtree(runtime, ignore_errors=True)

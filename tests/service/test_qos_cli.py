@@ -225,7 +225,6 @@ def test_run_checks_its_qos_options_first(tmp_path, capsys, argv, field):
 
 def test_a_run_whose_order_is_refused_stops_before_any_work(server, tmp_path, capsys, monkeypatch):
     url, tokens = server
-    monkeypatch.setenv("SKYLEASE_NO_SERVER", "1")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "jobs.txt").write_text("true\n" * 3)
     (tmp_path / "pools.toml").write_text("[pools.grid]\nmax_count = 1\n[pools.cloud]\nmax_count = 1\n")
@@ -242,7 +241,6 @@ def test_a_run_whose_order_is_refused_stops_before_any_work(server, tmp_path, ca
 
 def test_a_token_the_service_does_not_know_stops_the_run_first(server, tmp_path, capsys, monkeypatch):
     url, _ = server
-    monkeypatch.setenv("SKYLEASE_NO_SERVER", "1")
     monkeypatch.setenv("SKYLEASE_TOKEN", "not-a-token")  # the token may come from the environment
     monkeypatch.chdir(tmp_path)
     (tmp_path / "jobs.txt").write_text("true\n")

@@ -74,7 +74,7 @@ def run_argv(root: Path, out: str, qos: tuple[str, str] | None) -> list[str]:
 
 
 def launch(argv: list[str], cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "SKYLEASE_NO_SERVER": "1", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

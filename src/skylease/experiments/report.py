@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from skylease.experiments.store import atomic_write_bytes_via, atomic_write_text
 from skylease.model.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The figure formats every plot option writes, by file suffix.
 FIGURE_FORMATS = ("png", "pdf", "svg")
@@ -56,9 +57,13 @@ def md_table(df: pd.DataFrame, columns: Sequence[str] | None = None, digits: int
              headers: Sequence[str] | None = None) -> str:
     """A GitHub Markdown table of ``df`` (no extra dependency)."""
     cols = list(columns) if columns is not None else list(df.columns)
-    head = list(headers) if headers is not None else cols
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(cols)]
-    for row in df[cols].itertuples(index=False):
+    return md_rows(df[cols].itertuples(index=False), list(headers) if headers is not None else cols, digits)
+
+
+def md_rows(rows: Iterable[Sequence[Any]], headers: Sequence[str], digits: int = 2) -> str:
+    """A GitHub Markdown table of plain rows (what :func:`md_table` does for a DataFrame)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for row in rows:
         lines.append("| " + " | ".join(fmt(v, digits) for v in row) + " |")
     return "\n".join(lines)
 

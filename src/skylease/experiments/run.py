@@ -198,14 +198,13 @@ def job_settings(job: Any, opts: RunOptions) -> tuple[int, float | None]:
     return retries, timeout
 
 
-def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], Any]:
-    """The backends (connected) of the pools ``specs`` (:func:`pool_types`) and the local scheduler."""
-    from skylease.runtime.pools import ClusterPool, LocalPool, LocalScheduler
+def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The backends (connected) of the pools ``specs`` (:func:`pool_types`)."""
+    from skylease.runtime.pools import ClusterPool, LocalPool
     from skylease.runtime.slurm import SlurmPool, is_slurm_cluster, run_token
 
     where = str(opts.pools_file) if opts.pools_file else "--price/--billing-unit"
     backends: dict[str, Any] = {}
-    local: LocalScheduler | None = None
     for name, spec in specs.items():
         itype = _itype(name, spec, where)
         if is_slurm_cluster(spec.get("cluster")):
@@ -218,26 +217,20 @@ def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> t
             backends[name] = LocalPool(itype)
     try:
         for b in backends.values():
-            if isinstance(b, LocalPool):
-                local = local or LocalScheduler()
-                b.connect(local)
-            else:
-                b.connect()
+            b.connect()
     except UserError as e:
-        close_backends(backends, local)
+        close_backends(backends)
         raise UserError(e.message, file=e.file or where, line=e.line, field=e.field) from None
     except BaseException:
-        close_backends(backends, local)
+        close_backends(backends)
         raise
-    return backends, local
+    return backends
 
 
-def close_backends(backends: Mapping[str, Any], local: Any) -> None:
+def close_backends(backends: Mapping[str, Any]) -> None:
     for b in backends.values():
         with contextlib.suppress(Exception):
             b.close()
-    if local is not None:
-        local.close()
 
 
 # -- checks -----------------------------------------------------------------------------------------
@@ -454,7 +447,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
         reporter = _reporter(opts, job_spec, job, store_path, store, remote, on_notice or _stderr)
         if reporter is not None:
             on_progress = _observing(reporter, on_progress)
-        backends, local = make_backends(opts, specs)
+        backends = make_backends(opts, specs)
         try:
             if store is None:
                 out_folder(out)
@@ -497,7 +490,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
                 res = env.result()
             store.end_segment(res.cost, res.outcome)
         finally:
-            close_backends(backends, local)
+            close_backends(backends)
             if remote is not None:
                 remote.close()
         report = None

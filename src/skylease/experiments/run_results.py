@@ -27,12 +27,13 @@ import io
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from skylease.experiments.store import atomic_write_bytes_via
 from skylease.model.errors import UserError
+
+if TYPE_CHECKING:  # pandas is imported where a table is built: 0.2 s a run would pay for nothing
+    import pandas as pd
 
 #: Failed tasks named in ``summary.json`` (all of them are in the export).
 FAILED_IN_SUMMARY = 1000
@@ -73,6 +74,8 @@ def _tries(store: Any, task: int) -> int:
 
 def task_rows(store: Any) -> pd.DataFrame:
     """One row per task of the run (see the module docstring for the columns)."""
+    import pandas as pd
+
     tasks = pd.DataFrame([dict(r) for r in store.query("SELECT id, spec FROM tasks ORDER BY id")],
                          columns=["id", "spec"])
     res = pd.DataFrame([dict(r) for r in store.query(
@@ -105,6 +108,8 @@ def task_rows(store: Any) -> pd.DataFrame:
 
 def _cost_shares(df: pd.DataFrame, hosts: pd.DataFrame) -> pd.Series:
     """Each result's part of its worker's charge, in proportion to the runtimes it recorded."""
+    import pandas as pd
+
     done = df.loc[df["status"].notna(), ["segment", "host", "runtime_s"]].copy()
     if done.empty:
         return pd.Series([None] * len(df), index=df.index, dtype=object)
@@ -118,7 +123,7 @@ def _cost_shares(df: pd.DataFrame, hosts: pd.DataFrame) -> pd.Series:
 
 
 def _iso(t: Any) -> str | None:
-    if t is None or pd.isna(t):
+    if _missing(t):
         return None
     when = dt.datetime.fromtimestamp(float(t), dt.UTC)
     return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -155,7 +160,8 @@ def export_bytes(df: pd.DataFrame, fmt: str) -> bytes:
 
 
 def _missing(v: Any) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and v != v)
+    """None, NaN or pandas' NA (whose type is checked by name: pandas is not imported here)."""
+    return v is None or type(v).__name__ == "NAType" or (isinstance(v, float) and v != v)
 
 
 def _plain(v: Any) -> Any:

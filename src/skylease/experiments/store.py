@@ -82,10 +82,19 @@ class CellStore:
         return {r["key"] for r in self.records() if r.get("ok")}
 
     def append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, separators=(",", ":"), default=_jsonable) + "\n").encode()
+        self.append_many([record])
+
+    def append_many(self, records: list[dict[str, Any]]) -> None:
+        """Append records in one write (a batch of cells): a kill mid-write tears at most the
+        last line, which the next open cuts off."""
+        if not records:
+            return
+        data = b"".join((json.dumps(r, separators=(",", ":"), default=_jsonable) + "\n").encode()
+                        for r in records)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)
+            while data:  # a write may be short for a large batch
+                data = data[os.write(fd, data):]
         finally:
             os.close(fd)
 

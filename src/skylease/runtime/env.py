@@ -33,7 +33,6 @@ Decisions of ours (the issue is silent):
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import itertools
 import math
@@ -53,7 +52,6 @@ from skylease.model.host import Host, HostId, HostState
 from skylease.model.task import Task
 from skylease.runtime.batch import batch_payload, run_batch
 from skylease.runtime.execute import run_task
-from skylease.runtime.pools import kill_children
 from skylease.runtime.store import ResultStore
 
 RELEASE_GRACE_S = 0.5
@@ -580,13 +578,12 @@ class DaskEnvironment:
                 self._assign_t.append(now)
         attempts = [self._attempts.get(tid, 0) + 1 for tid in tids]
         epoch = self._epoch[h.id]
-        client = self.backends[h.pool].client
-        where = dict(workers=[self._addr[h.id]], allow_other_workers=False, pure=False)
+        backend, addr = self.backends[h.pool], self._addr[h.id]
         if len(tids) == 1:
-            fut = client.submit(run_task, self._specs[tids[0]], attempts[0], self.task_timeout_s, **where)
+            fut = backend.submit(addr, run_task, self._specs[tids[0]], attempts[0], self.task_timeout_s)
         else:
-            fut = client.submit(run_batch, batch_payload([self._specs[t] for t in tids], attempts),
-                                self.task_timeout_s, **where)
+            fut = backend.submit(addr, run_batch, batch_payload([self._specs[t] for t in tids], attempts),
+                                 self.task_timeout_s)
         fut.add_done_callback(lambda f, hid=h.id, e=epoch: self._inbox.put((hid, e, f)))
         return fut
 
@@ -707,8 +704,7 @@ class DaskEnvironment:
                 self._draining.add(other)  # busy until its call returns; its result is ignored
                 addr = self._addr.get(other)
                 if addr is not None:
-                    with contextlib.suppress(Exception):
-                        self.backends[oh.pool].client.run(kill_children, workers=[addr], wait=False)
+                    self.backends[oh.pool].stop_task(addr)
                 fut.cancel()
                 oh.task, oh.task_started_at = None, None
             # a copy in a batch of tiny tasks runs on (its result is ignored): the batch goes on

@@ -1,14 +1,14 @@
-"""Pools of real Dask workers: where a rented host comes from and where it goes back.
+"""Pools of real workers: where a rented host comes from and where it goes back.
 
-A host of the Environment protocol is one Dask worker with one thread (one task slot). Renting it
-starts a worker (its boot is the worker's start-up), giving it back retires the worker gracefully.
+A host of the Environment protocol is one worker with one task slot. Renting it starts a worker
+(its boot is the worker's start-up), giving it back ends the worker.
 
-* :class:`LocalPool` (the default): worker processes on this machine, started by skylease against
-  a scheduler it runs itself, so ``skylease run jobs.txt`` needs nothing else. Each worker is a
-  process of its own, forked by a fork server that has Dask imported already
-  (:mod:`skylease.runtime.forkserver`), so a host boots in milliseconds and can be killed and
-  restarted (``--volatility``).
-* :class:`ClusterPool`: any other Dask cluster, by configuration: a cluster class path and its
+* :class:`LocalPool` (the default): worker processes on this machine, children of the driver fed
+  over a pipe (:mod:`skylease.runtime.worker`), so ``skylease run jobs.txt`` needs nothing else and
+  imports no Dask: a worker is up about 30 ms after it is started, and it can be killed and
+  restarted (``--volatility``). Each call on it is a :class:`Call` (the driver's view of a Dask
+  future: status, result, done callbacks, cancel).
+* :class:`ClusterPool`: a Dask cluster, by configuration: a cluster class path and its
   keyword arguments (e.g. ``dask_jobqueue.SLURMCluster``, ``dask_cloudprovider.aws.EC2Cluster``),
   scaled one worker at a time; or the address of a running scheduler, whose existing workers are
   claimed as hosts (skylease does not start or stop those, it only bills them by its meter).
@@ -18,19 +18,24 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
+import json
 import math
 import os
+import subprocess
+import sys
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
-from skylease.runtime.forkserver import FORKSERVER_ENV, ForkedProcess, PrivateForkServer, fork_worker
+from skylease.runtime.batch import run_batch
+from skylease.runtime.worker import kill_children
 
 
 def _quiet_dask() -> None:
@@ -46,6 +51,8 @@ def _quiet_dask() -> None:
 
 def kill_tree(pid: int) -> None:
     """Kill a process and all its descendants at once (SIGKILL): a host that vanishes."""
+    import psutil  # here: 20 ms a run that kills nothing need not pay
+
     try:
         proc = psutil.Process(pid)
         procs = [*proc.children(recursive=True), proc]
@@ -57,115 +64,189 @@ def kill_tree(pid: int) -> None:
     psutil.wait_procs(procs, timeout=5)
 
 
-def kill_children() -> int:
-    """Run on a worker: kill the processes its running task started (a cancelled copy)."""
-    n = 0
-    for p in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.NoSuchProcess):
-            p.kill()
-            n += 1
-    return n
+class WorkerGone(ConnectionError):
+    """A local worker died with calls of ours outstanding."""
+
+
+class Call:
+    """One call on a local worker: what Dask's future was to the driver (status, a result to wait
+    for, done callbacks, cancel)."""
+
+    __slots__ = ("_callbacks", "_done", "_lock", "_value", "id", "status", "worker")
+
+    def __init__(self, worker: LocalWorker, cid: int) -> None:
+        self.worker, self.id = worker, cid
+        self.status = "pending"  # then "finished", "error" or "cancelled"
+        self._value: Any = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[Call], None]] = []
+
+    def add_done_callback(self, fn: Callable[[Call], None]) -> None:
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(fn)
+                return
+        fn(self)
+
+    def result(self, timeout: float | None = None) -> Any:
+        if not self._done.wait(timeout):
+            raise TimeoutError
+        if self.status == "finished":
+            return self._value
+        if self.status == "cancelled":
+            raise CancelledError
+        raise self._value
+
+    def cancel(self) -> None:
+        if self._settle("cancelled", None):
+            self.worker.send({"op": "cancel", "id": self.id})
+
+    def _settle(self, status: str, value: Any) -> bool:
+        with self._lock:
+            if self._done.is_set():
+                return False
+            self.status, self._value = status, value
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn(self)
+        return True
+
+
+class LocalWorker:
+    """The driver's end of one local worker process (:mod:`skylease.runtime.worker`)."""
+
+    def __init__(self, env: Mapping[str, str], cwd: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "skylease.runtime.worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=dict(env), cwd=cwd,
+                                     start_new_session=True)  # Ctrl-C is the driver's to handle
+        self.ready = False
+        self.gone = False  # its output ended: it died or is ending; calls sent now fail at once
+        self._calls: dict[int, Call] = {}
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def send(self, msg: Mapping[str, Any]) -> None:
+        data = json.dumps(msg).encode() + b"\n"
+        with self._lock, contextlib.suppress(OSError, ValueError):  # gone: its calls fail by _read
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+
+    def submit(self, op: str, args: Sequence[Any]) -> Call:
+        cid = next(self._ids)
+        call = Call(self, cid)
+        with self._lock:
+            if not self.gone:
+                self._calls[cid] = call
+        if cid not in self._calls:
+            call._settle("error", WorkerGone(f"worker {self.proc.pid} is gone"))
+            return call
+        self.send({"id": cid, "op": op, "args": list(args)})
+        return call
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            msg = json.loads(line)
+            if "ready" in msg:
+                self.ready = True
+                continue
+            call = self._calls.pop(int(msg["id"]), None)
+            if call is None:
+                continue
+            if "error" in msg:
+                call._settle("error", RuntimeError(msg["error"]))
+            else:
+                call._settle("finished", msg["result"])
+        with self._lock:
+            self.gone = True
+        gone = WorkerGone(f"worker {self.proc.pid} is gone")
+        for cid in list(self._calls):
+            call = self._calls.pop(cid, None)
+            if call is not None:
+                call._settle("error", gone)
+
+    def close(self) -> None:
+        """Released: the worker ends (its running task killed) when its input closes."""
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
 
 
 @dataclass
 class LocalPool:
-    """Worker processes on this machine, one per host, all on one local scheduler."""
+    """Worker processes on this machine, one per host, each fed by the driver over a pipe."""
 
     itype: InstanceType
-    scheduler: Any = None  # a shared LocalScheduler; created on first use
-    procs: dict[str, ForkedProcess] = field(default_factory=dict)
+    procs: dict[str, LocalWorker] = field(default_factory=dict)
     claimed: bool = False
+    _retiring: list[LocalWorker] = field(default_factory=list)
 
-    def connect(self, scheduler: LocalScheduler) -> None:
-        self.scheduler = scheduler
-
-    @property
-    def client(self) -> Any:
-        return self.scheduler.client
+    def connect(self) -> None:
+        """Nothing to connect to: the workers are the driver's own children."""
 
     def start(self, name: str) -> None:
         env = dict(os.environ)
-        env.pop(FORKSERVER_ENV, None)
         # python callables are found as they are by the driver: the working folder first
         env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
         # tasks may read where they run (a slow or special host in tests and demos)
         env.update(SKYLEASE_WORKER=name, SKYLEASE_POOL=self.itype.name, SKYLEASE_SPEED=repr(self.itype.speed))
-        self.procs[name] = fork_worker(self.scheduler.forkserver, self.scheduler.address, name, env,
-                                       os.getcwd())
+        self.procs[name] = LocalWorker(env, os.getcwd())
+
+    def submit(self, address: str, fn: Callable[..., Any], *args: Any) -> Call:
+        """Call ``fn`` (run_task or run_batch) with ``args`` on the worker at ``address``."""
+        return self.procs[address].submit("batch" if fn is run_batch else "task", args)
+
+    def stop_task(self, address: str) -> None:
+        """Kill the processes of the task the worker runs (a losing copy); the worker lives on."""
+        w = self.procs.get(address)
+        if w is not None:
+            w.send({"op": "kill"})
 
     def stop(self, name: str, address: str | None) -> None:
-        """Retire gracefully (the scheduler closes it), then make sure the process is gone."""
-        proc = self.procs.pop(name, None)
-        if address is not None:
-            with contextlib.suppress(Exception):
-                self.client.retire_workers(workers=[address], close_workers=True, remove=True)
-        if proc is not None and proc.poll() is None:
-            self.scheduler.reap(proc)
+        """Release: the worker's input is closed, it ends; killed at close if it has not."""
+        w = self.procs.pop(name, None)
+        if w is not None:
+            w.close()
+            self._retiring.append(w)
 
     def kill(self, name: str) -> None:
-        proc = self.procs.pop(name, None)
-        if proc is not None:
-            kill_tree(proc.pid)
+        w = self.procs.pop(name, None)
+        if w is not None:
+            kill_tree(w.proc.pid)
 
     def bind(self, name: str, address: str) -> None:
         """Local workers are named by skylease: nothing to remember."""
 
     def alive(self, name: str) -> bool:
-        proc = self.procs.get(name)
-        return proc is not None and proc.poll() is None
+        w = self.procs.get(name)
+        return w is not None and w.proc.poll() is None
 
     def unreachable_for(self) -> float:
-        return 0.0  # its scheduler is ours, in this process
+        return 0.0  # its workers are our children
 
     def workers(self) -> dict[str, str]:
-        return self.scheduler.workers()
+        """Workers up and alive: name -> address (the name itself)."""
+        return {name: name for name, w in self.procs.items() if w.ready and w.proc.poll() is None}
 
     def gone(self, name: str) -> bool:
         """The worker process was started and has exited (killed or crashed)."""
-        proc = self.procs.get(name)
-        return proc is None or proc.poll() is not None
+        return not self.alive(name)
 
     def close(self) -> None:
         for name in list(self.procs):
             self.kill(name)
-
-
-class LocalScheduler:
-    """The driver's own Dask scheduler (no workers of its own), its client, and the fork server its
-    local workers come from (the warm service's, or a private one started here)."""
-
-    def __init__(self) -> None:
-        warm = os.environ.get(FORKSERVER_ENV)
-        # started first: it imports Dask while we do
-        self._private = None if warm else PrivateForkServer()
-        self.forkserver: str = warm or self._private.path  # type: ignore[union-attr]
-        _quiet_dask()
-        from distributed import Client, LocalCluster
-
-        self.cluster = LocalCluster(n_workers=0, processes=True, threads_per_worker=1,
-                                    dashboard_address=":0", silence_logs=50)
-        self.client = Client(self.cluster)
-        self.address: str = self.cluster.scheduler_address
-        self._reaping: list[ForkedProcess] = []
-
-    def reap(self, proc: ForkedProcess) -> None:
-        """A retiring process: terminated at close if it has not exited by itself."""
-        self._reaping.append(proc)
-
-    def workers(self) -> dict[str, str]:
-        """Connected workers: name -> address."""
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
-        return {str(w.get("name")): addr for addr, w in info.items()}
-
-    def close(self) -> None:
-        for p in self._reaping:
-            if p.poll() is None:
-                kill_tree(p.pid)
-        with contextlib.suppress(Exception):
-            self.client.close(timeout=5)
-            self.cluster.close(timeout=5)
-        if self._private is not None:
-            self._private.close()
+        deadline = time.monotonic() + 2.0
+        for w in self._retiring:
+            try:
+                w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                kill_tree(w.proc.pid)
+                w.proc.wait()
 
 
 CONNECT_TIMEOUT_S = 10
@@ -220,7 +301,7 @@ class ClusterPool:
             raise UserError("give exactly one of 'cluster' (a class path) and 'address'",
                             field=f"pools.{self.itype.name}")
 
-    def connect(self, scheduler: LocalScheduler | None = None) -> None:
+    def connect(self) -> None:
         _quiet_dask()
         from distributed import Client
 
@@ -247,6 +328,15 @@ class ClusterPool:
     @property
     def client(self) -> Any:
         return self._client
+
+    def submit(self, address: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call ``fn`` with ``args`` on the worker at ``address`` (that worker only); a Dask future."""
+        return self._client.submit(fn, *args, workers=[address], allow_other_workers=False, pure=False)
+
+    def stop_task(self, address: str) -> None:
+        """Kill the processes of the task the worker runs (a losing copy)."""
+        with contextlib.suppress(Exception):
+            self._client.run(kill_children, workers=[address], wait=False)
 
     def workers(self) -> dict[str, str]:
         info = self._client.scheduler_info(n_workers=-1)["workers"]

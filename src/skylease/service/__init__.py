@@ -1,1 +1,1 @@
-"""Long-lived services: the warm ``skylease run`` service (:mod:`skylease.service.warm`)."""
+"""Long-lived services: `skylease serve` (the HTTP API of leases, SpeQuloS and runs)."""
