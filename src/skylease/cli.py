@@ -1567,9 +1567,9 @@ def simulate_replay_cmd(
 # -- entry point -----------------------------------------------------------------------------
 @functools.cache
 def click_command(group: str | None = None) -> click.Command:
-    """The app as a click command, built once (typer rebuilds it at every call: 0.06 s). With ``group`` (a command group's name, such
-    as ``simulate``), the root holds that group alone: a call under it converts only its commands
-    (the whole tree costs 0.03 s)."""
+    """The app as a click command, built once (typer rebuilds it at every call: 0.06 s). With
+    ``group`` (a command group's name, such as ``simulate``), the root holds that group alone: a call
+    under it converts only its commands (the whole tree costs 0.03 s)."""
     if group is None:
         return typer.main.get_command(app)
     pruned = copy.copy(app)
