@@ -216,7 +216,8 @@ class LocalPool:
 
     def kill(self, name: str) -> None:
         w = self.procs.pop(name, None)
-        if w is not None:
+        # a worker already reaped may have its pid reused by another process: never kill by it
+        if w is not None and w.proc.poll() is None:
             kill_tree(w.proc.pid)
 
     def bind(self, name: str, address: str) -> None:

@@ -80,8 +80,15 @@ def serve_demo(folder: str | Path, *, time_scale: float = DEMO_SCALE, timeout_s:
     try:
         client = Client(url, token)
         try:
-            leases, pid, states = _scenario(client, time_scale, timeout_s)
-            bars = dashboard_bars(url, token)
+            try:
+                leases, pid, states = _scenario(client, time_scale, timeout_s)
+                bars = dashboard_bars(url, token)
+            except ServiceError as exc:
+                if server.poll() is None:
+                    raise
+                why = (server.communicate()[1] or "").strip().splitlines()
+                raise ServiceError(f"{exc}; the server had exited with status {server.returncode}"
+                                   + (f": {why[-1]}" if why else "")) from None
         finally:  # nothing of the demo outlives it (a stopped server leaves its payloads running)
             with contextlib.suppress(UserError, ServiceError):
                 for v in client.leases():
