@@ -167,8 +167,11 @@ def test_kill_9_of_the_server_during_two_runs_loses_and_doubles_no_movement(site
     the same port: the runs go on without QoS meanwhile and say so, re-attach (and say so), get
     their cloud workers for the tail from the restarted service, and finish every task once."""
     root, data, tokens = site
-    n = 2 * N_TASKS  # a longer bag: its tail comes after the restart
-    (root / "jobs.txt").write_text(SLOW * n)
+    # A longer bag of longer tasks (0.6 s off grid-1): its tail comes after the restart even when one
+    # run starts seconds after the other (a cold run is up in well under a second now, so with 0.2 s
+    # tasks the first bag could be over, its last report sent, before the second one registered).
+    n = 2 * N_TASKS
+    (root / "jobs.txt").write_text(SLOW.replace("else 0.2", "else 0.6") * n)
     server, url = start(server_argv(data), root)
     procs = {}
     try:
