@@ -169,7 +169,7 @@ def stop_idle_cw(idle_stop: str, strategy: Strategy | None) -> bool:
     """Whether ``strategy``'s idle cloud workers stop at the next tick under the ``idle_stop`` reading."""
     if idle_stop not in IDLE_STOPS:
         raise UserError(f"unknown idle-stop reading {idle_stop!r}: use {' or '.join(IDLE_STOPS)}",
-                        field="--idle-stop")
+                        field="idle_stop")
     return idle_stop == "all" or (strategy is not None and strategy.how_many == "G")
 
 
