@@ -162,8 +162,6 @@ def test_two_users_two_real_runs_served_at_once_cut_their_tails_and_the_books_ba
     check_books(data, ("alice", "bob"))
 
 
-@pytest.mark.xfail(strict=False, reason="intermittent in clean-clone CI since the warm service was retired "
-                   "(2 of 4 runs, passes alone): under investigation, see the closing note of 2026-11-26")
 def test_kill_9_of_the_server_during_two_runs_loses_and_doubles_no_movement(site):
     """The server dies once both bags are registered and reporting, and comes back 4 s later on
     the same port: the runs go on without QoS meanwhile and say so, re-attach (and say so), get

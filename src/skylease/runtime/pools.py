@@ -49,8 +49,14 @@ def _quiet_dask() -> None:
     logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
 
 
-def kill_tree(pid: int) -> None:
-    """Kill a process and all its descendants at once (SIGKILL): a host that vanishes."""
+def kill_tree(pid: int, timeout: float = 5.0) -> None:
+    """Kill a process and all its descendants at once (SIGKILL): a host that vanishes.
+
+    Returns once each one is dead: gone, or a zombie (it runs nothing any more). It does not wait
+    for the zombies to be reaped: a task's process whose worker died with it is reaped by init, and
+    some inits (a container's) reap in rounds, about once a second; waiting for that held the run's
+    loop (and its timers: the QoS reports) for over a second per host that left.
+    """
     import psutil  # here: 20 ms a run that kills nothing need not pay
 
     try:
@@ -61,7 +67,19 @@ def kill_tree(pid: int) -> None:
     for p in procs:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
-    psutil.wait_procs(procs, timeout=5)
+    deadline, pause = time.monotonic() + timeout, 0.0005
+    while (procs := [p for p in procs if _running(p)]) and time.monotonic() < deadline:
+        time.sleep(pause)
+        pause = min(2 * pause, 0.02)
+
+
+def _running(p: Any) -> bool:
+    import psutil
+
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 class WorkerGone(ConnectionError):
@@ -219,6 +237,8 @@ class LocalPool:
         # a worker already reaped may have its pid reused by another process: never kill by it
         if w is not None and w.proc.poll() is None:
             kill_tree(w.proc.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                w.proc.wait(timeout=1)  # our child, dead: reaped now, not left a zombie
 
     def bind(self, name: str, address: str) -> None:
         """Local workers are named by skylease: nothing to remember."""
