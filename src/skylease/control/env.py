@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where arrays are made: a real run of commands never needs it
+    import numpy as np
 
 from skylease.model.host import HostId, HostState
 from skylease.model.instance import InstanceType

@@ -38,7 +38,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 from pydantic import Field
 
 from skylease.control.env import Environment, HostView, Policy
@@ -471,6 +470,8 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
             done = store.done_tasks()
             todo = [t for t in job.tasks if t.id not in done]
             if order == "random":
+                import numpy as np
+
                 rng = np.random.default_rng(opts.seed + segment)
                 todo = [todo[i] for i in rng.permutation(len(todo))]
             if opts.budget is not None and hasattr(policy, "budget"):
@@ -801,6 +802,8 @@ def replay(out: str | Path, seeds: Sequence[int] = (0,)) -> dict[str, Any]:
                         "replay it", file=out)
     specs = pool_types(opts)
     boots = [h["up_s"] - h["requested_s"] for h in hosts]
+    import numpy as np
+
     boot = float(np.mean(boots)) if boots else DEFAULT_BOOT_S
     pools = {}
     for name, spec in specs.items():

@@ -12,10 +12,11 @@ time of a 2,000-task job of ``true``.
 
 from __future__ import annotations
 
+import bisect
+import math
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from skylease.experiments.report import md_rows, write_report
 from skylease.experiments.store import atomic_write_text
@@ -110,42 +111,60 @@ def charge_curve(store: Any) -> Any:
     return _charged(hosts, seg, store.meta().get("billing") or {})
 
 
-def _charged(hosts: list[dict], seg: list[dict], billing: dict[str, Any]) -> Any:
-    """``charged(t)``: money charged by time ``t`` (times on the report's axis), live hosts included.
+def _charged(hosts: list[dict], seg: list[dict], billing: dict[str, Any]
+             ) -> Callable[[Iterable[float]], list[float]]:
+    """``charged(ts)``: money charged by each time of ``ts`` (times on the report's axis), live hosts
+    included.
 
     A host's charge at ``t`` is its started billing units by then (as ``status`` counts it), up
     to its release, or for a host its driver never released (killed), to the segment's last
     heartbeat. Hosts of a segment without recorded billing (a store of the previous format) count
-    at their recorded cost from their release.
+    at their recorded cost from their release. Plain Python, no numpy: it is on the path of every
+    run (a host's charge is computed only at the times it lives; after that it is a constant).
     """
-    if not hosts:
-        return lambda t: np.zeros_like(np.asarray(t, float))
     seg_end = {}
     if seg:
         t0 = min(r["started_unix"] for r in seg)
         for r in seg:
             last = r["ended_unix"] if r["ended_unix"] is not None else r["heartbeat_unix"]
             seg_end[r["segment"]] = (last if last is not None else r["started_unix"]) - t0
-    req = np.array([h["requested_s"] for h in hosts], float)
-    end = np.array([h["released_s"] if h["released_s"] is not None
-                    else seg_end.get(h["segment"], h["requested_s"]) for h in hosts], float)
-    n = len(hosts)
-    price, unit, least, known = np.zeros(n), np.ones(n), np.zeros(n), np.zeros(n, bool)
-    for i, h in enumerate(hosts):
+    rows = []
+    for h in hosts:
+        req = float(h["requested_s"])
+        end = float(h["released_s"] if h["released_s"] is not None else seg_end.get(h["segment"], req))
         b = (billing.get(str(h["segment"])) or {}).get(h["pool"])
         if b:
-            price[i], unit[i], least[i], known[i] = b["price"], b["billing_unit"], b["min_units"], True
-    cost = np.array([h["cost"] if h["cost"] is not None else 0.0 for h in hosts], float)
+            rows.append((req, end, float(b["price"]), float(b["billing_unit"]), float(b["min_units"]), None))
+        else:
+            rows.append((req, end, 0.0, 1.0, 0.0, float(h["cost"]) if h["cost"] is not None else 0.0))
 
-    def charged(t: Any) -> np.ndarray:
-        t = np.asarray(t, float)[:, None]
-        lived = np.clip(np.minimum(t, end[None, :]) - req[None, :], 0.0, None)
-        units = np.maximum(least[None, :], np.ceil(lived / unit[None, :] - EPS / unit[None, :]))
-        by_unit = np.where(t >= req[None, :], units * price[None, :], 0.0)
-        by_release = np.where(t >= end[None, :], cost[None, :], 0.0)
-        return np.where(known[None, :], by_unit, by_release).sum(axis=1)
+    def charged(ts: Iterable[float]) -> list[float]:
+        ts = [float(t) for t in ts]
+        order = sorted(range(len(ts)), key=ts.__getitem__)
+        at = [ts[i] for i in order]
+        live = [0.0] * len(at)
+        final = [0.0] * (len(at) + 1)  # a host's charge from its end on, added from that index up
+        for req, end, price, unit, least, cost in rows:
+            i_end = bisect.bisect_left(at, end)
+            if cost is not None:
+                final[i_end] += cost
+                continue
+            for k in range(bisect.bisect_left(at, req), i_end):
+                live[k] += _units(at[k] - req, unit, least) * price
+            final[max(i_end, bisect.bisect_left(at, req))] += _units(end - req, unit, least) * price
+        out = [0.0] * len(at)
+        since = 0.0
+        for k, i in enumerate(order):
+            since += final[k]
+            out[i] = live[k] + since
+        return out
 
     return charged
+
+
+def _units(lived: float, unit: float, least: float) -> float:
+    """Billing units started after ``lived`` seconds (at least ``least``), as Billing.units counts."""
+    return max(least, math.ceil(max(lived, 0.0) / unit - EPS / unit))
 
 
 def run_figure(store: Any, summary: dict[str, Any]) -> str | None:
@@ -163,19 +182,21 @@ def _figure(ev: list[dict], hosts: list[dict], charged: Any, summary: dict[str, 
     budget = summary.get("budget")
     tasks = Panel("tasks finished", integer=True)
     for kind, dashed in (("ok", False), ("failed", True)):
-        t = np.sort(np.array([e["t_s"] for e in ev if e["kind"] == kind], float))
-        if len(t):
-            tasks.series.append(Series(f"tasks {kind}", np.r_[0.0, t], np.arange(len(t) + 1.0), dashed))
+        t = sorted(float(e["t_s"]) for e in ev if e["kind"] == kind)
+        if t:
+            tasks.series.append(Series(f"tasks {kind}", [0.0, *t], [float(k) for k in range(len(t) + 1)],
+                                       dashed))
     released = [h["released_s"] for h in hosts if h["released_s"] is not None]
     end = float(max(max(released, default=0.0), max((e["t_s"] for e in ev), default=0.0)))
-    grid = np.linspace(0, max(end, 1e-9), 400)
+    x_max = max(end, 1e-9)
+    grid = [k * x_max / 399 for k in range(399)] + [x_max]
     workers = Panel("workers", integer=True)
     for pool in sorted({h["pool"] for h in hosts}):
         g = [h for h in hosts if h["pool"] == pool]
-        rel = np.array([h["released_s"] if h["released_s"] is not None else end for h in g], float)
-        req = np.array([h["requested_s"] for h in g], float)
-        n = ((req[None, :] <= grid[:, None]) & (grid[:, None] < rel[None, :])).sum(axis=1)
-        workers.series.append(Series(f"{pool} (rented)", grid, n.astype(float)))
+        rel = sorted(float(h["released_s"]) if h["released_s"] is not None else end for h in g)
+        req = sorted(float(h["requested_s"]) for h in g)
+        n = [float(bisect.bisect_right(req, t) - bisect.bisect_right(rel, t)) for t in grid]
+        workers.series.append(Series(f"{pool} (rented)", grid, n))
     hline = ("budget", float(budget)) if budget is not None else None
     money = Panel("money charged ($)",
                   [Series("charged so far (live workers included)", grid, charged(grid))], hline=hline)

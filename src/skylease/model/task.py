@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where arrays are made: a real run of commands never needs it
+    import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,8 @@ class Bag:
         arrivals: Sequence[float] | None = None,
     ) -> Bag:
         """Build a bag from reference runtimes (ids 0..n-1)."""
+        import numpy as np
+
         works = np.asarray(list(runtimes) if not isinstance(runtimes, np.ndarray) else runtimes, float)
         arr = np.zeros(len(works)) if arrivals is None else np.asarray(arrivals, float)
         if arr.shape != works.shape:
@@ -73,6 +77,8 @@ class Bag:
     @property
     def works(self) -> np.ndarray:
         """Reference runtimes as an array, in task order."""
+        import numpy as np
+
         return np.fromiter((t.work for t in self.tasks), float, len(self.tasks))
 
     @property

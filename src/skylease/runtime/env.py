@@ -42,9 +42,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where arrays are made: a real run of commands never needs it
+    import numpy as np
 
 from skylease.control.env import CLOUD_USAGE, BotProgress, Policy
 from skylease.model.catalog import InstanceType
@@ -341,9 +342,13 @@ class DaskEnvironment:
         return BotProgress(len(self._tasks), len(self._assigned), self._done + self._failed)
 
     def completion_times(self) -> np.ndarray:
+        import numpy as np
+
         return np.asarray(self._completion_t, float)
 
     def assignment_times(self) -> np.ndarray:
+        import numpy as np
+
         return np.asarray(self._assign_t, float)
 
     def serve_cloud(self, how: str) -> None:
