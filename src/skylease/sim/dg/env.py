@@ -1141,7 +1141,9 @@ class BOINCEnv(DesktopGridEnv):
             self._tstats = TurnaroundStats(self.n_nodes)
             self._n_extra = 0
             self._accel_at: float | None = None
-        self._holders: list[set[int] | None] = [None] * nt
+        # the hosts a WU was ever sent to (None: not arrived): a tuple, which the garbage collector
+        # stops tracking, since 80,000 live sets made every collection slower (performance.md)
+        self._holders: list[tuple[int, ...] | None] = [None] * nt
         self._n_unsent = [0] * nt
         self._n_okd = [0] * nt
         self._valid = bytearray(nt)
@@ -1149,11 +1151,23 @@ class BOINCEnv(DesktopGridEnv):
         # back) anywhere, and a plain list's del/insort cost O(WUs) each (quadratic over a run)
         self._unsent: SortedList = SortedList()
         self._od: OrderedDict[int, None] | None = None
-        self._deadlines: deque[tuple[float, int, int, int]] = deque()
+        # results in progress, by deadline (FIFO: every result gets the same delay bound): when,
+        # which slot (w * S + r) and the slot's send count then; three deques of numbers rather
+        # than one of tuples, which the garbage collector would track (a tuple per result sent)
+        self._dl_at: deque[float] = deque()
+        self._dl_slot: deque[int] = deque()
+        self._dl_ver: deque[int] = deque()
         self._dl_timer = False
-        self._buf: dict[int, deque[tuple[int, int]]] = {}  # client hid -> buffered (wu, slot)
-        self._run_start: dict[int, float] = {}
-        self._fin_k: dict[int, int] = {}
+        # Per client (host id: the DG nodes, then the cloud workers), lists indexed by host rather
+        # than dicts of deques: on seti every one of 24,000 clients holds work at once, and a deque
+        # per client (760 bytes) plus three dict entries put the run's working set out of the
+        # CPU caches (docs/performance.md, "Scaling").
+        n = self.n_nodes
+        #: buffered (wu, slot), the head LAST: ``pop()`` takes the FIFO's head; None: empty
+        self._buf: list[list[tuple[int, int]] | None] = [None] * n
+        self._run_start: list[float] = [0.0] * n  # when the head replica started (host views)
+        # bound once: a new bound method per scheduled completion is one more object per event
+        self._on_done_dg = self._done_dg
         self._cloud: list[int] = []
         self._cw_sent: dict[int, float] = {}
         self._cw_dup: set[int] = set()  # replica slots (w*S + r) a live CW is computing a copy of
@@ -1161,14 +1175,14 @@ class BOINCEnv(DesktopGridEnv):
             self.kernel.schedule(self.t0 + acc.period, self._accel_pass)
 
     def _task_state(self, i: int) -> tuple[int | None, float | None]:
-        buf = self._buf.get(i)
+        buf = self._buf[i]
         if not buf:
             return None, None
-        return buf[0][0], self._run_start[i] - self.t0
+        return buf[-1][0], self._run_start[i] - self.t0
 
     def _arrive(self, j: int) -> None:
         self._n_unsent[j] = self._R
-        self._holders[j] = set()
+        self._holders[j] = ()
         self._unsent.add(j)
         if self._od is not None:
             self._od[j] = None
@@ -1213,8 +1227,10 @@ class BOINCEnv(DesktopGridEnv):
                 sholder[base + r] = holder
             v = self._sver[base + r] + 1
             self._sver[base + r] = v
-            self._deadlines.append((deadline, w, r, v))
-            hs.add(holder)
+            self._dl_at.append(deadline)
+            self._dl_slot.append(base + r)
+            self._dl_ver.append(v)
+            holders[w] = (*hs, holder)
             self._n_unsent[w] -= 1
             if self._n_unsent[w] == 0:
                 emptied.append(w)
@@ -1226,14 +1242,15 @@ class BOINCEnv(DesktopGridEnv):
             unsent.remove(w)
         if out and not self._dl_timer:
             self._dl_timer = True
-            self.kernel.schedule(self._deadlines[0][0], self._deadline)
+            self.kernel.schedule(self._dl_at[0], self._deadline)
         return out
 
     def _serve_dg(self, i: int) -> bool:
         got = self._fill(i, self.p.buffer)
         if not got:
             return False
-        self._buf[i] = deque(got)
+        got.reverse()
+        self._buf[i] = got
         self._start_dg(i, int(self._kiv[i]))
         if self._cw_idle and self.how == "reschedule":
             self._cw_blocked.clear()
@@ -1243,7 +1260,7 @@ class BOINCEnv(DesktopGridEnv):
     def _start_dg(self, i: int, k: int) -> None:
         """Client ``i`` (up now, interval k) starts its buffer's head replica."""
         now = self.kernel.now
-        w = self._buf[i][0][0]
+        w = self._buf[i][-1][0]
         rem = self._nops[w] / self._pw[i]
         s = now
         ends = self._ends
@@ -1259,23 +1276,21 @@ class BOINCEnv(DesktopGridEnv):
                 return  # the trace ends first: never completes
             s = self._on1(k)
         self._run_start[i] = now
-        self._fin_k[i] = k
         if self.log is not None:
             self.log.append((i, w, now, s + rem))
-        self.kernel.schedule(s + rem, self._done_dg, i)
+        self.kernel.schedule(s + rem, self._on_done_dg, i, k, now)
 
-    def _done_dg(self, i: int) -> None:
+    def _done_dg(self, i: int, k: int, start: float) -> None:
+        """Client ``i``'s head replica, started at ``start``, completes now, in interval ``k``."""
         buf = self._buf[i]
-        w, r = buf.popleft()
-        k = self._fin_k[i]
-        start = self._run_start[i]
+        w, r = buf.pop()
         self._got_result(w, r, i, start)
         if self._finished:
             return
         if buf:
             self._start_dg(i, k)
             return
-        del self._buf[i]
+        self._buf[i] = None
         self._kiv[i] = k
         self._anc[i] = self.kernel.now
         self._request_dg(i)
@@ -1318,13 +1333,15 @@ class BOINCEnv(DesktopGridEnv):
         self._complete(w, host, self.kernel.now - start, start)
 
     def _deadline(self) -> None:
-        dq = self._deadlines
+        dq, dslot, dver = self._dl_at, self._dl_slot, self._dl_ver
         now = self.kernel.now
         slot, sver, valid, S = self._slot, self._sver, self._valid, self._S
         appeared = False
-        while dq and dq[0][0] <= now:
-            _, w, r, v = dq.popleft()
-            idx = w * S + r
+        while dq and dq[0] <= now:
+            dq.popleft()
+            idx = dslot.popleft()
+            v = dver.popleft()
+            w = idx // S
             if self._acc is not None and slot[idx] == _INPROG and sver[idx] == v:
                 self._timed_out(idx)
             if not valid[w] and slot[idx] == _INPROG and sver[idx] == v:
@@ -1335,7 +1352,7 @@ class BOINCEnv(DesktopGridEnv):
                 self._lost += 1
                 appeared = True
         if dq:
-            self.kernel.schedule(dq[0][0], self._deadline)
+            self.kernel.schedule(dq[0], self._deadline)
         else:
             self._dl_timer = False
         if appeared:
@@ -1485,7 +1502,12 @@ class BOINCEnv(DesktopGridEnv):
                 got += self._resched_fill(hid, want - len(got))
         if not got:
             return False
-        self._buf[hid] = deque(got)
+        if hid >= len(self._buf):  # a new cloud worker
+            grow = hid + 1 - len(self._buf)
+            self._buf += [None] * grow
+            self._run_start += [0.0] * grow
+        got.reverse()
+        self._buf[hid] = got
         self._cw_sent[c] = self.kernel.now
         self._start_cw(c)
         return True
@@ -1507,7 +1529,7 @@ class BOINCEnv(DesktopGridEnv):
             else:
                 continue
             dup.add(base + r)
-            hs.add(hid)
+            holders[w] = (*hs, hid)
             out.append((w, r))
             if len(out) == want:
                 break
@@ -1518,7 +1540,7 @@ class BOINCEnv(DesktopGridEnv):
     def _start_cw(self, c: int) -> None:
         hid = self.n_nodes + c
         now = self.kernel.now
-        w = self._buf[hid][0][0]
+        w = self._buf[hid][-1][0]
         self._run_start[hid] = now
         h = self._cws[c]
         h.task = w
@@ -1533,26 +1555,28 @@ class BOINCEnv(DesktopGridEnv):
             return
         hid = self.n_nodes + c
         buf = self._buf[hid]
-        w, r = buf.popleft()
+        w, r = buf.pop()
         self._drop_cw_copy(w, r)
         self._got_result(w, r, hid, self._run_start[hid])
         if self._finished or self._cws[c].state is HostState.RELEASED:
             return
-        while buf and self._valid[buf[0][0]]:  # [R] a CW skips copies of WUs validated meanwhile
-            self._drop_cw_copy(*buf.popleft())
+        while buf and self._valid[buf[-1][0]]:  # [R] a CW skips copies of WUs validated meanwhile
+            self._drop_cw_copy(*buf.pop())
         if buf:
             self._start_cw(c)
             return
-        del self._buf[hid]
+        self._buf[hid] = None
         self._cw_idle_again(c)
 
     def _cw_released(self, c: int) -> None:
         # worker OFF: its DG replicas stay IN_PROGRESS until their deadline; its cloud copies
         # (quorum 1 on the cloud server) are queued again when theirs passes
-        buf = self._buf.pop(self.n_nodes + c, None)
+        hid = self.n_nodes + c
+        buf = self._buf[hid] if hid < len(self._buf) else None
         if buf:
+            self._buf[hid] = None
             when = self._cw_sent.get(c, self.kernel.now) + self.p.delay_bound
-            for w, r in buf:
+            for w, r in reversed(buf):  # FIFO order
                 self._drop_cw_copy(w, r)
                 if r < 0:
                     self.kernel.schedule(when, self._cloud_requeue, w)
