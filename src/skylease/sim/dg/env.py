@@ -81,7 +81,8 @@ from __future__ import annotations
 import bisect
 import math
 import time as _time
-from collections import OrderedDict, deque
+from array import array
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
@@ -209,6 +210,18 @@ class DGNodeView:
         return now
 
 
+def _doubles(x: np.ndarray | Sequence[float] = ()) -> array[float]:
+    """Numbers per task or per node as an ``array`` of doubles, not a list: the garbage collector
+    walks every item of a live list at each collection of its generation (a cold float object per
+    item, 240,000 of them per list for 80,000 tasks), and never looks inside an array."""
+    return array("d", np.ascontiguousarray(x, dtype=float).tobytes())
+
+
+def _counts(n: int, value: int = 0) -> array[int]:
+    """``n`` integers equal to ``value``, as an ``array`` (see :func:`_doubles`)."""
+    return array("q", [value]) * n
+
+
 def _backoff_table(req_min: float, req_max: float) -> tuple[list[float], float]:
     table = [0.0]
     wait = req_min
@@ -275,7 +288,7 @@ class DesktopGridEnv:
         pw = np.asarray(powers, float)
         if pw.shape != (n,) or (pw <= 0).any():
             raise ValueError(f"powers must be {n} positive numbers")
-        self._pw = pw.tolist()
+        self._pw = _doubles(pw)
         self._cw_rng = np.random.default_rng(ss_cw)
         self.kernel = Kernel(start=t0)
         self.policy: Policy = Policy()
@@ -285,16 +298,16 @@ class DesktopGridEnv:
         self._bo_last = self._bo_table[-1]
         self._ends = flat.ends
         self._hi = flat.hi
-        self._hi_l = flat.hi.tolist()
+        self._hi_l = array("q", flat.hi.astype(np.int64).tobytes())
 
         # tasks
         nt = self.n_tasks = len(bot)
-        self._nops = bot.nops.tolist()
-        self._arrival = bot.arrival.tolist()
+        self._nops = _doubles(bot.nops)
+        self._arrival = _doubles(bot.arrival)
         self._done = bytearray(nt)
         self._assigned = bytearray(nt)
-        self._ctimes: list[float] = []
-        self._atimes: list[float] = []
+        self._ctimes = _doubles()  # completion times, in order
+        self._atimes = _doubles()  # first-assignment times, in order
         self._n_done = 0
         self._n_arrived = 0
         self._cw_tasks = 0
@@ -1130,12 +1143,12 @@ class BOINCEnv(DesktopGridEnv):
         # slots per WU: the replicas, plus room for batch acceleration's extra results
         S = self._S = R if acc is None else max(R, acc.max_results)
         self._slot = bytearray(nt * S)
-        self._sver = [0] * (nt * S)
-        self._nres: list[int] | None = None
+        self._sver = _counts(nt * S)  # per slot: how many times it was sent
+        self._nres: array[int] | None = None
         if acc is not None:
-            self._nres = [R] * nt  # results each WU has (target_nresult + extra results)
-            self._sent = [0.0] * (nt * S)  # when each result was last sent...
-            self._sholder = [-1] * (nt * S)  # ...and to whom (-1: unsent, or timed out)
+            self._nres = _counts(nt, R)  # results each WU has (target_nresult + extra results)
+            self._sent = _doubles(np.zeros(nt * S))  # when each result was last sent...
+            self._sholder = _counts(nt * S, -1)  # ...and to whom (-1: unsent, or timed out)
             self._hp = bytearray(nt)  # WU priority: 1 = high (the batch is accelerated)
             self._n_hp = 0
             self._tstats = TurnaroundStats(self.n_nodes)
@@ -1144,19 +1157,21 @@ class BOINCEnv(DesktopGridEnv):
         # the hosts a WU was ever sent to (None: not arrived): a tuple, which the garbage collector
         # stops tracking, since 80,000 live sets made every collection slower (performance.md)
         self._holders: list[tuple[int, ...] | None] = [None] * nt
-        self._n_unsent = [0] * nt
-        self._n_okd = [0] * nt
+        self._n_unsent = _counts(nt)
+        self._n_okd = _counts(nt)
         self._valid = bytearray(nt)
         # WUs with an unsent result, in id order: a sorted list, since a WU leaves it (and may come
         # back) anywhere, and a plain list's del/insort cost O(WUs) each (quadratic over a run)
         self._unsent: SortedList = SortedList()
         self._od: OrderedDict[int, None] | None = None
-        # results in progress, by deadline (FIFO: every result gets the same delay bound): when,
-        # which slot (w * S + r) and the slot's send count then; three deques of numbers rather
-        # than one of tuples, which the garbage collector would track (a tuple per result sent)
-        self._dl_at: deque[float] = deque()
-        self._dl_slot: deque[int] = deque()
-        self._dl_ver: deque[int] = deque()
+        # results sent, by deadline (a FIFO: every result gets the same delay bound): when, which
+        # slot (w * S + r) and the slot's send count then; entries before _dl_head are past. Arrays
+        # rather than a deque of tuples: the garbage collector tracks a tuple per result sent and
+        # walks every item of a deque (240,000 at 80,000 tasks) at each collection.
+        self._dl_at = _doubles()
+        self._dl_slot = _counts(0)
+        self._dl_ver = _counts(0)
+        self._dl_head = 0
         self._dl_timer = False
         # Per client (host id: the DG nodes, then the cloud workers), lists indexed by host rather
         # than dicts of deques: on seti every one of 24,000 clients holds work at once, and a deque
@@ -1165,7 +1180,7 @@ class BOINCEnv(DesktopGridEnv):
         n = self.n_nodes
         #: buffered (wu, slot), the head LAST: ``pop()`` takes the FIFO's head; None: empty
         self._buf: list[list[tuple[int, int]] | None] = [None] * n
-        self._run_start: list[float] = [0.0] * n  # when the head replica started (host views)
+        self._run_start = _doubles(np.zeros(n))  # when the head replica started (host views)
         # bound once: a new bound method per scheduled completion is one more object per event
         self._on_done_dg = self._done_dg
         self._cloud: list[int] = []
@@ -1242,7 +1257,7 @@ class BOINCEnv(DesktopGridEnv):
             unsent.remove(w)
         if out and not self._dl_timer:
             self._dl_timer = True
-            self.kernel.schedule(self._dl_at[0], self._deadline)
+            self.kernel.schedule(self._dl_at[self._dl_head], self._deadline)
         return out
 
     def _serve_dg(self, i: int) -> bool:
@@ -1337,10 +1352,11 @@ class BOINCEnv(DesktopGridEnv):
         now = self.kernel.now
         slot, sver, valid, S = self._slot, self._sver, self._valid, self._S
         appeared = False
-        while dq and dq[0] <= now:
-            dq.popleft()
-            idx = dslot.popleft()
-            v = dver.popleft()
+        h, end = self._dl_head, len(dq)
+        while h < end and dq[h] <= now:
+            idx = dslot[h]
+            v = dver[h]
+            h += 1
             w = idx // S
             if self._acc is not None and slot[idx] == _INPROG and sver[idx] == v:
                 self._timed_out(idx)
@@ -1351,8 +1367,9 @@ class BOINCEnv(DesktopGridEnv):
                 self._n_unsent[w] += 1
                 self._lost += 1
                 appeared = True
-        if dq:
-            self.kernel.schedule(dq[0], self._deadline)
+        self._dl_head = h
+        if h < end:
+            self.kernel.schedule(dq[h], self._deadline)
         else:
             self._dl_timer = False
         if appeared:
@@ -1505,7 +1522,7 @@ class BOINCEnv(DesktopGridEnv):
         if hid >= len(self._buf):  # a new cloud worker
             grow = hid + 1 - len(self._buf)
             self._buf += [None] * grow
-            self._run_start += [0.0] * grow
+            self._run_start += _doubles(np.zeros(grow))
         got.reverse()
         self._buf[hid] = got
         self._cw_sent[c] = self.kernel.now
