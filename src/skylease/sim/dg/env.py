@@ -1178,8 +1178,10 @@ class BOINCEnv(DesktopGridEnv):
         # per client (760 bytes) plus three dict entries put the run's working set out of the
         # CPU caches (docs/performance.md, "Scaling").
         n = self.n_nodes
-        #: buffered (wu, slot), the head LAST: ``pop()`` takes the FIFO's head; None: empty
-        self._buf: list[list[tuple[int, int]] | None] = [None] * n
+        #: buffered replicas, the head LAST (``pop()`` takes the FIFO's head), None: empty. A replica
+        #: is a number, not a (wu, slot) tuple: ``w * S + r`` for result r of WU w, ``~w`` for a
+        #: cloud copy of WU w (duplication); :meth:`_wu` reads the WU back
+        self._buf: list[list[int] | None] = [None] * n
         self._run_start = _doubles(np.zeros(n))  # when the head replica started (host views)
         # bound once: a new bound method per scheduled completion is one more object per event
         self._on_done_dg = self._done_dg
@@ -1193,7 +1195,11 @@ class BOINCEnv(DesktopGridEnv):
         buf = self._buf[i]
         if not buf:
             return None, None
-        return buf[-1][0], self._run_start[i] - self.t0
+        return self._wu(buf[-1]), self._run_start[i] - self.t0
+
+    def _wu(self, x: int) -> int:
+        """The WU of replica ``x`` (``w * S + r``, or ``~w`` for a cloud copy)."""
+        return x // self._S if x >= 0 else ~x
 
     def _arrive(self, j: int) -> None:
         self._n_unsent[j] = self._R
@@ -1214,8 +1220,8 @@ class BOINCEnv(DesktopGridEnv):
     def _work_count(self) -> int:
         return len(self._unsent)
 
-    def _fill(self, holder: int, want: int) -> list[tuple[int, int]]:
-        out: list[tuple[int, int]] = []
+    def _fill(self, holder: int, want: int) -> list[int]:
+        out: list[int] = []
         if want <= 0:
             return out
         unsent = self._unsent
@@ -1250,7 +1256,7 @@ class BOINCEnv(DesktopGridEnv):
             if self._n_unsent[w] == 0:
                 emptied.append(w)
             self._first_assign(w)
-            out.append((w, r))
+            out.append(base + r)
             if len(out) == want:
                 break
         for w in emptied:
@@ -1272,53 +1278,58 @@ class BOINCEnv(DesktopGridEnv):
             self._kick_cw()
         return True
 
-    def _start_dg(self, i: int, k: int) -> None:
-        """Client ``i`` (up now, interval k) starts its buffer's head replica."""
+    def _start_dg(self, i: int, k: int, e: float | None = None) -> None:
+        """Client ``i`` (up now, interval k, which ends at ``e`` if the caller knows it) starts its
+        buffer's head replica."""
         now = self.kernel.now
-        w = self._buf[i][-1][0]
+        w = self._buf[i][-1] // self._S
         rem = self._nops[w] / self._pw[i]
         s = now
         ends = self._ends
-        hi = self._hi_l[i]
-        while True:
+        if e is None:
             e = ends[k]
-            if s + rem <= e:
-                break
+        while s + rem > e:
             rem -= e - s
             k += 1
-            if k >= hi:
+            if k >= self._hi_l[i]:
                 self._run_start[i] = now
                 return  # the trace ends first: never completes
             s = self._on1(k)
+            e = ends[k]
         self._run_start[i] = now
         if self.log is not None:
             self.log.append((i, w, now, s + rem))
-        self.kernel.schedule(s + rem, self._on_done_dg, i, k, now)
+        # the completion carries its interval's end: the next replica starts in it, and a read of
+        # the trace (one cold page per client) is the costliest memory access of an event
+        self.kernel.schedule(s + rem, self._on_done_dg, i, k, now, e)
 
-    def _done_dg(self, i: int, k: int, start: float) -> None:
-        """Client ``i``'s head replica, started at ``start``, completes now, in interval ``k``."""
+    def _done_dg(self, i: int, k: int, start: float, end: float) -> None:
+        """Client ``i``'s head replica, started at ``start``, completes now, in interval ``k``
+        (which ends at ``end``)."""
         buf = self._buf[i]
-        w, r = buf.pop()
-        self._got_result(w, r, i, start)
+        self._got_result(buf.pop(), i, start)
         if self._finished:
             return
         if buf:
-            self._start_dg(i, k)
+            self._start_dg(i, k, end)
             return
         self._buf[i] = None
         self._kiv[i] = k
         self._anc[i] = self.kernel.now
         self._request_dg(i)
 
-    def _got_result(self, w: int, r: int, host: int, start: float) -> None:
-        if self._acc is not None and r >= 0:
-            self._turnaround(w * self._S + r, host)
+    def _got_result(self, idx: int, host: int, start: float) -> None:
+        """Replica ``idx`` (see ``_buf``), started at ``start``, came back from ``host``."""
+        if idx < 0:  # a cloud copy (quorum 1)
+            w = ~idx
+            if not self._valid[w]:
+                self._validate(w, host, start)
+            return
+        if self._acc is not None:
+            self._turnaround(idx, host)
+        w = idx // self._S
         if self._valid[w]:
             return
-        if r < 0:  # a cloud copy (quorum 1)
-            self._validate(w, host, start)
-            return
-        idx = w * self._S + r
         st = self._slot[idx]
         if st == _DONE:
             return
@@ -1511,7 +1522,7 @@ class BOINCEnv(DesktopGridEnv):
             while cl and len(got) < want:
                 w = heappop(cl)
                 if not valid[w]:
-                    got.append((w, -1))
+                    got.append(~w)
                     self._first_assign(w)
         else:
             got = self._fill(hid, want)
@@ -1529,10 +1540,10 @@ class BOINCEnv(DesktopGridEnv):
         self._start_cw(c)
         return True
 
-    def _resched_fill(self, hid: int, want: int) -> list[tuple[int, int]]:
+    def _resched_fill(self, hid: int, want: int) -> list[int]:
         od = self._od
         assert od is not None
-        out: list[tuple[int, int]] = []
+        out: list[int] = []
         holders, slot, S, R, nres = self._holders, self._slot, self._S, self._R, self._nres
         for w in od:
             hs = holders[w]
@@ -1547,17 +1558,17 @@ class BOINCEnv(DesktopGridEnv):
                 continue
             dup.add(base + r)
             holders[w] = (*hs, hid)
-            out.append((w, r))
+            out.append(base + r)
             if len(out) == want:
                 break
-        for w, _ in out:
-            od.move_to_end(w)
+        for x in out:
+            od.move_to_end(x // S)
         return out
 
     def _start_cw(self, c: int) -> None:
         hid = self.n_nodes + c
         now = self.kernel.now
-        w = self._buf[hid][-1][0]
+        w = self._wu(self._buf[hid][-1])
         self._run_start[hid] = now
         h = self._cws[c]
         h.task = w
@@ -1572,13 +1583,13 @@ class BOINCEnv(DesktopGridEnv):
             return
         hid = self.n_nodes + c
         buf = self._buf[hid]
-        w, r = buf.pop()
-        self._drop_cw_copy(w, r)
-        self._got_result(w, r, hid, self._run_start[hid])
+        x = buf.pop()
+        self._drop_cw_copy(x)
+        self._got_result(x, hid, self._run_start[hid])
         if self._finished or self._cws[c].state is HostState.RELEASED:
             return
-        while buf and self._valid[buf[-1][0]]:  # [R] a CW skips copies of WUs validated meanwhile
-            self._drop_cw_copy(*buf.pop())
+        while buf and self._valid[self._wu(buf[-1])]:  # [R] a CW skips copies of WUs validated meanwhile
+            self._drop_cw_copy(buf.pop())
         if buf:
             self._start_cw(c)
             return
@@ -1593,14 +1604,14 @@ class BOINCEnv(DesktopGridEnv):
         if buf:
             self._buf[hid] = None
             when = self._cw_sent.get(c, self.kernel.now) + self.p.delay_bound
-            for w, r in reversed(buf):  # FIFO order
-                self._drop_cw_copy(w, r)
-                if r < 0:
-                    self.kernel.schedule(when, self._cloud_requeue, w)
+            for x in reversed(buf):  # FIFO order
+                self._drop_cw_copy(x)
+                if x < 0:
+                    self.kernel.schedule(when, self._cloud_requeue, ~x)
 
-    def _drop_cw_copy(self, w: int, r: int) -> None:
-        if r >= 0:
-            self._cw_dup.discard(w * self._S + r)
+    def _drop_cw_copy(self, x: int) -> None:
+        if x >= 0:
+            self._cw_dup.discard(x)
 
     def _cloud_requeue(self, w: int) -> None:
         if not self._valid[w]:
