@@ -1154,9 +1154,12 @@ class BOINCEnv(DesktopGridEnv):
             self._tstats = TurnaroundStats(self.n_nodes)
             self._n_extra = 0
             self._accel_at: float | None = None
-        # the hosts a WU was ever sent to (None: not arrived): a tuple, which the garbage collector
-        # stops tracking, since 80,000 live sets made every collection slower (performance.md)
-        self._holders: list[tuple[int, ...] | None] = [None] * nt
+        # "one result per user per WU": the client each slot was last sent to (-1: never), and the
+        # hosts a WU went to that are no longer there (the client of a result re-sent after its
+        # deadline, a cloud worker copying one under Reschedule); no object per WU (performance.md)
+        self._sent_to = _counts(nt * S, -1)
+        self._held_before: dict[int, tuple[int, ...]] = {}
+        self._arrived = bytearray(nt)
         self._n_unsent = _counts(nt)
         self._n_okd = _counts(nt)
         self._valid = bytearray(nt)
@@ -1203,7 +1206,7 @@ class BOINCEnv(DesktopGridEnv):
 
     def _arrive(self, j: int) -> None:
         self._n_unsent[j] = self._R
-        self._holders[j] = ()
+        self._arrived[j] = 1
         self._unsent.add(j)
         if self._od is not None:
             self._od[j] = None
@@ -1225,7 +1228,7 @@ class BOINCEnv(DesktopGridEnv):
         if want <= 0:
             return out
         unsent = self._unsent
-        holders = self._holders
+        sent_to, before = self._sent_to, self._held_before
         slot = self._slot
         S = self._S
         now = self.kernel.now
@@ -1235,14 +1238,16 @@ class BOINCEnv(DesktopGridEnv):
         if self._acc is not None:
             sent, sholder = self._sent, self._sholder
         for w in (unsent if sent is None else self._accel_order(holder)):
-            hs = holders[w]
-            if holder in hs:
-                continue
             base = w * S
+            if holder in sent_to[base:base + S] or (before and holder in before.get(w, ())):
+                continue
             r = 0
             while slot[base + r] != _UNSENT:
                 r += 1
             slot[base + r] = _INPROG
+            if sent_to[base + r] >= 0:  # re-sent after its deadline: its first client stays barred
+                before[w] = (*before.get(w, ()), sent_to[base + r])
+            sent_to[base + r] = holder
             if sent is not None:
                 sent[base + r] = now
                 sholder[base + r] = holder
@@ -1251,7 +1256,6 @@ class BOINCEnv(DesktopGridEnv):
             self._dl_at.append(deadline)
             self._dl_slot.append(base + r)
             self._dl_ver.append(v)
-            holders[w] = (*hs, holder)
             self._n_unsent[w] -= 1
             if self._n_unsent[w] == 0:
                 emptied.append(w)
@@ -1498,7 +1502,7 @@ class BOINCEnv(DesktopGridEnv):
         super().serve_cloud(how)
         if how == "reschedule" and self._od is None:
             self._od = OrderedDict(
-                (w, None) for w in range(self.n_tasks) if self._holders[w] is not None and not self._valid[w]
+                (w, None) for w in range(self.n_tasks) if self._arrived[w] and not self._valid[w]
             )
 
     def _has_work_cw(self) -> bool:
@@ -1544,12 +1548,12 @@ class BOINCEnv(DesktopGridEnv):
         od = self._od
         assert od is not None
         out: list[int] = []
-        holders, slot, S, R, nres = self._holders, self._slot, self._S, self._R, self._nres
+        sent_to, before = self._sent_to, self._held_before
+        slot, S, R, nres = self._slot, self._S, self._R, self._nres
         for w in od:
-            hs = holders[w]
-            if hid in hs:
-                continue
             base = w * S
+            if hid in sent_to[base:base + S] or hid in before.get(w, ()):
+                continue
             dup = self._cw_dup
             for r in range(R if nres is None else nres[w]):
                 if slot[base + r] == _INPROG and base + r not in dup:
@@ -1557,7 +1561,7 @@ class BOINCEnv(DesktopGridEnv):
             else:
                 continue
             dup.add(base + r)
-            holders[w] = (*hs, hid)
+            before[w] = (*before.get(w, ()), hid)
             out.append(base + r)
             if len(out) == want:
                 break
@@ -1620,5 +1624,5 @@ class BOINCEnv(DesktopGridEnv):
 
     def _start_duplication(self) -> None:
         valid = self._valid
-        self._cloud = [w for w in range(self.n_tasks) if self._holders[w] is not None and not valid[w]]
+        self._cloud = [w for w in range(self.n_tasks) if self._arrived[w] and not valid[w]]
         heapify(self._cloud)
