@@ -216,7 +216,7 @@ def test_boinc_reschedule_counts_one_replica() -> None:
     res = env.run(ActAt(0.0, 1, "reschedule"))
     # no unsent replica: the CW copies the first in-progress replica (client 0's) of WU 0 and of
     # WU 1; each WU is then validated by client 1's result (1000, 2000); client 0's are ignored.
-    assert [(t, r) for t, r in env._buf.get(cw, [])] == []
+    assert cw >= len(env._buf) or not env._buf[cw]  # the CW holds nothing at the end
     assert [t for h, t, *_ in env.log if h == cw] == [0, 1]
     assert res.completion_times.tolist() == [1000.0, 2000.0]
     assert list(env._od) == []

@@ -81,7 +81,8 @@ from __future__ import annotations
 import bisect
 import math
 import time as _time
-from collections import OrderedDict, deque
+from array import array
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
@@ -209,6 +210,18 @@ class DGNodeView:
         return now
 
 
+def _doubles(x: np.ndarray | Sequence[float] = ()) -> array[float]:
+    """Numbers per task or per node as an ``array`` of doubles, not a list: the garbage collector
+    walks every item of a live list at each collection of its generation (a cold float object per
+    item, 240,000 of them per list for 80,000 tasks), and never looks inside an array."""
+    return array("d", np.ascontiguousarray(x, dtype=float).tobytes())
+
+
+def _counts(n: int, value: int = 0) -> array[int]:
+    """``n`` integers equal to ``value``, as an ``array`` (see :func:`_doubles`)."""
+    return array("q", [value]) * n
+
+
 def _backoff_table(req_min: float, req_max: float) -> tuple[list[float], float]:
     table = [0.0]
     wait = req_min
@@ -275,7 +288,7 @@ class DesktopGridEnv:
         pw = np.asarray(powers, float)
         if pw.shape != (n,) or (pw <= 0).any():
             raise ValueError(f"powers must be {n} positive numbers")
-        self._pw = pw.tolist()
+        self._pw = _doubles(pw)
         self._cw_rng = np.random.default_rng(ss_cw)
         self.kernel = Kernel(start=t0)
         self.policy: Policy = Policy()
@@ -285,16 +298,16 @@ class DesktopGridEnv:
         self._bo_last = self._bo_table[-1]
         self._ends = flat.ends
         self._hi = flat.hi
-        self._hi_l = flat.hi.tolist()
+        self._hi_l = array("q", flat.hi.astype(np.int64).tobytes())
 
         # tasks
         nt = self.n_tasks = len(bot)
-        self._nops = bot.nops.tolist()
-        self._arrival = bot.arrival.tolist()
+        self._nops = _doubles(bot.nops)
+        self._arrival = _doubles(bot.arrival)
         self._done = bytearray(nt)
         self._assigned = bytearray(nt)
-        self._ctimes: list[float] = []
-        self._atimes: list[float] = []
+        self._ctimes = _doubles()  # completion times, in order
+        self._atimes = _doubles()  # first-assignment times, in order
         self._n_done = 0
         self._n_arrived = 0
         self._cw_tasks = 0
@@ -1130,30 +1143,51 @@ class BOINCEnv(DesktopGridEnv):
         # slots per WU: the replicas, plus room for batch acceleration's extra results
         S = self._S = R if acc is None else max(R, acc.max_results)
         self._slot = bytearray(nt * S)
-        self._sver = [0] * (nt * S)
-        self._nres: list[int] | None = None
+        self._sver = _counts(nt * S)  # per slot: how many times it was sent
+        self._nres: array[int] | None = None
         if acc is not None:
-            self._nres = [R] * nt  # results each WU has (target_nresult + extra results)
-            self._sent = [0.0] * (nt * S)  # when each result was last sent...
-            self._sholder = [-1] * (nt * S)  # ...and to whom (-1: unsent, or timed out)
+            self._nres = _counts(nt, R)  # results each WU has (target_nresult + extra results)
+            self._sent = _doubles(np.zeros(nt * S))  # when each result was last sent...
+            self._sholder = _counts(nt * S, -1)  # ...and to whom (-1: unsent, or timed out)
             self._hp = bytearray(nt)  # WU priority: 1 = high (the batch is accelerated)
             self._n_hp = 0
             self._tstats = TurnaroundStats(self.n_nodes)
             self._n_extra = 0
             self._accel_at: float | None = None
-        self._holders: list[set[int] | None] = [None] * nt
-        self._n_unsent = [0] * nt
-        self._n_okd = [0] * nt
+        # "one result per user per WU": the client each slot was last sent to (-1: never), and the
+        # hosts a WU went to that are no longer there (the client of a result re-sent after its
+        # deadline, a cloud worker copying one under Reschedule); no object per WU (performance.md)
+        self._sent_to = _counts(nt * S, -1)
+        self._held_before: dict[int, tuple[int, ...]] = {}
+        self._arrived = bytearray(nt)
+        self._n_unsent = _counts(nt)
+        self._n_okd = _counts(nt)
         self._valid = bytearray(nt)
         # WUs with an unsent result, in id order: a sorted list, since a WU leaves it (and may come
         # back) anywhere, and a plain list's del/insort cost O(WUs) each (quadratic over a run)
         self._unsent: SortedList = SortedList()
         self._od: OrderedDict[int, None] | None = None
-        self._deadlines: deque[tuple[float, int, int, int]] = deque()
+        # results sent, by deadline (a FIFO: every result gets the same delay bound): when, which
+        # slot (w * S + r) and the slot's send count then; entries before _dl_head are past. Arrays
+        # rather than a deque of tuples: the garbage collector tracks a tuple per result sent and
+        # walks every item of a deque (240,000 at 80,000 tasks) at each collection.
+        self._dl_at = _doubles()
+        self._dl_slot = _counts(0)
+        self._dl_ver = _counts(0)
+        self._dl_head = 0
         self._dl_timer = False
-        self._buf: dict[int, deque[tuple[int, int]]] = {}  # client hid -> buffered (wu, slot)
-        self._run_start: dict[int, float] = {}
-        self._fin_k: dict[int, int] = {}
+        # Per client (host id: the DG nodes, then the cloud workers), lists indexed by host rather
+        # than dicts of deques: on seti every one of 24,000 clients holds work at once, and a deque
+        # per client (760 bytes) plus three dict entries put the run's working set out of the
+        # CPU caches (docs/performance.md, "Scaling").
+        n = self.n_nodes
+        #: buffered replicas, the head LAST (``pop()`` takes the FIFO's head), None: empty. A replica
+        #: is a number, not a (wu, slot) tuple: ``w * S + r`` for result r of WU w, ``~w`` for a
+        #: cloud copy of WU w (duplication); :meth:`_wu` reads the WU back
+        self._buf: list[list[int] | None] = [None] * n
+        self._run_start = _doubles(np.zeros(n))  # when the head replica started (host views)
+        # bound once: a new bound method per scheduled completion is one more object per event
+        self._on_done_dg = self._done_dg
         self._cloud: list[int] = []
         self._cw_sent: dict[int, float] = {}
         self._cw_dup: set[int] = set()  # replica slots (w*S + r) a live CW is computing a copy of
@@ -1161,14 +1195,18 @@ class BOINCEnv(DesktopGridEnv):
             self.kernel.schedule(self.t0 + acc.period, self._accel_pass)
 
     def _task_state(self, i: int) -> tuple[int | None, float | None]:
-        buf = self._buf.get(i)
+        buf = self._buf[i]
         if not buf:
             return None, None
-        return buf[0][0], self._run_start[i] - self.t0
+        return self._wu(buf[-1]), self._run_start[i] - self.t0
+
+    def _wu(self, x: int) -> int:
+        """The WU of replica ``x`` (``w * S + r``, or ``~w`` for a cloud copy)."""
+        return x // self._S if x >= 0 else ~x
 
     def _arrive(self, j: int) -> None:
         self._n_unsent[j] = self._R
-        self._holders[j] = set()
+        self._arrived[j] = 1
         self._unsent.add(j)
         if self._od is not None:
             self._od[j] = None
@@ -1185,12 +1223,12 @@ class BOINCEnv(DesktopGridEnv):
     def _work_count(self) -> int:
         return len(self._unsent)
 
-    def _fill(self, holder: int, want: int) -> list[tuple[int, int]]:
-        out: list[tuple[int, int]] = []
+    def _fill(self, holder: int, want: int) -> list[int]:
+        out: list[int] = []
         if want <= 0:
             return out
         unsent = self._unsent
-        holders = self._holders
+        sent_to, before = self._sent_to, self._held_before
         slot = self._slot
         S = self._S
         now = self.kernel.now
@@ -1200,95 +1238,102 @@ class BOINCEnv(DesktopGridEnv):
         if self._acc is not None:
             sent, sholder = self._sent, self._sholder
         for w in (unsent if sent is None else self._accel_order(holder)):
-            hs = holders[w]
-            if holder in hs:
-                continue
             base = w * S
+            if holder in sent_to[base:base + S] or (before and holder in before.get(w, ())):
+                continue
             r = 0
             while slot[base + r] != _UNSENT:
                 r += 1
             slot[base + r] = _INPROG
+            if sent_to[base + r] >= 0:  # re-sent after its deadline: its first client stays barred
+                before[w] = (*before.get(w, ()), sent_to[base + r])
+            sent_to[base + r] = holder
             if sent is not None:
                 sent[base + r] = now
                 sholder[base + r] = holder
             v = self._sver[base + r] + 1
             self._sver[base + r] = v
-            self._deadlines.append((deadline, w, r, v))
-            hs.add(holder)
+            self._dl_at.append(deadline)
+            self._dl_slot.append(base + r)
+            self._dl_ver.append(v)
             self._n_unsent[w] -= 1
             if self._n_unsent[w] == 0:
                 emptied.append(w)
             self._first_assign(w)
-            out.append((w, r))
+            out.append(base + r)
             if len(out) == want:
                 break
         for w in emptied:
             unsent.remove(w)
         if out and not self._dl_timer:
             self._dl_timer = True
-            self.kernel.schedule(self._deadlines[0][0], self._deadline)
+            self.kernel.schedule(self._dl_at[self._dl_head], self._deadline)
         return out
 
     def _serve_dg(self, i: int) -> bool:
         got = self._fill(i, self.p.buffer)
         if not got:
             return False
-        self._buf[i] = deque(got)
+        got.reverse()
+        self._buf[i] = got
         self._start_dg(i, int(self._kiv[i]))
         if self._cw_idle and self.how == "reschedule":
             self._cw_blocked.clear()
             self._kick_cw()
         return True
 
-    def _start_dg(self, i: int, k: int) -> None:
-        """Client ``i`` (up now, interval k) starts its buffer's head replica."""
+    def _start_dg(self, i: int, k: int, e: float | None = None) -> None:
+        """Client ``i`` (up now, interval k, which ends at ``e`` if the caller knows it) starts its
+        buffer's head replica."""
         now = self.kernel.now
-        w = self._buf[i][0][0]
+        w = self._buf[i][-1] // self._S
         rem = self._nops[w] / self._pw[i]
         s = now
         ends = self._ends
-        hi = self._hi_l[i]
-        while True:
+        if e is None:
             e = ends[k]
-            if s + rem <= e:
-                break
+        while s + rem > e:
             rem -= e - s
             k += 1
-            if k >= hi:
+            if k >= self._hi_l[i]:
                 self._run_start[i] = now
                 return  # the trace ends first: never completes
             s = self._on1(k)
+            e = ends[k]
         self._run_start[i] = now
-        self._fin_k[i] = k
         if self.log is not None:
             self.log.append((i, w, now, s + rem))
-        self.kernel.schedule(s + rem, self._done_dg, i)
+        # the completion carries its interval's end: the next replica starts in it, and a read of
+        # the trace (one cold page per client) is the costliest memory access of an event
+        self.kernel.schedule(s + rem, self._on_done_dg, i, k, now, e)
 
-    def _done_dg(self, i: int) -> None:
+    def _done_dg(self, i: int, k: int, start: float, end: float) -> None:
+        """Client ``i``'s head replica, started at ``start``, completes now, in interval ``k``
+        (which ends at ``end``)."""
         buf = self._buf[i]
-        w, r = buf.popleft()
-        k = self._fin_k[i]
-        start = self._run_start[i]
-        self._got_result(w, r, i, start)
+        self._got_result(buf.pop(), i, start)
         if self._finished:
             return
         if buf:
-            self._start_dg(i, k)
+            self._start_dg(i, k, end)
             return
-        del self._buf[i]
+        self._buf[i] = None
         self._kiv[i] = k
         self._anc[i] = self.kernel.now
         self._request_dg(i)
 
-    def _got_result(self, w: int, r: int, host: int, start: float) -> None:
-        if self._acc is not None and r >= 0:
-            self._turnaround(w * self._S + r, host)
+    def _got_result(self, idx: int, host: int, start: float) -> None:
+        """Replica ``idx`` (see ``_buf``), started at ``start``, came back from ``host``."""
+        if idx < 0:  # a cloud copy (quorum 1)
+            w = ~idx
+            if not self._valid[w]:
+                self._validate(w, host, start)
+            return
+        if self._acc is not None:
+            self._turnaround(idx, host)
+        w = idx // self._S
         if self._valid[w]:
             return
-        if r < 0:  # a cloud copy (quorum 1)
-            self._validate(w, host, start)
-            return
-        idx = w * self._S + r
         st = self._slot[idx]
         if st == _DONE:
             return
@@ -1318,13 +1363,16 @@ class BOINCEnv(DesktopGridEnv):
         self._complete(w, host, self.kernel.now - start, start)
 
     def _deadline(self) -> None:
-        dq = self._deadlines
+        dq, dslot, dver = self._dl_at, self._dl_slot, self._dl_ver
         now = self.kernel.now
         slot, sver, valid, S = self._slot, self._sver, self._valid, self._S
         appeared = False
-        while dq and dq[0][0] <= now:
-            _, w, r, v = dq.popleft()
-            idx = w * S + r
+        h, end = self._dl_head, len(dq)
+        while h < end and dq[h] <= now:
+            idx = dslot[h]
+            v = dver[h]
+            h += 1
+            w = idx // S
             if self._acc is not None and slot[idx] == _INPROG and sver[idx] == v:
                 self._timed_out(idx)
             if not valid[w] and slot[idx] == _INPROG and sver[idx] == v:
@@ -1334,8 +1382,9 @@ class BOINCEnv(DesktopGridEnv):
                 self._n_unsent[w] += 1
                 self._lost += 1
                 appeared = True
-        if dq:
-            self.kernel.schedule(dq[0][0], self._deadline)
+        self._dl_head = h
+        if h < end:
+            self.kernel.schedule(dq[h], self._deadline)
         else:
             self._dl_timer = False
         if appeared:
@@ -1453,7 +1502,7 @@ class BOINCEnv(DesktopGridEnv):
         super().serve_cloud(how)
         if how == "reschedule" and self._od is None:
             self._od = OrderedDict(
-                (w, None) for w in range(self.n_tasks) if self._holders[w] is not None and not self._valid[w]
+                (w, None) for w in range(self.n_tasks) if self._arrived[w] and not self._valid[w]
             )
 
     def _has_work_cw(self) -> bool:
@@ -1477,7 +1526,7 @@ class BOINCEnv(DesktopGridEnv):
             while cl and len(got) < want:
                 w = heappop(cl)
                 if not valid[w]:
-                    got.append((w, -1))
+                    got.append(~w)
                     self._first_assign(w)
         else:
             got = self._fill(hid, want)
@@ -1485,21 +1534,26 @@ class BOINCEnv(DesktopGridEnv):
                 got += self._resched_fill(hid, want - len(got))
         if not got:
             return False
-        self._buf[hid] = deque(got)
+        if hid >= len(self._buf):  # a new cloud worker
+            grow = hid + 1 - len(self._buf)
+            self._buf += [None] * grow
+            self._run_start += _doubles(np.zeros(grow))
+        got.reverse()
+        self._buf[hid] = got
         self._cw_sent[c] = self.kernel.now
         self._start_cw(c)
         return True
 
-    def _resched_fill(self, hid: int, want: int) -> list[tuple[int, int]]:
+    def _resched_fill(self, hid: int, want: int) -> list[int]:
         od = self._od
         assert od is not None
-        out: list[tuple[int, int]] = []
-        holders, slot, S, R, nres = self._holders, self._slot, self._S, self._R, self._nres
+        out: list[int] = []
+        sent_to, before = self._sent_to, self._held_before
+        slot, S, R, nres = self._slot, self._S, self._R, self._nres
         for w in od:
-            hs = holders[w]
-            if hid in hs:
-                continue
             base = w * S
+            if hid in sent_to[base:base + S] or hid in before.get(w, ()):
+                continue
             dup = self._cw_dup
             for r in range(R if nres is None else nres[w]):
                 if slot[base + r] == _INPROG and base + r not in dup:
@@ -1507,18 +1561,18 @@ class BOINCEnv(DesktopGridEnv):
             else:
                 continue
             dup.add(base + r)
-            hs.add(hid)
-            out.append((w, r))
+            before[w] = (*before.get(w, ()), hid)
+            out.append(base + r)
             if len(out) == want:
                 break
-        for w, _ in out:
-            od.move_to_end(w)
+        for x in out:
+            od.move_to_end(x // S)
         return out
 
     def _start_cw(self, c: int) -> None:
         hid = self.n_nodes + c
         now = self.kernel.now
-        w = self._buf[hid][0][0]
+        w = self._wu(self._buf[hid][-1])
         self._run_start[hid] = now
         h = self._cws[c]
         h.task = w
@@ -1533,33 +1587,35 @@ class BOINCEnv(DesktopGridEnv):
             return
         hid = self.n_nodes + c
         buf = self._buf[hid]
-        w, r = buf.popleft()
-        self._drop_cw_copy(w, r)
-        self._got_result(w, r, hid, self._run_start[hid])
+        x = buf.pop()
+        self._drop_cw_copy(x)
+        self._got_result(x, hid, self._run_start[hid])
         if self._finished or self._cws[c].state is HostState.RELEASED:
             return
-        while buf and self._valid[buf[0][0]]:  # [R] a CW skips copies of WUs validated meanwhile
-            self._drop_cw_copy(*buf.popleft())
+        while buf and self._valid[self._wu(buf[-1])]:  # [R] a CW skips copies of WUs validated meanwhile
+            self._drop_cw_copy(buf.pop())
         if buf:
             self._start_cw(c)
             return
-        del self._buf[hid]
+        self._buf[hid] = None
         self._cw_idle_again(c)
 
     def _cw_released(self, c: int) -> None:
         # worker OFF: its DG replicas stay IN_PROGRESS until their deadline; its cloud copies
         # (quorum 1 on the cloud server) are queued again when theirs passes
-        buf = self._buf.pop(self.n_nodes + c, None)
+        hid = self.n_nodes + c
+        buf = self._buf[hid] if hid < len(self._buf) else None
         if buf:
+            self._buf[hid] = None
             when = self._cw_sent.get(c, self.kernel.now) + self.p.delay_bound
-            for w, r in buf:
-                self._drop_cw_copy(w, r)
-                if r < 0:
-                    self.kernel.schedule(when, self._cloud_requeue, w)
+            for x in reversed(buf):  # FIFO order
+                self._drop_cw_copy(x)
+                if x < 0:
+                    self.kernel.schedule(when, self._cloud_requeue, ~x)
 
-    def _drop_cw_copy(self, w: int, r: int) -> None:
-        if r >= 0:
-            self._cw_dup.discard(w * self._S + r)
+    def _drop_cw_copy(self, x: int) -> None:
+        if x >= 0:
+            self._cw_dup.discard(x)
 
     def _cloud_requeue(self, w: int) -> None:
         if not self._valid[w]:
@@ -1568,5 +1624,5 @@ class BOINCEnv(DesktopGridEnv):
 
     def _start_duplication(self) -> None:
         valid = self._valid
-        self._cloud = [w for w in range(self.n_tasks) if self._holders[w] is not None and not valid[w]]
+        self._cloud = [w for w in range(self.n_tasks) if self._arrived[w] and not valid[w]]
         heapify(self._cloud)
