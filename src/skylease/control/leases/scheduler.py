@@ -133,11 +133,11 @@ class LeaseScheduler:
             self._reject(lease, f"lease id {lease.id} is already in use")
             return
         self._leases[lease.id] = lease
-        best = max(self.table.capacity, key=lambda c: c.memory)
         if lease.nodes > self.table.n_nodes:
             self._reject(lease, f"asks for {lease.nodes} nodes; the cluster has {self.table.n_nodes}")
             return
         if not any(lease.per_node.fits_in(c) for c in self.table.capacity):
+            best = max(self.table.capacity, key=lambda c: c.memory)
             too_big = [name for name, v in lease.per_node._asdict().items() if v > getattr(best, name)]
             self._reject(lease, f"asks for {lease.per_node.describe()} per node; the largest node has "
                                 f"{best.describe()} (too little {', '.join(too_big)})")
@@ -418,16 +418,22 @@ class LeaseScheduler:
         last_end = table.last_end(now)  # (the pass adds no end before now)
         cpu_version, cpu_free = -1, True
         for i, lease in enumerate(queue):
-            memo = None
             if self.reserved >= self.max_reservations:
-                if cpu_version != table.version:  # (the table changes only when a lease is placed)
-                    cpu_version, cpu_free = table.version, table.has_free_cpu(now)
-                if not cpu_free:
-                    waiting.extend(queue[i:])  # nothing can start now and nothing can reserve
-                    break
                 memo = stale.get(lease.id)
-            if (memo is not None and self._fails_again(memo, now, last_end)) or not self._fit_be(
-                    lease, now, failed):
+                if memo is not None and self._fails_again(memo, now, last_end):
+                    fits = False
+                else:
+                    # asked only before a real fit: a skipped one changes nothing, so the leases
+                    # tried are the same; and once per table version (it changes when one is placed)
+                    if cpu_version != table.version:
+                        cpu_version, cpu_free = table.version, table.has_free_cpu(now)
+                    if not cpu_free:
+                        waiting.extend(queue[i:])  # nothing can start now and nothing can reserve
+                        break
+                    fits = self._fit_be(lease, now, failed)
+            else:
+                fits = self._fit_be(lease, now, failed)
+            if not fits:
                 waiting.append(lease)
                 if not self.config.backfilling:
                     waiting.extend(queue[i + 1:])
