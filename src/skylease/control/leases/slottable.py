@@ -146,7 +146,7 @@ class SlotTable:
         self._usages: dict[ResourceTuple, int] = {}  # distinct per-VM usages in the table
         self._exclusive_cache: dict[ResourceTuple, bool] = {}
         self._window_cache: dict[tuple[int, ResourceTuple], AvailabilityWindow] = {}
-        self._cpu_cache: dict[int, bool] = {}
+        self._cpu_last: tuple[int, int, int | None] | None = None  # has_free_cpu's last answer
 
     # -- changes ------------------------------------------------------------------------------------
     def add(self, rr: Reservation) -> None:
@@ -234,8 +234,6 @@ class SlotTable:
         self.version += 1
         if self._window_cache:
             self._window_cache.clear()
-        if self._cpu_cache:
-            self._cpu_cache.clear()
 
     # -- per-node queries ---------------------------------------------------------------------------
     def _exclusive(self, request: ResourceTuple) -> bool:
@@ -334,23 +332,37 @@ class SlotTable:
         return w
 
     def has_free_cpu(self, t: int) -> bool:
-        """Whether some node has CPU left at ``t`` (the queue's shortcut, spec §6.1); cached until
-        the table changes."""
-        hit = self._cpu_cache.get(t)
-        if hit is None:
-            hit = False
-            for k, row in enumerate(self._rows):
-                used = 0.0
-                for rr in row:
-                    if rr.start > t:
-                        break
-                    if rr.end > t:
-                        used += rr.usage.cpu
-                if used < self.capacity[k].cpu:
-                    hit = True
+        """Whether some node has CPU left at ``t`` (the queue's shortcut, spec §6.1). A scan of every
+        node costs as much as a fit and the queue asks at every event a lease arrives, so the last
+        answer is kept with a node that had CPU left, looked at first; or, if none had, at ``t0``:
+        then none has at ``t >= t0`` while no reservation was removed (or moved) and none ended
+        in ``(t0, t]`` (each one covering ``t0`` still covers ``t``)."""
+        last = self._cpu_last
+        if last is not None:
+            t0, freed, witness = last
+            if witness is None:
+                if t0 <= t and freed == self.freed and not self.ends_within(t0, t):
+                    return False
+            elif self._with_cpu_left(t, (witness,)) is not None:
+                return True
+        # from the highest id down: leases take the lowest free ids, so the witness tends to stay
+        witness = self._with_cpu_left(t, range(self.n_nodes - 1, -1, -1))
+        self._cpu_last = (t, self.freed, witness)
+        return witness is not None
+
+    def _with_cpu_left(self, t: int, nodes: Iterable[int]) -> int | None:
+        """The first of ``nodes`` with CPU left at ``t``, or None."""
+        rows, caps = self._rows, self.capacity
+        for k in nodes:
+            used = 0.0
+            for rr in rows[k]:
+                if rr.start > t:
                     break
-            self._cpu_cache[t] = hit
-        return hit
+                if rr.end > t:
+                    used += rr.usage.cpu
+            if used < caps[k].cpu:
+                return k
+        return None
 
     def reservations_at(self, t: int) -> list[Reservation]:
         """RRs with ``start <= t < end`` (planned end), in node order, each once."""
