@@ -3,6 +3,8 @@ immediate leases, rejections (spec 001 §6)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from skylease.control.leases import (
@@ -315,3 +317,62 @@ def test_a_premature_end_needs_a_running_lease_that_ends_later():
     assert not sched.premature_end(1, 10)  # not running
     assert not sched.premature_end(0, 100)  # its planned end
     assert not sched.premature_end(7, 10)  # no such lease
+
+
+class _Counting(LeaseScheduler):
+    """Records the lease of every fit tried (queue passes and reschedulings)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.tried: list[int] = []
+
+    def _fit_be(self, lease, now, failed=None, *, queued=True):
+        self.tried.append(lease.id)
+        return super()._fit_be(lease, now, failed, queued=queued)
+
+
+def test_a_queued_lease_is_not_tried_again_until_nodes_are_freed(monkeypatch):
+    # 3 nodes. Lease 0 holds 2 of them until 100, lease 1 (3 nodes) the one future reservation at
+    # 100; lease 2 (2 nodes) cannot start on the one free node. Leases 3-5 arrive at 10, 20, 30 and
+    # cannot backfill there either (500 s, the node is free until 100). Each arrival is a queue
+    # pass; nothing that could let lease 2 fit changes before 100, so it is tried once, not 4
+    # times, and every decision is the one of a scheduler that tries it every time.
+    def run(skip: bool) -> tuple[list[int], list]:
+        monkeypatch.setattr(LeaseScheduler, "skip_stale", skip, raising=False)
+        leases = [_be(0, 0, 2, 100), _be(1, 0, 3, 50), _be(2, 0, 2, 10),
+                  *(_be(i, 10 * (i - 2), 1, 500) for i in (3, 4, 5))]
+        sched = _Counting(3)
+        order = iter(leases)
+        pending = next(order)
+        t = 0
+        while t < 100:
+            while pending is not None and pending.submit <= t:
+                sched.submit(pending)
+                pending = next(order, None)
+            sched.step(t)
+            t = int(min(sched.next_event(t), pending.submit if pending is not None else math.inf))
+        return sched.tried, [(le.id, le.state, le.history) for le in leases]
+
+    tried, decisions = run(skip=True)
+    tried_every_time, same = run(skip=False)
+    assert decisions == same
+    assert tried.count(2) == 1 and tried_every_time.count(2) == 4
+
+
+def test_a_skipped_lease_is_tried_when_reservations_ended_unseen():
+    # A caller that steps late (at 200, not at 100 or 150): the reservations of leases 0 and 1 are
+    # still in the table but over, nothing was removed, and lease 2, which could not start at 0,
+    # must be tried again (and start at 200), as without the skip.
+    def run(skip: bool) -> list:
+        sched = LeaseScheduler(3)
+        sched.skip_stale = skip
+        leases = [_be(0, 0, 2, 100), _be(1, 0, 3, 50), _be(2, 0, 2, 10)]
+        for le in leases:
+            sched.submit(le)
+        sched.step(0)
+        assert leases[2].state is LeaseState.PENDING
+        sched.step(200)
+        return [(le.id, le.state, le.history) for le in leases]
+
+    assert run(skip=True) == run(skip=False)
+    assert run(skip=True)[2][2] == [("schedule", 200), ("start", 200)]

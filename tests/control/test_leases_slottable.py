@@ -129,3 +129,35 @@ def test_capacity_is_never_exceeded_and_fast_queries_match_the_sweep(specs, t, r
         # and the answer is right: it fits on [t, fast), not at fast
         if fast > t:
             assert table.fits(k, t, min(fast, t + 1), request)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 30), st.integers(1, 60), st.integers(0, 1), _usages),
+                min_size=1, max_size=40), st.integers(0, 40))
+def test_has_free_cpu_follows_every_change_as_a_scan_would(ops, at):
+    # has_free_cpu keeps its last answer with a node that had CPU left (or none) across changes:
+    # after each add or removal it must say what a scan of every node says
+    table = SlotTable(2, NODE)
+    held: list[Reservation] = []
+    for i, (add, s, d, k, u) in enumerate(ops):
+        if add or not held:
+            rr = _rr(s, s + d, (k,), u, lease_id=i)
+            with contextlib.suppress(ValueError):
+                table.add(rr)
+                held.append(rr)
+        else:
+            table.remove(held.pop(s % len(held)))
+        for when in (at, at + i, s):  # the same time, later times, and any
+            used = [sum(r.usage.cpu for r in held if k in r.nodes and r.start <= when < r.end)
+                    for k in range(2)]
+            assert table.has_free_cpu(when) == any(c < NODE.cpu for c in used)
+
+
+def test_no_free_cpu_stands_only_until_a_reservation_ends_or_for_later_times():
+    table = SlotTable(2, NODE)
+    table.add(_rr(3, 10, (0,)))
+    table.add(_rr(0, 20, (1,)))
+    assert not table.has_free_cpu(5)
+    assert table.has_free_cpu(2)  # earlier: node 0 is free before 3
+    assert not table.has_free_cpu(5) and not table.has_free_cpu(9)
+    assert table.has_free_cpu(10)  # node 0's reservation is over, though still in the table

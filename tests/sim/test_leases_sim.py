@@ -223,6 +223,7 @@ def test_with_suspension_capacity_holds_ars_are_on_time_and_be_work_is_done_once
         assert len(resumes) <= len(suspends) + preempts
 
 
+@pytest.mark.parametrize("skip", ["prune_dominated", "skip_stale"])
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(2, 6),
@@ -232,12 +233,14 @@ def test_with_suspension_capacity_holds_ars_are_on_time_and_be_work_is_done_once
         min_size=5,
         max_size=40,
     ),
-    st.sampled_from(["novm_nosr", "novm_sr", "vm_predeploy", "vm_mult", "vm_reuse", "conservative",
+    st.sampled_from(["novm_nosr", "novm_sr", "vm_predeploy", "vm_mult", "vm_reuse", "conservative", "fcfs",
                      "haizea-1.0", "haizea-1.0-transfers", "haizea-1.0-transfers-reuse"]),
 )
-def test_pruning_dominated_fits_changes_no_decision(n_nodes, specs, config):
+def test_skipping_fits_that_must_fail_changes_no_decision(skip, n_nodes, specs, config):
     """A queue pass skips a lease that asks for at least the nodes and time of one that could not
-    fit under the same start points: every lease's history must be the same without the skip."""
+    fit under the same start points (``prune_dominated``), and a lease whose last fit failed when
+    nothing since can let it fit (``skip_stale``): every lease's history must be the same without
+    the skip."""
     histories = []
     for prune in (True, False):
         leases = []
@@ -247,7 +250,7 @@ def test_pruning_dominated_fits_changes_no_decision(n_nodes, specs, config):
             leases.append(_ar(i, submit, submit + lead, k, d) if is_ar else _be(i, submit, k, d, real))
         assign_images(leases, "uniform", len(specs), n_images=2)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(LeaseScheduler, "prune_dominated", prune)
+            mp.setattr(LeaseScheduler, skip, prune)
             run = simulate_leases(leases, n_nodes, config=_config(config))
         histories.append(([(le.id, le.state, le.history) for le in leases], run.runs))
     assert histories[0] == histories[1]

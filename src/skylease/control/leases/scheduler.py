@@ -95,6 +95,9 @@ class LeaseScheduler:
     #: Skip the fit of a lease dominated by one that failed in the same queue pass (see
     #: :meth:`_fit_be`); it changes no decision, and is turned off only by the test that checks so.
     prune_dominated = True
+    #: Skip the fit of a queued lease that would fail as it did at its last try (see
+    #: :meth:`_fails_again`); same: no decision changes, only the test that checks so turns it off.
+    skip_stale = True
 
     def __init__(self, n_nodes: int, *, capacity: ResourceTuple = BLUE_HORIZON_NODE,
                  config: SchedulerConfig | None = None, max_reservations: float | None = None,
@@ -119,6 +122,8 @@ class LeaseScheduler:
         self.images = ImagePreparation(config, self.table)  # transfers and pools
         self._consts: dict[int, tuple] = {}  # lease id -> per-node request and overheads (_fit_be)
         self._suspended_at: dict[int, int] = {}  # lease id -> when its last suspension ended
+        # lease id -> (time, start point, table.freed, slack) of its last failed fit (_fails_again)
+        self._stale: dict[int, tuple[int, int, int, int]] = {}
 
     # -- requests -----------------------------------------------------------------------------------
     def submit(self, lease: Lease) -> None:
@@ -128,11 +133,11 @@ class LeaseScheduler:
             self._reject(lease, f"lease id {lease.id} is already in use")
             return
         self._leases[lease.id] = lease
-        best = max(self.table.capacity, key=lambda c: c.memory)
         if lease.nodes > self.table.n_nodes:
             self._reject(lease, f"asks for {lease.nodes} nodes; the cluster has {self.table.n_nodes}")
             return
         if not any(lease.per_node.fits_in(c) for c in self.table.capacity):
+            best = max(self.table.capacity, key=lambda c: c.memory)
             too_big = [name for name, v in lease.per_node._asdict().items() if v > getattr(best, name)]
             self._reject(lease, f"asks for {lease.per_node.describe()} per node; the largest node has "
                                 f"{best.describe()} (too little {', '.join(too_big)})")
@@ -171,6 +176,7 @@ class LeaseScheduler:
             was_running = any(p.state is LeaseState.ACTIVE for p in vm.parts())
             nodes = vm.nodes if was_running else ()
             self._unplace(vm, now)
+        self._stale.pop(lease.id, None)
         lease.state = LeaseState.CANCELLED
         lease.end = now
         lease.reason = "cancelled by its owner"
@@ -381,6 +387,7 @@ class LeaseScheduler:
                                       kind=RRKind.SHUTDOWN, usage=usage)
             self.table.add(rr.shutdown)
         self.rr[lease.id] = rr
+        self._stale.pop(lease.id, None)
         if backfill:
             self.reserved += 1
         if lease.kind is LeaseKind.BEST_EFFORT:
@@ -406,11 +413,27 @@ class LeaseScheduler:
         waiting: list[Lease] = []
         queue = self.queue
         failed: dict[tuple, list[tuple[int, int]]] | None = {} if self.prune_dominated else None
+        table = self.table
+        stale = self._stale if self.skip_stale else {}
+        last_end = table.last_end(now)  # (the pass adds no end before now)
+        cpu_version, cpu_free = -1, True
         for i, lease in enumerate(queue):
-            if self.reserved >= self.max_reservations and not self.table.has_free_cpu(now):
-                waiting.extend(queue[i:])  # nothing can start now and nothing can reserve
-                break
-            if not self._fit_be(lease, now, failed):
+            if self.reserved >= self.max_reservations:
+                memo = stale.get(lease.id)
+                if memo is not None and self._fails_again(memo, now, last_end):
+                    fits = False
+                else:
+                    # asked only before a real fit: a skipped one changes nothing, so the leases
+                    # tried are the same; and once per table version (it changes when one is placed)
+                    if cpu_version != table.version:
+                        cpu_version, cpu_free = table.version, table.has_free_cpu(now)
+                    if not cpu_free:
+                        waiting.extend(queue[i:])  # nothing can start now and nothing can reserve
+                        break
+                    fits = self._fit_be(lease, now, failed)
+            else:
+                fits = self._fit_be(lease, now, failed)
+            if not fits:
                 waiting.append(lease)
                 if not self.config.backfilling:
                     waiting.extend(queue[i + 1:])
@@ -430,7 +453,8 @@ class LeaseScheduler:
         reservation is possible). Within a pass the table only gains reservations and transfers,
         so a lease that asks for at least as many nodes for at least as long under the same key
         cannot fit either: it is skipped without a search (same decisions; the 30 % VM-MULT run
-        tries 1.7 million fits on 17,777 events otherwise)."""
+        tries 1.7 million fits on 17,777 events otherwise). A failure of a queued lease at its
+        one earliest start is also remembered across passes (:meth:`_fails_again`)."""
         cfg = self.config
         resuming = lease.state is LeaseState.SUSPENDED
         consts = self._consts.get(lease.id)
@@ -454,6 +478,8 @@ class LeaseScheduler:
         else:
             points = [(now + (cfg.migrate_s(lease, lease.last_nodes) if resuming else 0), None)]
         first_points = len(points)
+        # one earliest start that moves with the clock (an image's arrival does not): followed
+        followed = queued and first_points == 1 and points[0][1] is None and (resuming or not cfg.transfers)
         can_reserve = self.reserved < self.max_reservations
         key = None
         if failed is not None:
@@ -461,6 +487,8 @@ class LeaseScheduler:
                    can_reserve, resume_need)
             for n, d in failed.get(key, ()):
                 if n <= lease.nodes and d <= need:
+                    if followed:
+                        self._remember_failure(lease, now, points[0][0], need)
                     return False
         if can_reserve:
             points += [(p, None) for p in self.table.changepoints_after(points[-1][0])]
@@ -491,7 +519,43 @@ class LeaseScheduler:
             return True
         if key is not None:
             failed.setdefault(key, []).append((lease.nodes, need))
+        if followed:
+            self._remember_failure(lease, now, points[0][0], need)
         return False
+
+    def _remember_failure(self, lease: Lease, now: int, p: int, need: int) -> None:
+        """Record that the queued ``lease`` cannot start at ``p``, its only earliest start, for
+        :meth:`_fails_again`, with how many nodes it lacks there, less one: of those free for its
+        whole ``need``, or with suspension of those free at all (0 if it lacked none)."""
+        w = self.table.window(p, lease.per_node)
+        free = len(w.until) if self.config.suspension else w.count_free_until(p + need)
+        self._stale[lease.id] = (now, p, self.table.freed, max(0, lease.nodes - 1 - free))
+
+    def _fails_again(self, memo: tuple[int, int, int, int], now: int, last_end: float) -> bool:
+        """Whether a queued lease, whose fit failed at time ``t`` (:meth:`_remember_failure`),
+        must fail now too, while no future reservation can be taken: then it is not tried. Same
+        decisions (a hypothesis test compares every history); without it the Blue Horizon runs try
+        most of the queue again at every event, so the cost per lease grew with the queue.
+
+        While it waits, its request, overheads and earliest start do not change (it leaves the
+        queue only when placed, which drops the record): it would be tried at the one point
+        ``p + (now - t)``. Take a node it could use there that no removed (or moved) reservation
+        was on: the node's reservations at ``t`` are all still in the table, unchanged; each of
+        them over some instant of ``[p, p + (now - t))`` either covers the new point too or ends
+        in between, and none ends in between (checked: ``last_end`` is the latest end by
+        ``now``, which answers for ``p == t``). So the node was usable from ``p`` and at least
+        as long. Hence the usable nodes now are at most those of then plus the nodes freed since
+        (``table.freed - freed``): the lease lacked ``slack + 1`` nodes at ``p`` (0 when it
+        lacked time, or its plan did not fit, and then nothing may have been freed: no node is
+        usable longer than at ``p``, so neither is the plan, whose suspension and resumption
+        times depend only on the lease at one VM per node)."""
+        t, p, freed, slack = memo
+        table = self.table
+        if now < t or table.freed - freed > slack:
+            return False
+        if p == t:
+            return last_end <= t
+        return not table.ends_within(p, p + (now - t))
 
     def _resume_need(self, lease: Lease) -> int:
         """The time a resumption is planned with: Haizea 1.0 plans with its whole-lease estimate,

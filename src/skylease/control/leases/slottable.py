@@ -21,6 +21,7 @@ import bisect
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from skylease.control.leases.lease import BLUE_HORIZON_NODE, Reservation, ResourceTuple
 
@@ -63,6 +64,10 @@ class _Multiset:
         i = bisect.bisect_right(self.keys, t)
         return self.keys[i] if i < len(self.keys) else _INF
 
+    def last_by(self, t: float) -> float:
+        i = bisect.bisect_right(self.keys, t)
+        return self.keys[i - 1] if i else -_INF
+
 
 @dataclass(frozen=True)
 class AvailabilityWindow:
@@ -84,8 +89,15 @@ class AvailabilityWindow:
         """The window on ``nodes`` only."""
         return AvailabilityWindow(self.t, self.request, {k: u for k, u in self.until.items() if k in nodes})
 
+    @cached_property
+    def _ascending(self) -> list[float]:
+        # the window is cached per table version and asked by many queued leases: sorted once
+        return sorted(self.until.values())
+
     def count_free_until(self, x: float) -> int:
-        return sum(1 for u in self.until.values() if u >= x)
+        """How many nodes are free on ``[t, x)``."""
+        asc = self._ascending
+        return len(asc) - bisect.bisect_left(asc, x)
 
     def find_nodes(self, n: int, maxend: float) -> tuple[float, list[int]]:
         """``(end, nodes)``: the latest ``end <= maxend`` such that ``n`` nodes stay free on
@@ -100,7 +112,7 @@ class AvailabilityWindow:
         nodes that stay free longest"). The others stay free for the leases after it."""
         if len(self.until) < n:
             return self.t, []
-        end = min(maxend, sorted(self.until.values(), reverse=True)[n - 1])
+        end = min(maxend, self._ascending[-n])
         if end >= maxend:
             return end, self.nodes_free_until(end)
         return end, sorted(sorted(self.until, key=lambda k: (-self.until[k], -k))[:n])
@@ -124,6 +136,8 @@ class SlotTable:
         self._rows: list[list[Reservation]] = [[] for _ in range(n_nodes)]
         self._points = _Multiset()  # planned starts and ends
         self._real_ends = _Multiset()
+        self._ends = _Multiset()  # planned ends only (no transfer markers)
+        self.freed = 0  # nodes of every RR removed so far (the scheduler's stale-fit test)
         self._starting: dict[int, list[Reservation]] = {}
         self._ending: dict[int, list[Reservation]] = {}
         self.reservations: dict[int, Reservation] = {}  # id(rr) -> rr
@@ -132,7 +146,7 @@ class SlotTable:
         self._usages: dict[ResourceTuple, int] = {}  # distinct per-VM usages in the table
         self._exclusive_cache: dict[ResourceTuple, bool] = {}
         self._window_cache: dict[tuple[int, ResourceTuple], AvailabilityWindow] = {}
-        self._cpu_cache: dict[int, bool] = {}
+        self._cpu_last: tuple[int, int, int | None] | None = None  # has_free_cpu's last answer
 
     # -- changes ------------------------------------------------------------------------------------
     def add(self, rr: Reservation) -> None:
@@ -151,7 +165,9 @@ class SlotTable:
         self._index(rr)
 
     def remove(self, rr: Reservation) -> None:
-        for k in set(rr.nodes):
+        nodes = set(rr.nodes)
+        self.freed += len(nodes)
+        for k in nodes:
             row = self._rows[k]
             i = bisect.bisect_left(row, rr.start, key=_start_key)
             while row[i] is not rr:
@@ -184,6 +200,7 @@ class SlotTable:
     def _index(self, rr: Reservation) -> None:
         self._points.add(rr.start)
         self._points.add(rr.end)
+        self._ends.add(rr.end)
         self._real_ends.add(rr.real_end)
         self._starting.setdefault(rr.start, []).append(rr)
         self._ending.setdefault(rr.real_end, []).append(rr)
@@ -197,6 +214,7 @@ class SlotTable:
     def _unindex(self, rr: Reservation) -> None:
         self._points.remove(rr.start)
         self._points.remove(rr.end)
+        self._ends.remove(rr.end)
         self._real_ends.remove(rr.real_end)
         for index, p in ((self._starting, rr.start), (self._ending, rr.real_end)):
             lst = index[p]
@@ -216,8 +234,6 @@ class SlotTable:
         self.version += 1
         if self._window_cache:
             self._window_cache.clear()
-        if self._cpu_cache:
-            self._cpu_cache.clear()
 
     # -- per-node queries ---------------------------------------------------------------------------
     def _exclusive(self, request: ResourceTuple) -> bool:
@@ -316,23 +332,37 @@ class SlotTable:
         return w
 
     def has_free_cpu(self, t: int) -> bool:
-        """Whether some node has CPU left at ``t`` (the queue's shortcut, spec §6.1); cached until
-        the table changes."""
-        hit = self._cpu_cache.get(t)
-        if hit is None:
-            hit = False
-            for k, row in enumerate(self._rows):
-                used = 0.0
-                for rr in row:
-                    if rr.start > t:
-                        break
-                    if rr.end > t:
-                        used += rr.usage.cpu
-                if used < self.capacity[k].cpu:
-                    hit = True
+        """Whether some node has CPU left at ``t`` (the queue's shortcut, spec §6.1). A scan of every
+        node costs as much as a fit and the queue asks at every event a lease arrives, so the last
+        answer is kept with a node that had CPU left, looked at first; or, if none had, at ``t0``:
+        then none has at ``t >= t0`` while no reservation was removed (or moved) and none ended
+        in ``(t0, t]`` (each one covering ``t0`` still covers ``t``)."""
+        last = self._cpu_last
+        if last is not None:
+            t0, freed, witness = last
+            if witness is None:
+                if t0 <= t and freed == self.freed and not self.ends_within(t0, t):
+                    return False
+            elif self._with_cpu_left(t, (witness,)) is not None:
+                return True
+        # from the highest id down: leases take the lowest free ids, so the witness tends to stay
+        witness = self._with_cpu_left(t, range(self.n_nodes - 1, -1, -1))
+        self._cpu_last = (t, self.freed, witness)
+        return witness is not None
+
+    def _with_cpu_left(self, t: int, nodes: Iterable[int]) -> int | None:
+        """The first of ``nodes`` with CPU left at ``t``, or None."""
+        rows, caps = self._rows, self.capacity
+        for k in nodes:
+            used = 0.0
+            for rr in rows[k]:
+                if rr.start > t:
                     break
-            self._cpu_cache[t] = hit
-        return hit
+                if rr.end > t:
+                    used += rr.usage.cpu
+            if used < caps[k].cpu:
+                return k
+        return None
 
     def reservations_at(self, t: int) -> list[Reservation]:
         """RRs with ``start <= t < end`` (planned end), in node order, each once."""
@@ -355,6 +385,14 @@ class SlotTable:
         pts = {p for k in nodes for rr in self._rows[k] if rr is not skip
                for p in (rr.start, rr.end) if p > t}
         return sorted(pts)
+
+    def ends_within(self, a: float, b: float) -> bool:
+        """Whether some RR of the table has its planned end in ``(a, b]``."""
+        return self._ends.next_after(a) <= b
+
+    def last_end(self, t: float) -> float:
+        """The latest planned end ``<= t`` of an RR of the table (``-inf`` if none)."""
+        return self._ends.last_by(t)
 
     def next_changepoint(self, t: float) -> float:
         """The next start, end or real end after ``t`` (what drives the simulation clock)."""
