@@ -161,3 +161,30 @@ def test_no_free_cpu_stands_only_until_a_reservation_ends_or_for_later_times():
     assert table.has_free_cpu(2)  # earlier: node 0 is free before 3
     assert not table.has_free_cpu(5) and not table.has_free_cpu(9)
     assert table.has_free_cpu(10)  # node 0's reservation is over, though still in the table
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 200), st.integers(0, 100), st.integers(0, 1), _usages),
+                min_size=1, max_size=40),
+       st.integers(0, 250), _usages, st.booleans())
+def test_free_until_is_the_first_time_the_request_does_not_fit(specs, t, request, skip_odd):
+    """free_until's sweep stops at the first time that matters (it used to sort the node's whole row
+    at every call): its answer is the definition's, brute force over every change point, with and
+    without a skip, zero-length reservations included."""
+    table = SlotTable(2, NODE)
+    for i, (s, d, k, u) in enumerate(specs):
+        with contextlib.suppress(ValueError):
+            table.add(_rr(s, s + d, (k,), u, lease_id=i))
+    skip = (lambda r: r.lease.id % 2 == 1) if skip_odd else None
+    for k in range(2):
+        rrs = [r for r in table.on_node(k) if r.end > t and not (skip and skip(r))]
+        expected = math.inf
+        for p in sorted({t} | {max(r.start, t) for r in rrs} | {r.end for r in rrs}):
+            used = [r.usage for r in rrs if max(r.start, t) <= p < r.end]
+            total = request
+            for u in used:
+                total = total.plus(u)
+            if not total.fits_in(NODE):
+                expected = p
+                break
+        assert table.free_until(k, t, request, skip) == expected

@@ -18,6 +18,7 @@ points after ``t`` (all, or on some nodes), and the next event time.
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -265,33 +266,50 @@ class SlotTable:
         cap = self.capacity[k]
         if not request.fits_in(cap):
             return t
-        live = [rr for rr in self._rows[k] if rr.end > t and (skip is None or not skip(rr))]
-        if not live:
+        # sweep the usage profile from t, ends (-) before starts (+) at equal times, and stop at the
+        # first time it does not fit. The row is by start, so its RRs are taken in that order and
+        # the ends of those taken wait in a heap (by end, then row order: the additions are made in
+        # the same order as a sort of all the row's events would make them). Sorting the whole row
+        # at every call made a node holding many future reservations (conservative backfilling)
+        # cost its row's size, and a lease's fit the table's.
+        row = self._rows[k]
+        n, i = len(row), 0
+        while i < n and (row[i].end <= t or (skip is not None and skip(row[i]))):
+            i += 1
+        if i == n:
             return _INF
-        if len(live) == 1:  # the common case: no sweep needed
-            rr = live[0]
-            return _INF if request.plus(rr.usage).fits_in(cap) else max(t, rr.start)
-        # sweep the usage profile from t: ends (-) before starts (+) at equal times
-        events = []
-        for rr in live:
-            events.append((max(rr.start, t), 1, rr.usage))
-            events.append((rr.end, 0, rr.usage))
-        events.sort(key=lambda e: (e[0], e[1]))
         cpu, mem, disk, net = request
-        i = 0
-        while i < len(events):
-            p = events[i][0]
-            while i < len(events) and events[i][0] == p:
-                _, sign, u = events[i]
-                s = 1 if sign else -1
-                cpu += s * u.cpu
-                mem += s * u.memory
-                disk += s * u.disk
-                net += s * u.net
+        ends: list[tuple[int, int, ResourceTuple]] = []
+        while True:
+            start = max(row[i].start, t) if i < n else _INF
+            p = min(start, ends[0][0]) if ends else start
+            if p == _INF:
+                return _INF
+            starting: list[tuple[int, Reservation]] = []
+            while i < n and max(row[i].start, t) == p:
+                starting.append((i, row[i]))
                 i += 1
+                while i < n and (row[i].end <= t or (skip is not None and skip(row[i]))):
+                    i += 1
+            gone: list[ResourceTuple] = []
+            while ends and ends[0][0] == p:
+                gone.append(heapq.heappop(ends)[2])
+            gone += [rr.usage for _, rr in starting if rr.end == p]  # (an empty RR ends as it starts)
+            for u in gone:
+                cpu -= u.cpu
+                mem -= u.memory
+                disk -= u.disk
+                net -= u.net
+            for j, rr in starting:
+                u = rr.usage
+                cpu += u.cpu
+                mem += u.memory
+                disk += u.disk
+                net += u.net
+                if rr.end != p:
+                    heapq.heappush(ends, (rr.end, j, u))
             if not ResourceTuple(cpu, mem, disk, net).fits_in(cap):
                 return max(p, t)
-        return _INF
 
     def fits(self, k: int, a: int, b: int, request: ResourceTuple, skip: Skip | None = None) -> bool:
         """Whether ``request`` fits on node ``k`` during all of ``[a, b)``."""
