@@ -157,8 +157,9 @@ def run_pickled_cells(payload: bytes, cells: Sequence[Cell]) -> list[dict[str, A
     return run_cells(cloudpickle.loads(payload), cells)
 
 
-def _portable(fn: CellFn) -> bytes:
-    """Pickle ``fn`` so workers can load it even if its module is not importable there.
+def _portable(fn: CellFn, wrap: Callable[[CellFn], Any] | None = None) -> bytes:
+    """Pickle ``fn`` (or ``wrap(fn)``) so workers can load it even if its module is not importable
+    there.
 
     A function whose module is not part of an installed distribution (a script, a module found
     only through the current folder, a test module) would leave Dask workers unable to
@@ -173,23 +174,15 @@ def _portable(fn: CellFn) -> bytes:
     if by_value:
         cloudpickle.register_pickle_by_value(module)
     try:
-        return cloudpickle.dumps(fn)
+        return cloudpickle.dumps(fn if wrap is None else wrap(fn))
     finally:
         if by_value:
             cloudpickle.unregister_pickle_by_value(module)
 
 
-_UNPICKLED: dict[bytes, CellFn] = {}
-
-
-def run_pickled_cell_dicts(payload: bytes, cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """:func:`run_cells` on a local worker: the function as cloudpickle bytes (unpickled once per
-    process), the cells as plain dicts (they travel as JSON)."""
-    fn = _UNPICKLED.get(payload)
-    if fn is None:
-        import cloudpickle
-
-        fn = _UNPICKLED[payload] = cloudpickle.loads(payload)
+def run_cell_dicts(fn: CellFn, cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`run_cells` on a local worker, the cells as plain dicts (they travel as JSON; the
+    worker unpickles ``fn`` once, with this call around it)."""
     return run_cells(fn, [Cell(**dict(c)) for c in cells])
 
 
@@ -206,13 +199,10 @@ def _run_on_local_workers(fn: CellFn, todo: list[Cell], workers: int | None, bat
     import queue
     from collections import deque
 
-    import cloudpickle
-
     from skylease.runtime.pools import LocalWorker, WorkerGone, kill_tree
 
     n = workers or min(len(todo), os.cpu_count() or 1)
-    call = functools.partial(run_pickled_cell_dicts, _portable(fn))
-    payload = base64.b64encode(cloudpickle.dumps(call)).decode()
+    payload = base64.b64encode(_portable(fn, lambda f: functools.partial(run_cell_dicts, f))).decode()
     env = dict(os.environ)  # functions are found as this process finds them: its folder first
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, sys.path[1:]), *filter(None, [env.get(
         "PYTHONPATH")])])
@@ -269,6 +259,7 @@ def _run_on_local_workers(fn: CellFn, todo: list[Cell], workers: int | None, bat
                 w.proc.wait(timeout=5)
             except Exception:
                 kill_tree(w.proc.pid)
+                w.proc.wait()  # dead (kill_tree does not reap): not left a zombie
 
 
 def _function_name(fn: Callable[..., Any]) -> str:
