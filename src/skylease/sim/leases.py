@@ -35,7 +35,7 @@ from skylease.control.leases import (
     SchedulerConfig,
     Transfer,
 )
-from skylease.control.leases.records import Event, Run, TransferRun
+from skylease.control.leases.records import Event, EventLog, Run, RunLog, TransferRun
 from skylease.sim.kernel import Kernel
 
 if TYPE_CHECKING:  # pandas (0.2 s to import) only for the tables and the XML workloads
@@ -55,13 +55,14 @@ CLIP_FRACTION = 0.05
 class SimulatedEnactment:
     """Simulated nodes: what runs where, checked against the nodes' capacities.
 
-    ``runs`` lists every reservation carried out, in the order they stopped.
+    ``runs`` lists every reservation carried out, in the order they stopped (as columns of
+    integers: a long run keeps no object per reservation for the garbage collector to walk).
     """
 
     def __init__(self, capacity: Sequence[ResourceTuple]) -> None:
         self.capacity = list(capacity)
         self.used = [ResourceTuple(0.0, 0, 0, 0.0)] * len(self.capacity)
-        self.runs: list[Run] = []
+        self.runs = RunLog()
         self._open: dict[int, tuple[int, Reservation]] = {}  # id(rr) -> (start, rr)
 
     def start(self, rr: Reservation, now: int) -> None:
@@ -78,7 +79,7 @@ class SimulatedEnactment:
         neg = ResourceTuple(-rr.usage.cpu, -rr.usage.memory, -rr.usage.disk, -rr.usage.net)
         for k in rr.nodes:
             self.used[k] = self.used[k].plus(neg)
-        self.runs.append(Run(rr.lease.id, rr.kind.value, start, now, rr.nodes))
+        self.runs.add(rr.lease.id, rr.kind.value, start, now, rr.nodes)
 
 
 @dataclass
@@ -90,8 +91,8 @@ class LeaseRun:
     clip_time: int
     events: int
     wall_s: float
-    runs: list[Run] = field(default_factory=list, repr=False)
-    log: list[Event] = field(default_factory=list, repr=False)
+    runs: Sequence[Run] = field(default_factory=RunLog, repr=False)
+    log: Sequence[Event] = field(default_factory=EventLog, repr=False)
     transfers: list[TransferRun] = field(default_factory=list, repr=False)
 
     def table(self) -> pd.DataFrame:
@@ -205,10 +206,10 @@ def simulate_leases(leases: Sequence[Lease], n_nodes: int = BLUE_HORIZON_NODES, 
     order = sorted(leases, key=lambda le: (le.submit, le.id))  # stable: trace order on ties
     enact = SimulatedEnactment([capacity] * n_nodes)
     kernel = Kernel()
-    log: list[Event] = []
+    log = EventLog()
 
     def record(what: str, lease: Lease, t: int) -> None:
-        log.append(Event(lease.id, what, t, int(kernel.now)))
+        log.add(lease.id, what, t, int(kernel.now))
 
     sched = LeaseScheduler(n_nodes, capacity=capacity, config=config, max_reservations=max_reservations,
                            enactment=enact, on_event=record)

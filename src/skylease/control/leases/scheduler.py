@@ -176,7 +176,7 @@ class LeaseScheduler:
             was_running = any(p.state is LeaseState.ACTIVE for p in vm.parts())
             nodes = vm.nodes if was_running else ()
             self._unplace(vm, now)
-        self._stale.pop(lease.id, None)
+        self._drop_memos(lease)
         lease.state = LeaseState.CANCELLED
         lease.end = now
         lease.reason = "cancelled by its owner"
@@ -302,6 +302,7 @@ class LeaseScheduler:
 
     def _finish(self, lease: Lease, now: int) -> None:
         self._forget(lease)
+        self._drop_memos(lease)
         lease.state = LeaseState.DONE
         lease.end = now
         lease.remaining = lease.real_remaining = 0
@@ -352,6 +353,13 @@ class LeaseScheduler:
         del self.rr[lease.id]
         if lease.kind is LeaseKind.BEST_EFFORT:
             self._be_placed -= 1
+
+    def _drop_memos(self, lease: Lease) -> None:
+        """A lease is over: what was kept to schedule it goes, so that what the scheduler holds
+        stays the size of its queue and plan, not of its past (a long run, or the lease service)."""
+        self._consts.pop(lease.id, None)
+        self._suspended_at.pop(lease.id, None)
+        self._stale.pop(lease.id, None)
 
     def _requeue(self, lease: Lease) -> None:
         """Back into the queue in submission (id) order (spec §6.3)."""
@@ -647,35 +655,46 @@ class LeaseScheduler:
         orig = first.start
         t = max(t, self.images.ready.get(lease.id, t))  # not before its image is there
         points = [t, *(p for p in self.table.changepoints_after(t, vm.nodes) if p < orig)]
-        for p in points:  # (the plan itself, from orig on, cannot overlap [p, orig))
-            if not all(self.table.fits(k, p, orig, vm.usage) for k in vm.nodes):
-                continue
-            diff = orig - p
-            start = vm.start - diff
-            shutdown = self.config.shutdown_time(lease)
-            new_shutdown = False
-            if vm.suspend is None:
-                end, real_end = vm.end - diff, vm.real_end - diff
-            elif (vm.end - start < lease.remaining
-                  or start + lease.remaining + shutdown > vm.final_end):  # keep the suspension
-                end, real_end = vm.end, min(start + lease.real_remaining, vm.end)
-            else:  # it can now finish: no suspension (a shutdown instead, where there are shutdowns)
-                self.table.remove(vm.suspend)
-                vm.suspend = None
-                end, real_end = start + lease.remaining, start + lease.real_remaining
-                new_shutdown = shutdown > 0
-            if vm.resume is not None:
-                self.table.reschedule(vm.resume, p, p + (vm.resume.end - vm.resume.start), start)
-            self.table.reschedule(vm, start, end, real_end)
-            if new_shutdown:  # after the VM moved: it may take some of the VM's old time
-                vm.shutdown = Reservation(lease, end, end + shutdown, end + shutdown, vm.nodes,
-                                          kind=RRKind.SHUTDOWN, usage=vm.usage)
-                self.table.add(vm.shutdown)
-            elif vm.shutdown is not None and vm.shutdown.start != end:
-                length = vm.shutdown.end - vm.shutdown.start
-                self.table.reschedule(vm.shutdown, end, end + length, end + length)
-            self._emit("slideback", lease, p)
+        # the earliest point from which the nodes are free until orig (the plan itself, from orig
+        # on, cannot overlap [p, orig)). Free on [p, orig) implies free on any later [p', orig):
+        # the test is monotone in p, so a binary search finds that point. Trying the points in
+        # order cost a fit per point and node, and a busy log has many points before orig.
+        table, usage = self.table, vm.usage
+        lo, hi = 0, len(points)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if all(table.fits(k, points[mid], orig, usage) for k in vm.nodes):
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo == len(points):
             return
+        p = points[lo]
+        diff = orig - p
+        start = vm.start - diff
+        shutdown = self.config.shutdown_time(lease)
+        new_shutdown = False
+        if vm.suspend is None:
+            end, real_end = vm.end - diff, vm.real_end - diff
+        elif (vm.end - start < lease.remaining
+              or start + lease.remaining + shutdown > vm.final_end):  # keep the suspension
+            end, real_end = vm.end, min(start + lease.real_remaining, vm.end)
+        else:  # it can now finish: no suspension (a shutdown instead, where there are shutdowns)
+            self.table.remove(vm.suspend)
+            vm.suspend = None
+            end, real_end = start + lease.remaining, start + lease.real_remaining
+            new_shutdown = shutdown > 0
+        if vm.resume is not None:
+            self.table.reschedule(vm.resume, p, p + (vm.resume.end - vm.resume.start), start)
+        self.table.reschedule(vm, start, end, real_end)
+        if new_shutdown:  # after the VM moved: it may take some of the VM's old time
+            vm.shutdown = Reservation(lease, end, end + shutdown, end + shutdown, vm.nodes,
+                                      kind=RRKind.SHUTDOWN, usage=vm.usage)
+            self.table.add(vm.shutdown)
+        elif vm.shutdown is not None and vm.shutdown.start != end:
+            length = vm.shutdown.end - vm.shutdown.start
+            self.table.reschedule(vm.shutdown, end, end + length, end + length)
+        self._emit("slideback", lease, p)
 
     # -- advance reservations and immediate leases (spec §6.2, no images yet) ---------------------
     def _schedule_ar(self, lease: Lease, now: int) -> None:
