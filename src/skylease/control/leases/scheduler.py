@@ -507,9 +507,11 @@ class LeaseScheduler:
             if len(w.until) < lease.nodes:
                 continue
             maxend = t + need
-            end, nodes = w.find_nodes(lease.nodes, maxend)
+            # the nodes only where they are used: a stay cut short is of no use without suspension
+            end = w.latest_end(lease.nodes, maxend)
             if end < maxend and not (cfg.suspension and _long_enough(cfg, end - t, threshold)):
                 continue
+            end, nodes = w.find_nodes(lease.nodes, maxend)
             chosen = self._choose_nodes(lease, nodes, resuming, t)
             plan = self._plan_be(lease, t, int(end), chosen, resuming, shutdown)
             if plan is None:

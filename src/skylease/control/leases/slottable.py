@@ -100,6 +100,13 @@ class AvailabilityWindow:
         asc = self._ascending
         return len(asc) - bisect.bisect_left(asc, x)
 
+    def latest_end(self, n: int, maxend: float) -> float:
+        """The ``end`` of :meth:`find_nodes`, without choosing the nodes (a scheduler that cannot
+        use a shorter stay asks this first: most of its tries end there)."""
+        if len(self.until) < n:
+            return self.t
+        return min(maxend, self._ascending[-n])
+
     def find_nodes(self, n: int, maxend: float) -> tuple[float, list[int]]:
         """``(end, nodes)``: the latest ``end <= maxend`` such that ``n`` nodes stay free on
         ``[t, end)``, and those nodes (ascending id); ``end == t`` when fewer than ``n`` are free at
@@ -113,7 +120,7 @@ class AvailabilityWindow:
         nodes that stay free longest"). The others stay free for the leases after it."""
         if len(self.until) < n:
             return self.t, []
-        end = min(maxend, self._ascending[-n])
+        end = self.latest_end(n, maxend)
         if end >= maxend:
             return end, self.nodes_free_until(end)
         return end, sorted(sorted(self.until, key=lambda k: (-self.until[k], -k))[:n])
