@@ -7,7 +7,7 @@ ones from 40,000 tasks on, one pending completion each; its event mix does not c
 to 10,000 tasks. Here ``A`` clients (ids spread over 30,300, as on ``seti``) each hold one pending
 event; an event is a kernel pop and, per row:
 
-* ``kernel only``: schedule the client's next completion (a pop and a push on a heap of ``A``);
+* ``kernel only``: schedule the client's next completion (a pop and a push among ``A`` pending events);
 * ``+ client state``: also read the client's power (an ``array``), its buffer (a list per client,
   refilled every third event) and write its start time, as ``BOINCEnv._done_dg`` does.
 

@@ -1,3 +1,7 @@
+import heapq
+import math
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -118,3 +122,108 @@ def test_cancel_from_inside_callbacks(ts, data):
         # a timer fired only if nobody that fired strictly before it cancelled it
         assert not any(victims[j] == i and (ts[j], j) < (ts[i], i) for j in fired)
     assert all(tm.cancelled for tm in timers.values())  # each fired or was cancelled
+
+
+class _HeapKernel:
+    """The definition the calendar must agree with: one heap on (time, seq), lazy cancels."""
+
+    def __init__(self) -> None:
+        self.now, self.heap, self.seq, self.events = 0.0, [], 0, 0
+
+    def call_at(self, t, fn, *args):
+        entry = [t, self.seq, fn, args]
+        self.seq += 1
+        heapq.heappush(self.heap, entry)
+        return entry
+
+    def run(self, until=None):
+        while self.heap and (until is None or self.heap[0][0] <= until):
+            entry = heapq.heappop(self.heap)
+            if entry[2] is None:
+                continue
+            self.now = entry[0]
+            self.events += 1
+            fn, entry[2] = entry[2], None
+            fn(*entry[3])
+        if until is not None and until > self.now:
+            self.now = until
+        return self.now
+
+
+# times on several scales at once (and ties), so that the width is retuned both ways mid-run
+_scaled = st.one_of(st.floats(0, 1e-3), st.floats(0, 10), st.floats(0, 1e6), st.sampled_from([0.0, 1.0, 5.0]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_scaled, st.integers(0, 3), st.integers(0, 10**6)), min_size=1, max_size=120),
+       st.lists(st.floats(0, 2e6), max_size=3), st.integers(1, 40))
+def test_the_calendar_fires_what_one_heap_fires_in_the_same_order(specs, stops, check):
+    """Each event may schedule children (some at now, some cancellable) and cancel a pending timer;
+    runs may stop at ``until`` and resume. The calendar (width retuned every ``check`` events) and
+    a plain heap fire the same calls at the same times in the same order, with the same counts."""
+    import skylease.sim.kernel as kmod
+
+    old = kmod._CHECK
+    kmod._CHECK = check
+    try:
+        logs = []
+        for k in (Kernel(), _HeapKernel()):
+            log, timers = [], []
+            budget = [600]
+
+            def ev(i, depth, k=k, log=log, timers=timers, budget=budget):
+                log.append((k.now, i))
+                _, kids, salt = specs[i % len(specs)]
+                if timers and salt % 3 == 0:
+                    victim = timers[salt % len(timers)]
+                    if isinstance(victim, list):
+                        victim[2] = None
+                    else:
+                        victim.cancel()
+                for c in range(kids if depth < 3 and budget[0] > 0 else 0):
+                    budget[0] -= 1
+                    delay = 0.0 if (salt + c) % 4 == 0 else specs[(i + c + 1) % len(specs)][0]
+                    if (salt + c) % 2:  # the fast path, no handle
+                        (k.schedule if isinstance(k, Kernel) else k.call_at)(k.now + delay, ev, i * 7 + c + 1,
+                                                                              depth + 1)
+                    else:
+                        timers.append(k.call_at(k.now + delay, ev, i * 7 + c + 1, depth + 1))
+
+            for i, (t, _, _) in enumerate(specs):
+                timers.append(k.call_at(t, ev, i, 0))
+            for u in sorted(stops):
+                k.run(until=u)
+                log.append(("stop", k.now))
+            k.run()
+            logs.append((log, k.now, k.events))
+        assert logs[0] == logs[1]
+    finally:
+        kmod._CHECK = old
+
+
+def test_the_width_follows_the_events():
+    """A million-second model and a millisecond one both end with tens of events a bucket."""
+    for scale in (1e6, 1e-3):
+        k = Kernel()
+        rnd = random.Random(3)
+
+        def again(k=k, rnd=rnd, scale=scale):
+            k.schedule(k.now + rnd.uniform(0.5, 1.5) * scale, again)
+
+        for _ in range(5_000):
+            k.schedule(rnd.uniform(0, scale), again)
+        k.run(until=40 * scale)
+        per_bucket = len(k) / (len(k._bheap) + 1)
+        assert 2 <= per_bucket <= 256, (scale, per_bucket)
+
+
+def test_infinite_times_fire_last_and_nan_is_refused():
+    k = Kernel()
+    out = []
+    k.schedule(math.inf, out.append, "inf")
+    k.schedule(1e300, out.append, "big")
+    k.schedule(1.0, out.append, "one")
+    with pytest.raises(ValueError):
+        k.schedule(math.nan, out.append, "nan")
+    k.run()
+    assert out == ["one", "big", "inf"]

@@ -733,7 +733,7 @@ class DesktopGridEnv:
             self._nreq[i] = on
             if self._active and on <= self._thr:
                 heappush(self._cand, (on, i))
-                if self._disp_timer is None or on < self._disp_timer[0]:
+                if self._disp_timer is None or on < self._disp_timer.time:
                     self._schedule_dispatch()
         else:
             self._kiv[i] = -1
@@ -812,7 +812,7 @@ class DesktopGridEnv:
                 continue
             timer = self._disp_timer
             if timer is not None:
-                if timer[0] == t and timer[2] is not None:
+                if timer.time == t and timer.fn is not None:
                     return
                 timer.cancel()
             self._disp_timer = self.kernel.call_at(t, self._dispatch)
@@ -907,7 +907,7 @@ class DesktopGridEnv:
                 best = (t, c)
         timer = self._cw_timer
         if timer is not None:
-            if timer[0] == best[0] and timer[3] == (best[1],) and timer[2] is not None:
+            if timer.time == best[0] and timer.args == (best[1],) and timer.fn is not None:
                 return
             timer.cancel()
             self._cw_timer = None
