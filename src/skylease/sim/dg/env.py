@@ -101,7 +101,7 @@ from skylease.sim.dg.accel import BatchAccel, TurnaroundStats
 from skylease.sim.dg.flat import FlatTrace, flatten, on_offset_scalar, on_offsets
 from skylease.sim.dg.workload import DGBot, node_powers
 from skylease.sim.env import PolicyTimer
-from skylease.sim.kernel import Kernel, StopSimulation, Timer
+from skylease.sim.kernel import CalendarKernel, StopSimulation, Timer
 
 __all__ = ["BOINCEnv", "DGParams", "DGResult", "DesktopGridEnv", "XWHEPEnv"]
 
@@ -290,7 +290,8 @@ class DesktopGridEnv:
             raise ValueError(f"powers must be {n} positive numbers")
         self._pw = _doubles(pw)
         self._cw_rng = np.random.default_rng(ss_cw)
-        self.kernel = Kernel(start=t0)
+        # a calendar: on seti every busy client (up to 24,000) holds a pending completion
+        self.kernel = CalendarKernel(start=t0)
         self.policy: Policy = Policy()
         self.how = "flat"
         self._bo_table, self._bo_step = _backoff_table(p.req_min, p.req_max)
@@ -733,7 +734,7 @@ class DesktopGridEnv:
             self._nreq[i] = on
             if self._active and on <= self._thr:
                 heappush(self._cand, (on, i))
-                if self._disp_timer is None or on < self._disp_timer.time:
+                if self._disp_timer is None or on < self._disp_timer[0]:
                     self._schedule_dispatch()
         else:
             self._kiv[i] = -1
@@ -812,7 +813,7 @@ class DesktopGridEnv:
                 continue
             timer = self._disp_timer
             if timer is not None:
-                if timer.time == t and timer.fn is not None:
+                if timer[0] == t and timer[2] is not None:
                     return
                 timer.cancel()
             self._disp_timer = self.kernel.call_at(t, self._dispatch)
@@ -907,7 +908,7 @@ class DesktopGridEnv:
                 best = (t, c)
         timer = self._cw_timer
         if timer is not None:
-            if timer.time == best[0] and timer.args == (best[1],) and timer.fn is not None:
+            if timer[0] == best[0] and timer[3] == (best[1],) and timer[2] is not None:
                 return
             timer.cancel()
             self._cw_timer = None
