@@ -20,16 +20,23 @@ median of each size's runs are printed, each with its verdict (the 15-day run's 
 here, 113-117 or 131-138 us a lease, so the least alone flatters the smallest size).
 Kind: ablation-free self-measurement (no peer).
 
-    python benchmarks/bench_scaling.py [--only boinc|leases] [--repeat N]
+With ``--instructions`` the BOINC rows are also counted in instructions per event under valgrind
+(deterministic): where those stay flat and the CPU time per event grows, the growth is the
+memory hierarchy (more clients busy at once, more state out of the caches), not the algorithm.
+
+    python benchmarks/bench_scaling.py [--only boinc|leases] [--repeat N] [--instructions]
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import platform
+import re
+import shutil
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -68,25 +75,68 @@ def report(title: str, unit: str, rows: list[tuple[str, float, float]],
               f"{mg:+.1%} ({mverdict})")
 
 
-def boinc(repeat: int = 3) -> None:
+def boinc_run(name: str, n: int, run: bool = True) -> tuple[int, float]:
+    """One BOINC run of ``n`` homogeneous tasks on ``name``: its events and CPU seconds
+    (``run=False``: build the run only, for :func:`boinc_instructions`)."""
     from skylease.experiments.spequlos import submission_time, trace_for
     from skylease.sim.dg.env import DesktopGridEnv
     from skylease.sim.dg.workload import DGBot
 
+    flat = trace_for(name)  # built once per process
+    env = DesktopGridEnv("boinc", flat, DGBot.homogeneous(n, 60_000.0, "BIG"),
+                         submit_at=submission_time(flat, 1), seed=1)
+    if not run:
+        return 0, 0.0
+    t = time.process_time()
+    events = env.run().events
+    return events, time.process_time() - t
+
+
+def boinc(repeat: int = 3) -> None:
+    from skylease.experiments.spequlos import trace_for
+
     for name in ("nd", "seti"):
-        flat = trace_for(name)
         rows = []
         for n in TASKS:
-            best = math.inf
-            for _ in range(repeat):
-                bot = DGBot.homogeneous(n, 60_000.0, "BIG")
-                env = DesktopGridEnv("boinc", flat, bot, submit_at=submission_time(flat, 1), seed=1)
-                t = time.process_time()
-                res = env.run()
-                best = min(best, time.process_time() - t)
-            rows.append((f"{n:,} tasks, {res.events:,} ev", res.events, best))
-        report(f"BOINC on {name} ({flat.n_nodes:,} nodes), no QoS: CPU per event, least of {repeat} runs",
+            runs = [boinc_run(name, n) for _ in range(repeat)]
+            events = runs[0][0]
+            rows.append((f"{n:,} tasks, {events:,} ev", events, min(cpu for _, cpu in runs)))
+        nodes = trace_for(name).n_nodes
+        report(f"BOINC on {name} ({nodes:,} nodes), no QoS: CPU per event, least of {repeat} runs",
                "us/event", rows)
+
+
+def _instructions(valgrind: str, name: str, n: int, run: bool) -> tuple[int, int]:
+    """Instructions of a child process doing :func:`boinc_run` under valgrind, and its events."""
+    p = subprocess.run([valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                        sys.executable, __file__, "--child", name, str(n), "run" if run else "build"],
+                       capture_output=True, text=True, check=True)
+    ir = re.search(r"I\s+refs:\s+([\d,]+)", p.stderr)
+    if ir is None:
+        raise RuntimeError(f"no instruction count from valgrind: {p.stderr[-500:]}")
+    return int(ir.group(1).replace(",", "")), int(p.stdout.split()[-1])
+
+
+def boinc_instructions() -> None:
+    """Instructions per event of ``env.run()``, counted by valgrind: deterministic, so neither
+    the machine's load nor its caches move them. Each size runs twice in its own process, once
+    building the run only: the difference is the run's own instructions."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("\n--instructions needs valgrind (Debian: apt-get install valgrind)")
+        return
+    for name in ("nd", "seti"):
+        print(f"\nBOINC on {name}, no QoS: instructions of the run per event (valgrind --tool=cachegrind)")
+        print(f"{'size':>24} {'run instructions':>18} {'per event':>10}")
+        per = []
+        for n in TASKS:
+            total, events = _instructions(valgrind, name, n, True)
+            setup, _ = _instructions(valgrind, name, n, False)
+            per.append((total - setup) / events)
+            print(f"{f'{n:,} tasks, {events:,} ev':>24} {total - setup:18,} {per[-1]:10,.0f}")
+        growth = per[-1] / per[0] - 1
+        verdict = "flat within 10 %" if abs(growth) <= 0.10 else "NOT flat within 10 %"
+        print(f"{'':>24} largest vs smallest {growth:+.1%} ({verdict})")
 
 
 def leases(repeat: int = 1) -> None:
@@ -138,11 +188,19 @@ def main() -> None:
     ap.add_argument("--only", choices=("boinc", "leases"), default=None)
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per size, the least CPU time kept (leases: alternating rounds, median too)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="BOINC: also count instructions per event under valgrind (about 12 minutes)")
+    ap.add_argument("--child", nargs=3, metavar=("TRACE", "TASKS", "WHAT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:  # one run under valgrind (--instructions)
+        print(boinc_run(args.child[0], int(args.child[1]), args.child[2] == "run")[0])
+        return
     print(f"Python {platform.python_version()}, {platform.machine()}, load {os.getloadavg()[0]:.1f}; "
           f"CPU time of this process")
     if args.only in (None, "boinc"):
         boinc(max(1, args.repeat))
+        if args.instructions:
+            boinc_instructions()
     if args.only in (None, "leases"):
         leases(max(1, args.repeat))
 

@@ -7,9 +7,12 @@ ones from 40,000 tasks on, one pending completion each; its event mix does not c
 to 10,000 tasks. Here ``A`` clients (ids spread over 30,300, as on ``seti``) each hold one pending
 event; an event is a kernel pop and, per row:
 
-* ``kernel only``: schedule the client's next completion (a pop and a push on a heap of ``A``);
-* ``+ client state``: also read the client's power (an ``array``), its buffer (a list per client,
-  refilled every third event) and write its start time, as ``BOINCEnv._done_dg`` does.
+* ``heap Kernel`` / ``CalendarKernel``: schedule the client's next completion (a pop and a push
+  among ``A`` pending events) on :class:`~skylease.sim.kernel.Kernel` (one heap) or on
+  :class:`~skylease.sim.kernel.CalendarKernel` (what the desktop-grid models use);
+* ``+ client state`` (on the calendar): also read the client's power (an ``array``), its buffer
+  (a list per client, refilled every third event) and write its start time, as
+  ``BOINCEnv._done_dg`` does.
 
 No trace, no WUs, no garbage beyond the kernel's own entries. Least of ``--repeat`` runs of
 300,000 events, CPU time of this process. Kind: self-measurement (no peer, no ablation).
@@ -26,17 +29,17 @@ import random
 import time
 from array import array
 
-from skylease.sim.kernel import Kernel
+from skylease.sim.kernel import CalendarKernel, Kernel
 
 NODES = 30_300
 BUSY = (2_500, 10_000, 24_000)
 EVENTS = 300_000
 
 
-def run(busy: int, client_state: bool) -> float:
+def run(busy: int, client_state: bool, kernel_type: type[Kernel] = CalendarKernel) -> float:
     """CPU microseconds per event with ``busy`` clients holding one pending event each."""
     rnd = random.Random(1)
-    kernel = Kernel()
+    kernel = kernel_type()
     power = array("d", [rnd.uniform(500.0, 1500.0) for _ in range(NODES)])
     start = array("d", bytes(8 * NODES))
     buf: list[list[int] | None] = [None] * NODES
@@ -71,8 +74,9 @@ def main() -> None:
     print(f"Python {platform.python_version()}, {platform.machine()}, load {os.getloadavg()[0]:.1f}; "
           f"CPU us per event, least of {args.repeat}")
     print(f"{'':>18}" + "".join(f"{f'{a:,} busy':>14}" for a in BUSY) + f"{'growth':>10}")
-    for label, state in (("kernel only", False), ("+ client state", True)):
-        costs = [min(run(a, state) for _ in range(max(1, args.repeat))) for a in BUSY]
+    for label, state, kind in (("heap Kernel", False, Kernel), ("CalendarKernel", False, CalendarKernel),
+                               ("+ client state", True, CalendarKernel)):
+        costs = [min(run(a, state, kind) for _ in range(max(1, args.repeat))) for a in BUSY]
         print(f"{label:>18}" + "".join(f"{c:14.2f}" for c in costs) + f"{costs[-1] / costs[0] - 1:+10.0%}")
 
 

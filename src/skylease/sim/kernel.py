@@ -19,6 +19,13 @@ from heapq import heapify, heappop, heappush
 from typing import Any
 
 _COMPACT_MIN = 256
+#: CalendarKernel: events between two looks at the bucket width, the events per bucket it aims at
+_CHECK = 4096
+_LOW, _HIGH = 8, 128
+_STEP = 4.0  # the factor a width changes by
+_WIDTH = 1.0  # initial bucket width (seconds): corrected within the first _CHECK events
+_SPLIT = 4 * _HIGH  # a bucket reached with more events than this is split at once
+_INT_MAX = 9e18  # a bucket index above it (or NaN) takes the slow path: inf, or an error
 
 
 class StopSimulation(Exception):
@@ -41,8 +48,8 @@ class Timer(list):
             self[3] = ()
             kernel = self[4]
             kernel._cancelled += 1
-            if kernel._cancelled > _COMPACT_MIN and 2 * kernel._cancelled > len(kernel._heap):
-                kernel._compact()
+            if kernel._cancelled > kernel._check_cancelled:
+                kernel._maybe_compact()
 
     @property
     def time(self) -> float:
@@ -57,49 +64,59 @@ class Timer(list):
 class Kernel:
     """The event loop: a virtual clock ``now`` (seconds) and a heap of pending calls."""
 
-    __slots__ = ("_cancelled", "_heap", "_seq", "events", "now")
+    __slots__ = ("_cancelled", "_check_cancelled", "_heap", "_seq", "events", "now")
 
     def __init__(self, start: float = 0.0) -> None:
         self.now = float(start)
         self._heap: list[list[Any]] = []
         self._seq = itertools.count()
         self._cancelled = 0
+        self._check_cancelled = _COMPACT_MIN
         self.events = 0  # calls fired so far (cancelled timers not counted)
 
     # -- scheduling -------------------------------------------------------------------------
     def schedule(self, time: float, fn: Callable[..., Any], *args: Any) -> None:
         """Call ``fn(*args)`` at ``time`` (no handle: cannot be cancelled)."""
-        if time < self.now:
+        if not time >= self.now:  # NaN too
             raise ValueError(f"cannot schedule at {time} before now={self.now}")
         heappush(self._heap, [time, next(self._seq), fn, args])
 
     def schedule_in(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
         """Call ``fn(*args)`` after ``delay`` seconds (no handle)."""
-        if delay < 0:
+        if not delay >= 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
         heappush(self._heap, [self.now + delay, next(self._seq), fn, args])
 
     def call_at(self, time: float, fn: Callable[..., Any], *args: Any) -> Timer:
         """Call ``fn(*args)`` at ``time``; the returned timer can be cancelled."""
-        if time < self.now:
+        if not time >= self.now:  # NaN too
             raise ValueError(f"cannot schedule at {time} before now={self.now}")
         timer = Timer((time, next(self._seq), fn, args, self))
         heappush(self._heap, timer)
         return timer
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Timer:
-        if delay < 0:
+        if not delay >= 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
         timer = Timer((self.now + delay, next(self._seq), fn, args, self))
         heappush(self._heap, timer)
         return timer
 
+    def _maybe_compact(self) -> None:
+        """Drop cancelled timers once they are over half the pending entries: cheaper than
+        popping each of them later."""
+        n = len(self)
+        if 2 * self._cancelled > n:
+            self._compact()
+            self._cancelled = 0
+            self._check_cancelled = _COMPACT_MIN
+        else:  # look again when they would be over half of what is pending now
+            self._check_cancelled = max(_COMPACT_MIN, n // 2)
+
     def _compact(self) -> None:
-        """Drop cancelled timers: cheaper than popping each of them later."""
         heap = self._heap
         heap[:] = [e for e in heap if e[2] is not None]
         heapify(heap)
-        self._cancelled = 0
 
     # -- running ----------------------------------------------------------------------------
     def stop(self) -> None:
@@ -124,10 +141,16 @@ class Kernel:
         With ``until``, the clock ends at ``until`` (events exactly at ``until`` fire).
         Returns the final clock.
         """
+        self._fire(math.inf if until is None else until)
+        if until is not None and until > self.now:
+            self.now = until
+        return self.now
+
+    def _fire(self, limit: float) -> bool:
+        """Fire the heap's events up to ``limit``; True if a callback stopped the run."""
         heap = self._heap
         pop = heappop
         fired = 0
-        limit = math.inf if until is None else until
         try:
             while heap and heap[0][0] <= limit:
                 entry = pop(heap)
@@ -139,10 +162,173 @@ class Kernel:
                 self.now = entry[0]
                 fired += 1
                 fn(*entry[3])
-            if until is not None and until > self.now:
-                self.now = until
         except StopSimulation:
-            pass
+            return True
         finally:
             self.events += fired
+        return False
+
+
+def _bucket(time: float) -> float:
+    """The bucket of ``time`` when ``time / width`` is not below :data:`_INT_MAX`: inf (after
+    every int bucket), which keeps huge finite times in order among themselves by their heap."""
+    if math.isnan(time):
+        raise ValueError("cannot schedule at NaN")
+    return math.inf
+
+
+def _index(time: float, inv: float) -> float:
+    """The bucket of ``time``; :meth:`CalendarKernel.schedule` inlines it (keep them the same)."""
+    x = time * inv
+    return int(x) if x < _INT_MAX else _bucket(time)
+
+
+class CalendarKernel(Kernel):
+    """:class:`Kernel`'s events in the same order, from a calendar queue (see the module's doc).
+
+    Invariant: every entry of the current bucket's heap ``_heap`` has a bucket index at most
+    ``_curb``, and every entry of ``_buckets`` (keyed by index, the keys also in the heap
+    ``_bheap``) a greater one; since the index grows with time, the least entry of ``_heap`` is
+    the next event whenever ``_heap`` is not empty.
+    """
+
+    __slots__ = ("_bheap", "_buckets", "_curb", "_inv")
+
+    def __init__(self, start: float = 0.0) -> None:
+        super().__init__(start)
+        self._inv = 1.0 / _WIDTH
+        self._curb = _index(self.now, self._inv)
+        self._buckets: dict[float, list[list[Any]]] = {}
+        self._bheap: list[float] = []
+
+    def _push(self, entry: list[Any]) -> None:
+        b = _index(entry[0], self._inv)
+        if b > self._curb:
+            self._later(entry, b)
+        else:
+            heappush(self._heap, entry)
+
+    def _later(self, entry: list[Any], b: float) -> None:
+        lst = self._buckets.get(b)
+        if lst is None:
+            self._buckets[b] = [entry]
+            heappush(self._bheap, b)
+        else:
+            lst.append(entry)
+
+    def schedule(self, time: float, fn: Callable[..., Any], *args: Any) -> None:
+        if not time >= self.now:  # NaN too
+            raise ValueError(f"cannot schedule at {time} before now={self.now}")
+        entry = [time, next(self._seq), fn, args]
+        x = time * self._inv  # _index and _push inlined: every event of a model comes here
+        b = int(x) if x < _INT_MAX else _bucket(time)
+        if b <= self._curb:
+            heappush(self._heap, entry)
+        else:
+            self._later(entry, b)
+
+    def schedule_in(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
+        if not delay >= 0:
+            raise ValueError(f"delay must be >= 0, got {delay}")
+        self._push([self.now + delay, next(self._seq), fn, args])
+
+    def call_at(self, time: float, fn: Callable[..., Any], *args: Any) -> Timer:
+        if not time >= self.now:  # NaN too
+            raise ValueError(f"cannot schedule at {time} before now={self.now}")
+        timer = Timer((time, next(self._seq), fn, args, self))
+        self._push(timer)
+        return timer
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Timer:
+        if not delay >= 0:
+            raise ValueError(f"delay must be >= 0, got {delay}")
+        timer = Timer((self.now + delay, next(self._seq), fn, args, self))
+        self._push(timer)
+        return timer
+
+    # -- the calendar -----------------------------------------------------------------------
+    def _next_bucket(self) -> bool:
+        """Make the earliest future bucket current (``_heap`` is empty); False if none is left."""
+        if not self._bheap:
+            return False
+        b = heappop(self._bheap)
+        heap = self._heap
+        heap.extend(self._buckets.pop(b))  # in place: the run loop holds this list
+        heapify(heap)
+        self._curb = b
+        return True
+
+    def _entries(self) -> list[list[Any]]:
+        out = list(self._heap)
+        for lst in self._buckets.values():
+            out.extend(lst)
+        return out
+
+    def _refill(self, entries: list[list[Any]], inv: float) -> None:
+        """Re-bucket ``entries`` (all pending) with width ``1 / inv``, in place."""
+        self._inv = inv
+        self._heap.clear()
+        self._buckets.clear()
+        self._bheap.clear()
+        self._curb = _index(self.now, inv)
+        for e in entries:
+            self._push(e)
+
+    def _compact(self) -> None:
+        self._refill([e for e in self._entries() if e[2] is not None], self._inv)
+
+    def _split(self) -> None:
+        """The current bucket holds over :data:`_SPLIT` events (the width is far too wide, as at
+        the start of a run on another time scale): narrow it to spread them over tens of buckets."""
+        heap = self._heap
+        hi = max((e[0] for e in heap if e[0] < math.inf), default=heap[0][0])
+        if heap[0][0] < hi:
+            inv = len(heap) / ((_LOW + _HIGH) / 2) / (hi - heap[0][0])
+            if inv > self._inv and not math.isinf(inv):
+                self._refill(self._entries(), inv)
+
+    def _retune(self, fired: int, moves: int) -> None:
+        """``fired`` events took ``moves`` bucket changes: widen or narrow the buckets by
+        :data:`_STEP` if that is off [_LOW, _HIGH] events a bucket."""
+        if moves * _HIGH < fired:
+            inv = self._inv * _STEP
+        elif moves * _LOW > fired:
+            inv = self._inv / _STEP
+        else:
+            return
+        if inv == 0.0 or math.isinf(inv):
+            return
+        self._refill(self._entries(), inv)
+
+    def peek(self) -> float:
+        heap = self._heap
+        while True:
+            while heap and heap[0][2] is None:
+                heappop(heap)
+                self._cancelled -= 1
+            if heap:
+                return heap[0][0]
+            if not self._next_bucket():
+                return math.inf
+
+    def __len__(self) -> int:
+        return len(self._heap) + sum(map(len, self._buckets.values()))
+
+    def run(self, until: float | None = None) -> float:
+        limit = math.inf if until is None else until
+        heap = self._heap
+        moves, since = 0, self.events  # bucket changes and events since the last look at the width
+        if len(heap) > _SPLIT:
+            self._split()
+        while not self._fire(limit) and not heap:  # the bucket is spent: take the next one
+            if not self._next_bucket():
+                break
+            moves += 1
+            if len(heap) > _SPLIT:
+                self._split()
+            if self.events - since >= _CHECK:
+                self._retune(self.events - since, moves)
+                moves, since = 0, self.events
+        if until is not None and until > self.now:
+            self.now = until
         return self.now

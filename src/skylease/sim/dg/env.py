@@ -101,7 +101,7 @@ from skylease.sim.dg.accel import BatchAccel, TurnaroundStats
 from skylease.sim.dg.flat import FlatTrace, flatten, on_offset_scalar, on_offsets
 from skylease.sim.dg.workload import DGBot, node_powers
 from skylease.sim.env import PolicyTimer
-from skylease.sim.kernel import Kernel, StopSimulation, Timer
+from skylease.sim.kernel import CalendarKernel, StopSimulation, Timer
 
 __all__ = ["BOINCEnv", "DGParams", "DGResult", "DesktopGridEnv", "XWHEPEnv"]
 
@@ -290,7 +290,8 @@ class DesktopGridEnv:
             raise ValueError(f"powers must be {n} positive numbers")
         self._pw = _doubles(pw)
         self._cw_rng = np.random.default_rng(ss_cw)
-        self.kernel = Kernel(start=t0)
+        # a calendar: on seti every busy client (up to 24,000) holds a pending completion
+        self.kernel = CalendarKernel(start=t0)
         self.policy: Policy = Policy()
         self.how = "flat"
         self._bo_table, self._bo_step = _backoff_table(p.req_min, p.req_max)
