@@ -82,6 +82,15 @@ def test_stop_ends_run(kernel_type):
 
 
 @KERNELS
+def test_stop_inside_a_run_until_keeps_the_clock_where_it_stopped(kernel_type):
+    k = kernel_type()
+    k.schedule(2, k.stop)
+    k.schedule(3, lambda: None)
+    assert k.run(until=10) == 2 and k.now == 2
+    assert k.run(until=10) == 10
+
+
+@KERNELS
 def test_heap_is_compacted_under_heavy_cancellation(kernel_type):
     k = kernel_type()
     for i in range(10_000):

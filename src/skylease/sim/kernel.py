@@ -8,6 +8,19 @@ were scheduled (seq is a global counter), so every run is deterministic. Two way
 
 Cancelled timers stay in the heap and are skipped when popped (lazy deletion, O(1) cancel); when
 they outnumber live events the heap is compacted so timer-heavy models do not grow without bound.
+
+:class:`CalendarKernel` fires the same events in the same order from a calendar queue, for models
+that keep thousands of events pending (a desktop grid's busy clients hold one each). A heap pop
+reads ``log n`` entries allocated long ago; with tens of thousands pending those reads miss the
+CPU caches (``benchmarks/bench_scaling_floor.py``: +95-110 % per event from 2,500 to 24,000
+pending). The calendar puts an event in the bucket ``int(time / width)`` (an unsorted list:
+scheduling is an append) and makes a bucket a heap only when it is reached, so a pop touches tens
+of entries however many are pending. The width follows the run: at the first bucket change after
+every :data:`_CHECK` events it is multiplied or divided by :data:`_STEP` when the events fired per
+bucket leave [:data:`_LOW`, :data:`_HIGH`], and a bucket reached with over :data:`_SPLIT` events
+is split at once. The order never depends on the width: buckets are taken in time order and each
+is a heap on (time, seq). With few events pending the one heap is faster (5-20 % on
+``benchmarks/bench_kernel.py``'s models), hence two kernels.
 """
 
 from __future__ import annotations
@@ -23,7 +36,7 @@ _COMPACT_MIN = 256
 _CHECK = 4096
 _LOW, _HIGH = 8, 128
 _STEP = 4.0  # the factor a width changes by
-_WIDTH = 1.0  # initial bucket width (seconds): corrected within the first _CHECK events
+_WIDTH = 1.0  # initial bucket width (seconds): split or retuned once the run shows its scale
 _SPLIT = 4 * _HIGH  # a bucket reached with more events than this is split at once
 _INT_MAX = 9e18  # a bucket index above it (or NaN) takes the slow path: inf, or an error
 
@@ -141,9 +154,9 @@ class Kernel:
         With ``until``, the clock ends at ``until`` (events exactly at ``until`` fire).
         Returns the final clock.
         """
-        self._fire(math.inf if until is None else until)
-        if until is not None and until > self.now:
-            self.now = until
+        stopped = self._fire(math.inf if until is None else until)
+        if not stopped and until is not None and until > self.now:
+            self.now = until  # a stopped run keeps the clock where it stopped
         return self.now
 
     def _fire(self, limit: float) -> bool:
@@ -320,7 +333,7 @@ class CalendarKernel(Kernel):
         moves, since = 0, self.events  # bucket changes and events since the last look at the width
         if len(heap) > _SPLIT:
             self._split()
-        while not self._fire(limit) and not heap:  # the bucket is spent: take the next one
+        while not (stopped := self._fire(limit)) and not heap:  # the bucket is spent: the next
             if not self._next_bucket():
                 break
             moves += 1
@@ -329,6 +342,6 @@ class CalendarKernel(Kernel):
             if self.events - since >= _CHECK:
                 self._retune(self.events - since, moves)
                 moves, since = 0, self.events
-        if until is not None and until > self.now:
+        if not stopped and until is not None and until > self.now:
             self.now = until
         return self.now
