@@ -62,12 +62,20 @@ class FakeManager:
         with self._lock:
             return self._get(owner, lease_id)
 
-    def leases(self, owner: str | None) -> list[LeaseView]:
-        with self._lock:
-            return [v for v in self._leases.values() if owner is None or v.owner == owner]
+    def leases(self, owner: str | None, after: int | None = None, limit: int | None = None
+               ) -> list[LeaseView]:
+        return self._page(owner, after, limit, lambda v: True)
 
-    def queue(self, owner: str | None) -> list[LeaseView]:
-        return [v for v in self.leases(owner) if v.state == "queued"]
+    def queue(self, owner: str | None, after: int | None = None, limit: int | None = None
+              ) -> list[LeaseView]:
+        return self._page(owner, after, limit, lambda v: v.state == "queued")
+
+    def _page(self, owner: str | None, after: int | None, limit: int | None, keep) -> list[LeaseView]:
+        """The real manager's pages: by id, above ``after``, at most ``limit``."""
+        with self._lock:
+            views = [v for lid, v in sorted(self._leases.items()) if (owner is None or v.owner == owner)
+                     and (after is None or lid > after) and keep(v)]
+        return views if limit is None else views[:limit]
 
     def hosts(self) -> list[HostView]:
         return [HostView(name=f"node{i}", index=i, cpu=1.0, memory=1024, disk=0, cpus=[i % 2], leases=[],
@@ -78,6 +86,9 @@ class FakeManager:
 
     def wait_change(self, since: int, timeout: float) -> int:
         return self.changes.wait(since, timeout)
+
+    async def wait_change_async(self, since: int, timeout: float) -> int:
+        return await self.changes.wait_async(since, timeout)
 
     def close(self) -> None:
         self.closed = True

@@ -3,16 +3,18 @@
 Routes (OpenAPI at ``/docs``, ``/redoc`` and ``/openapi.json``)::
 
     POST   /leases        a lease request (JSON, or application/xml: one Haizea <lease> element) -> 201
-    GET    /leases        the caller's leases (an administrator's: every lease)
+    GET    /leases        the caller's leases (an administrator's: every lease), a page at a time
     GET    /leases/{id}   one lease: its events, where it runs, its payloads
     DELETE /leases/{id}   cancel it
-    GET    /queue         best-effort leases waiting, in queue order
+    GET    /queue         best-effort leases waiting, in queue order, a page at a time
     GET    /hosts         the site's nodes (administrators only)
     GET    /health        {"ok": true, "now": lease time, "version": ...}; no token needed
 
 Every route but ``/health`` and the documentation needs ``Authorization: Bearer TOKEN`` (401
 otherwise, with ``WWW-Authenticate: Bearer``). A user sees, shows and cancels only their own
-leases; another's is 404, as one that does not exist (so ids tell nothing).
+leases; another's is 404, as one that does not exist (so ids tell nothing). A list answers a page
+(``limit``, the cursor ``after``; the next page's cursor in ``X-Next-Cursor`` and ``Link``:
+:mod:`skylease.service.paging`).
 
 Errors are ``{"detail": "one line"}``: a malformed body or parameter 422, a body over 64 KiB 413,
 an unsupported content type 415, a refused request (:class:`LeaseRefused`) 409, a lease not found
@@ -26,7 +28,7 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Path, Request
+from fastapi import Depends, FastAPI, HTTPException, Path, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -46,6 +48,7 @@ from skylease.runtime.leases.api import (
 )
 from skylease.service.auth import User, user_for_token
 from skylease.service.bodies import BODY, BadBody, is_xml, lease_request_from_json, lease_request_from_xml
+from skylease.service.paging import PAGED, PageQuery, keys_of, page_query, paged
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]
 
@@ -194,6 +197,7 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         return user
 
     Caller = Annotated[User, Depends(current_user)]
+    Page = Annotated[PageQuery, Depends(page_query())]
     LeaseId = Annotated[int, Path(ge=0, le=2**53, description="The lease's id.")]
 
     from skylease.service.web.pages import add_pages
@@ -225,10 +229,13 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         req = lease_request_from_xml(text) if kind == "xml" else lease_request_from_json(text)
         return await run_in_threadpool(manager.request, user.name, req)
 
-    @app.get("/leases", response_model=list[LeaseView], tags=["leases"], responses=_ERRORS)
-    def list_leases(user: Caller) -> list[LeaseView]:
-        """The caller's leases (an administrator's: every lease), by id."""
-        return manager.leases(user.scope)
+    @app.get("/leases", response_model=list[LeaseView], tags=["leases"], responses={**_ERRORS, **PAGED})
+    def list_leases(user: Caller, page: Page, request: Request, response: Response) -> list[LeaseView]:
+        """The caller's leases (an administrator's: every lease), by id: a page of ``limit``, after
+        the cursor ``after`` (the next page's cursor is in the X-Next-Cursor and Link headers)."""
+        after = keys_of("leases", page)
+        views = manager.leases(user.scope, None if after is None else after[0], page.limit + 1)
+        return paged(request, response, views, page.limit, "leases", lambda v: (v.id,))
 
     @app.get("/leases/{lease_id}", response_model=LeaseView, tags=["leases"],
              responses={**_ERRORS, **_NOT_FOUND})
@@ -242,10 +249,13 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         """Cancel a lease: it leaves the queue or the slot table, and its payloads are stopped."""
         return manager.cancel(user.scope, lease_id)
 
-    @app.get("/queue", response_model=list[LeaseView], tags=["leases"], responses=_ERRORS)
-    def queue(user: Caller) -> list[LeaseView]:
-        """Best-effort leases waiting to start, in queue order (the caller's, or all for an admin)."""
-        return manager.queue(user.scope)
+    @app.get("/queue", response_model=list[LeaseView], tags=["leases"], responses={**_ERRORS, **PAGED})
+    def queue(user: Caller, page: Page, request: Request, response: Response) -> list[LeaseView]:
+        """Best-effort leases waiting to start, in queue order (the caller's, or all for an admin),
+        a page at a time as ``GET /leases``."""
+        after = keys_of("queue", page)
+        views = manager.queue(user.scope, None if after is None else after[0], page.limit + 1)
+        return paged(request, response, views, page.limit, "queue", lambda v: (v.id,))
 
     @app.get("/hosts", response_model=list[HostView], tags=["site"],
              responses={**_ERRORS, 403: {"model": Problem, "description": "not an administrator"}})
@@ -257,11 +267,12 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
 
     if qos is not None:
         from skylease.runtime.qos.ledger import CreditRefused
-        from skylease.runtime.qos.service import NotYours
+        from skylease.runtime.qos.service import BotsRefused, NotYours
         from skylease.service.qos_api import add_qos_routes
 
         add_qos_routes(app, Caller, qos, _ERRORS)
         app.add_exception_handler(CreditRefused, lambda _r, e: JSONResponse({"detail": str(e)}, 409))
+        app.add_exception_handler(BotsRefused, lambda _r, e: JSONResponse({"detail": str(e)}, 409))
         app.add_exception_handler(NotYours, lambda _r, e: JSONResponse({"detail": str(e)}, 404))
 
     from skylease.service.runs_api import add_run_routes

@@ -3,7 +3,7 @@
 Routes (under the same tokens as the lease routes)::
 
     POST /qos/bots                      register a bag of tasks (and order credits for it) -> 201
-    GET  /qos/bots                      the caller's bags (an administrator's: every bag)
+    GET  /qos/bots                      the caller's bags (an administrator's: every bag), a page at a time
     GET  /qos/bots/{id}                 one bag: its progress, state and order
     POST /qos/bots/{id}/reports         a run's report -> what the run must do (Instructions)
     POST /qos/bots/{id}/orders          order more credits for a bag (409 when the balance is short)
@@ -14,7 +14,9 @@ Routes (under the same tokens as the lease routes)::
     GET  /qos/accounts/{user}           an account: balance and last movements (one's own, or admin)
     POST /qos/accounts/{user}/deposits  credit a user's account (administrators only)
 
-A bag or account the caller may not reach is 404, as one that does not exist.
+A bag or account the caller may not reach is 404, as one that does not exist. A registration past
+the user's bound on running bags is 409 with the reason; ``GET /qos/bots`` answers a page
+(:mod:`skylease.service.paging`).
 """
 
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time.
@@ -22,13 +24,14 @@ import math
 from dataclasses import asdict, is_dataclass
 from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Path
+from fastapi import Depends, FastAPI, HTTPException, Path, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from skylease.control.qos.relay import Report
 from skylease.runtime.qos.service import QoSService
 from skylease.service.auth import list_users
+from skylease.service.paging import PAGED, PageQuery, keys_of, page_query, paged
 
 __all__ = ["add_qos_routes"]
 
@@ -103,18 +106,25 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: dict[int 
     BotId = Annotated[int, Path(ge=0, le=2**53, description="The bag's id.")]
     not_found = {**errors, 404: {"description": "no such bag or account visible to the caller"}}
     refused = {**not_found, 409: {"description": "the order is refused (the balance is short)"}}
+    too_many = {**refused, 409: {"description": "refused: the balance is short for the credits asked, or "
+                                                "the user has as many bags running as the server allows"}}
+    Page = Annotated[PageQuery, Depends(page_query())]
 
-    @app.post("/qos/bots", status_code=201, tags=["qos"], responses=refused)
+    @app.post("/qos/bots", status_code=201, tags=["qos"], responses=too_many)
     def register(body: BotRequest, user: Caller) -> dict[str, Any]:
-        """Register a bag of tasks; with ``credits``, order them for it at once (it is served)."""
+        """Register a bag of tasks; with ``credits``, order them for it at once (it is served). A
+        user may have a bounded number of bags running (the server's ``max_bots_per_user``)."""
         view = qos.register(user.name, body.infrastructure, body.n_tasks, strategy=body.strategy,
                             tick=body.tick, pool=body.pool, credits=body.credits)
         return _plain(qos.bot(user.name, view.id))
 
-    @app.get("/qos/bots", tags=["qos"], responses=errors)
-    def bots(user: Caller) -> list[dict[str, Any]]:
-        """The caller's bags (an administrator's: all), with their progress and state."""
-        return _plain(qos.bots(user.scope))
+    @app.get("/qos/bots", tags=["qos"], responses={**errors, **PAGED})
+    def bots(user: Caller, page: Page, request: Request, response: Response) -> list[dict[str, Any]]:
+        """The caller's bags (an administrator's: all), oldest first, with their progress and state:
+        a page of ``limit``, after the cursor ``after`` (the next one in X-Next-Cursor and Link)."""
+        after = keys_of("bots", page)
+        views = qos.bots(user.scope, None if after is None else after[0], page.limit + 1)
+        return _plain(paged(request, response, views, page.limit, "bots", lambda b: (b["id"],)))
 
     @app.get("/qos/bots/{bot}", tags=["qos"], responses=not_found)
     def bot(bot: BotId, user: Caller) -> dict[str, Any]:

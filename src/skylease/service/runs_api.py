@@ -6,22 +6,34 @@ Routes (under the same bearer tokens as the lease routes)::
     POST /runs                  register a run -> 201, the run (its id)
     POST /runs/{id}/tasks       a batch of task rows (at most 1,000; the last row of a task wins)
     POST /runs/{id}/finish      the run ended: done, failed or stopped
-    GET  /runs                  the caller's runs, newest first (an administrator's: every run)
+    GET  /runs                  the caller's runs, newest first (an administrator's: every run), a page
     GET  /runs/{id}             one run: its state and counts
-    GET  /runs/{id}/tasks       a page of its task table, failed first (offset, limit)
+    GET  /runs/{id}/tasks       a page of its task table, failed first (limit, and the cursor after
+                                or an offset)
 
 A run the caller may not reach is 404, as one that does not exist; only its owner writes to it. A
-malformed body is 422 naming the field; a batch naming a task the run does not have is 400.
+malformed body is 422 naming the field; a batch naming a task the run does not have is 400. The
+lists answer pages (:mod:`skylease.service.paging`); a task table's rows are ordered by their
+status, so a task whose status changes between two pages may be seen twice or not at all in one walk.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time.
 from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, Path, Query
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
-from skylease.runtime.runs.registry import MAX_BATCH, MAX_RUN_TASKS, RunRegistry, RunRequest, RunView, TaskRow
+from skylease.runtime.runs.registry import (
+    MAX_BATCH,
+    MAX_RUN_TASKS,
+    RunRegistry,
+    RunRequest,
+    RunView,
+    TaskRow,
+    task_rank,
+)
+from skylease.service.paging import PAGED, PageQuery, keys_of, page_query, paged
 
 __all__ = ["add_run_routes"]
 
@@ -46,6 +58,9 @@ def add_run_routes(app: FastAPI, caller: Any, runs: RunRegistry, errors: dict[in
     RunId = Annotated[int, Path(ge=0, le=2**53, description="The run's id.")]
     not_found = {**errors, 404: {"description": "no such run visible to the caller"}}
     bad = {**not_found, 400: {"description": "a row names a task the run does not have"}}
+    Page = Annotated[PageQuery, Depends(page_query())]
+    #: (a task table keeps its default page of a batch, as before pages had cursors)
+    TaskPage = Annotated[PageQuery, Depends(page_query(MAX_BATCH))]
 
     @app.post("/runs", status_code=201, response_model=RunView, tags=["runs"],
               responses={**errors, 400: {"description": "the user keeps too many runs"}})
@@ -63,18 +78,29 @@ def add_run_routes(app: FastAPI, caller: Any, runs: RunRegistry, errors: dict[in
         """One's run ended: done (every task ok), failed, or stopped (to be resumed)."""
         return runs.finish(user.name, run, body.state)
 
-    @app.get("/runs", response_model=list[RunView], tags=["runs"], responses=errors)
-    def list_runs(user: Caller) -> list[RunView]:
-        """The caller's runs (an administrator's: all), newest first."""
-        return runs.runs(user.scope)
+    @app.get("/runs", response_model=list[RunView], tags=["runs"], responses={**errors, **PAGED})
+    def list_runs(user: Caller, page: Page, request: Request, response: Response) -> list[RunView]:
+        """The caller's runs (an administrator's: all), newest first: a page of ``limit``, after the
+        cursor ``after`` (the next one in the X-Next-Cursor and Link headers)."""
+        before = keys_of("runs", page)
+        views = runs.runs(user.scope, page.limit + 1, None if before is None else before[0])
+        return paged(request, response, views, page.limit, "runs", lambda r: (r.id,))
 
     @app.get("/runs/{run}", response_model=RunView, tags=["runs"], responses=not_found)
     def show_run(run: RunId, user: Caller) -> RunView:
         return runs.run(user.scope, run)
 
-    @app.get("/runs/{run}/tasks", response_model=list[TaskRow], tags=["runs"], responses=not_found)
-    def tasks(run: RunId, user: Caller,
-              offset: Annotated[int, Query(ge=0, le=MAX_RUN_TASKS)] = 0,
-              limit: Annotated[int, Query(ge=1, le=MAX_BATCH)] = MAX_BATCH) -> list[TaskRow]:
-        """A page of the run's task table: failed tasks first, then running, done and queued ones."""
-        return runs.tasks(user.scope, run, offset, limit)
+    @app.get("/runs/{run}/tasks", response_model=list[TaskRow], tags=["runs"],
+             responses={**not_found, **PAGED})
+    def tasks(run: RunId, user: Caller, page: TaskPage, request: Request, response: Response,
+              offset: Annotated[int, Query(ge=0, le=MAX_RUN_TASKS, description="Rows to skip (without "
+                                           "a cursor: give one or the other).")] = 0) -> list[TaskRow]:
+        """A page of the run's task table: failed tasks first, then running, done and queued ones;
+        ``limit`` rows (default 1,000), after the cursor ``after`` (the next one in the
+        X-Next-Cursor and Link headers) or from ``offset``."""
+        after = keys_of(f"tasks.{run}", page, 2)
+        if after is not None and offset:
+            raise HTTPException(422, "offset: give a cursor (after) or an offset, not both")
+        rows = runs.tasks(user.scope, run, offset, page.limit + 1,
+                          None if after is None else (after[0], after[1]))
+        return paged(request, response, rows, page.limit, f"tasks.{run}", task_rank)

@@ -63,6 +63,8 @@ class ServeConfig(FileModel):
     scheduler: Annotated[str, Field(min_length=1)] = DEFAULT_SCHEDULER  # a configuration name or a TOML file
     grace: Annotated[float, Field(ge=0, le=3600)] = 5.0  # seconds from SIGTERM to SIGKILL of a payload
     max_leases_per_user: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000  # not over yet, per user
+    # bags of tasks running at once, per user (docs/decisions/serve-fair-sharing.md)
+    max_bots_per_user: Annotated[int, Field(ge=1, le=1_000_000)] = 1000
     allow_remote: bool = False
     # SpeQuloS's deposit policy: every `qos_deposit_every` seconds, each user's balance is topped up
     # to `qos_deposit_cap` credits (the paper's example: 200 nodes x price x 24 h a day). None: off.
@@ -317,7 +319,7 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
         from skylease.runtime.qos.service import QoSService
         from skylease.runtime.runs.registry import RunRegistry
 
-        qos = QoSService(engine)
+        qos = QoSService(engine, max_bots_per_user=cfg.max_bots_per_user)
         runs = RunRegistry(engine)
         app = create_app(manager, engine, qos, runs)
         if cfg.qos_deposit_cap is not None:

@@ -33,6 +33,7 @@ import signal
 import threading
 import time
 import uuid
+from bisect import bisect_right, insort
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +53,7 @@ from skylease.control.leases import (
 )
 from skylease.control.leases.config import HAIZEA10_KEYS, POLICY_KEYS
 from skylease.control.leases.policies import describe
-from skylease.control.leases.records import Event, Run, TransferRun, lease_events, lease_record
+from skylease.control.leases.records import Event, Run, TransferRun, lease_record
 from skylease.model.errors import UserError
 from skylease.runtime.changes import Changes
 from skylease.runtime.leases.api import (
@@ -64,6 +65,7 @@ from skylease.runtime.leases.api import (
 )
 from skylease.runtime.leases.clock import RealClock
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, PayloadRow
+from skylease.runtime.leases.views import ViewParts, build_view, build_views
 
 log = logging.getLogger("skylease.leases")
 
@@ -195,6 +197,10 @@ class LocalLeaseManager:
                                     enactment=self._enact, on_event=self._on_event)
         self.sched.images.on_done = self._transferred
         self._owner: dict[int, str] = {}
+        # every lease's id, and each owner's, in id order: a page of a list is a bisection and a
+        # slice (docs/decisions/serve-fair-sharing.md), not a pass over every lease
+        self._ids: list[int] = []
+        self._by_owner: dict[str, list[int]] = {}
         # owner -> leases that may not be over (pruned at each request: counting them does not
         # grow with the journal's history)
         self._unfinished: dict[str, set[int]] = {}
@@ -248,6 +254,10 @@ class LocalLeaseManager:
         """The version once it differs from ``since``, or after ``timeout`` seconds, or at close."""
         return self.changes.wait(since, timeout)
 
+    async def wait_change_async(self, since: int, timeout: float) -> int:
+        """As :meth:`wait_change`, awaited on an event loop (no thread held while it waits)."""
+        return await self.changes.wait_async(since, timeout)
+
     def _poke(self) -> None:
         """A payload ended (called from the enactment's watcher thread): wake the loop now if it
         waits; if the lock is busy its holder looks at the exits anyway."""
@@ -286,10 +296,10 @@ class LocalLeaseManager:
             lease = self._submit(body, owner, req.model_dump(exclude_none=True))
             self._step(now)
             self._commit()
-            view = self._view(lease)
-        if lease.state is LeaseState.REJECTED:
-            raise LeaseRefused(f"lease {lease.id} refused: {lease.reason}")
-        return view
+            parts, rejected = self._snapshots([lease])[0], lease.state is LeaseState.REJECTED
+        if rejected:
+            raise LeaseRefused(f"lease {lease.id} refused: {parts.record['reason']}")
+        return build_view(parts)
 
     def cancel(self, owner: str | None, lease_id: int) -> LeaseView:
         arrived = self.clock.now()  # (as a request: the lease time it reached the manager)
@@ -307,20 +317,41 @@ class LocalLeaseManager:
             self._step(now)
             self._commit_and_enact(now)
             self._wake.notify_all()
-            return self._view(lease)
+            parts = self._snapshots([lease])[0]
+        return build_view(parts)
 
     def lease(self, owner: str | None, lease_id: int) -> LeaseView:
         with self._lock:
-            return self._view(self._visible(owner, lease_id))
+            parts = self._snapshots([self._visible(owner, lease_id)])[0]
+        return build_view(parts)
 
-    def leases(self, owner: str | None) -> list[LeaseView]:
+    def leases(self, owner: str | None, after: int | None = None, limit: int | None = None
+               ) -> list[LeaseView]:
+        """``owner``'s leases (None: every lease) with an id above ``after``, at most ``limit``, by
+        id: the page's ids are a slice of the owner's sorted ids, and only their snapshots are taken
+        under the lock (the views are built after it: runtime/leases/views.py)."""
         with self._lock:
-            return [self._view(self.sched.lease(lid)) for lid in sorted(self._owner)
-                    if owner is None or self._owner[lid] == owner]
+            ids = self._ids if owner is None else self._by_owner.get(owner, [])
+            first = 0 if after is None else bisect_right(ids, after)
+            chosen = ids[first:] if limit is None else ids[first:first + max(0, limit)]
+            parts = self._snapshots([self.sched.lease(lid) for lid in chosen])
+        return build_views(parts)
 
-    def queue(self, owner: str | None) -> list[LeaseView]:
+    def queue(self, owner: str | None, after: int | None = None, limit: int | None = None
+              ) -> list[LeaseView]:
+        """The best-effort leases waiting, in queue order (submission, so id, order: the scheduler
+        requeues a preempted lease at its id's place), from above ``after``, at most ``limit``."""
         with self._lock:
-            return [self._view(le) for le in self.sched.queue if owner is None or self._owner[le.id] == owner]
+            q = self.sched.queue
+            first = 0 if after is None else bisect_right(q, after, key=lambda le: le.id)
+            chosen: list[Lease] = []
+            for i in range(first, len(q)):
+                if limit is not None and len(chosen) >= limit:
+                    break
+                if owner is None or self._owner[q[i].id] == owner:
+                    chosen.append(q[i])
+            parts = self._snapshots(chosen)
+        return build_views(parts)
 
     def hosts(self) -> list[HostView]:
         with self._lock:
@@ -540,6 +571,11 @@ class LocalLeaseManager:
         lease = Lease(lid, LeaseKind(b.pop("kind")), b.pop("submit"), b.pop("nodes"), b["duration"],
                       b["duration"], b.pop("duration"), **b)
         self._owner[lid] = owner
+        for ids in (self._ids, self._by_owner.setdefault(owner, [])):
+            if not ids or ids[-1] < lid:  # (ids are given in order: an append)
+                ids.append(lid)
+            else:
+                insort(ids, lid)
         self._unfinished.setdefault(owner, set()).add(lid)
         self._request[lid] = request
         self._next_id = max(self._next_id, lid + 1)
@@ -553,25 +589,38 @@ class LocalLeaseManager:
             raise LeaseNotFound(f"no lease {lease_id}")
         return self.sched.lease(lease_id)
 
-    def _view(self, lease: Lease) -> LeaseView:
-        runs = list(self.trace.runs.get(lease.id, ()))
+    def _snapshots(self, leases: list[Lease]) -> list[ViewParts]:
+        """What the views of ``leases`` are made of, copied (under the lock: its caller holds it);
+        the views are built from them once it is released (:func:`build_view`)."""
+        wanted = {le.id for le in leases}
+        open_runs: dict[int, list[Run]] = {}
         for start, rr in self._enact.open.values():  # reservations under way: until their planned end
-            if rr.lease.id == lease.id:
-                runs.append(Run(lease.id, rr.kind.value, start, rr.end, rr.nodes))
-        evs = lease_events(self.trace.events.get(lease.id, ()), runs,
-                           self.trace.transfers.get(lease.id, ()))
-        rec = lease_record(lease, evs.get(lease.id, []))
-        vm = self.sched.rr.get(lease.id)
-        active = vm is not None and vm.state is LeaseState.ACTIVE
-        running = [self._name(k) for k in vm.nodes] if active else []
-        pl = [{"vnode": v, "node": self._name(live.payload.node), "pid": live.payload.pid,
-               "state": live.payload.state}
-              for (_, v), live in sorted((k, x) for k, x in self._live.items() if k[0] == lease.id)]
+            if rr.lease.id in wanted:
+                open_runs.setdefault(rr.lease.id, []).append(Run(rr.lease.id, rr.kind.value, start, rr.end,
+                                                                 rr.nodes))
+        payloads: dict[int, list[dict[str, Any]]] = {}
+        for (lid, v), live in sorted(self._live.items(), key=lambda item: item[0]):
+            if lid in wanted:
+                payloads.setdefault(lid, []).append({"vnode": v, "node": self._name(live.payload.node),
+                                                     "pid": live.payload.pid, "state": live.payload.state})
         now = self.clock.now()
-        plan = [] if vm is None else [  # (a migration holds no node: not a bar)
-            {"kind": r.kind.value, "nodes": list(r.nodes), "start": r.start, "end": r.end}
-            for r in vm.parts() if r.kind is not RRKind.MIGRATE and r.start > now]
-        return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl, planned=plan, **rec)
+        out = []
+        for lease in leases:
+            record = lease_record(lease, [])
+            del record["events"]
+            vm = self.sched.rr.get(lease.id)
+            active = vm is not None and vm.state is LeaseState.ACTIVE
+            plan = () if vm is None else tuple(  # (a migration holds no node: not a bar)
+                {"kind": r.kind.value, "nodes": list(r.nodes), "start": r.start, "end": r.end}
+                for r in vm.parts() if r.kind is not RRKind.MIGRATE and r.start > now)
+            out.append(ViewParts(
+                record=record, owner=self._owner[lease.id],
+                events=tuple(self.trace.events.get(lease.id, ())),
+                runs=(*self.trace.runs.get(lease.id, ()), *open_runs.get(lease.id, ())),
+                transfers=tuple(self.trace.transfers.get(lease.id, ())),
+                running_on=tuple(self._name(k) for k in vm.nodes) if active and vm is not None else (),
+                payloads=tuple(payloads.get(lease.id, ())), planned=plan))
+        return out
 
     # -- recovery ----------------------------------------------------------------------------------
     def _recover(self) -> None:

@@ -433,17 +433,31 @@ class BotRegistry:
         """One BoT."""
         return _view(self._row(bot, owner))
 
-    def bots(self, owner: str | None = None, *, state: str | None = None) -> list[BotView]:
-        """The BoTs of ``owner`` (None: everyone's), oldest first; only those in ``state`` if given."""
-        q = sa.select(qos_bots).order_by(qos_bots.c.id)
+    def bots(self, owner: str | None = None, *, state: str | None = None, after: int | None = None,
+             limit: int | None = None, newest_first: bool = False) -> list[BotView]:
+        """The BoTs of ``owner`` (None: everyone's), oldest first (or newest); only those in
+        ``state`` if given; only those after the id ``after`` in that order, at most ``limit`` (a
+        page of the list)."""
+        q = sa.select(qos_bots).order_by(qos_bots.c.id.desc() if newest_first else qos_bots.c.id)
         if owner is not None:
             q = q.where(qos_bots.c.owner == owner)
+        if after is not None:
+            q = q.where(qos_bots.c.id < after if newest_first else qos_bots.c.id > after)
+        if limit is not None:
+            q = q.limit(limit)
         if state is not None:
             if state not in STATES:
                 raise UserError(f"must be one of {', '.join(STATES)}, got {state!r}", field="state")
             q = q.where(qos_bots.c.state == state)
         with self.engine.connect() as c:
             return [_view(r) for r in c.execute(q).mappings()]
+
+    def running(self, owner: str) -> int:
+        """How many of ``owner``'s BoTs are running."""
+        q = sa.select(sa.func.count()).select_from(qos_bots).where(qos_bots.c.owner == owner,
+                                                                   qos_bots.c.state == "running")
+        with self.engine.connect() as c:
+            return int(c.execute(q).scalar_one())
 
     def series(self, bot: int, *, owner: str | None = None) -> list[ProgressPoint]:
         """The BoT's progress reports, in order."""

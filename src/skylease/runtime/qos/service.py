@@ -34,8 +34,11 @@ from skylease.runtime.qos.ledger import METADATA as LEDGER_METADATA
 from skylease.runtime.qos.ledger import CreditRefused, Ledger, LedgerBank
 from skylease.runtime.qos.scheduler import QoSScheduler
 
-__all__ = ["METADATA", "NotYours", "QoSService"]
+__all__ = ["MAX_BOTS_PER_USER", "METADATA", "BotsRefused", "NotYours", "QoSService"]
 
+#: Running bags one user may have at once, unless the service is given another bound (``skylease
+#: serve``'s ``max_bots_per_user``): one more is refused (docs/decisions/serve-fair-sharing.md).
+MAX_BOTS_PER_USER = 1000
 #: The latest changes kept to tell a watcher which bags changed (one further behind is told "yes").
 TOUCHES = KEPT
 #: A worker state (:class:`~skylease.model.host.HostState` value) counted as running, as booting.
@@ -67,14 +70,23 @@ class NotYours(LookupError):
     """A bag or account the caller may not reach (answered as not found: ids tell nothing)."""
 
 
-class QoSService:
-    """The four modules of SpeQuloS over one database."""
+class BotsRefused(UserError):
+    """A registration past the user's bound on running bags (answered 409, with the reason)."""
 
-    def __init__(self, engine: sa.Engine) -> None:
+
+class QoSService:
+    """The four modules of SpeQuloS over one database; a user may have at most
+    ``max_bots_per_user`` bags running at once."""
+
+    def __init__(self, engine: sa.Engine, *, max_bots_per_user: int = MAX_BOTS_PER_USER) -> None:
+        if max_bots_per_user < 1:
+            raise UserError(f"must be at least 1, got {max_bots_per_user}", field="max_bots_per_user")
+        self.max_bots_per_user = max_bots_per_user
         self.ledger = Ledger(engine)
         self.registry = BotRegistry(engine)
         self.scheduler = QoSScheduler(_AdoptingBank(self.ledger))
         self._lock = threading.Lock()
+        self._registering = threading.Lock()  # (a user's count and their new bag: one at a time)
         self.changes = ChangeLog(TOUCHES)  # the bags changed (None: an account's, a deposit)
 
     # -- watchers ------------------------------------------------------------------------------
@@ -88,6 +100,10 @@ class QoSService:
     def wait_change(self, seen: int, timeout: float) -> int:
         """The counter once it differs from ``seen``, or after ``timeout`` seconds."""
         return self.changes.wait(seen, timeout)
+
+    async def wait_change_async(self, seen: int, timeout: float) -> int:
+        """As :meth:`wait_change`, awaited on an event loop (no thread held while it waits)."""
+        return await self.changes.wait_async(seen, timeout)
 
     def changed(self, caller: str | None, since: int, bot: int | None = None) -> bool:
         """Whether a bag the caller reaches (None: any), or the bag ``bot`` only, changed after
@@ -112,7 +128,8 @@ class QoSService:
     def register(self, owner: str, infrastructure: str, n_tasks: int, *, strategy: str = "9C-C-R",
                  tick: float = 240.0, pool: str = "cloud", credits: float = 0.0) -> Any:
         """Register a bag of tasks; it is served once credits are ordered for it (``credits``:
-        ordered at once; a balance too short refuses the registration, nothing stored)."""
+        ordered at once; a balance too short refuses the registration, nothing stored). A user with
+        ``max_bots_per_user`` bags running is refused (:class:`BotsRefused`) until one ends."""
         if parse_strategy(strategy) is None:  # (a bad name is one line before anything is stored)
             raise UserError("'none' serves nothing: give a strategy such as 9C-C-R", field="strategy")
         if not 0 < tick <= 86_400:
@@ -120,7 +137,13 @@ class QoSService:
         if credits > 0 and self.ledger.balance(owner) < credits:
             raise CreditRefused(f"{owner} has {self.ledger.balance(owner):g} credits, {credits:g} asked "
                                 "for the new bag", reason="short")
-        view = self.registry.register(owner, infrastructure, n_tasks, strategy=strategy, tick=tick, pool=pool)
+        with self._registering:
+            running = self.registry.running(owner)
+            if running >= self.max_bots_per_user:
+                raise BotsRefused(f"{owner} has {running:,} bags of tasks running; at most "
+                                  f"{self.max_bots_per_user:,} (one must finish, or be abandoned, first)")
+            view = self.registry.register(owner, infrastructure, n_tasks, strategy=strategy, tick=tick,
+                                          pool=pool)
         try:
             if credits > 0:
                 self.order(owner, view.id, credits)
@@ -131,9 +154,12 @@ class QoSService:
             self._touch(view.id, owner)
         return view
 
-    def bots(self, caller: str | None) -> list[dict[str, Any]]:
-        """The caller's bags (None: every bag), each with its order and its prediction."""
-        return [self._with_credits(v) for v in self.registry.bots(caller)]
+    def bots(self, caller: str | None, after: int | None = None, limit: int | None = None, *,
+             newest_first: bool = False) -> list[dict[str, Any]]:
+        """The caller's bags (None: every bag), oldest first (or newest), each with its order and
+        its prediction; only those after the id ``after`` in that order, at most ``limit`` (a page)."""
+        views = self.registry.bots(caller, after=after, limit=limit, newest_first=newest_first)
+        return [self._with_credits(v) for v in views]
 
     def bot(self, caller: str | None, bot: int) -> dict[str, Any]:
         return self._with_credits(self._bot(caller, bot))

@@ -41,7 +41,7 @@ from skylease.runtime.changes import ChangeLog
 from skylease.runtime.tables import owned_table
 
 __all__ = ["MAX_BATCH", "MAX_RUNS", "MAX_RUN_TASKS", "MAX_STDERR", "METADATA", "RUN_STATES", "TASK_STATUSES",
-           "RunNotFound", "RunRegistry", "RunView", "TaskRow"]
+           "RunNotFound", "RunRegistry", "RunView", "TaskRow", "task_rank"]
 
 #: The most tasks one run may declare.
 MAX_RUN_TASKS = 1_000_000
@@ -173,6 +173,11 @@ def _row(r: Any) -> TaskRow:
     return TaskRow.model_construct(**d)  # (read back from the database: valid when written)
 
 
+def task_rank(row: TaskRow) -> tuple[int, int]:
+    """A task row's place in its run's table: (rank of its status, task)."""
+    return RANK[row.status], row.task
+
+
 class RunRegistry:
     """The runs on ``engine`` (their tables are created where missing)."""
 
@@ -277,12 +282,19 @@ class RunRegistry:
         """The counter once it differs from ``seen``, or after ``timeout`` seconds."""
         return self.changes.wait(seen, timeout)
 
+    async def wait_change_async(self, seen: int, timeout: float) -> int:
+        """As :meth:`wait_change`, awaited on an event loop (no thread held while it waits)."""
+        return await self.changes.wait_async(seen, timeout)
+
     # -- reading -----------------------------------------------------------------------------------
-    def runs(self, caller: str | None, limit: int = 1000) -> list[RunView]:
-        """The caller's runs (None: every run), newest first, at most ``limit``."""
+    def runs(self, caller: str | None, limit: int = 1000, before: int | None = None) -> list[RunView]:
+        """The caller's runs (None: every run), newest first, at most ``limit``; only those whose
+        id is below ``before`` if given (the next page of the list)."""
         q = sa.select(runs).order_by(runs.c.id.desc()).limit(limit)
         if caller is not None:
             q = q.where(runs.c.owner == caller)
+        if before is not None:
+            q = q.where(runs.c.id < before)
         with self.engine.connect() as conn:
             return [_view(r) for r in conn.execute(q).mappings()]
 
@@ -296,13 +308,20 @@ class RunRegistry:
             raise RunNotFound(f"no run {run}")
         return _view(row)
 
-    def tasks(self, caller: str | None, run: int, offset: int = 0, limit: int = 200) -> list[TaskRow]:
-        """A page of the run's task table: failed first, then running, done, queued; by task within."""
+    def tasks(self, caller: str | None, run: int, offset: int = 0, limit: int = 200,
+              after: tuple[int, int] | None = None) -> list[TaskRow]:
+        """A page of the run's task table: failed first, then running, done, queued; by task within.
+        ``after``: the (rank, task) of the last row of the page before (the rows after it, then
+        ``offset`` rows skipped)."""
         self.run(caller, run)
         if not (0 <= offset <= MAX_RUN_TASKS and 0 <= limit <= MAX_RUN_TASKS):
             raise UserError(f"offset and limit must be from 0 to {MAX_RUN_TASKS:,}", field="offset")
         q = (sa.select(run_tasks).where(run_tasks.c.run == run)
              .order_by(run_tasks.c.rank, run_tasks.c.task).offset(offset).limit(limit))
+        if after is not None:
+            rank, task = after
+            q = q.where(sa.or_(run_tasks.c.rank > rank,
+                               sa.and_(run_tasks.c.rank == rank, run_tasks.c.task > task)))
         with self.engine.connect() as conn:
             return [_row(r) for r in conn.execute(q).mappings()]
 

@@ -1,6 +1,7 @@
 """The dashboard's bags-of-tasks and account pages (issue 21), over :class:`QoSService`'s calls.
 
-    GET /bots                  the caller's bags (an administrator's: all): state, progress, credits, t_pred
+    GET /bots                  the caller's bags (an administrator's: all), newest first, a page at a
+                               time (``limit``, ``after``): state, progress, credits, t_pred
     GET /bots/live             that page's table (an HTML fragment its script fetches again on a change)
     GET /bots/events           server-sent events: a ``change`` when one of the caller's bags changes
     GET /bots/{id}             one bag: its progress curve with the Oracle's prediction and band, its
@@ -14,8 +15,9 @@
 
 A bag or account the caller may not reach is a 404 page, as one that does not exist; its event
 stream never says it changed. The event streams need a dashboard session (403 otherwise, and for a
-cross-site request) and end with the server (:mod:`.sse`). The charts are SVGs drawn here from the
-registry's series, on one time axis: no library, nothing fetched from elsewhere.
+cross-site request), are a few per session (429 past them) and end with the server (:mod:`.sse`).
+The charts are SVGs drawn here from the registry's series, on one time axis: no library, nothing
+fetched from elsewhere.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from fastapi.responses import HTMLResponse, Response
 from skylease.model.errors import UserError
 from skylease.runtime.qos.service import NotYours, QoSService
 from skylease.service.auth import User
-from skylease.service.web.layout import HEADERS, e, live_attrs, render_page, table
-from skylease.service.web.sse import add_live_list, change_stream
+from skylease.service.paging import decode, list_url, page_from, split
+from skylease.service.web.layout import HEADERS, e, live_attrs, pager, render_page, table
+from skylease.service.web.sse import EventStreams, add_live_list
 
 __all__ = ["add_bot_pages", "progress_svg", "workers_svg"]
 
@@ -229,9 +232,18 @@ def _live(qos: QoSService, scope: str | None, bot: int) -> tuple[str, bool]:
     return html, running
 
 
-def _bots_table(qos: QoSService, scope: str | None) -> str:
+#: The cursor's list name of the dashboard's bags (newest first, unlike the API's: oldest first).
+NEWEST = "bots.newest"
+
+
+def _bots_table(qos: QoSService, scope: str | None, request: Request) -> str:
+    """A page of the caller's bags, newest first (the query's ``limit`` and ``after``)."""
+    query = page_from(request.query_params)
+    before = decode(NEWEST, query.after)
+    views = qos.bots(scope, None if before is None else before[0], query.limit + 1, newest_first=True)
+    bags, cursor = split(views, query.limit, NEWEST, lambda b: (b["id"],))
     rows = []
-    for b in reversed(qos.bots(scope)):  # newest first
+    for b in bags:
         credits = "–" if b["credits_ordered"] is None else \
             f'{_credits(b["credits_spent"])} / {_credits(b["credits_ordered"])}'
         rows.append([f'<a href="/bots/{b["id"]}">{b["id"]}</a>', e(b["owner"]), e(b["infrastructure"]),
@@ -240,13 +252,16 @@ def _bots_table(qos: QoSService, scope: str | None) -> str:
                      e(credits), e(_num(b["t_pred"], " s"))])
     heads = ["id", "owner", "infrastructure", "state", "completed / n", "registered",
              "credits spent / ordered", "predicted completion"]
-    return table("Bags of tasks", heads, rows, "No bags of tasks yet: `skylease run --qos` registers one.")
+    more = pager("pages of bags of tasks", None if query.after is None else list_url("/bots", query.limit),
+                 None if cursor is None else list_url("/bots", query.limit, after=cursor))
+    empty = "No bags of tasks yet: `skylease run --qos` registers one."
+    return table("Bags of tasks", heads, rows, empty) + more
 
 
 def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, str], Any]], Any],
-                  qos: QoSService, session: Callable[[Request], tuple[User, str] | None]) -> None:
+                  qos: QoSService, streams: EventStreams) -> None:
     """The bags' and account pages on ``router``; ``page`` wraps a handler with the session check,
-    ``session`` finds a request's session (for the event streams: 403, not a redirect, without)."""
+    ``streams`` opens the event streams (403, not a redirect, without a session)."""
 
     def missing(user: User, sid: str, exc: Exception) -> HTMLResponse:
         return render_page("Not found", f'<p class="error">{e(exc)}</p>', user, sid, 404)
@@ -281,13 +296,13 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         return HTMLResponse(live, headers={**HEADERS, "X-Live-Running": "1" if running else "0"})
 
     async def bots_events(request: Request) -> Response:
-        return await change_stream(request, session, qos.version, qos.wait_change,
-                                   lambda user, since: qos.changed(user.scope, since))
+        return await streams(request, qos.version, qos.wait_change_async,
+                             lambda user, since: qos.changed(user.scope, since))
 
     async def bot_events(request: Request) -> Response:
         bid = int(request.path_params["bot"])  # (another's bag, or none: its stream tells nothing)
-        return await change_stream(request, session, qos.version, qos.wait_change,
-                                   lambda user, since: qos.changed(user.scope, since, bid))
+        return await streams(request, qos.version, qos.wait_change_async,
+                             lambda user, since: qos.changed(user.scope, since, bid))
 
     def account_page(user: User, sid: str, name: str) -> Response:
         try:
@@ -310,7 +325,7 @@ def add_bot_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         return account_page(user, sid, request.path_params["name"])
 
     add_live_list(router, page, "/bots", "Bags of tasks", qos.version,
-                  lambda user: _bots_table(qos, user.scope))
+                  lambda user, request: _bots_table(qos, user.scope, request))
     router.add_api_route("/bots/events", bots_events, methods=["GET"])
     router.add_api_route("/bots/{bot:int}", page(bot), methods=["GET"])
     router.add_api_route("/bots/{bot:int}/live", page(bot_live), methods=["GET"])

@@ -3,12 +3,15 @@
     GET /leases/gantt.json  the slot table for the page's own script: per lease its bars (VM runs,
                             suspensions, resumptions, migrations, image transfers) and ``now``
     GET /events             server-sent events: one ``change`` each time the lease manager's state
-                            changes (the page then refetches the chart and the table)
+                            changes (the page then refetches the chart and the table); at most a
+                            few open per session (:mod:`.sse`)
     GET /leases/{id}        a lease's page: its timeline and its state events
 
 All need a session (not a bearer token) and are not in the OpenAPI document; the JSON and the event
 stream answer only same-origin requests (``Sec-Fetch-Site``, which browsers send). The bars are the
-lease views' events as the manager records them (``lease_events``): nothing is scheduled here.
+lease views' events as the manager records them (``lease_events``): nothing is scheduled here. The
+chart draws every lease of the caller (not a page of them: it is the slot table's picture); the
+manager builds their views from a snapshot, outside its lock (runtime/leases/views.py).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from fastapi.responses import JSONResponse, Response
 from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
 from skylease.service.auth import User
 from skylease.service.web.layout import e, table
-from skylease.service.web.sse import change_stream, same_origin
+from skylease.service.web.sse import EventStreams, same_origin
 
 __all__ = ["add_gantt", "gantt_model"]
 
@@ -66,13 +69,13 @@ def gantt_model(manager: LeaseManager, owner: str | None) -> dict[str, Any]:
     return {"now": now, "nodes": nodes, "leases": leases}
 
 
-def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any],
-              session: Callable[[Request], tuple[User, str] | None], html_route: type,
-              render: Callable[..., Response]) -> None:
-    """The routes above on ``router`` (the pages' router: its ``page`` wrapper checks the session)."""
+def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any], streams: EventStreams,
+              html_route: type, render: Callable[..., Response]) -> None:
+    """The routes above on ``router`` (the pages' router: its ``page`` wrapper checks the session;
+    ``streams`` opens the event streams, and finds a request's session)."""
 
     async def gantt_json(request: Request) -> Response:
-        found = await run_in_threadpool(session, request)
+        found = await run_in_threadpool(streams.session, request)
         if found is None or not same_origin(request):
             return JSONResponse({"detail": "a dashboard session is needed"}, status_code=403)
         model = await run_in_threadpool(gantt_model, manager, found[0].scope)
@@ -81,7 +84,7 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
     async def events(request: Request) -> Response:
         # (every change: a user's chart holds their own leases, but the slot table they share with
         # others moves too: a preemption by another's reservation is theirs to see)
-        return await change_stream(request, session, manager.version, manager.wait_change)
+        return await streams(request, manager.version, manager.wait_change_async)
 
     def lease_page(request: Request, user: User, sid: str) -> Response:
 

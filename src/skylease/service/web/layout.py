@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse
 from skylease.service.auth import User
 from skylease.service.web.sessions import csrf_token
 
-__all__ = ["HEADERS", "csrf_field", "e", "live_attrs", "render_page", "table"]
+__all__ = ["HEADERS", "csrf_field", "e", "live_attrs", "pager", "render_page", "table"]
 
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
             "Referrer-Policy": "no-referrer",
@@ -62,4 +62,14 @@ def live_attrs(fragment: str, events: str, version: int) -> str:
     """What dashboard.js needs to keep an element live: where to fetch it again, the event stream
     that says when, and the changes counter's version the page was rendered at. The fragment's
     answer says ``X-Live-Running: 0`` once nothing more will change (the script stops listening)."""
-    return f' data-live="{fragment}" data-events="{events}" data-version="{version}"'
+    return f' data-live="{e(fragment)}" data-events="{e(events)}" data-version="{e(version)}"'
+
+
+def pager(label: str, first: str | None, after: str | None) -> str:
+    """The links of a list's page (docs/decisions/serve-fair-sharing.md): back to the first page
+    (``first``, None on the first page) and on to the next (``after``, None on the last)."""
+    if first is None and after is None:
+        return ""
+    links = [f'<a href="{e(url)}" rel="{rel}">{text}</a>' for url, rel, text in
+             ((first, "first", "first page"), (after, "next", "next page")) if url is not None]
+    return f'<nav class="pager" aria-label="{e(label)}">{" · ".join(links)}</nav>'

@@ -5,7 +5,8 @@ the JSON API, behind a login session (:mod:`.sessions`).
     GET  /login          the login form (a token)
     POST /login          a valid token: a session cookie and 303 to /leases; else the form again, 401
     POST /logout         ends the session
-    GET  /leases         the caller's leases (an administrator's: all) and the queue, with cancel buttons
+    GET  /leases         the caller's leases (an administrator's: all) and the queue, with cancel buttons,
+                         a page of each at a time (``limit``; cursors ``after`` and ``queue_after``)
     GET  /leases/new     the request form; POST: the lease requested (303 to its page), or the form
                          again with the mistake (422, naming the field) or the refusal (409)
     POST /leases/{id}/cancel
@@ -43,7 +44,8 @@ from skylease.model.errors import UserError
 from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
 from skylease.service.auth import User, user_for_token
 from skylease.service.bodies import BadBody, lease_request_from_form
-from skylease.service.web.layout import csrf_field, e, render_page, table
+from skylease.service.paging import decode, list_url, page_from, split
+from skylease.service.web.layout import csrf_field, e, pager, render_page, table
 from skylease.service.web.sessions import (
     SESSION_S,
     create_session,
@@ -167,6 +169,8 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
     """The dashboard's routes on ``app``; called before the API's routes (the pages sharing a path
     with an API route must be tried first). ``qos``: a QoSService, whose bags and accounts get pages;
     ``runs``: a RunRegistry, whose runs get pages."""
+    from skylease.service.web.sse import EventStreams
+
     router = APIRouter(include_in_schema=False)
 
     async def form(request: Request) -> dict[str, str]:
@@ -177,6 +181,8 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         sid = request.cookies.get(COOKIE)
         user = user_for_session(engine, sid)
         return None if user is None or sid is None else (user, sid)
+
+    streams = EventStreams(session)  # (one count of open streams for every page's streams)
 
     def to_login() -> RedirectResponse:
         return RedirectResponse("/login", status_code=303)
@@ -225,19 +231,38 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         out.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
         return out
 
-    def leases(_request: Request, user: User, sid: str) -> Response:
+    def leases(request: Request, user: User, sid: str) -> Response:
         scope = user.scope
-        mine, queue = manager.leases(scope), manager.queue(scope)
+        try:  # a page of each list: the address's limit, and a cursor for each
+            query = page_from(request.query_params)
+            queue_after = page_from(request.query_params, "queue_after").after
+            after, q_after = decode("leases", query.after), decode("queue", queue_after)
+        except UserError as exc:
+            return render_page("Bad request", f'<p class="error">{e(exc)}</p>', user, sid, 422)
+        mine, cursor = split(manager.leases(scope, after and after[0], query.limit + 1), query.limit,
+                             "leases", lambda v: (v.id,))
+        queue, q_cursor = split(manager.queue(scope, q_after and q_after[0], query.limit + 1), query.limit,
+                                "queue", lambda v: (v.id,))
         heads = ["id", "owner", "type", "state", "nodes", "start", "end", "note", "action"]
+
+        def nav(label: str, here: str | None, there: str | None, key: str, **keep: str | None) -> str:
+            """A table's page links (the other table's cursor kept: each moves on its own)."""
+            first = None if here is None else list_url("/leases", query.limit, **keep)
+            on = None if there is None else list_url("/leases", query.limit, **{key: there}, **keep)
+            return pager(label, first, on)
+
         body = (f'<p class="now">Lease clock: {e(manager.now())} s · '
                 '<a href="/leases/new">Request a lease</a></p>' + GANTT_FIGURE
                 + '<div id="lease-tables">'
                 + table("Leases", heads, _lease_rows(mine, sid), "No leases yet.")
+                + nav("pages of leases", query.after, cursor, "after", queue_after=queue_after)
                 + '<h2 id="queue">Queue</h2>'
                 + table("Best-effort leases waiting, in queue order",
-                         ["position", "id", "owner", "nodes", "duration", "submitted"],
-                         [[e(i), e(v.id), e(v.owner), e(v.nodes), e(v.requested_duration), e(v.submit)]
-                          for i, v in enumerate(queue, 1)], "The queue is empty.") + "</div>")
+                         ["id", "owner", "nodes", "duration", "submitted"],
+                         [[e(v.id), e(v.owner), e(v.nodes), e(v.requested_duration), e(v.submit)]
+                          for v in queue], "The queue is empty.")
+                + nav("pages of the queue", queue_after, q_cursor, "queue_after", after=query.after)
+                + "</div>")
         return render_page("Leases", body, user, sid)
 
     def request_form(_request: Request, user: User, sid: str) -> Response:
@@ -277,7 +302,7 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         body = table("The site's nodes", heads, rows, "No nodes.")
         return render_page("Hosts", body, user, sid)
 
-    add_gantt(router, manager, page, session, _HtmlRoute, render_page)  # the chart, /events, a lease's page
+    add_gantt(router, manager, page, streams, _HtmlRoute, render_page)  # the chart, /events, a lease's page
     router.add_api_route("/logout", page(logout), methods=["POST"])
     router.add_api_route("/leases", page(leases), methods=["GET"], route_class_override=_HtmlRoute)
     router.add_api_route("/leases/new", page(request_form), methods=["GET"])
@@ -287,10 +312,10 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
     if qos is not None:
         from skylease.service.web.bots import add_bot_pages  # (only with a QoS service)
 
-        add_bot_pages(router, page, qos, session)
+        add_bot_pages(router, page, qos, streams)
     if runs is not None:
         from skylease.service.web.runs import add_run_pages
 
-        add_run_pages(router, page, runs, _HtmlRoute, session)
+        add_run_pages(router, page, runs, _HtmlRoute, streams)
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

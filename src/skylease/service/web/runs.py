@@ -1,8 +1,8 @@
 """The dashboard's Runs pages (issue 21): runs of ``skylease run`` that reported to the service,
 over :class:`~skylease.runtime.runs.registry.RunRegistry`.
 
-    GET /runs                  the caller's runs (an administrator's: all), newest first: state,
-                               counts and progress
+    GET /runs                  the caller's runs (an administrator's: all), newest first, a page at a
+                               time (``limit``, ``after``): state, counts and progress
     GET /runs/{id}             one run: its facts and its task table, failed tasks first (with the
                                end of their stderr), then running, done and queued ones, a page of
                                :data:`PAGE` rows at a time (``?page=N``)
@@ -16,7 +16,7 @@ over :class:`~skylease.runtime.runs.registry.RunRegistry`.
 ``/runs`` and ``/runs/{id}`` share their paths with the JSON API (``_HtmlRoute``: a page only for a
 browser's request, with no Authorization header). A run the caller may not reach is a 404 page, as a
 missing one. A page holds at most :data:`PAGE` task rows however large the run: the rest are counted
-and a page away.
+and a page away. The event streams are a few per session (429 past them: :mod:`.sse`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from fastapi.responses import HTMLResponse, Response
 
 from skylease.runtime.runs.registry import RunNotFound, RunRegistry, RunView, TaskRow
 from skylease.service.auth import User
-from skylease.service.web.layout import HEADERS, e, live_attrs, render_page, table
-from skylease.service.web.sse import add_live_list, change_stream
+from skylease.service.paging import decode, list_url, page_from, split
+from skylease.service.web.layout import HEADERS, e, live_attrs, pager, render_page, table
+from skylease.service.web.sse import EventStreams, add_live_list
 
 __all__ = ["PAGE", "add_run_pages"]
 
@@ -112,22 +113,28 @@ def _live(runs: RunRegistry, scope: str | None, run: int, page: int) -> tuple[st
     return html, r.state == "running"
 
 
-def _runs_table(runs: RunRegistry, scope: str | None) -> str:
+def _runs_table(runs: RunRegistry, scope: str | None, request: Request) -> str:
+    """A page of the caller's runs, newest first (the query's ``limit`` and ``after``: as the API's)."""
+    query = page_from(request.query_params)
+    before = decode("runs", query.after)
+    views, cursor = split(runs.runs(scope, query.limit + 1, None if before is None else before[0]),
+                          query.limit, "runs", lambda r: (r.id,))
     rows = [[f'<a href="/runs/{r.id}">{e(r.name)}</a>', e(r.owner), _state(r.state),
              e(f"{r.done:,}"), e(f"{r.failed:,}"), e(f"{r.running:,}"), e(f"{r.queued:,}"),
              e(_when(r.started)), _progress(r)]
-            for r in runs.runs(scope)]
+            for r in views]
     heads = ["run", "owner", "state", "done", "failed", "running", "queued", "started", "progress"]
+    more = pager("pages of runs", None if query.after is None else list_url("/runs", query.limit),
+                 None if cursor is None else list_url("/runs", query.limit, after=cursor))
     return table("Runs, newest first", heads, rows,
-                 "No runs yet: `skylease run JOB --report URL` reports one here.")
+                 "No runs yet: `skylease run JOB --report URL` reports one here.") + more
 
 
 def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, str], Any]], Any],
-                  runs: RunRegistry, html_route: type,
-                  session: Callable[[Request], tuple[User, str] | None]) -> None:
+                  runs: RunRegistry, html_route: type, streams: EventStreams) -> None:
     """The Runs pages on ``router``; ``page`` wraps a handler with the session check, ``html_route``
-    is the route class of a page sharing its path with the JSON API, ``session`` finds a request's
-    session (for the event streams: 403, not a redirect, without one)."""
+    is the route class of a page sharing its path with the JSON API, ``streams`` opens the event
+    streams (403, not a redirect, without a session)."""
 
     def ids(request: Request) -> tuple[int, int]:
         run = int(request.path_params["run"])
@@ -165,16 +172,17 @@ def add_run_pages(router: APIRouter, page: Callable[[Callable[[Request, User, st
         return HTMLResponse(live, headers={**HEADERS, "X-Live-Running": "1" if running else "0"})
 
     async def list_events(request: Request) -> Response:
-        return await change_stream(request, session, runs.version, runs.wait_change,
-                                   lambda user, since: runs.changes.changed(user.scope, since))
+        return await streams(request, runs.version, runs.wait_change_async,
+                             lambda user, since: runs.changes.changed(user.scope, since))
 
     async def run_events(request: Request) -> Response:
         rid = int(request.path_params["run"])  # (another's run, or none: its stream tells nothing)
-        return await change_stream(request, session, runs.version, runs.wait_change,
-                                   lambda user, since: runs.changes.changed(user.scope, since, rid))
+        return await streams(request, runs.version, runs.wait_change_async,
+                             lambda user, since: runs.changes.changed(user.scope, since, rid))
 
-    add_live_list(router, page, "/runs", "Runs", runs.version, lambda user: _runs_table(runs, user.scope),
-                  head=ASSETS, route_class=html_route)
+    add_live_list(router, page, "/runs", "Runs", runs.version,
+                  lambda user, request: _runs_table(runs, user.scope, request), head=ASSETS,
+                  route_class=html_route)
     router.add_api_route("/runs/{run:int}", page(run_page), methods=["GET"], route_class_override=html_route)
     router.add_api_route("/runs/events", list_events, methods=["GET"])
     router.add_api_route("/runs/{run:int}/live", page(live_part), methods=["GET"])

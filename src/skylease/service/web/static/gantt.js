@@ -128,7 +128,8 @@
     if (r.ok) draw(await r.json());
   }
   async function loadTables() {
-    const r = await fetch(location.pathname, { credentials: "same-origin", headers: { Accept: "text/html" } });
+    // (the same page of each table: the address keeps its limit and cursors)
+    const r = await fetch(location.pathname + location.search, { credentials: "same-origin", headers: { Accept: "text/html" } });
     if (!r.ok) return;
     const doc = new DOMParser().parseFromString(await r.text(), "text/html");
     for (const sel of ["#lease-tables", "p.now"]) {

@@ -1,0 +1,46 @@
+"""A lease's view built from a snapshot (docs/decisions/serve-fair-sharing.md).
+
+The lease manager's state changes under its lock; a view of it (:class:`LeaseView`: the lease's
+record, its events with their nodes and ends, where it runs, its payloads, its plan) takes time to
+build, most of it in the events' assembly and pydantic's validation. So the manager copies under its
+lock only what a view is made of (:class:`ViewParts`: a few numbers, and tuples of its immutable
+event, run and transfer records) and the view is built from that copy after the lock is released:
+a list of a thousand leases holds the lock for the copies, not for the views.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from skylease.control.leases.records import Event, Run, TransferRun, lease_events
+from skylease.runtime.leases.api import LeaseView
+
+__all__ = ["ViewParts", "build_view", "build_views"]
+
+
+@dataclass(frozen=True)
+class ViewParts:
+    """What one lease's view is made of, copied under the manager's lock: ``record`` is the lease's
+    record without its events (``lease_record``'s fields), the rest as :class:`LeaseView` has them."""
+
+    record: dict[str, Any]
+    owner: str
+    events: tuple[Event, ...]
+    runs: tuple[Run, ...]
+    transfers: tuple[TransferRun, ...]
+    running_on: tuple[str, ...]
+    payloads: tuple[dict[str, Any], ...]
+    planned: tuple[dict[str, Any], ...]
+
+
+def build_view(parts: ViewParts) -> LeaseView:
+    """The view of one lease from its snapshot (no lock needed: nothing here is shared)."""
+    lid = parts.record["id"]
+    events = lease_events(parts.events, parts.runs, parts.transfers).get(lid, [])
+    return LeaseView(owner=parts.owner, running_on=list(parts.running_on), payloads=list(parts.payloads),
+                     planned=list(parts.planned), events=events, **parts.record)
+
+
+def build_views(parts: list[ViewParts]) -> list[LeaseView]:
+    return [build_view(p) for p in parts]

@@ -1,0 +1,185 @@
+"""Pages of the service's lists (docs/decisions/serve-fair-sharing.md).
+
+Every list route (``GET /leases``, ``/queue``, ``/qos/bots``, ``/runs``, ``/runs/{id}/tasks``) and
+every list of the dashboard answers one page: at most ``limit`` items (default
+:data:`DEFAULT_LIMIT`, at most :data:`MAX_LIMIT`), after the cursor ``after`` (none: the first page).
+The body stays a JSON list, as before pages existed, so a client of before reads the first page; the
+next page's cursor is in the ``X-Next-Cursor`` header and in ``Link: <URL>; rel="next"`` (the same
+request with ``after`` set), both absent on the last page.
+
+A cursor is opaque to clients: the base64url text of the list's name and the sort key of the page's
+last item (``leases:42``: the lease 42 and those before it were shown). A list is sorted on a key
+that only grows for new items (an id, or a task's rank and number), so a walk from the first page
+to the last shows every item that was there when it began exactly once, and the new ones that
+arrive behind it. The cursor only says where to go on in the caller's own list: every page is
+filtered on the caller, so another user's cursor shows nothing of theirs. A cursor of another list
+(or a made-up one) is 422.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads page_query's parameters at run time.
+import base64
+import binascii
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+from urllib.parse import urlencode
+
+from fastapi import HTTPException, Query, Request, Response
+
+from skylease.model.errors import UserError
+
+__all__ = ["CURSOR", "DEFAULT_LIMIT", "MAX_CURSOR", "MAX_LIMIT", "PAGED", "BadPage", "PageQuery", "decode",
+           "encode", "keys_of", "list_url", "next_link", "page_from", "page_query", "paged", "split", "walk"]
+
+#: Items a page holds when the request names no ``limit``.
+DEFAULT_LIMIT = 100
+#: The most items a page may hold (``limit`` beyond it is 422).
+MAX_LIMIT = 1000
+#: The longest cursor accepted, and its alphabet (base64url, no padding).
+MAX_CURSOR = 120
+CURSOR = r"^[A-Za-z0-9_-]+$"
+#: The largest key a cursor may carry (ids are at most 2**53 in the API; 2**63 bounds the database).
+_MAX_KEY = 2**63 - 1
+
+T = TypeVar("T")
+
+
+class BadPage(UserError):
+    """A limit out of bounds, or a cursor that is not one of this list's (answered 422)."""
+
+
+def encode(kind: str, *keys: int) -> str:
+    """The cursor after the item whose sort key is ``keys`` in the list ``kind``."""
+    text = ":".join((kind, *(str(int(k)) for k in keys)))
+    return base64.urlsafe_b64encode(text.encode("ascii")).decode("ascii").rstrip("=")
+
+
+def decode(kind: str, cursor: str | None, n: int = 1) -> tuple[int, ...] | None:
+    """The ``n`` keys of a cursor of the list ``kind`` (None: no cursor, the first page); a cursor of
+    another list, or none at all, is :class:`BadPage` naming ``after``."""
+    if cursor is None:
+        return None
+    wrong = BadPage(f"{cursor[:40]!r} is not a cursor of this list: give the X-Next-Cursor of the "
+                      "page before, or no cursor for the first page", field="after")
+    if not 0 < len(cursor) <= MAX_CURSOR:
+        raise wrong
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, ValueError):
+        raise wrong from None
+    parts = text.split(":")
+    if len(parts) != n + 1 or parts[0] != kind or not all(p.isdigit() and len(p) <= 19 for p in parts[1:]):
+        raise wrong
+    keys = tuple(int(p) for p in parts[1:])
+    if any(k > _MAX_KEY for k in keys):
+        raise wrong
+    return keys
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    """A list request's page: at most ``limit`` items after the cursor ``after``."""
+
+    limit: int
+    after: str | None
+
+
+def page_query(default: int = DEFAULT_LIMIT) -> Callable[..., PageQuery]:
+    """A FastAPI dependency for a list route's ``limit`` (1 to :data:`MAX_LIMIT`, ``default`` when
+    absent) and ``after`` query parameters (out of bounds: 422)."""
+
+    def dependency(
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"At most this many items (default "
+                                    f"{default}, at most {MAX_LIMIT}).")] = default,
+        after: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR, pattern=CURSOR,
+                                           description="The next page's cursor: the X-Next-Cursor header "
+                                                       "of the page before (none: the first page).")] = None,
+    ) -> PageQuery:
+        return PageQuery(limit, after)
+
+    return dependency
+
+
+def page_from(params: Mapping[str, str], after_key: str = "after", default: int = DEFAULT_LIMIT) -> PageQuery:
+    """The page a dashboard list's query string names: ``limit`` and the cursor ``after_key``,
+    checked as the API checks them (else :class:`BadPage` naming the parameter)."""
+    text = params.get("limit")
+    limit = default
+    if text is not None:
+        if not (text.isdigit() and len(text) <= 7 and 1 <= int(text) <= MAX_LIMIT):
+            raise BadPage(f"must be a whole number from 1 to {MAX_LIMIT:,}, got {text[:20]!r}", field="limit")
+        limit = int(text)
+    after = params.get(after_key)
+    if after is not None and not (0 < len(after) <= MAX_CURSOR and re.match(CURSOR, after)):
+        raise BadPage(f"{after[:40]!r} is not a cursor", field=after_key)
+    return PageQuery(limit, after)
+
+
+def list_url(path: str, limit: int, default: int = DEFAULT_LIMIT, **cursors: str | None) -> str:
+    """A dashboard list's URL: ``path`` with ``limit`` (unless ``default``) and the cursors given."""
+    params = {k: v for k, v in cursors.items() if v is not None}
+    if limit != default:
+        params = {"limit": str(limit), **params}
+    return f"{path}?{urlencode(params)}" if params else path
+
+
+def keys_of(kind: str, query: PageQuery, n: int = 1) -> tuple[int, ...] | None:
+    """The cursor's keys, or 422 with the reason (for the JSON routes)."""
+    try:
+        return decode(kind, query.after, n)
+    except BadPage as exc:
+        raise HTTPException(422, f"after: {exc.message}") from None
+
+
+def split(items: Sequence[T], limit: int, kind: str, key: Callable[[T], tuple[int, ...]]
+          ) -> tuple[list[T], str | None]:
+    """A page of ``items`` (fetched with one more than ``limit``: whether more follow) and the next
+    page's cursor (None: the last page)."""
+    page = list(items[:limit])
+    cursor = encode(kind, *key(page[-1])) if len(items) > limit and page else None
+    return page, cursor
+
+
+def next_link(request: Request, cursor: str, limit: int) -> str:
+    """The next page's URL: this request's path and query, ``after`` and ``limit`` set (relative to
+    the request's URL, as RFC 8288 allows)."""
+    url = request.url.include_query_params(after=cursor, limit=limit)
+    return f"{url.path}?{url.query}"
+
+
+def paged(request: Request, response: Response, items: Sequence[T], limit: int, kind: str,
+          key: Callable[[T], tuple[int, ...]]) -> list[T]:
+    """The page of ``items`` (one more than ``limit`` fetched) a list route answers; the next page's
+    cursor goes in ``response``'s headers."""
+    page, cursor = split(items, limit, kind, key)
+    if cursor is not None:
+        response.headers["X-Next-Cursor"] = cursor
+        response.headers["Link"] = f'<{next_link(request, cursor, limit)}>; rel="next"'
+    return page
+
+
+#: The OpenAPI answer of a list route: its headers.
+PAGED: dict[int | str, dict[str, Any]] = {200: {
+    "description": "One page of the list (a JSON array).",
+    "headers": {
+        "X-Next-Cursor": {"description": "The next page's cursor (give it as `after`); absent on the last "
+                                         "page.", "schema": {"type": "string"}},
+        "Link": {"description": 'The next page: `<URL>; rel="next"`; absent on the last page.',
+                 "schema": {"type": "string"}}}}}
+
+
+def walk(fetch: Callable[[str | None], tuple[list[T], str | None]], every: bool) -> Iterator[T]:
+    """The items of a list page by page: ``fetch(cursor)`` answers a page and the next cursor; only
+    the first page unless ``every``. A cursor given twice (a server going round in circles) ends
+    the walk with a :class:`BadPage`."""
+    cursor: str | None = None
+    seen: set[str] = set()
+    while True:
+        page, cursor = fetch(cursor)
+        yield from page
+        if not every or cursor is None:
+            return
+        if cursor in seen:
+            raise BadPage(f"the server gave the cursor {cursor[:40]!r} twice: the walk stops")
+        seen.add(cursor)
