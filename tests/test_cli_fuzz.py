@@ -73,6 +73,10 @@ EXEMPT = {
 # Parameters of EXEMPT commands that the command checks before any work (before it calls the
 # server): every case of theirs runs, not only those click refuses.
 CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits")}
+# The commands that list a server's list route (src/skylease/service/paging.py): each takes --limit
+# (click's bounds: the server's page, so its wrong values are fuzzed as any number's) and --all (a
+# flag); tests/service/test_serve.py and test_qos_cli.py run them against a server.
+LIST_COMMANDS = ("leases list", "leases queue", "qos bots")
 
 
 # -- the zygote ---------------------------------------------------------------------------------
@@ -1054,6 +1058,22 @@ def test_every_command_and_option_is_fuzzed():
     assert len(ids) == len(set(ids))
     assert set(KNOWN_FAILURES) <= set(ids), set(KNOWN_FAILURES) - set(ids)
     assert set(KNOWN_FAILURES) >= HANGS
+
+
+def test_every_list_command_pages_within_the_servers_bounds():
+    """--limit's bounds are the server's (1 to paging.MAX_LIMIT), so a wrong one is refused before a
+    request is sent; --all is there too; and its cases are among the fuzz cases."""
+    from skylease.service.paging import MAX_LIMIT
+
+    commands = _commands()
+    numbers = {(p.command, p.key): p for p in _params()}
+    covered = {(c.param.command, c.param.key) for c in CASES}
+    for name in LIST_COMMANDS:
+        limit = numbers[(name, "limit")]
+        assert (limit.label, limit.lo, limit.hi) == ("--limit", 1, MAX_LIMIT), name
+        every = next(p for p in commands[name].params if p.name == "every")
+        assert every.opts == ["--all"] and every.is_flag, name
+        assert (name, "limit") in covered, name
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--zygote"]:

@@ -1017,6 +1017,19 @@ ServerOption = Annotated[str | None, typer.Option("--server", help="The server's
                                                   "$SKYLEASE_SERVER, else http://127.0.0.1:8642).")]
 TokenOption = Annotated[str | None, typer.Option("--token", help="Your token (default: $SKYLEASE_TOKEN).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the server's JSON answer.")]
+# a list's page (src/skylease/service/paging.py: its MAX_LIMIT and DEFAULT_LIMIT; not imported here,
+# it would load the server's libraries into every command's start)
+LimitOption = Annotated[int | None, typer.Option("--limit", min=1, max=1000, help="At most this many (the "
+                                                 "server's page: default 100, at most 1000); with --all, "
+                                                 "the size of each page asked for.")]
+AllOption = Annotated[bool, typer.Option("--all", help="All of them: the client asks for page after page "
+                                         "until the last.")]
+
+
+def _listed(what: str, items: list) -> str:
+    """A list's title: how many, and how to see the rest when the server has more."""
+    more = "; more on the server: --all (or a larger --limit)" if getattr(items, "more", False) else ""
+    return f"{len(items)} {what}{more}"
 
 
 def _ask(server: str | None, token: str | None, as_json: bool, call, render) -> None:
@@ -1107,11 +1120,11 @@ def leases_cancel_cmd(
 
 
 @leases_app.command("list")
-def leases_list_cmd(server: ServerOption = None, token: TokenOption = None,
-                    as_json: JsonOption = False) -> None:
-    """Your leases on a server (an administrator's: every lease)."""
-    _ask(server, token, as_json, lambda c: c.leases(),
-         lambda sc, vs: [sc.leases_table(vs, title=f"{len(vs)} lease(s)")])
+def leases_list_cmd(server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+                    limit: LimitOption = None, every: AllOption = False) -> None:
+    """Your leases on a server (an administrator's: every lease), by id: the first page, or --all."""
+    _ask(server, token, as_json, lambda c: c.leases(limit, every),
+         lambda sc, vs: [sc.leases_table(vs, title=_listed("lease(s)", vs))])
 
 
 @leases_app.command("show", context_settings=_ID_SETTINGS)
@@ -1125,11 +1138,11 @@ def leases_show_cmd(
 
 
 @leases_app.command("queue")
-def leases_queue_cmd(server: ServerOption = None, token: TokenOption = None,
-                     as_json: JsonOption = False) -> None:
-    """The best-effort leases waiting on a server, in queue order."""
-    _ask(server, token, as_json, lambda c: c.queue(),
-         lambda sc, vs: [sc.leases_table(vs, title=f"queue: {len(vs)} lease(s)")])
+def leases_queue_cmd(server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+                     limit: LimitOption = None, every: AllOption = False) -> None:
+    """The best-effort leases waiting on a server, in queue order: the first page, or --all."""
+    _ask(server, token, as_json, lambda c: c.queue(limit, every),
+         lambda sc, vs: [sc.leases_table(vs, title="queue: " + _listed("lease(s)", vs))])
 
 
 @leases_app.command("hosts")
@@ -1200,10 +1213,12 @@ def qos_predict_cmd(bot: BotIdArgument, server: ServerOption = None, token: Toke
 
 
 @qos_app.command("bots")
-def qos_bots_cmd(server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False) -> None:
-    """Your bags of tasks (an administrator's: all), with progress, prediction and credits."""
-    _ask(server, token, as_json, lambda c: c.qos_bots(),
-         lambda sc, bs: [sc.rows_table(f"{len(bs)} bag(s) of tasks", bs, _BOT_COLUMNS)])
+def qos_bots_cmd(server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+                 limit: LimitOption = None, every: AllOption = False) -> None:
+    """Your bags of tasks (an administrator's: all), oldest first, with progress, prediction and
+    credits: the first page, or --all."""
+    _ask(server, token, as_json, lambda c: c.qos_bots(limit, every),
+         lambda sc, bs: [sc.rows_table(_listed("bag(s) of tasks", bs), bs, _BOT_COLUMNS)])
 
 
 @qos_app.command("history")

@@ -28,9 +28,9 @@ from skylease.runtime.leases.api import LeaseRequest
 from skylease.service.bodies import is_xml, lease_request_from_json, lease_request_from_xml
 from skylease.traces.lwf import clock_seconds
 
-__all__ = ["DEFAULT_SERVER", "Client", "ServiceError", "events_table", "hosts_table", "lease_detail",
-           "leases_table", "parse_seconds", "read_request_file", "record_table", "request_from_options",
-           "rows_table"]
+__all__ = ["DEFAULT_SERVER", "Client", "Listed", "ServiceError", "events_table", "hosts_table",
+           "lease_detail", "leases_table", "parse_seconds", "read_request_file", "record_table",
+           "request_from_options", "rows_table"]
 
 DEFAULT_SERVER = "http://127.0.0.1:8642"
 #: How long the client waits for an answer (a request is answered once it is journaled).
@@ -39,6 +39,12 @@ TIMEOUT_S = 30.0
 
 class ServiceError(Exception):
     """The server failed, did not answer or cannot be reached (exit status 1)."""
+
+
+class Listed(list):  # type: ignore[type-arg]
+    """The items of a list route; ``more``: the server has more after them (another page)."""
+
+    more: bool = False
 
 
 # -- building a request ---------------------------------------------------------------------------
@@ -140,13 +146,41 @@ class Client:
     def call(self, method: str, path: str, *, body: bytes | None = None,
              content_type: str | None = None) -> Any:
         """The server's JSON answer to ``method path``."""
+        return self._answer(method, path, body=body, content_type=content_type)[1]
+
+    def listing(self, path: str, limit: int | None = None, every: bool = False) -> Listed:
+        """A list route's items: its first page of ``limit`` (None: the server's default), or with
+        ``every`` all its pages (of ``limit`` items; None: the server's most), one after the other
+        (:mod:`skylease.service.paging`); ``more`` says whether items were left on the server."""
+        from skylease.service.paging import MAX_LIMIT, BadPage, walk
+
+        size = limit if limit is not None or not every else MAX_LIMIT
+        out = Listed()
+
+        def fetch(cursor: str | None) -> tuple[list[Any], str | None]:
+            params = {k: v for k, v in (("limit", size), ("after", cursor)) if v is not None}
+            r, items = self._answer("GET", path, params=params)
+            nxt = r.headers.get("x-next-cursor")
+            out.more = nxt is not None
+            return items, nxt
+
+        try:
+            out.extend(walk(fetch, every))
+        except BadPage as exc:
+            raise ServiceError(f"the server at {self.server}: {exc.message}") from None
+        return out
+
+    def _answer(self, method: str, path: str, *, body: bytes | None = None, content_type: str | None = None,
+                params: dict[str, Any] | None = None) -> tuple[Any, Any]:
+        """The server's answer to ``method path`` and its JSON (an answer of another kind is a
+        ServiceError)."""
         import httpx
 
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         if content_type is not None:
             headers["Content-Type"] = content_type
         try:
-            r = self._http.request(method, self.server + path, headers=headers, content=body)
+            r = self._http.request(method, self.server + path, headers=headers, content=body, params=params)
         except httpx.TimeoutException:
             raise ServiceError(f"the server at {self.server} did not answer within {TIMEOUT_S:g} s") from None
         except (httpx.HTTPError, OSError, ValueError) as exc:
@@ -160,7 +194,7 @@ class Client:
                             f"{detail}: the server at {self.server} does not know this token",
                             field="--token" if r.status_code == 401 else None)
         try:
-            return r.json()
+            return r, r.json()
         except ValueError:
             raise ServiceError(f"the server at {self.server} answered something else than JSON") from None
 
@@ -173,11 +207,11 @@ class Client:
     def lease(self, lease_id: int) -> dict[str, Any]:
         return self.call("GET", f"/leases/{lease_id}")
 
-    def leases(self) -> list[dict[str, Any]]:
-        return self.call("GET", "/leases")
+    def leases(self, limit: int | None = None, every: bool = False) -> Listed:
+        return self.listing("/leases", limit, every)
 
-    def queue(self) -> list[dict[str, Any]]:
-        return self.call("GET", "/queue")
+    def queue(self, limit: int | None = None, every: bool = False) -> Listed:
+        return self.listing("/queue", limit, every)
 
     def hosts(self) -> list[dict[str, Any]]:
         return self.call("GET", "/hosts")
@@ -199,8 +233,8 @@ class Client:
     def qos_predict(self, bot: int) -> dict[str, Any]:
         return self.call("GET", f"/qos/bots/{bot}/prediction")
 
-    def qos_bots(self) -> list[dict[str, Any]]:
-        return self.call("GET", "/qos/bots")
+    def qos_bots(self, limit: int | None = None, every: bool = False) -> Listed:
+        return self.listing("/qos/bots", limit, every)
 
     def qos_history(self, infrastructure: str) -> dict[str, Any]:
         return self.call("GET", f"/qos/history/{quote(infrastructure, safe='')}")

@@ -91,7 +91,7 @@ def serve_demo(folder: str | Path, *, time_scale: float = DEMO_SCALE, timeout_s:
                                    + (f": {why[-1]}" if why else "")) from None
         finally:  # nothing of the demo outlives it (a stopped server leaves its payloads running)
             with contextlib.suppress(UserError, ServiceError):
-                for v in client.leases():
+                for v in client.leases(every=True):
                     if v["state"] not in ("done", "cancelled", "rejected"):
                         client.cancel(v["id"])
     finally:
