@@ -140,8 +140,8 @@ class QoSService:
         with self._registering:
             running = self.registry.running(owner)
             if running >= self.max_bots_per_user:
-                raise BotsRefused(f"{owner} has {running:,} bags of tasks running; at most "
-                                  f"{self.max_bots_per_user:,} (one must finish, or be abandoned, first)")
+                raise BotsRefused(f"{owner} already has {running:,} of at most {self.max_bots_per_user:,} "
+                                  "bags of tasks running; one must finish (or be abandoned) first")
             view = self.registry.register(owner, infrastructure, n_tasks, strategy=strategy, tick=tick,
                                           pool=pool)
         try:

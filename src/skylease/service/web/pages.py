@@ -183,6 +183,7 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         return None if user is None or sid is None else (user, sid)
 
     streams = EventStreams(session)  # (one count of open streams for every page's streams)
+    app.state.stream_places = streams.places  # (what is open, for whoever watches the server)
 
     def to_login() -> RedirectResponse:
         return RedirectResponse("/login", status_code=303)
