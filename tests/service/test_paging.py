@@ -294,3 +294,25 @@ def test_the_managers_pages_are_its_whole_list_cut_in_pages(real):
     assert view.running_on and view.payloads and view.events  # (a running lease's view is whole)
     late = real.request("alice", long).id  # a new lease comes after every cursor given before
     assert real.leases("alice", real.leases("alice")[-2].id)[-1].id == late
+
+
+def test_a_list_longer_than_a_chunk_is_whole_and_in_order(real):
+    """Lists longer than the manager takes under one hold of its lock (SNAPSHOT_CHUNK leases, a scan
+    of SCAN_CHUNK of the queue) are taken in chunks: nothing lost, nothing twice, in id order."""
+    from skylease.runtime.leases.manager import SCAN_CHUNK, SNAPSHOT_CHUNK
+
+    long = LeaseRequest(nodes=1, duration=3600, command="sleep 600")
+    for _ in range(SCAN_CHUNK + 100):  # bob's fill the queue past one scan
+        real.request("bob", long)
+    mine = [real.request("alice", long).id for _ in range(3)]
+    bobs = [v.id for v in real.leases("bob")]
+    assert len(bobs) == SCAN_CHUNK + 100 and bobs == sorted(bobs) and len(set(bobs)) == len(bobs)
+    assert [v.id for v in real.leases("bob", limit=SNAPSHOT_CHUNK * 2 + 7)] == bobs[:SNAPSHOT_CHUNK * 2 + 7]
+    after = bobs[SNAPSHOT_CHUNK - 1]
+    assert [v.id for v in real.leases("bob", after, 3)] == bobs[SNAPSHOT_CHUNK:SNAPSHOT_CHUNK + 3]
+    assert [v.id for v in real.leases(None)] == bobs + mine
+    assert [v.id for v in real.queue("alice")] == mine  # (found behind more than a scan of bob's)
+    assert [v.id for v in real.queue("alice", mine[0], 1)] == mine[1:2]
+    with real._lock:  # (the scheduler's own queue, read at once)
+        whole = [le.id for le in real.sched.queue]
+    assert [v.id for v in real.queue(None)] == whole and whole[-3:] == mine and len(whole) > SCAN_CHUNK

@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 from bisect import bisect_right, insort
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,11 @@ ON_TIME_S = 1
 #: Real seconds the payload of the default command outlives its reservation's planned end, so that
 #: the scheduler's shutdown, not the payload, ends it.
 PAYLOAD_MARGIN_S = 1.0
+#: A list takes the snapshots of at most this many leases under one hold of the lock (about 1.5 ms),
+#: and looks at most SCAN_CHUNK of the queue: a longer list is taken in chunks, the lock released
+#: between two (docs/decisions/serve-fair-sharing.md).
+SNAPSHOT_CHUNK = 200
+SCAN_CHUNK = 2000
 #: For tests only (tests/service/test_serve_crash.py): ``before-spawn:ID`` or ``after-spawn:ID`` in
 #: this environment variable makes the server SIGKILL itself when it is about to start a payload of
 #: lease ID (the request's transaction committed, no process yet), or has just started one (not
@@ -327,30 +332,58 @@ class LocalLeaseManager:
 
     def leases(self, owner: str | None, after: int | None = None, limit: int | None = None
                ) -> list[LeaseView]:
-        """``owner``'s leases (None: every lease) with an id above ``after``, at most ``limit``, by
-        id: the page's ids are a slice of the owner's sorted ids, and only their snapshots are taken
-        under the lock (the views are built after it: runtime/leases/views.py)."""
-        with self._lock:
+        """``owner``'s leases (None: every lease) with an id above ``after``, at most ``limit`` (None:
+        all), by id: a chunk's ids are a slice of the owner's sorted ids, and only their snapshots
+        are taken under the lock (the views are built after it: runtime/leases/views.py)."""
+        end: list[int] = []  # the last id when the list was asked for (what arrives later: a later page)
+
+        def chunk(last: int | None, room: int) -> tuple[list[Lease], int | None]:
             ids = self._ids if owner is None else self._by_owner.get(owner, [])
-            first = 0 if after is None else bisect_right(ids, after)
-            chosen = ids[first:] if limit is None else ids[first:first + max(0, limit)]
-            parts = self._snapshots([self.sched.lease(lid) for lid in chosen])
-        return build_views(parts)
+            if not end:
+                end.append(ids[-1] if ids else -1)
+            first = 0 if last is None else bisect_right(ids, last)
+            chosen = [lid for lid in ids[first:first + room] if lid <= end[0]]
+            done = len(chosen) < room or first + room >= len(ids)
+            return [self.sched.lease(lid) for lid in chosen], None if done else chosen[-1]
+
+        return self._in_chunks(chunk, after, limit)
 
     def queue(self, owner: str | None, after: int | None = None, limit: int | None = None
               ) -> list[LeaseView]:
         """The best-effort leases waiting, in queue order (submission, so id, order: the scheduler
         requeues a preempted lease at its id's place), from above ``after``, at most ``limit``."""
-        with self._lock:
+        end: list[int] = []
+
+        def chunk(last: int | None, room: int) -> tuple[list[Lease], int | None]:
             q = self.sched.queue
-            first = 0 if after is None else bisect_right(q, after, key=lambda le: le.id)
-            chosen: list[Lease] = []
-            for i in range(first, len(q)):
-                if limit is not None and len(chosen) >= limit:
-                    break
+            if not end:
+                end.append(q[-1].id if q else -1)
+            i = 0 if last is None else bisect_right(q, last, key=lambda le: le.id)
+            stop, chosen = min(len(q), i + SCAN_CHUNK), []
+            while i < stop and len(chosen) < room and q[i].id <= end[0]:
                 if owner is None or self._owner[q[i].id] == owner:
                     chosen.append(q[i])
-            parts = self._snapshots(chosen)
+                i += 1
+            done = i >= len(q) or q[i].id > end[0]
+            return chosen, None if done else q[i - 1].id
+
+        return self._in_chunks(chunk, after, limit)
+
+    def _in_chunks(self, chunk: Callable[[int | None, int], tuple[list[Lease], int | None]],
+                   after: int | None, limit: int | None) -> list[LeaseView]:
+        """The views of the leases ``chunk(last, room)`` picks (under the lock: at most ``room``
+        after the id ``last``, and the last id it looked at, None at the list's end), taken chunk
+        by chunk: the lock is released between two, so however long the list, it is held for one
+        chunk's snapshots at a time (docs/decisions/serve-fair-sharing.md)."""
+        parts: list[ViewParts] = []
+        last = after
+        while limit is None or len(parts) < limit:
+            room = SNAPSHOT_CHUNK if limit is None else min(SNAPSHOT_CHUNK, limit - len(parts))
+            with self._lock:
+                leases, last = chunk(last, room)
+                parts += self._snapshots(leases)
+            if last is None:
+                break
         return build_views(parts)
 
     def hosts(self) -> list[HostView]:
