@@ -8,7 +8,8 @@ Routes (OpenAPI at ``/docs``, ``/redoc`` and ``/openapi.json``)::
     DELETE /leases/{id}   cancel it
     GET    /queue         best-effort leases waiting, in queue order
     GET    /hosts         the site's nodes (administrators only)
-    GET    /health        {"ok": true, "now": lease time, "version": ...}; no token needed
+    GET    /health        {"ok": true, "now": lease time, "version": ...}; no token needed; 503 with
+                          "detail" when a part of the server has stopped (service/health.py)
 
 Every route but ``/health`` and the documentation needs ``Authorization: Bearer TOKEN`` (401
 otherwise, with ``WWW-Authenticate: Bearer``). A user sees, shows and cancels only their own
@@ -16,7 +17,8 @@ leases; another's is 404, as one that does not exist (so ids tell nothing).
 
 Errors are ``{"detail": "one line"}``: a malformed body or parameter 422, a body over 64 KiB 413,
 an unsupported content type 415, a refused request (:class:`LeaseRefused`) 409, a lease not found
-404, any other :class:`UserError` 400. Nothing a client sends gets a traceback: an unexpected
+404, any other :class:`UserError` 400, a route whose part of the server has stopped 503 (the
+reason: :mod:`skylease.service.health`). Nothing a client sends gets a traceback: an unexpected
 exception is logged on the server and answered 500 with a generic message.
 """
 
@@ -36,6 +38,7 @@ from sqlalchemy.engine import Engine
 
 from skylease import __version__
 from skylease.model.errors import UserError
+from skylease.runtime.health import Unavailable
 from skylease.runtime.leases.api import (
     HostView,
     LeaseManager,
@@ -46,6 +49,7 @@ from skylease.runtime.leases.api import (
 )
 from skylease.service.auth import User, user_for_token
 from skylease.service.bodies import BODY, BadBody, is_xml, lease_request_from_json, lease_request_from_xml
+from skylease.service.health import LEASES, HealthGuard, Vitals, add_health
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]
 
@@ -69,12 +73,6 @@ class Problem(BaseModel):
     """Every error answer: one line saying what is wrong."""
 
     detail: str
-
-
-class Health(BaseModel):
-    ok: bool
-    now: int  # lease seconds since the server's epoch
-    version: str
 
 
 # -- request bodies -------------------------------------------------------------------------------
@@ -152,6 +150,8 @@ class _CatchAll:
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "no token, or not a valid one"},
     422: {"model": Problem, "description": "a malformed parameter or body"},
+    503: {"model": Problem, "description": "a part of the server this route needs has stopped (the reason; "
+                                           "restart the server)"},
 }
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "no such lease visible to the caller"}}
@@ -169,12 +169,16 @@ def _readable(exc: RequestValidationError) -> str:
     return f"{where}: {what}{more}" if where else f"{what}{more}"
 
 
-def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any = None) -> FastAPI:
+def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any = None,
+               vitals: Vitals | None = None) -> FastAPI:
     """The service's app: the lease routes over ``manager``, users and tokens in ``engine``,
     SpeQuloS's routes over ``qos`` (a :class:`~skylease.runtime.qos.service.QoSService`) if given,
     and the runs' routes over ``runs`` (a :class:`~skylease.runtime.runs.registry.RunRegistry`;
-    default: one on ``engine``)."""
+    default: one on ``engine``); ``vitals``: the server's other vital parts (the manager is added)."""
     from skylease.runtime.runs.registry import RunNotFound, RunRegistry
+
+    vitals = Vitals() if vitals is None else vitals
+    vitals.add(LEASES, manager.failure)
 
     runs = RunRegistry(engine) if runs is None else runs
     app = FastAPI(title="skylease", version=__version__,
@@ -200,10 +204,7 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
 
     add_pages(app, manager, engine, qos, runs)  # first: its HTML pages share /leases and /hosts with the API
 
-    @app.get("/health", response_model=Health, tags=["service"])
-    def health() -> Health:
-        """Whether the server answers, its lease clock and its version (no token needed)."""
-        return Health(ok=True, now=manager.now(), version=__version__)
+    add_health(app, vitals, manager.now)
 
     @app.post("/leases", status_code=201, response_model=LeaseView, tags=["leases"],
               responses={**_ERRORS, 409: {"model": Problem, "description": "the request is refused"},
@@ -278,10 +279,12 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
     app.add_exception_handler(LeaseRefused, answer(409))
     app.add_exception_handler(LeaseNotFound, answer(404))
     app.add_exception_handler(UserError, answer(400))
+    app.add_exception_handler(Unavailable, answer(503))  # (the manager stopped after the guard looked)
     app.add_exception_handler(_TooLarge, lambda _r, _e: _too_large(MAX_BODY_BYTES))
     app.add_exception_handler(
         RequestValidationError,
         lambda _r, exc: JSONResponse({"detail": _readable(exc)}, status_code=422))  # type: ignore[arg-type]
+    app.add_middleware(HealthGuard, vitals=vitals)
     app.add_middleware(_BodyLimit)
     app.add_middleware(_CatchAll)  # added last: outermost, so it sees what every other layer raises
     return app

@@ -16,6 +16,10 @@ anything starts.
 The server stops cleanly on SIGTERM or SIGINT: uvicorn finishes the requests under way, then the
 lease manager is closed (its journal committed; the payloads keep running, to be adopted by the
 next start).
+
+Liveness: the lease manager and the threads started here (SpeQuloS's sweep and deposit policy, the
+runs' sweep) are the server's vital parts (:mod:`skylease.service.health`): one that dies is logged
+once, ``/health`` answers 503 with why, and the routes that need it answer 503 until a restart.
 """
 
 from __future__ import annotations
@@ -38,8 +42,10 @@ from sqlalchemy.engine import Engine
 
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, load_toml
+from skylease.runtime.health import Vital
 from skylease.runtime.leases.api import LeaseManager
 from skylease.service.db import check_data_dir, create_schema, engine_for, shown_url
+from skylease.service.health import QOS_DEPOSITS, QOS_SWEEP, RUNS_SWEEP, Vitals
 
 __all__ = ["DEFAULT_PORT", "DEFAULT_SCHEDULER", "ServeConfig", "Served", "is_loopback", "load_serve_config",
            "open_database", "serve"]
@@ -212,8 +218,10 @@ def _local_parts(cfg: ServeConfig) -> tuple[Any, Any]:
     return scheduler, load_site(Path(cfg.site)) if cfg.site is not None else None
 
 
-def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path) -> LeaseManager:
-    """The real lease manager on this machine's nodes (runtime/leases/manager.py), started."""
+def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path, *,
+                  nodes_factory: Callable[..., Any] | None = None) -> LeaseManager:
+    """The real lease manager on this machine's nodes (runtime/leases/manager.py), started;
+    ``nodes_factory`` makes its enactment (default: LocalNodes; see LocalLeaseManager)."""
     from skylease.runtime.leases.manager import LocalLeaseManager
     from skylease.runtime.leases.site import default_site
 
@@ -221,7 +229,8 @@ def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path) -> LeaseMana
     if site is None:
         site = default_site(data_dir)
     manager = LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,
-                                grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user)
+                                grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user,
+                                nodes_factory=nodes_factory)
     return manager.start()
 
 
@@ -261,9 +270,10 @@ def _quiet_signals(server: Any) -> Iterator[list[int]]:
             signal.signal(s, handler)
 
 
-def _deposit_policy(engine: Engine, qos: Any, cap: float, every: float, stopping: threading.Event) -> None:
+def _deposit_policy(engine: Engine, qos: Any, cap: float, every: float, stopping: threading.Event,
+                    vital: Vital) -> None:
     """SpeQuloS's deposit policy (spec 003 §3): each user topped up to ``cap`` now, then every
-    ``every`` seconds, in a thread that ends with the server."""
+    ``every`` seconds, in a thread that ends with the server (``vital`` if it dies)."""
     from skylease.service.auth import list_users
 
     def run() -> None:
@@ -276,11 +286,13 @@ def _deposit_policy(engine: Engine, qos: Any, cap: float, every: float, stopping
             if stopping.wait(every):
                 return
 
-    threading.Thread(target=run, name="qos-deposit-policy", daemon=True).start()
+    vital.thread(run, name="qos-deposit-policy").start()
 
 
-def _every(period: float, stopping: threading.Event, name: str, job: Callable[[], object]) -> None:
-    """Run ``job`` every ``period`` seconds in a thread that ends with the server."""
+def _every(period: float, stopping: threading.Event, name: str, job: Callable[[], object],
+           vital: Vital) -> None:
+    """Run ``job`` every ``period`` seconds in a thread that ends with the server (``vital`` if it
+    dies; a job that fails is logged and tried again the next period: a database may come back)."""
     def run() -> None:
         while not stopping.wait(period):
             try:
@@ -288,7 +300,7 @@ def _every(period: float, stopping: threading.Event, name: str, job: Callable[[]
             except Exception:  # (logged; the next period tries again)
                 log.exception("%s failed", name)
 
-    threading.Thread(target=run, name=name, daemon=True).start()
+    vital.thread(run, name=name).start()
 
 
 def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
@@ -319,14 +331,17 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
 
         qos = QoSService(engine)
         runs = RunRegistry(engine)
-        app = create_app(manager, engine, qos, runs)
+        vitals = Vitals()
+        app = create_app(manager, engine, qos, runs, vitals)
         if cfg.qos_deposit_cap is not None:
-            _deposit_policy(engine, qos, cfg.qos_deposit_cap, cfg.qos_deposit_every, stopping)
-        _every(min(60.0, cfg.qos_abandon_after / 10), stopping, "qos-sweep",
-               lambda: qos.sweep(time.time(), cfg.qos_abandon_after))
+            _deposit_policy(engine, qos, cfg.qos_deposit_cap, cfg.qos_deposit_every, stopping,
+                            vitals.vital(QOS_DEPOSITS, "the deposit policy"))
+        sweep_s = min(60.0, cfg.qos_abandon_after / 10)
+        _every(sweep_s, stopping, "qos-sweep", lambda: qos.sweep(time.time(), cfg.qos_abandon_after),
+               vitals.vital(QOS_SWEEP, "the QoS sweep"))
         # a run silent as long as a bag is abandoned too (its reporter says it is alive every 30 s)
-        _every(min(60.0, cfg.qos_abandon_after / 10), stopping, "runs-sweep",
-               lambda: runs.sweep(time.time(), cfg.qos_abandon_after))
+        _every(sweep_s, stopping, "runs-sweep", lambda: runs.sweep(time.time(), cfg.qos_abandon_after),
+               vitals.vital(RUNS_SWEEP, "the runs' sweep"))
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key, lifespan="off")
         server = uvicorn.Server(config)

@@ -123,7 +123,9 @@ class HostView(BaseModel):
 
 class LeaseManager(Protocol):
     """The lease manager as the service sees it. ``owner`` is the caller's user name; ``None``
-    means an administrator (sees and may cancel every lease)."""
+    means an administrator (sees and may cancel every lease). Once :meth:`failure` says it cannot
+    serve, the calls on leases raise :class:`~skylease.runtime.health.Unavailable` with that reason
+    (a request is refused before it is recorded)."""
 
     def now(self) -> int: ...
 
@@ -142,5 +144,9 @@ class LeaseManager(Protocol):
     def version(self) -> int: ...
 
     def wait_change(self, since: int, timeout: float) -> int: ...
+
+    def failure(self) -> str | None:
+        """Why it cannot serve (a part of it stopped: which, when, on what), or None while it works."""
+        ...
 
     def close(self) -> None: ...

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from skylease.runtime.health import Vital
 from skylease.runtime.leases.site import Site
 
 __all__ = ["ENV_LEASE", "ENV_NODE", "ENV_SERVE_ID", "ENV_VNODE", "PAYLOAD_LOG_BYTES", "TICK_S", "ImageCopy",
@@ -305,8 +306,14 @@ class LocalNodes:
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
-        self._thread = threading.Thread(target=self._watch, name="skylease-local-nodes", daemon=True)
+        self._vital = Vital("the payload watcher")
+        self._thread = self._vital.thread(self._watch, name="skylease-local-nodes")
         self._thread.start()
+
+    def failure(self) -> str | None:
+        """Why the watcher thread stopped (payload exits and SIGKILL deadlines are no longer seen
+        to), or None while it runs."""
+        return self._vital.failure()
 
     # -- payloads -------------------------------------------------------------------------------
     def node_dir(self, node: int) -> Path:
@@ -625,14 +632,12 @@ class LocalNodes:
             with self._lock:
                 timeout = max(0.0, self._kills[0][0] - time.monotonic()) if self._kills else None
             events = self._sel.select(timeout)
-            ended = False
             with self._lock:
                 if self._stopping:
                     return
-                try:
-                    ended = self._handle(events)
-                except Exception:  # never let the watcher die: exits would go unnoticed
-                    log.exception("local nodes watcher")
+                # an error here ends the watcher, and its Vital says so (the lease manager then refuses
+                # every call): going on after what it does not understand would miss exits unseen
+                ended = self._handle(events)
             if ended and self.on_exit is not None:
                 try:
                     self.on_exit()

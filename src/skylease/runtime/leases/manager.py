@@ -15,7 +15,15 @@ processes"): every input goes to the :class:`~skylease.runtime.leases.journal.Jo
 events it produced, in one transaction, before the API answers and before anything is enacted. A
 restarted manager replays the journal into a fresh scheduler (nothing enacted), adopts the payload
 processes still alive, steps through what fell due while it was down, and reconciles the rest. The
-crash tests provoke the worst moments for real with :data:`CRASH_ENV` (for tests only).
+crash tests provoke the worst moments for real through the enactment (``nodes_factory``: a
+:class:`~skylease.runtime.leases.local.LocalNodes` whose spawn kills the server).
+
+Liveness (docs/decisions/serve-liveness.md): if the manager's thread dies (a bug, a lost database),
+or the enactment's watcher does, :meth:`LocalLeaseManager.failure` says why, and every call that
+reads or changes leases raises :class:`~skylease.runtime.health.Unavailable` (a stopped scheduler's
+views would lie; a request is refused before it is journaled, so no lease is accepted that nothing
+would run). The death is recorded under the manager's lock, which the thread holds whenever it
+works: a request answered before the death was journaled before it, and a restart runs it.
 
 Enactment is a reconciliation: the scheduler's start/stop calls mark the leases they touch, and after
 each command (for a request: in the manager thread, once it is answered, so that starting processes
@@ -28,12 +36,10 @@ image copies) are :class:`~skylease.runtime.leases.local.LocalNodes`.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +61,7 @@ from skylease.control.leases.policies import describe
 from skylease.control.leases.records import Event, Run, TransferRun, lease_events, lease_record
 from skylease.model.errors import UserError
 from skylease.runtime.changes import Changes
+from skylease.runtime.health import Unavailable, Vital
 from skylease.runtime.leases.api import (
     HostView,
     LeaseNotFound,
@@ -76,13 +83,6 @@ ON_TIME_S = 1
 #: Real seconds the payload of the default command outlives its reservation's planned end, so that
 #: the scheduler's shutdown, not the payload, ends it.
 PAYLOAD_MARGIN_S = 1.0
-#: For tests only (tests/service/test_serve_crash.py): ``before-spawn:ID`` or ``after-spawn:ID`` in
-#: this environment variable makes the server SIGKILL itself when it is about to start a payload of
-#: lease ID (the request's transaction committed, no process yet), or has just started one (not
-#: recorded yet): the worst moments of a crash, provoked for real. Read when the manager is made;
-#: unset, as it always is outside those tests, it does nothing.
-CRASH_ENV = "SKYLEASE_TEST_CRASH"
-_CRASH_POINTS = ("before-spawn", "after-spawn")
 
 
 @dataclass
@@ -156,12 +156,15 @@ def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[
 
 class LocalLeaseManager:
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
-    protocol). ``nodes`` is the enactment (default: :class:`~skylease.runtime.leases.local.LocalNodes`
-    on ``site``); ``time_scale`` lease seconds per real second (stored at the first start: a restart
-    must use the same); at most ``max_leases_per_user`` leases not over per user."""
+    protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
+    on_exit=...)`` makes it (default factory: :class:`~skylease.runtime.leases.local.LocalNodes`; a
+    subclass of it is the seam where tests provoke crashes and failures); ``time_scale`` lease
+    seconds per real second (stored at the first start: a restart must use the same); at most
+    ``max_leases_per_user`` leases not over per user."""
 
     def __init__(self, engine: sa.Engine, site: Any, *, config: SchedulerConfig | None = None,
                  time_scale: float = 1.0, data_dir: Path | str = ".", nodes: Any = None,
+                 nodes_factory: Callable[..., Any] | None = None,
                  grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05) -> None:
         self.site = site
         self.config = config if config is not None else SchedulerConfig()
@@ -182,12 +185,13 @@ class LocalLeaseManager:
                             f"({settings['n_nodes']} nodes, {settings['config']}); use that one, or "
                             "another database", field="--db")
         self.serve_id: str = settings["serve_id"]
-        self._crash_at = _crash_point(os.environ.get(CRASH_ENV, ""))
         self.clock = RealClock(settings["epoch"], settings["time_scale"])
         if nodes is None:
-            from skylease.runtime.leases.local import LocalNodes
+            if nodes_factory is None:
+                from skylease.runtime.leases.local import LocalNodes
 
-            nodes = LocalNodes(site, self.data_dir, self.serve_id, on_exit=self._poke)
+                nodes_factory = LocalNodes
+            nodes = nodes_factory(site, self.data_dir, self.serve_id, on_exit=self._poke)
         self.nodes = nodes
         self.trace = _Trace()
         self._enact = _Enactment(self.trace)
@@ -213,6 +217,7 @@ class LocalLeaseManager:
         self._closing = False
         self.changes = Changes()  # bumped by each commit that journals something
         self._thread: threading.Thread | None = None
+        self._vital = Vital("the lease manager")
         self.replayed_events_match: bool | None = None
         self._recording = True  # False while the journal is replayed: its events are stored already
         self._replayed: list[Event] = []
@@ -226,6 +231,17 @@ class LocalLeaseManager:
         self._thread = threading.Thread(target=self._loop, name="skylease-leases", daemon=True)
         self._thread.start()
         return self
+
+    def failure(self) -> str | None:
+        """Why the manager cannot serve (its thread, or the enactment's watcher, died), or None."""
+        return self._vital.failure() or self.nodes.failure()
+
+    def _alive(self) -> None:
+        """Raise :class:`Unavailable` if the manager cannot serve (called with the lock held: the
+        thread's death is recorded under it, so nothing is journaled after it)."""
+        reason = self.failure()
+        if reason is not None:
+            raise Unavailable(reason)
 
     def close(self, *, stop_payloads: bool = False) -> None:
         """Stop stepping. Payloads go on (a restarted server adopts them) unless ``stop_payloads``."""
@@ -268,6 +284,7 @@ class LocalLeaseManager:
         answer, and so the next request of a client, must not wait for)."""
         arrived = self.clock.now()
         with self._lock:
+            self._alive()  # (before anything is journaled)
             now = max(arrived, self._stepped)  # (lease time never goes back for the scheduler)
             self._payload_exits(now)  # (the loop may not have got to them: this thread holds the lock)
             self._advance(now)
@@ -294,6 +311,7 @@ class LocalLeaseManager:
     def cancel(self, owner: str | None, lease_id: int) -> LeaseView:
         arrived = self.clock.now()  # (as a request: the lease time it reached the manager)
         with self._lock:
+            self._alive()
             lease = self._visible(owner, lease_id)
             now = max(arrived, self._stepped)
             self._payload_exits(now)  # (the loop may not have got to them: this thread holds the lock)
@@ -311,19 +329,23 @@ class LocalLeaseManager:
 
     def lease(self, owner: str | None, lease_id: int) -> LeaseView:
         with self._lock:
+            self._alive()  # (a stopped scheduler's views would lie: nothing moves any more)
             return self._view(self._visible(owner, lease_id))
 
     def leases(self, owner: str | None) -> list[LeaseView]:
         with self._lock:
+            self._alive()
             return [self._view(self.sched.lease(lid)) for lid in sorted(self._owner)
                     if owner is None or self._owner[lid] == owner]
 
     def queue(self, owner: str | None) -> list[LeaseView]:
         with self._lock:
+            self._alive()
             return [self._view(le) for le in self.sched.queue if owner is None or self._owner[le.id] == owner]
 
     def hosts(self) -> list[HostView]:
         with self._lock:
+            self._alive()
             on: dict[int, set[int]] = {k: set() for k in range(self.site.n_nodes)}
             for vm in self.sched.rr.values():
                 for part in (vm.resume, vm, vm.suspend):
@@ -341,19 +363,19 @@ class LocalLeaseManager:
     # -- the loop ----------------------------------------------------------------------------------
     def _loop(self) -> None:
         with self._lock:
-            while not self._closing:
-                try:
+            try:
+                while not self._closing:
                     now = self.clock.now()
                     self._payload_exits(now)
                     self._advance(now)
                     self._commit_and_enact(now)
-                except Exception:  # a bug or a lost database: stop stepping, loudly (a restart recovers)
-                    log.exception("the lease manager stopped")
-                    self._closing = True
-                    raise
-                nxt = self.sched.next_event(self._stepped)
-                wait = self.poll_s if nxt == float("inf") else min(self.poll_s, self.clock.seconds_until(nxt))
-                self._wake.wait(max(wait, 0.001))
+                    nxt = self.sched.next_event(self._stepped)
+                    wait = self.poll_s if nxt == float("inf") else self.clock.seconds_until(nxt)
+                    self._wake.wait(max(min(wait, self.poll_s), 0.001))
+            except BaseException as exc:  # a bug or a lost database: stop stepping, loudly (a restart
+                # recovers); recorded with the lock still held, so that no request is journaled after it
+                self._vital.died(exc)
+                self.changes.bump()  # (the dashboard's live pages look again, and are told)
 
     def _advance(self, now: int) -> None:
         """Step at every event time due by ``now``, each at its own time (as the simulator does)."""
@@ -489,18 +511,11 @@ class LocalLeaseManager:
         else:  # works until the scheduler shuts it down: its whole remaining time, not this
             # reservation's end (a planned suspension ends the reservation before the work is done)
             duration_s = self.clock.real_seconds(lease.remaining) + PAYLOAD_MARGIN_S
-        self._crash_point("before-spawn", lease.id)
         p = self.nodes.spawn(lease.id, vnode, node, command=req.get("command"), duration_s=duration_s,
                              env=env, since=self.clock.real_at(vm.start))
-        self._crash_point("after-spawn", lease.id)
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
         self._live[(lease.id, vnode)] = _Live(p, row, vm.start, checked=vm.start)  # (as its work counts)
         self._rows[(lease.id, vnode, vm.start)] = row
-
-    def _crash_point(self, where: str, lease_id: int) -> None:
-        """Die here if the crash tests ask for it (:data:`CRASH_ENV`)."""
-        if self._crash_at == (where, lease_id):
-            os.kill(os.getpid(), signal.SIGKILL)
 
     def _transfers(self, now: int) -> None:
         """Image transfers running now are copies into their nodes' caches, paced to end with them."""
@@ -659,17 +674,6 @@ class LocalLeaseManager:
                 self._step(now)
 
 
-def _crash_point(value: str) -> tuple[str, int] | None:
-    """The point of :data:`CRASH_ENV`'s value (None when it is empty)."""
-    if not value:
-        return None
-    where, _, lease = value.partition(":")
-    if where not in _CRASH_POINTS or not lease.isdigit():
-        raise UserError(f"{value!r} is not one of {', '.join(p + ':LEASE' for p in _CRASH_POINTS)} (a test "
-                        "setting)", field=CRASH_ENV)
-    return where, int(lease)
-
-
 def _config_key(config: SchedulerConfig) -> str:
     """A configuration's identity (a journal replays only under the configuration it was made with).
     Haizea 1.0's keys and the policies count only away from their defaults, so a database made
@@ -687,4 +691,4 @@ def _config_key(config: SchedulerConfig) -> str:
     return hashlib.sha256(f"{type(config).__name__}({fields})".encode()).hexdigest()[:16]
 
 
-__all__ = ["CRASH_ENV", "LocalLeaseManager", "desired"]
+__all__ = ["LocalLeaseManager", "desired"]

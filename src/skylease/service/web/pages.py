@@ -40,6 +40,7 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from skylease.model.errors import UserError
+from skylease.runtime.health import Unavailable
 from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
 from skylease.service.auth import User, user_for_token
 from skylease.service.bodies import BadBody, lease_request_from_form
@@ -194,7 +195,10 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
                     return render_page("Forbidden", '<p class="error">The form has expired or did not '
                                        'come from this site (CSRF token missing or wrong). '
                                        '<a href="/leases">Back</a></p>', user, sid, 403)
-            return await run_in_threadpool(handler, request, user, sid)
+            try:
+                return await run_in_threadpool(handler, request, user, sid)
+            except Unavailable as exc:  # (it stopped after the health guard looked: the banner says why)
+                return render_page("Service unavailable", f'<p class="error">{e(exc)}</p>', user, sid, 503)
         return endpoint
 
     from skylease.service.web.gantt import add_gantt

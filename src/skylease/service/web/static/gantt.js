@@ -129,6 +129,7 @@
   }
   async function loadTables() {
     const r = await fetch(location.pathname, { credentials: "same-origin", headers: { Accept: "text/html" } });
+    if (r.status === 503) { location.reload(); return; }  // the service is degraded: its page says why
     if (!r.ok) return;
     const doc = new DOMParser().parseFromString(await r.text(), "text/html");
     for (const sel of ["#lease-tables", "p.now"]) {
