@@ -20,6 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
+from skylease.cli import main
+
 from .test_serve_crash import (
     MEM,
     TERMINAL,
@@ -65,7 +67,7 @@ def page(client: httpx.Client, path: str) -> httpx.Response:
     return client.get(path, headers={"Accept": "text/html"})
 
 
-def test_a_dead_lease_manager_says_so_and_refuses_what_needs_it(server: Server):
+def test_a_dead_lease_manager_says_so_and_refuses_what_needs_it(server: Server, monkeypatch, capsys):
     srv = server
     srv.start({"fail_spawn": 2})
     be = {"type": "best-effort", "memory": MEM, "nodes": 1, "duration": 3600}
@@ -85,6 +87,12 @@ def test_a_dead_lease_manager_says_so_and_refuses_what_needs_it(server: Server):
         r = srv.call(method, path, user, json=be if method == "POST" else None)
         assert (r.status_code, r.json()) == (503, {"detail": reason}), (method, path, r.text)
     assert [row["id"] for row in srv.query("SELECT id FROM leases ORDER BY id")] == [1, 2]
+    # the client says so in one line, exit status 1 (the server failed)
+    monkeypatch.setenv("SKYLEASE_SERVER", srv.url)
+    monkeypatch.setenv("SKYLEASE_TOKEN", srv.tokens["alice"])
+    assert main(["leases", "list"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"skylease: error: the server at {srv.url} answered 503 Service Unavailable: {reason}", err
     # the routes that do not need the lease manager work
     assert srv.call("GET", "/qos/account", "alice").status_code == 200
     assert srv.call("GET", "/runs", "alice").status_code == 200

@@ -273,12 +273,18 @@ def _quiet_signals(server: Any) -> Iterator[list[int]]:
 def _deposit_policy(engine: Engine, qos: Any, cap: float, every: float, stopping: threading.Event,
                     vital: Vital) -> None:
     """SpeQuloS's deposit policy (spec 003 §3): each user topped up to ``cap`` now, then every
-    ``every`` seconds, in a thread that ends with the server (``vital`` if it dies)."""
+    ``every`` seconds, in a thread that ends with the server (``vital`` if it dies; a pass that
+    fails is logged and made again the next period, as a sweep's)."""
     from skylease.service.auth import list_users
 
     def run() -> None:
         while True:
-            for user in list_users(engine):
+            try:
+                users = list_users(engine)
+            except Exception:  # (the database may come back)
+                log.exception("the deposit policy could not list the users")
+                users = []
+            for user in users:
                 try:
                     qos.ledger.top_up(user.name, cap)
                 except Exception:  # (one account's failure must not end the policy for the others)
