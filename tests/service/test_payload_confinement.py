@@ -234,7 +234,7 @@ def wait_for(cond, timeout: float = 60.0, step: float = 0.2):
 
 def ended_payloads(srv: Served, user: str, lease: int) -> list[dict]:
     view = srv.call("GET", f"/leases/{lease}", user).json()
-    return [p for p in view["payloads"] if p.get("exit_code") is not None]
+    return view["ended_payloads"]
 
 
 def test_a_payload_reaches_nothing_of_the_server_and_its_own_work_runs(served):

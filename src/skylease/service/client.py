@@ -239,6 +239,8 @@ def leases_table(views: list[dict[str, Any]], title: str | None = None) -> Table
     return t
 
 
+#: The payload tables of a lease's view, by key.
+_PAYLOADS = {"payloads": "payloads", "ended_payloads": "payloads that ended"}
 _SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requested_duration", "nodes", "image",
           "start", "end", "reason", "running_on")
 
@@ -246,16 +248,17 @@ _SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requeste
 def lease_detail(v: dict[str, Any]) -> list[Table]:
     """One lease: its fields, its payloads and its events (each a table)."""
     fields = Table("field", "value", title=f"lease {v.get('id')}")
-    for key in (*_SHOWN, *sorted(k for k in v if k not in (*_SHOWN, "events", "payloads"))):
+    for key in (*_SHOWN, *sorted(k for k in v if k not in (*_SHOWN, "events", *_PAYLOADS))):
         value = v.get(key)
         fields.add_row(key.replace("_", " "), _joined(value, ", ") if isinstance(value, list) else _t(value))
     out = [fields]
-    if v.get("payloads"):
-        keys = list(dict.fromkeys(k for p in v["payloads"] for k in p))
-        payloads = Table(*keys, title="payloads")
-        for p in v["payloads"]:
-            payloads.add_row(*(_t(p.get(k)) for k in keys))
-        out.append(payloads)
+    for key, title in _PAYLOADS.items():
+        if v.get(key):
+            keys = list(dict.fromkeys(k for p in v[key] for k in p))
+            table = Table(*keys, title=title)
+            for p in v[key]:
+                table.add_row(*(_t(p.get(k)) for k in keys))
+            out.append(table)
     out.append(events_table(v.get("events") or []))
     return out
 

@@ -585,15 +585,15 @@ class LocalLeaseManager:
         vm = self.sched.rr.get(lease.id)
         active = vm is not None and vm.state is LeaseState.ACTIVE
         running = [self._name(k) for k in vm.nodes] if active else []
-        pl = [*self._ended.get(lease.id, ()),
-              *({"vnode": v, "node": self._name(live.payload.node), "pid": live.payload.pid,
-                 "state": live.payload.state, "exit_code": None, "reason": None}
-                for (_, v), live in sorted((k, x) for k, x in self._live.items() if k[0] == lease.id))]
+        pl = [{"vnode": v, "node": self._name(live.payload.node), "pid": live.payload.pid,
+               "state": live.payload.state}
+              for (_, v), live in sorted((k, x) for k, x in self._live.items() if k[0] == lease.id)]
         now = self.clock.now()
         plan = [] if vm is None else [  # (a migration holds no node: not a bar)
             {"kind": r.kind.value, "nodes": list(r.nodes), "start": r.start, "end": r.end}
             for r in vm.parts() if r.kind is not RRKind.MIGRATE and r.start > now]
-        return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl, planned=plan, **rec)
+        return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl,
+                         ended_payloads=list(self._ended.get(lease.id, ())), planned=plan, **rec)
 
     # -- recovery ----------------------------------------------------------------------------------
     def _recover(self) -> None:
