@@ -1242,7 +1242,7 @@ def _read_token(url: str) -> str:
     line = sys.stdin.readline() if sys.stdin is not None else ""
     if not line.strip():
         raise UserError("no token on standard input: pipe the line `skylease serve user add` printed, or "
-                        "run skylease login in a terminal", field="TOKEN")
+                        "run skylease login in a terminal")
     return line
 
 

@@ -73,7 +73,7 @@ def same_server(a: str, b: str) -> bool:
     return key(a) == key(b)
 
 
-def check_token(token: str, where: str) -> str:
+def check_token(token: str, where: str | None) -> str:
     """``token`` stripped, or one line saying why it cannot be one (without printing it back)."""
     tok = token.strip()
     if not tok:

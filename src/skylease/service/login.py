@@ -33,13 +33,12 @@ def login(server: str | None, token: str, path: Path | None = None) -> LoggedIn:
     """Check ``token`` on the server (``--server``, else as every client command finds it) and save
     both in the token file (``path``: the default one)."""
     url = server_url(server)
-    tok = check_token(token, "TOKEN")
+    tok = check_token(token, None)
     with Client(url, tok) as c:
         try:
             me = c.me()
         except TokenRefused:
-            raise UserError(f"the server at {url} does not know this token; nothing written",
-                            field="TOKEN") from None
+            raise UserError(f"the server at {url} does not know this token; nothing written") from None
     if not isinstance(me, dict) or not isinstance(me.get("name"), str):
         raise ServiceError(f"the server at {url} did not answer GET /me as skylease serve does")
     saved = write_login(Login(url, tok), path)
