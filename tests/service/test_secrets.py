@@ -191,7 +191,7 @@ def test_the_password_reaches_postgresql_from_the_environment_or_a_file(pg_role,
 
 def test_a_server_on_postgresql_with_the_password_in_the_environment(pg_role, tmp_path):
     url, password = pg_role
-    os.environ[PASSWORD_ENV] = password  # (start() passes os.environ on; the autouse fixture restores it)
+    os.environ[PASSWORD_ENV] = password  # (start() passes os.environ on; removed again below)
     try:
         proc, served = start([sys.executable, "-m", "skylease", "serve", "--port", "0", "--db", url,
                               "--data-dir", str(tmp_path / "serve")], tmp_path)
