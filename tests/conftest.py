@@ -128,3 +128,19 @@ def chromium():
             yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="session")
+def payload_sandbox(tmp_path_factory: pytest.TempPathFactory):
+    """This machine's payload confinement (bubblewrap; skylease.runtime.leases.sandbox), probed once.
+    Skips when payloads cannot be confined here, fails instead when ``SKYLEASE_REQUIRE_SANDBOX=1``
+    (CI, which installs Debian's bubblewrap)."""
+    import os
+
+    from skylease.runtime.leases.sandbox import SandboxUnavailable, probe
+
+    try:
+        return probe(tmp_path_factory.mktemp("sandbox-probe"))
+    except SandboxUnavailable as exc:
+        why = f"payloads cannot be confined here: {exc.message}"
+        pytest.fail(why) if os.environ.get("SKYLEASE_REQUIRE_SANDBOX") == "1" else pytest.skip(why)

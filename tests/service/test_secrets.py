@@ -119,6 +119,17 @@ def test_the_password_comes_from_the_file_then_the_environment(tmp_path):
     assert SECRET not in warned[0]
 
 
+def test_the_password_file_is_hidden_from_lease_payloads(tmp_path):
+    from skylease.service.server import load_serve_config, secret_paths
+
+    (tmp_path / "serve.toml").write_text('db = "postgresql://alice@127.0.0.1/skylease"\n'
+                                         'db_password_file = "db-password"\n')
+    cfg = load_serve_config(tmp_path / "serve.toml")
+    assert tmp_path / "db-password" in secret_paths(cfg) and tmp_path / "serve.toml" in secret_paths(cfg)
+    cfg = load_serve_config(tmp_path / "serve.toml", db_password_file=tmp_path / "elsewhere")
+    assert tmp_path / "elsewhere" in secret_paths(cfg) and tmp_path / "db-password" not in secret_paths(cfg)
+
+
 @pytest.mark.parametrize(("text", "says"), [(b"", "is empty"), (b"\n", "is empty"),
                                              (b"one\ntwo\n", "more than one line"),
                                              (b"\xff\xfe\x00", "invalid UTF-8")])

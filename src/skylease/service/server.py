@@ -21,6 +21,7 @@ next start).
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import logging
 import signal
@@ -33,13 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 from sqlalchemy.engine import Engine
 
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, KeyLines, read_toml, validate
 from skylease.runtime.leases.api import LeaseManager
-from skylease.service.db import check_data_dir, create_schema, engine_for, shown_url
+from skylease.service.db import check_data_dir, create_schema, engine_for, private_data_dir, shown_url
 
 __all__ = ["DEFAULT_PORT", "DEFAULT_SCHEDULER", "ServeConfig", "Served", "is_loopback", "load_serve_config",
            "open_database", "serve"]
@@ -49,6 +50,10 @@ DEFAULT_PORT = 8642
 DEFAULT_SCHEDULER = "NOVM-SR"
 
 log = logging.getLogger("skylease.service")
+
+
+#: A UNIX user name or number (``payload_user``).
+_USER_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
 
 
 class ServeConfig(FileModel):
@@ -73,6 +78,10 @@ class ServeConfig(FileModel):
     qos_abandon_after: Annotated[float, Field(ge=10, le=366 * 86_400, allow_inf_nan=False)] = 3600.0
     tls_cert: Annotated[str, Field(min_length=1)] | None = None
     tls_key: Annotated[str, Field(min_length=1)] | None = None
+    # who lease payloads run as when the server is root (see skylease.runtime.leases.sandbox): "auto"
+    # is a dedicated system user (skylease-payload, created when missing), else nobody
+    payload_user: Annotated[str, Field(min_length=1, max_length=64, pattern=_USER_NAME)] = "auto"
+    _source: Path | None = PrivateAttr(default=None)  # the file it was read from (hidden from payloads)
 
 
 #: The path keys of the file, resolved against its folder.
@@ -106,11 +115,13 @@ def load_serve_config(path: Path | None = None, **overrides: Any) -> ServeConfig
         if value is not None:
             values[key] = str(value) if isinstance(value, Path) else value
     try:
-        return ServeConfig.model_validate(values)
+        cfg = ServeConfig.model_validate(values)
     except ValidationError as exc:  # an option's value: click checked its type, pydantic its range
         first = exc.errors(include_url=False)[0]
         key = str(first["loc"][0]) if first["loc"] else "config"
         raise UserError(f"{first['msg']}, got {first.get('input')!r}", field=OPTION.get(key, key)) from None
+    cfg._source = None if path is None else Path(path)
+    return cfg
 
 
 def data_dir_of(cfg: ServeConfig) -> Path:
@@ -227,16 +238,43 @@ def _local_parts(cfg: ServeConfig) -> tuple[Any, Any]:
     return scheduler, load_site(Path(cfg.site)) if cfg.site is not None else None
 
 
-def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path) -> LeaseManager:
-    """The real lease manager on this machine's nodes (runtime/leases/manager.py), started."""
+def secret_paths(cfg: ServeConfig) -> list[Path]:
+    """The server's files a payload must never see, besides the data folder: its configuration
+    file, the TLS key and certificate, the database's password file, and an SQLite database kept
+    elsewhere (its folder, for the WAL beside it)."""
+    out = [Path(p) for p in (cfg._source, cfg.tls_key, cfg.tls_cert, cfg.db_password_file) if p is not None]
+    if cfg.db is not None:
+        from sqlalchemy.engine import make_url
+
+        with contextlib.suppress(Exception):  # (a URL that does not parse is refused later, naming --db)
+            url = make_url(cfg.db.strip())
+            if url.get_backend_name() == "sqlite" and url.database:
+                out.append(Path(url.database).expanduser().resolve().parent)
+    return out
+
+
+def payload_sandbox(cfg: ServeConfig, data_dir: Path) -> Any:
+    """This machine's payload confinement (:func:`skylease.runtime.leases.sandbox.probe`), checked
+    by a confined run; or one line saying why payloads cannot be confined here and how to fix it."""
+    from skylease.runtime.leases.sandbox import probe
+
+    return probe(data_dir, payload_user=cfg.payload_user, hidden=secret_paths(cfg))
+
+
+def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path, sandbox: Any = None) -> LeaseManager:
+    """The real lease manager on this machine's nodes (runtime/leases/manager.py), started; its
+    payloads confined by ``sandbox`` (default: :func:`payload_sandbox`)."""
     from skylease.runtime.leases.manager import LocalLeaseManager
     from skylease.runtime.leases.site import default_site
 
     scheduler, site = _local_parts(cfg)
     if site is None:
         site = default_site(data_dir)
+    if sandbox is None:
+        sandbox = payload_sandbox(cfg, data_dir)
     manager = LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,
-                                grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user)
+                                grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user,
+                                sandbox=sandbox)
     return manager.start()
 
 
@@ -321,6 +359,13 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
     check_data_dir(data_dir)
     if manager_factory is None:
         _local_parts(cfg)  # a wrong scheduler or site file: said before anything is created
+    logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
+    loosened = private_data_dir(data_dir)
+    if loosened:
+        log.warning("the data folder %s was open to other users (%s); it is private now (folders 0700, "
+                    "files 0600)", data_dir, ", ".join(loosened[:3]) + (", ..." if len(loosened) > 3 else ""))
+    if manager_factory is None:  # payloads that cannot be confined are never started: said before serving
+        manager_factory = functools.partial(local_manager, sandbox=payload_sandbox(cfg, data_dir))
     engine = open_database(cfg, warn)
     sock = _listen(cfg.host, cfg.port)
     port = sock.getsockname()[1]
@@ -330,7 +375,7 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
     manager: LeaseManager | None = None
     stopping = threading.Event()
     try:
-        manager = (manager_factory or local_manager)(engine, cfg, data_dir)
+        manager = manager_factory(engine, cfg, data_dir)
         from skylease.runtime.qos.service import QoSService
         from skylease.runtime.runs.registry import RunRegistry
 
@@ -348,7 +393,6 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key, lifespan="off")
         server = uvicorn.Server(config)
         app.state.stopping = lambda: server.should_exit  # (the dashboard's event streams end with it)
-        logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
         with _quiet_signals(server):
             if announce is not None:
                 announce(served)

@@ -102,7 +102,8 @@ class LeaseView(BaseModel):
     reason: str | None
     events: list[dict[str, Any]] = []
     running_on: list[str] = []  # node names of the VM reservation active now
-    payloads: list[dict[str, Any]] = []  # per VM: node, pid, state (running/stopped/exited), exit code
+    #: Per VM: node, pid, state, exit_code and reason; the ended ones first (with how they ended).
+    payloads: list[dict[str, Any]] = []
     #: The scheduler's plan not begun yet: ``kind`` (vm, suspend, resume, shutdown), ``nodes`` (indices),
     #: ``start``, ``end`` in lease time; it may still move (a preemption, a premature end).
     planned: list[dict[str, Any]] = []
