@@ -43,6 +43,13 @@ def _trace_cache(trace_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("SKYLEASE_NO_CACHE", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _own_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the user's token file (~/.config/skylease/token, `skylease login`):
+    each test has a config folder of its own, empty."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def empty_database(request, tmp_path):
     """An empty service database (no table yet) of each kind: SQLite in ``tmp_path/db``, then

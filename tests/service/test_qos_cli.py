@@ -63,7 +63,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 def qos(capsys, server, user: str, *argv: str) -> tuple[int, str, str]:
     url, tokens = server
-    return run(capsys, "qos", *argv, "--server", url, "--token", tokens[user])
+    with pytest.MonkeyPatch.context() as mp:  # (the token where a user keeps it: --token warns)
+        mp.setenv("SKYLEASE_TOKEN", tokens[user])
+        return run(capsys, "qos", *argv, "--server", url)
 
 
 def as_json(capsys, server, user: str, *argv: str):

@@ -166,9 +166,12 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
         cur.close()
 
 
-def engine_for(url: str | None, data_dir: Path) -> Engine:
-    """An engine for ``url`` (None: SQLite in ``data_dir``), connected once to check it works."""
+def engine_for(url: str | None, data_dir: Path, password: str | None = None) -> Engine:
+    """An engine for ``url`` (None: SQLite in ``data_dir``), connected once to check it works;
+    ``password``: the database's (db_password.py), never part of the URL given."""
     parsed = _url(url, Path(data_dir))
+    if password is not None and parsed.get_backend_name() != "sqlite":
+        parsed = parsed.set(password=password)
     if parsed.get_backend_name() == "sqlite":
         db_file = Path(parsed.database or "")
         if db_file.is_dir():

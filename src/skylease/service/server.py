@@ -38,7 +38,7 @@ from pydantic import Field, PrivateAttr, ValidationError
 from sqlalchemy.engine import Engine
 
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, load_toml
+from skylease.model.files import FileModel, KeyLines, read_toml, validate
 from skylease.runtime.leases.api import LeaseManager
 from skylease.service.db import check_data_dir, create_schema, engine_for, private_data_dir, shown_url
 
@@ -62,6 +62,7 @@ class ServeConfig(FileModel):
     host: Annotated[str, Field(min_length=1, max_length=253)] = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_PORT  # 0: any free port (the start line tells)
     db: Annotated[str, Field(min_length=1, max_length=4096)] | None = None  # a database URL
+    db_password_file: Annotated[str, Field(min_length=1)] | None = None  # its password (db_password.py)
     data_dir: Annotated[str, Field(min_length=1)] | None = None
     time_scale: Annotated[float, Field(gt=0, le=1e6)] = 1.0  # lease seconds per real second
     site: Annotated[str, Field(min_length=1)] | None = None  # a site file (TOML)
@@ -84,7 +85,7 @@ class ServeConfig(FileModel):
 
 
 #: The path keys of the file, resolved against its folder.
-_PATH_KEYS = ("data_dir", "site", "tls_cert", "tls_key")
+_PATH_KEYS = ("data_dir", "site", "tls_cert", "tls_key", "db_password_file")
 #: The command-line option of each key (for one-line errors).
 OPTION = {k: "--" + k.replace("_", "-") for k in ServeConfig.model_fields}
 
@@ -92,9 +93,15 @@ OPTION = {k: "--" + k.replace("_", "-") for k in ServeConfig.model_fields}
 def load_serve_config(path: Path | None = None, **overrides: Any) -> ServeConfig:
     """The configuration of ``path`` (None: the defaults), with the non-None ``overrides`` (options
     of the command line) applied on top."""
+    from skylease.service.db_password import check_no_password
+
     values: dict[str, Any] = {}
+    check_no_password(overrides.get("db"))  # before anything could show it
     if path is not None:
-        cfg, _ = load_toml(Path(path), ServeConfig)
+        doc, text = read_toml(Path(path))
+        if isinstance(doc.get("db"), str):
+            check_no_password(doc["db"], file=Path(path))
+        cfg = validate(ServeConfig, doc, KeyLines(text, Path(path)))
         values = cfg.model_dump(exclude_unset=True)
         for key in _PATH_KEYS:
             if values.get(key) is not None:
@@ -126,14 +133,22 @@ def data_dir_of(cfg: ServeConfig) -> Path:
     return default_data_dir() / "serve"
 
 
-def open_database(cfg: ServeConfig) -> Engine:
-    """The server's database (created where missing), or one line naming ``--db`` or ``--data-dir``."""
-    engine = engine_for(cfg.db, data_dir_of(cfg))
+def open_database(cfg: ServeConfig, warn: Callable[[str], None] | None = None) -> Engine:
+    """The server's database (created where missing), or one line naming ``--db`` or ``--data-dir``;
+    ``warn`` is told of a password file other users may read (once the database works: an error
+    stays one line)."""
+    from skylease.service.db_password import db_password
+
+    notes: list[str] = []
+    password = db_password(cfg.db, cfg.db_password_file, warn=notes.append)
+    engine = engine_for(cfg.db, data_dir_of(cfg), password)
     from skylease.runtime.leases.journal import metadata
     from skylease.runtime.qos.service import METADATA as QOS_METADATA
     from skylease.runtime.runs.registry import METADATA as RUNS_METADATA
 
     create_schema(engine, metadata, *QOS_METADATA, RUNS_METADATA)
+    for note in notes:
+        (warn or log.warning)(note)
     return engine
 
 
@@ -225,9 +240,9 @@ def _local_parts(cfg: ServeConfig) -> tuple[Any, Any]:
 
 def secret_paths(cfg: ServeConfig) -> list[Path]:
     """The server's files a payload must never see, besides the data folder: its configuration
-    file, the TLS key and certificate, and an SQLite database kept elsewhere (its folder, for the
-    WAL beside it)."""
-    out = [Path(p) for p in (cfg._source, cfg.tls_key, cfg.tls_cert) if p is not None]
+    file, the TLS key and certificate, the database's password file, and an SQLite database kept
+    elsewhere (its folder, for the WAL beside it)."""
+    out = [Path(p) for p in (cfg._source, cfg.tls_key, cfg.tls_cert, cfg.db_password_file) if p is not None]
     if cfg.db is not None:
         from sqlalchemy.engine import make_url
 
@@ -330,9 +345,11 @@ def _every(period: float, stopping: threading.Event, name: str, job: Callable[[]
 
 
 def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
-          announce: Callable[[Served], None] | None = None) -> Served:
+          announce: Callable[[Served], None] | None = None,
+          warn: Callable[[str], None] | None = None) -> Served:
     """Run the server until SIGTERM or SIGINT. Everything a user can get wrong (the address, TLS,
-    the database, the port in use, the scheduler configuration) is checked before it starts."""
+    the database, the port in use, the scheduler configuration) is checked before it starts;
+    ``warn`` is told what is not wrong but unwise (a password file other users may read)."""
     import uvicorn
 
     from skylease.service.leases_api import create_app
@@ -349,7 +366,7 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
                     "files 0600)", data_dir, ", ".join(loosened[:3]) + (", ..." if len(loosened) > 3 else ""))
     if manager_factory is None:  # payloads that cannot be confined are never started: said before serving
         manager_factory = functools.partial(local_manager, sandbox=payload_sandbox(cfg, data_dir))
-    engine = open_database(cfg)
+    engine = open_database(cfg, warn)
     sock = _listen(cfg.host, cfg.port)
     port = sock.getsockname()[1]
     host = f"[{cfg.host.strip('[]')}]" if ":" in cfg.host else cfg.host
