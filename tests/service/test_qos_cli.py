@@ -23,7 +23,9 @@ from skylease.service.db import create_schema, engine_for
 
 from .test_serve import start, stop
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+# (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
+pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),
+              pytest.mark.usefixtures("payload_sandbox")]
 
 
 @pytest.fixture(scope="module")

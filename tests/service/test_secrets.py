@@ -200,6 +200,7 @@ def test_the_password_reaches_postgresql_from_the_environment_or_a_file(pg_role,
     assert code == 2 and "password authentication failed" in one_line(err) and "not-the-password" not in err
 
 
+@pytest.mark.usefixtures("payload_sandbox")  # (a real server: it confines its payloads)
 def test_a_server_on_postgresql_with_the_password_in_the_environment(pg_role, tmp_path):
     url, password = pg_role
     os.environ[PASSWORD_ENV] = password  # (start() passes os.environ on; removed again below)

@@ -295,6 +295,7 @@ class LocalLeaseManager:
             self._batch.inputs.append((now, InputKind.SUBMIT, body["id"], body))
             self._batch.new_leases.append((body["id"], owner, req.model_dump(exclude_none=True), now,
                                            LeaseState.PENDING.value))
+            self._now = now  # (an input's events are stamped with its time, as the replay stamps them)
             lease = self._submit(body, owner, req.model_dump(exclude_none=True))
             self._step(now)
             self._commit()
@@ -314,6 +315,7 @@ class LocalLeaseManager:
             if lease.state in _TERMINAL:  # (it may have ended in the meantime)
                 raise LeaseRefused(f"lease {lease_id} is already {lease.state.value}")
             self._batch.inputs.append((now, InputKind.CANCEL, lease_id, None))
+            self._now = now
             self.sched.cancel(lease_id, now)
             self._enact.touched.add(lease_id)
             self._step(now)
@@ -410,6 +412,7 @@ class LocalLeaseManager:
             vm = self.sched.rr.get(lid)
             if vm is None or vm.state is not LeaseState.ACTIVE or t >= vm.end - ON_TIME_S:
                 continue
+            self._now = t
             if self.sched.premature_end(lid, t):
                 self._batch.inputs.append((t, InputKind.END, lid, None))
                 self._enact.touched.add(lid)
@@ -678,6 +681,7 @@ class LocalLeaseManager:
             if vm.state is not LeaseState.ACTIVE or any(k[0] == lid for k in self._live):
                 continue
             rows = [latest.get((lid, v)) for v in range(len(vm.nodes))]
+            self._now = now
             if all(r is not None and r.state in ("exited", "lost") for r in rows) and \
                     self.sched.premature_end(lid, now):
                 self._batch.inputs.append((now, InputKind.END, lid, None))
