@@ -36,7 +36,7 @@ def service(tmp_path_factory):
     engine.dispose()
 
 
-OPERATIONS = ["GET /health", "POST /leases", "GET /leases", "GET /leases/{lease_id}",
+OPERATIONS = ["GET /health", "GET /me", "POST /leases", "GET /leases", "GET /leases/{lease_id}",
               "DELETE /leases/{lease_id}", "GET /queue", "GET /hosts",
               "POST /qos/bots", "GET /qos/bots", "GET /qos/bots/{bot}", "POST /qos/bots/{bot}/reports",
               "POST /qos/bots/{bot}/orders", "GET /qos/bots/{bot}/prediction", "GET /qos/bots/{bot}/series",

@@ -30,14 +30,15 @@ STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 
 
 @pytest.fixture
-def parts(tmp_path):
+def parts(tmp_path, payload_sandbox):
     site = Site(tuple(SiteNode(f"node{i}", ResourceTuple(1.0, 1024, 0, 2.0**62)) for i in range(2)),
                 machine=(min(os.sched_getaffinity(0)),))
     engine = open_database(load_serve_config(None, data_dir=tmp_path))
     made: list[LocalLeaseManager] = []
 
     def manager(nodes_factory: Any = None) -> LocalLeaseManager:
-        m = LocalLeaseManager(engine, site, time_scale=1, data_dir=tmp_path, nodes_factory=nodes_factory)
+        m = LocalLeaseManager(engine, site, time_scale=1, data_dir=tmp_path, sandbox=payload_sandbox,
+                              nodes_factory=nodes_factory)
         made.append(m)
         return m.start()
 

@@ -32,6 +32,8 @@ from .test_serve_crash import (
     wait_for_payloads,
 )
 
+pytestmark = pytest.mark.usefixtures("payload_sandbox")
+
 #: The reason /health and every refused request give.
 REASON = re.compile(r"the lease manager stopped at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: "
                     r"RuntimeError: the spawn of lease (\d+) failed \(injected by the test\)")

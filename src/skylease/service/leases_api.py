@@ -8,6 +8,7 @@ Routes (OpenAPI at ``/docs``, ``/redoc`` and ``/openapi.json``)::
     DELETE /leases/{id}   cancel it
     GET    /queue         best-effort leases waiting, in queue order
     GET    /hosts         the site's nodes (administrators only)
+    GET    /me            the caller: {"name": ..., "admin": ...} (`skylease login` checks a token with it)
     GET    /health        {"ok": true, "now": lease time, "version": ...}; no token needed; 503 with
                           "detail" when a part of the server has stopped (service/health.py)
 
@@ -73,6 +74,11 @@ class Problem(BaseModel):
     """Every error answer: one line saying what is wrong."""
 
     detail: str
+
+
+class Me(BaseModel):
+    name: str
+    admin: bool
 
 
 # -- request bodies -------------------------------------------------------------------------------
@@ -205,6 +211,11 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
     add_pages(app, manager, engine, qos, runs)  # first: its HTML pages share /leases and /hosts with the API
 
     add_health(app, vitals, manager.now)
+
+    @app.get("/me", response_model=Me, tags=["service"], responses=_ERRORS)
+    def me(user: Caller) -> Me:
+        """Who the token belongs to: the caller's name and whether they are an administrator."""
+        return Me(name=user.name, admin=user.admin)
 
     @app.post("/leases", status_code=201, response_model=LeaseView, tags=["leases"],
               responses={**_ERRORS, 409: {"model": Problem, "description": "the request is refused"},

@@ -35,6 +35,7 @@ image copies) are :class:`~skylease.runtime.leases.local.LocalNodes`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -42,7 +43,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
@@ -71,6 +72,9 @@ from skylease.runtime.leases.api import (
 )
 from skylease.runtime.leases.clock import RealClock
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, PayloadRow
+
+if TYPE_CHECKING:
+    from skylease.runtime.leases.sandbox import Sandbox
 
 log = logging.getLogger("skylease.leases")
 
@@ -157,15 +161,17 @@ def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[
 class LocalLeaseManager:
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
-    on_exit=...)`` makes it (default factory: :class:`~skylease.runtime.leases.local.LocalNodes`; a
-    subclass of it is the seam where tests provoke crashes and failures); ``time_scale`` lease
-    seconds per real second (stored at the first start: a restart must use the same); at most
-    ``max_leases_per_user`` leases not over per user."""
+    sandbox=..., on_exit=...)`` makes it (default factory:
+    :class:`~skylease.runtime.leases.local.LocalNodes`; a subclass of it is the seam where tests
+    provoke crashes and failures), its payloads confined by ``sandbox`` (default, this machine's:
+    :func:`~skylease.runtime.leases.sandbox.probe`); ``time_scale`` lease seconds per real second
+    (stored at the first start: a restart must use the same); at most ``max_leases_per_user``
+    leases not over per user."""
 
     def __init__(self, engine: sa.Engine, site: Any, *, config: SchedulerConfig | None = None,
                  time_scale: float = 1.0, data_dir: Path | str = ".", nodes: Any = None,
-                 nodes_factory: Callable[..., Any] | None = None,
-                 grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05) -> None:
+                 grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05,
+                 sandbox: Sandbox | None = None, nodes_factory: Callable[..., Any] | None = None) -> None:
         self.site = site
         self.config = config if config is not None else SchedulerConfig()
         self.data_dir = Path(data_dir)
@@ -191,7 +197,11 @@ class LocalLeaseManager:
                 from skylease.runtime.leases.local import LocalNodes
 
                 nodes_factory = LocalNodes
-            nodes = nodes_factory(site, self.data_dir, self.serve_id, on_exit=self._poke)
+            if sandbox is None:
+                from skylease.runtime.leases.sandbox import probe
+
+                sandbox = probe(self.data_dir)
+            nodes = nodes_factory(site, self.data_dir, self.serve_id, sandbox=sandbox, on_exit=self._poke)
         self.nodes = nodes
         self.trace = _Trace()
         self._enact = _Enactment(self.trace)
@@ -205,6 +215,7 @@ class LocalLeaseManager:
         self._request: dict[int, dict[str, Any]] = {}
         self._full: dict[int, int] = {}  # lease id -> its full planned duration
         self._live: dict[tuple[int, int], _Live] = {}  # (lease, vnode) -> its payload
+        self._ended: dict[int, list[dict[str, Any]]] = {}  # lease -> its payloads that ended, in order
         self._rows: dict[tuple[int, int, int], int] = {}  # (lease, vnode, run) -> payload row ever spawned
         self._copies: dict[int, Any] = {}  # id(transfer) -> its copy
         self._batch = Batch.new()
@@ -300,6 +311,7 @@ class LocalLeaseManager:
             self._batch.inputs.append((now, InputKind.SUBMIT, body["id"], body))
             self._batch.new_leases.append((body["id"], owner, req.model_dump(exclude_none=True), now,
                                            LeaseState.PENDING.value))
+            self._now = now  # (an input's events are stamped with its time, as the replay stamps them)
             lease = self._submit(body, owner, req.model_dump(exclude_none=True))
             self._step(now)
             self._commit()
@@ -320,6 +332,7 @@ class LocalLeaseManager:
             if lease.state in _TERMINAL:  # (it may have ended in the meantime)
                 raise LeaseRefused(f"lease {lease_id} is already {lease.state.value}")
             self._batch.inputs.append((now, InputKind.CANCEL, lease_id, None))
+            self._now = now
             self.sched.cancel(lease_id, now)
             self._enact.touched.add(lease_id)
             self._step(now)
@@ -404,6 +417,7 @@ class LocalLeaseManager:
             del self._live[(p.lease, p.vnode)]
             self.journal.update_payload(live.row, state="exited", exit_code=p.exit_code,
                                         reason="exited by itself")
+            self._ended_payload(p.lease, p.vnode, p.node, p.pid, "exited", p.exit_code, "exited by itself")
             t = float(now) if p.ended_at is None else min(self._lease_clock(p.ended_at), now + 1.0)
             if not any(k[0] == p.lease for k in self._live):  # (else another VM of the lease still works)
                 # when its work would have ended on its schedule: later if it ran unscheduled (the
@@ -419,6 +433,7 @@ class LocalLeaseManager:
             vm = self.sched.rr.get(lid)
             if vm is None or vm.state is not LeaseState.ACTIVE or t >= vm.end - ON_TIME_S:
                 continue
+            self._now = t
             if self.sched.premature_end(lid, t):
                 self._batch.inputs.append((t, InputKind.END, lid, None))
                 self._enact.touched.add(lid)
@@ -476,7 +491,10 @@ class LocalLeaseManager:
             if what == "none":
                 for key, live in mine:
                     self.nodes.shutdown(live.payload, grace_s=self.grace_s)
-                    self.journal.update_payload(live.row, state="killed", reason=f"lease {lease.state.value}")
+                    reason = f"lease {lease.state.value}"
+                    self.journal.update_payload(live.row, state="killed", reason=reason)
+                    self._ended_payload(lid, key[1], live.payload.node, live.payload.pid, "killed", None,
+                                        reason)
                     del self._live[key]
                 continue
             if what == "stopped":
@@ -500,8 +518,6 @@ class LocalLeaseManager:
                now: int) -> None:
         req = self._request[lease.id]
         env = {"SKYLEASE_NODES": ",".join(self._name(k) for k in nodes)}
-        if lease.image is not None:
-            env["SKYLEASE_IMAGE"] = str(self.nodes.node_dir(node) / "cache" / lease.image)
         # The default payload's work is counted from the lease time its run began (not from its own
         # start-up, nor from a late spawn after a restart), so that it ends when the simulator's would.
         if req.get("real_duration") is not None:  # its work ends early: the scheduler learns it then
@@ -512,10 +528,17 @@ class LocalLeaseManager:
             # reservation's end (a planned suspension ends the reservation before the work is done)
             duration_s = self.clock.real_seconds(lease.remaining) + PAYLOAD_MARGIN_S
         p = self.nodes.spawn(lease.id, vnode, node, command=req.get("command"), duration_s=duration_s,
-                             env=env, since=self.clock.real_at(vm.start))
+                             env=env, since=self.clock.real_at(vm.start), image=lease.image)
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
         self._live[(lease.id, vnode)] = _Live(p, row, vm.start, checked=vm.start)  # (as its work counts)
         self._rows[(lease.id, vnode, vm.start)] = row
+
+    def _ended_payload(self, lid: int, vnode: int, node: int, pid: int, state: str, exit_code: int | None,
+                       reason: str | None) -> None:
+        """Remember an ended payload for the lease's view (its owner sees how it ended)."""
+        shown = self._name(node) if node >= 0 else None
+        self._ended.setdefault(lid, []).append({"vnode": vnode, "node": shown, "pid": pid, "state": state,
+                                                "exit_code": exit_code, "reason": reason})
 
     def _transfers(self, now: int) -> None:
         """Image transfers running now are copies into their nodes' caches, paced to end with them."""
@@ -586,7 +609,8 @@ class LocalLeaseManager:
         plan = [] if vm is None else [  # (a migration holds no node: not a bar)
             {"kind": r.kind.value, "nodes": list(r.nodes), "start": r.start, "end": r.end}
             for r in vm.parts() if r.kind is not RRKind.MIGRATE and r.start > now]
-        return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl, planned=plan, **rec)
+        return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl,
+                         ended_payloads=list(self._ended.get(lease.id, ())), planned=plan, **rec)
 
     # -- recovery ----------------------------------------------------------------------------------
     def _recover(self) -> None:
@@ -654,7 +678,10 @@ class LocalLeaseManager:
                 self.nodes.shutdown(p, grace_s=self.grace_s)
         for r in rows:
             if r.state in ("running", "stopped") and r.id not in adopted:
-                self.journal.update_payload(r.id, state="lost", reason="gone while the server was down")
+                r = dataclasses.replace(r, state="lost", reason="gone while the server was down")
+                self.journal.update_payload(r.id, state=r.state, reason=r.reason)
+            if r.state in ("exited", "killed", "lost"):
+                self._ended_payload(r.lease, r.vnode, r.node, r.pid, r.state, r.exit_code, r.reason)
 
     def _lost_payloads(self, now: int) -> None:
         """A lease whose VM reservation is active but whose payloads have all ended (died while the
@@ -668,6 +695,7 @@ class LocalLeaseManager:
             if vm.state is not LeaseState.ACTIVE or any(k[0] == lid for k in self._live):
                 continue
             rows = [latest.get((lid, v)) for v in range(len(vm.nodes))]
+            self._now = now
             if all(r is not None and r.state in ("exited", "lost") for r in rows) and \
                     self.sched.premature_end(lid, now):
                 self._batch.inputs.append((now, InputKind.END, lid, None))
@@ -678,7 +706,6 @@ def _config_key(config: SchedulerConfig) -> str:
     """A configuration's identity (a journal replays only under the configuration it was made with).
     Haizea 1.0's keys and the policies count only away from their defaults, so a database made
     before they existed keeps its identity; a policy counts by its class and parameters."""
-    import dataclasses
     import hashlib
 
     def shown(name: str, value: object) -> str:
