@@ -298,3 +298,39 @@ def test_the_data_folder_and_its_files_are_private(served):
     names = {p.name for p in seen}
     log = f"{made.json()['id']}-0.log"
     assert {"skylease.sqlite", "skylease.sqlite-wal", "payloads", "leases", log} <= names
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("root", "'root' is root (uid or gid 0): payloads must run as an unprivileged user"),
+    ("0", "'0' is root (uid or gid 0)"),
+    ("no-such-user-here", "no user 'no-such-user-here' on this machine"),
+    ("bad name!", "payload_user"),
+])
+def test_a_payload_user_that_cannot_be_is_one_line_and_nothing_starts(tmp_path, capsys, value, said):
+    from skylease.cli import main
+
+    if os.geteuid() != 0 and value != "bad name!":
+        said = "payloads can run as"  # (only a root server runs payloads as another user)
+    config = tmp_path / "serve.toml"
+    config.write_text(f'payload_user = "{value}"\nport = 0\n')
+    code = main(["serve", "--config", str(config), "--data-dir", str(tmp_path / "data")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "payload_user" in err and said in err, err
+    assert not (tmp_path / "data").exists()  # refused before anything is made
+
+
+def test_without_bubblewrap_the_server_says_how_to_get_it_and_does_not_start(tmp_path, capsys, monkeypatch):
+    from skylease.cli import main
+
+    bare = tmp_path / "bin"  # a PATH with setpriv and useradd but no bwrap
+    bare.mkdir()
+    for tool in ("setpriv", "useradd"):
+        if shutil.which(tool):
+            (bare / tool).symlink_to(shutil.which(tool))
+    monkeypatch.setenv("PATH", str(bare))
+    code = main(["serve", "--port", "0", "--data-dir", str(tmp_path / "data")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "bwrap (bubblewrap) is not installed" in err and "apt-get install bubblewrap" in err, err
+    assert not (tmp_path / "data").exists()
