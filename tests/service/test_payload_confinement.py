@@ -29,7 +29,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.runtime.leases.test_local import until
 
 import skylease
 from skylease.service.auth import add_user
@@ -223,15 +223,6 @@ def kill_payloads_under(folder: Path) -> None:
                 pass
 
 
-def wait_for(cond, timeout: float = 60.0, step: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(step)
-
-
 def ended_payloads(srv: Served, user: str, lease: int) -> list[dict]:
     view = srv.call("GET", f"/leases/{lease}", user).json()
     return view["ended_payloads"]
@@ -246,7 +237,7 @@ def test_a_payload_reaches_nothing_of_the_server_and_its_own_work_runs(served):
     assert bob.status_code == 201, bob.text
     bob_id = bob.json()["id"]
     bob_file = srv.data / "leases" / str(bob_id) / "secret.txt"
-    assert wait_for(lambda: bob_file.exists() and bob_file.read_text() == bob_secret, 30)
+    assert until(lambda: bob_file.exists() and bob_file.read_text() == bob_secret, 30, 0.1)
 
     interpreter = os.path.realpath(sys.executable)  # (bound read-only in every sandbox)
     packed = base64.b64encode(zlib.compress(ATTACK.encode(), 9)).decode()  # (a command: at most 4,096 bytes)
@@ -257,7 +248,7 @@ def test_a_payload_reaches_nothing_of_the_server_and_its_own_work_runs(served):
     assert alice.status_code == 201, alice.text
     lid = alice.json()["id"]
 
-    ended = wait_for(lambda: ended_payloads(srv, "alice", lid), 60)
+    ended = until(lambda: ended_payloads(srv, "alice", lid), 60, 0.2)
     assert ended and ended[0]["exit_code"] == 3 and ended[0]["state"] == "exited", ended
     log = (srv.data / "payloads" / f"{lid}-0.log").read_text()
     (line,) = [x for x in log.splitlines() if x.startswith("ATTACK ")]
@@ -281,7 +272,7 @@ def test_the_data_folder_and_its_files_are_private(served):
     made = srv.call("POST", "/leases", "alice", json={"type": "immediate", "nodes": 1, "duration": 60,
                                                        "command": "echo hello; exit 0"})
     assert made.status_code == 201
-    assert wait_for(lambda: ended_payloads(srv, "alice", made.json()["id"]), 30)
+    assert until(lambda: ended_payloads(srv, "alice", made.json()["id"]), 30, 0.2)
     seen = []
     for top, dirs, files in os.walk(srv.data):
         for name in dirs:
@@ -298,3 +289,39 @@ def test_the_data_folder_and_its_files_are_private(served):
     names = {p.name for p in seen}
     log = f"{made.json()['id']}-0.log"
     assert {"skylease.sqlite", "skylease.sqlite-wal", "payloads", "leases", log} <= names
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("root", "'root' is root (uid or gid 0): payloads must run as an unprivileged user"),
+    ("0", "'0' is root (uid or gid 0)"),
+    ("no-such-user-here", "no user 'no-such-user-here' on this machine"),
+    ("bad name!", "payload_user"),
+])
+def test_a_payload_user_that_cannot_be_is_one_line_and_nothing_starts(tmp_path, capsys, value, said):
+    from skylease.cli import main
+
+    if os.geteuid() != 0 and value != "bad name!":
+        said = "payloads can run as"  # (only a root server runs payloads as another user)
+    config = tmp_path / "serve.toml"
+    config.write_text(f'payload_user = "{value}"\nport = 0\n')
+    code = main(["serve", "--config", str(config), "--data-dir", str(tmp_path / "data")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "payload_user" in err and said in err, err
+    assert not (tmp_path / "data").exists()  # refused before anything is made
+
+
+def test_without_bubblewrap_the_server_says_how_to_get_it_and_does_not_start(tmp_path, capsys, monkeypatch):
+    from skylease.cli import main
+
+    bare = tmp_path / "bin"  # a PATH with setpriv and useradd but no bwrap
+    bare.mkdir()
+    for tool in ("setpriv", "useradd"):
+        if shutil.which(tool):
+            (bare / tool).symlink_to(shutil.which(tool))
+    monkeypatch.setenv("PATH", str(bare))
+    code = main(["serve", "--port", "0", "--data-dir", str(tmp_path / "data")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "bwrap (bubblewrap) is not installed" in err and "apt-get install bubblewrap" in err, err
+    assert not (tmp_path / "data").exists()

@@ -28,6 +28,7 @@ import contextlib
 import functools
 import ipaddress
 import logging
+import shutil
 import signal
 import socket
 import ssl
@@ -377,12 +378,19 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
     if manager_factory is None:
         _local_parts(cfg)  # a wrong scheduler or site file: said before anything is created
     logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
+    existed = data_dir.exists()
     loosened = private_data_dir(data_dir)
     if loosened:
         log.warning("the data folder %s was open to other users (%s); it is private now (folders 0700, "
                     "files 0600)", data_dir, ", ".join(loosened[:3]) + (", ..." if len(loosened) > 3 else ""))
     if manager_factory is None:  # payloads that cannot be confined are never started: said before serving
-        manager_factory = functools.partial(local_manager, sandbox=payload_sandbox(cfg, data_dir))
+        try:
+            sandbox = payload_sandbox(cfg, data_dir)
+        except UserError:
+            if not existed:  # (nothing half-made: the folder was made for the probe only)
+                shutil.rmtree(data_dir, ignore_errors=True)
+            raise
+        manager_factory = functools.partial(local_manager, sandbox=sandbox)
     engine = open_database(cfg, warn)
     sock = _listen(cfg.host, cfg.port)
     port = sock.getsockname()[1]

@@ -257,6 +257,10 @@ def probe(data_dir: Path, *, payload_user: str = AUTO_USER, hidden: Iterable[str
         except subprocess.TimeoutExpired:
             raise SandboxUnavailable(f"cannot confine lease payloads: a confined `true` did not end within "
                                      f"{PROBE_S:g} s", field="payload confinement") from None
+        except OSError as exc:
+            raise SandboxUnavailable(f"cannot confine lease payloads: cannot run {box.bwrap}: "
+                                     f"{exc.strerror or exc}; {_FIX_BWRAP}",
+                                     field="payload confinement") from None
         if done.returncode != 0 or not (lease / "ok").exists():
             said = " ".join(done.stderr.decode(errors="replace").split())[:300] or f"exit {done.returncode}"
             raise SandboxUnavailable(f"cannot confine lease payloads: bwrap failed ({said}); "
