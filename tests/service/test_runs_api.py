@@ -68,7 +68,7 @@ def test_a_run_reported_and_read_back_by_its_owner_only(client):
     ("/runs", {**RUN, "n_tasks": 10**7}, 422, "n_tasks: Input should be less than or equal to 1000000"),
     ("/runs", {**RUN, "name": "x" * 201}, 422, "name: String should have at most 200 characters"),
     ("/runs", {**RUN, "colour": "red"}, 422, "colour: Extra inputs are not permitted"),
-    ("/runs", {**RUN, "name": "a\x00b"}, 422, "name: must not contain control characters: U+0000 at character 2"),
+    ("/runs", {**RUN, "name": "a\x00b"}, 422, "name: must not contain control characters: U+0000"),
     ("/runs", {**RUN, "name": "a\nb"}, 422, "name: must not contain control characters: U+000A"),
     ("/runs", {**RUN, "command": "a\x1bb"}, 422, "command: must not contain control characters: U+001B"),
     ("/runs", {**RUN, "n_tasks": "5"}, 422, "n_tasks: Input should be a valid integer"),

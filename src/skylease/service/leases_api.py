@@ -139,13 +139,14 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
               responses={**_ERRORS, 409: {"model": Problem, "description": "the request is refused"},
                          413: {"model": Problem, "description": "the body is larger than 64 KiB"},
                          415: {"model": Problem, "description": "neither JSON nor XML"}},
+              # (only JSON's schema: a JSON Schema cannot say what a Haizea element is, and a document
+              # naming application/xml with "any string" would promise what the route refuses)
               openapi_extra={"requestBody": {"required": True, "content": {
-                  "application/json": {"schema": LeaseRequest.model_json_schema()},
-                  "application/xml": {"schema": {"type": "string", "description":
-                                                 "One Haizea <lease> (or <lease-request>) element."}}}}})
+                  "application/json": {"schema": LeaseRequest.model_json_schema()}}}})
     async def request_lease(request: Request, user: Caller) -> LeaseView:
         """Request a lease. Answered with the lease as the scheduler placed it (scheduled, reserved,
-        queued) or 409 with the reason it is refused."""
+        queued) or 409 with the reason it is refused. The body is JSON, or (`Content-Type:
+        application/xml`) one Haizea `<lease>` (or `<lease-request>`) element."""
         body = await request.body()
         kind = _media_type(request, body)
         try:
