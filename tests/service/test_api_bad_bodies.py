@@ -140,12 +140,14 @@ def test_every_bad_body_case_is_a_4xx_with_a_reason(server):
 
     # a cross-site form cannot log a browser in; the same-origin form and curl can
     token = {"token": tokens["alice"]}
+    own = str(http.base_url).rstrip("/")
     for headers in ({"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"},
-                    {"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "same-site"}, {"Origin": "null"}):
+                    {"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "same-site"}, {"Origin": "null"},
+                    {"Origin": own.replace("127.0.0.1", "localhost")}, {"Origin": own + "1"}):
         r = http.post("/login", data=token, headers=headers)
         assert r.status_code == 403 and "another site" in r.text and "set-cookie" not in r.headers, headers
-    own = str(http.base_url).rstrip("/")
-    for headers in ({"Origin": own, "Sec-Fetch-Site": "same-origin"}, {}):
+    for headers in ({"Origin": own, "Sec-Fetch-Site": "same-origin"}, {"Origin": own}, {},
+                    {"Origin": "null", "Sec-Fetch-Site": "same-origin"}):  # (the browser's word)
         r = http.post("/login", data=token, headers=headers)
         assert r.status_code == 303, (headers, r.text[:200])
         assert "skylease_session=" in r.headers["set-cookie"]

@@ -106,11 +106,14 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 
 def cross_site(request: Request) -> str | None:
-    """Why a browser's request comes from another site (its ``Sec-Fetch-Site`` or its ``Origin``
-    says so), or None: same origin, or a client that sends neither header."""
+    """Why a browser's request comes from another site, or None: same origin, or a client that
+    sends neither header. A browser's ``Sec-Fetch-Site`` is its word (same-origin or none: typed
+    or bookmarked); a browser without it (older ones) is judged by its ``Origin``, where ``null``
+    (a sandboxed frame, a page without referrers) may come from anywhere."""
     site = request.headers.get("sec-fetch-site")
-    if site is not None and site.strip().lower() not in ("same-origin", "none"):
-        return f"this form came from another site (Sec-Fetch-Site: {site})"
+    if site is not None:
+        ok = site.strip().lower() in ("same-origin", "none")
+        return None if ok else f"this form came from another site (Sec-Fetch-Site: {site})"
     origin = request.headers.get("origin")
     own = f"{request.url.scheme}://{request.headers.get('host', '')}"
     if origin is not None and (origin.strip() == "null" or _origin(origin) != _origin(own)):
