@@ -350,6 +350,7 @@ def test_with_a_certificate_it_serves_https_and_the_client_checks_it(tmp_path, c
         assert stop(proc)[0] == 0
 
 
+@pytest.mark.usefixtures("payload_sandbox")  # (a real server: it confines its payloads)
 def test_python_m_skylease_serve_answers_and_stops(tmp_path):
     proc, url = start([sys.executable, "-m", "skylease", "serve", "--port", "0", "--data-dir",
                        str(tmp_path / "serve"), "--time-scale", "60"], tmp_path)

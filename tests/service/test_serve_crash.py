@@ -37,6 +37,9 @@ from skylease.experiments.leases import load_config
 from skylease.service.server import DEFAULT_SCHEDULER
 from skylease.sim.leases import simulate_leases
 
+# (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
+pytestmark = pytest.mark.usefixtures("payload_sandbox")
+
 #: Lease seconds per real second.
 SCALE = 60
 #: Event times of the service and of the simulator may differ by this many lease seconds.
@@ -665,13 +668,13 @@ def test_a_payload_that_died_while_the_server_was_down_ends_its_lease(server: Se
     srv.assert_quiet()
 
 
-def test_the_default_payload_counts_its_work_from_the_start_of_its_run(tmp_path):
+def test_the_default_payload_counts_its_work_from_the_start_of_its_run(tmp_path, payload_sandbox):
     """A payload started late (after a restart) works only what is left of its run: its running
     time counts from ``since``, the Unix time its reservation began."""
     from skylease.runtime.leases.local import LocalNodes
     from skylease.runtime.leases.site import default_site
 
-    with LocalNodes(default_site(tmp_path), tmp_path, "since-test") as nodes:
+    with LocalNodes(default_site(tmp_path), tmp_path, "since-test", sandbox=payload_sandbox) as nodes:
         t0 = time.time()
         late = nodes.spawn(1, 0, 0, duration_s=1.0, since=t0 - 0.7)  # its run began 0.7 s ago
         on_time = nodes.spawn(2, 0, 0, duration_s=1.0)

@@ -8,6 +8,7 @@ Routes (OpenAPI at ``/docs``, ``/redoc`` and ``/openapi.json``)::
     DELETE /leases/{id}   cancel it
     GET    /queue         best-effort leases waiting, in queue order
     GET    /hosts         the site's nodes (administrators only)
+    GET    /me            the caller: {"name": ..., "admin": ...} (`skylease login` checks a token with it)
     GET    /health        {"ok": true, "now": lease time, "version": ...}; no token needed
 
 Every route but ``/health`` and the documentation needs ``Authorization: Bearer TOKEN`` (401
@@ -56,6 +57,11 @@ from skylease.service.guards import MAX_BODY_BYTES, CatchAll, RequestGuard
 from skylease.service.problems import ERRORS, UNAVAILABLE, Problem
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]
+
+
+class Me(BaseModel):
+    name: str
+    admin: bool
 
 
 class Health(BaseModel):
@@ -134,6 +140,11 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
     def health() -> Health:
         """Whether the server answers, its lease clock and its version (no token needed)."""
         return Health(ok=True, now=manager.now(), version=__version__)
+
+    @app.get("/me", response_model=Me, tags=["service"], responses=ERRORS)  # (no manager needed)
+    def me(user: Caller) -> Me:
+        """Who the token belongs to: the caller's name and whether they are an administrator."""
+        return Me(name=user.name, admin=user.admin)
 
     @app.post("/leases", status_code=201, response_model=LeaseView, tags=["leases"],
               responses={**_ERRORS, 409: {"model": Problem, "description": "the request is refused"},

@@ -21,6 +21,7 @@ next start).
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import logging
 import signal
@@ -33,13 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 from sqlalchemy.engine import Engine
 
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, load_toml
+from skylease.model.files import FileModel, KeyLines, read_toml, validate
 from skylease.runtime.leases.api import LeaseManager
-from skylease.service.db import check_data_dir, create_schema, engine_for, shown_url
+from skylease.service.db import check_data_dir, create_schema, engine_for, private_data_dir, shown_url
 
 __all__ = ["DEFAULT_PORT", "DEFAULT_SCHEDULER", "ServeConfig", "Served", "is_loopback", "load_serve_config",
            "open_database", "serve"]
@@ -51,12 +52,17 @@ DEFAULT_SCHEDULER = "NOVM-SR"
 log = logging.getLogger("skylease.service")
 
 
+#: A UNIX user name or number (``payload_user``).
+_USER_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+
+
 class ServeConfig(FileModel):
     """The server's configuration file (TOML); every key is optional."""
 
     host: Annotated[str, Field(min_length=1, max_length=253)] = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_PORT  # 0: any free port (the start line tells)
     db: Annotated[str, Field(min_length=1, max_length=4096)] | None = None  # a database URL
+    db_password_file: Annotated[str, Field(min_length=1)] | None = None  # its password (db_password.py)
     data_dir: Annotated[str, Field(min_length=1)] | None = None
     time_scale: Annotated[float, Field(gt=0, le=1e6)] = 1.0  # lease seconds per real second
     site: Annotated[str, Field(min_length=1)] | None = None  # a site file (TOML)
@@ -72,10 +78,14 @@ class ServeConfig(FileModel):
     qos_abandon_after: Annotated[float, Field(ge=10, le=366 * 86_400, allow_inf_nan=False)] = 3600.0
     tls_cert: Annotated[str, Field(min_length=1)] | None = None
     tls_key: Annotated[str, Field(min_length=1)] | None = None
+    # who lease payloads run as when the server is root (see skylease.runtime.leases.sandbox): "auto"
+    # is a dedicated system user (skylease-payload, created when missing), else nobody
+    payload_user: Annotated[str, Field(min_length=1, max_length=64, pattern=_USER_NAME)] = "auto"
+    _source: Path | None = PrivateAttr(default=None)  # the file it was read from (hidden from payloads)
 
 
 #: The path keys of the file, resolved against its folder.
-_PATH_KEYS = ("data_dir", "site", "tls_cert", "tls_key")
+_PATH_KEYS = ("data_dir", "site", "tls_cert", "tls_key", "db_password_file")
 #: The command-line option of each key (for one-line errors).
 OPTION = {k: "--" + k.replace("_", "-") for k in ServeConfig.model_fields}
 
@@ -83,9 +93,15 @@ OPTION = {k: "--" + k.replace("_", "-") for k in ServeConfig.model_fields}
 def load_serve_config(path: Path | None = None, **overrides: Any) -> ServeConfig:
     """The configuration of ``path`` (None: the defaults), with the non-None ``overrides`` (options
     of the command line) applied on top."""
+    from skylease.service.db_password import check_no_password
+
     values: dict[str, Any] = {}
+    check_no_password(overrides.get("db"))  # before anything could show it
     if path is not None:
-        cfg, _ = load_toml(Path(path), ServeConfig)
+        doc, text = read_toml(Path(path))
+        if isinstance(doc.get("db"), str):
+            check_no_password(doc["db"], file=Path(path))
+        cfg = validate(ServeConfig, doc, KeyLines(text, Path(path)))
         values = cfg.model_dump(exclude_unset=True)
         for key in _PATH_KEYS:
             if values.get(key) is not None:
@@ -99,11 +115,13 @@ def load_serve_config(path: Path | None = None, **overrides: Any) -> ServeConfig
         if value is not None:
             values[key] = str(value) if isinstance(value, Path) else value
     try:
-        return ServeConfig.model_validate(values)
+        cfg = ServeConfig.model_validate(values)
     except ValidationError as exc:  # an option's value: click checked its type, pydantic its range
         first = exc.errors(include_url=False)[0]
         key = str(first["loc"][0]) if first["loc"] else "config"
         raise UserError(f"{first['msg']}, got {first.get('input')!r}", field=OPTION.get(key, key)) from None
+    cfg._source = None if path is None else Path(path)
+    return cfg
 
 
 def data_dir_of(cfg: ServeConfig) -> Path:
@@ -115,14 +133,22 @@ def data_dir_of(cfg: ServeConfig) -> Path:
     return default_data_dir() / "serve"
 
 
-def open_database(cfg: ServeConfig) -> Engine:
-    """The server's database (created where missing), or one line naming ``--db`` or ``--data-dir``."""
-    engine = engine_for(cfg.db, data_dir_of(cfg))
+def open_database(cfg: ServeConfig, warn: Callable[[str], None] | None = None) -> Engine:
+    """The server's database (created where missing), or one line naming ``--db`` or ``--data-dir``;
+    ``warn`` is told of a password file other users may read (once the database works: an error
+    stays one line)."""
+    from skylease.service.db_password import db_password
+
+    notes: list[str] = []
+    password = db_password(cfg.db, cfg.db_password_file, warn=notes.append)
+    engine = engine_for(cfg.db, data_dir_of(cfg), password)
     from skylease.runtime.leases.journal import metadata
     from skylease.runtime.qos.service import METADATA as QOS_METADATA
     from skylease.runtime.runs.registry import METADATA as RUNS_METADATA
 
     create_schema(engine, metadata, *QOS_METADATA, RUNS_METADATA)
+    for note in notes:
+        (warn or log.warning)(note)
     return engine
 
 
@@ -212,16 +238,43 @@ def _local_parts(cfg: ServeConfig) -> tuple[Any, Any]:
     return scheduler, load_site(Path(cfg.site)) if cfg.site is not None else None
 
 
-def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path) -> LeaseManager:
-    """The real lease manager on this machine's nodes (runtime/leases/manager.py), started."""
+def secret_paths(cfg: ServeConfig) -> list[Path]:
+    """The server's files a payload must never see, besides the data folder: its configuration
+    file, the TLS key and certificate, the database's password file, and an SQLite database kept
+    elsewhere (its folder, for the WAL beside it)."""
+    out = [Path(p) for p in (cfg._source, cfg.tls_key, cfg.tls_cert, cfg.db_password_file) if p is not None]
+    if cfg.db is not None:
+        from sqlalchemy.engine import make_url
+
+        with contextlib.suppress(Exception):  # (a URL that does not parse is refused later, naming --db)
+            url = make_url(cfg.db.strip())
+            if url.get_backend_name() == "sqlite" and url.database:
+                out.append(Path(url.database).expanduser().resolve().parent)
+    return out
+
+
+def payload_sandbox(cfg: ServeConfig, data_dir: Path) -> Any:
+    """This machine's payload confinement (:func:`skylease.runtime.leases.sandbox.probe`), checked
+    by a confined run; or one line saying why payloads cannot be confined here and how to fix it."""
+    from skylease.runtime.leases.sandbox import probe
+
+    return probe(data_dir, payload_user=cfg.payload_user, hidden=secret_paths(cfg))
+
+
+def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path, sandbox: Any = None) -> LeaseManager:
+    """The real lease manager on this machine's nodes (runtime/leases/manager.py), started; its
+    payloads confined by ``sandbox`` (default: :func:`payload_sandbox`)."""
     from skylease.runtime.leases.manager import LocalLeaseManager
     from skylease.runtime.leases.site import default_site
 
     scheduler, site = _local_parts(cfg)
     if site is None:
         site = default_site(data_dir)
+    if sandbox is None:
+        sandbox = payload_sandbox(cfg, data_dir)
     manager = LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,
-                                grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user)
+                                grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user,
+                                sandbox=sandbox)
     return manager.start()
 
 
@@ -292,9 +345,11 @@ def _every(period: float, stopping: threading.Event, name: str, job: Callable[[]
 
 
 def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
-          announce: Callable[[Served], None] | None = None) -> Served:
+          announce: Callable[[Served], None] | None = None,
+          warn: Callable[[str], None] | None = None) -> Served:
     """Run the server until SIGTERM or SIGINT. Everything a user can get wrong (the address, TLS,
-    the database, the port in use, the scheduler configuration) is checked before it starts."""
+    the database, the port in use, the scheduler configuration) is checked before it starts;
+    ``warn`` is told what is not wrong but unwise (a password file other users may read)."""
     import uvicorn
 
     from skylease.service.leases_api import create_app
@@ -304,7 +359,14 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
     check_data_dir(data_dir)
     if manager_factory is None:
         _local_parts(cfg)  # a wrong scheduler or site file: said before anything is created
-    engine = open_database(cfg)
+    logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
+    loosened = private_data_dir(data_dir)
+    if loosened:
+        log.warning("the data folder %s was open to other users (%s); it is private now (folders 0700, "
+                    "files 0600)", data_dir, ", ".join(loosened[:3]) + (", ..." if len(loosened) > 3 else ""))
+    if manager_factory is None:  # payloads that cannot be confined are never started: said before serving
+        manager_factory = functools.partial(local_manager, sandbox=payload_sandbox(cfg, data_dir))
+    engine = open_database(cfg, warn)
     sock = _listen(cfg.host, cfg.port)
     port = sock.getsockname()[1]
     host = f"[{cfg.host.strip('[]')}]" if ":" in cfg.host else cfg.host
@@ -313,7 +375,7 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
     manager: LeaseManager | None = None
     stopping = threading.Event()
     try:
-        manager = (manager_factory or local_manager)(engine, cfg, data_dir)
+        manager = manager_factory(engine, cfg, data_dir)
         from skylease.runtime.qos.service import QoSService
         from skylease.runtime.runs.registry import RunRegistry
 
@@ -331,7 +393,6 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key, lifespan="off")
         server = uvicorn.Server(config)
         app.state.stopping = lambda: server.should_exit  # (the dashboard's event streams end with it)
-        logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
         with _quiet_signals(server):
             if announce is not None:
                 announce(served)

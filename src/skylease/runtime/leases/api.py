@@ -121,7 +121,10 @@ class LeaseView(BaseModel):
     reason: str | None
     events: list[dict[str, Any]] = []
     running_on: list[str] = []  # node names of the VM reservation active now
-    payloads: list[dict[str, Any]] = []  # per VM: node, pid, state (running/stopped/exited), exit code
+    payloads: list[dict[str, Any]] = []  # per VM now: node, pid, state (running/stopped)
+    #: The payloads that ended, in order: vnode, node, pid, state (exited, killed, lost), exit_code
+    #: (the payload's own; 128 + N when signal N ended it) and reason.
+    ended_payloads: list[dict[str, Any]] = []
     #: The scheduler's plan not begun yet: ``kind`` (vm, suspend, resume, shutdown), ``nodes`` (indices),
     #: ``start``, ``end`` in lease time; it may still move (a preemption, a premature end).
     planned: list[dict[str, Any]] = []

@@ -27,6 +27,7 @@ image copies) are :class:`~skylease.runtime.leases.local.LocalNodes`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -36,7 +37,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
@@ -64,6 +65,9 @@ from skylease.runtime.leases.api import (
 )
 from skylease.runtime.leases.clock import RealClock
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, PayloadRow
+
+if TYPE_CHECKING:
+    from skylease.runtime.leases.sandbox import Sandbox
 
 log = logging.getLogger("skylease.leases")
 
@@ -157,12 +161,15 @@ def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[
 class LocalLeaseManager:
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment (default: :class:`~skylease.runtime.leases.local.LocalNodes`
-    on ``site``); ``time_scale`` lease seconds per real second (stored at the first start: a restart
-    must use the same); at most ``max_leases_per_user`` leases not over per user."""
+    on ``site``, its payloads confined by ``sandbox``: default, this machine's
+    (:func:`~skylease.runtime.leases.sandbox.probe`)); ``time_scale`` lease seconds per real second
+    (stored at the first start: a restart must use the same); at most ``max_leases_per_user``
+    leases not over per user."""
 
     def __init__(self, engine: sa.Engine, site: Any, *, config: SchedulerConfig | None = None,
                  time_scale: float = 1.0, data_dir: Path | str = ".", nodes: Any = None,
-                 grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05) -> None:
+                 grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05,
+                 sandbox: Sandbox | None = None) -> None:
         self.site = site
         self.config = config if config is not None else SchedulerConfig()
         self.data_dir = Path(data_dir)
@@ -187,7 +194,11 @@ class LocalLeaseManager:
         if nodes is None:
             from skylease.runtime.leases.local import LocalNodes
 
-            nodes = LocalNodes(site, self.data_dir, self.serve_id, on_exit=self._poke)
+            if sandbox is None:
+                from skylease.runtime.leases.sandbox import probe
+
+                sandbox = probe(self.data_dir)
+            nodes = LocalNodes(site, self.data_dir, self.serve_id, sandbox=sandbox, on_exit=self._poke)
         self.nodes = nodes
         self.trace = _Trace()
         self._enact = _Enactment(self.trace)
@@ -201,6 +212,7 @@ class LocalLeaseManager:
         self._request: dict[int, dict[str, Any]] = {}
         self._full: dict[int, int] = {}  # lease id -> its full planned duration
         self._live: dict[tuple[int, int], _Live] = {}  # (lease, vnode) -> its payload
+        self._ended: dict[int, list[dict[str, Any]]] = {}  # lease -> its payloads that ended, in order
         self._rows: dict[tuple[int, int, int], int] = {}  # (lease, vnode, run) -> payload row ever spawned
         self._copies: dict[int, Any] = {}  # id(transfer) -> its copy
         self._batch = Batch.new()
@@ -283,6 +295,7 @@ class LocalLeaseManager:
             self._batch.inputs.append((now, InputKind.SUBMIT, body["id"], body))
             self._batch.new_leases.append((body["id"], owner, req.model_dump(exclude_none=True), now,
                                            LeaseState.PENDING.value))
+            self._now = now  # (an input's events are stamped with its time, as the replay stamps them)
             lease = self._submit(body, owner, req.model_dump(exclude_none=True))
             self._step(now)
             self._commit()
@@ -302,6 +315,7 @@ class LocalLeaseManager:
             if lease.state in _TERMINAL:  # (it may have ended in the meantime)
                 raise LeaseRefused(f"lease {lease_id} is already {lease.state.value}")
             self._batch.inputs.append((now, InputKind.CANCEL, lease_id, None))
+            self._now = now
             self.sched.cancel(lease_id, now)
             self._enact.touched.add(lease_id)
             self._step(now)
@@ -382,6 +396,7 @@ class LocalLeaseManager:
             del self._live[(p.lease, p.vnode)]
             self.journal.update_payload(live.row, state="exited", exit_code=p.exit_code,
                                         reason="exited by itself")
+            self._ended_payload(p.lease, p.vnode, p.node, p.pid, "exited", p.exit_code, "exited by itself")
             t = float(now) if p.ended_at is None else min(self._lease_clock(p.ended_at), now + 1.0)
             if not any(k[0] == p.lease for k in self._live):  # (else another VM of the lease still works)
                 # when its work would have ended on its schedule: later if it ran unscheduled (the
@@ -397,6 +412,7 @@ class LocalLeaseManager:
             vm = self.sched.rr.get(lid)
             if vm is None or vm.state is not LeaseState.ACTIVE or t >= vm.end - ON_TIME_S:
                 continue
+            self._now = t
             if self.sched.premature_end(lid, t):
                 self._batch.inputs.append((t, InputKind.END, lid, None))
                 self._enact.touched.add(lid)
@@ -454,7 +470,10 @@ class LocalLeaseManager:
             if what == "none":
                 for key, live in mine:
                     self.nodes.shutdown(live.payload, grace_s=self.grace_s)
-                    self.journal.update_payload(live.row, state="killed", reason=f"lease {lease.state.value}")
+                    reason = f"lease {lease.state.value}"
+                    self.journal.update_payload(live.row, state="killed", reason=reason)
+                    self._ended_payload(lid, key[1], live.payload.node, live.payload.pid, "killed", None,
+                                        reason)
                     del self._live[key]
                 continue
             if what == "stopped":
@@ -478,8 +497,6 @@ class LocalLeaseManager:
                now: int) -> None:
         req = self._request[lease.id]
         env = {"SKYLEASE_NODES": ",".join(self._name(k) for k in nodes)}
-        if lease.image is not None:
-            env["SKYLEASE_IMAGE"] = str(self.nodes.node_dir(node) / "cache" / lease.image)
         # The default payload's work is counted from the lease time its run began (not from its own
         # start-up, nor from a late spawn after a restart), so that it ends when the simulator's would.
         if req.get("real_duration") is not None:  # its work ends early: the scheduler learns it then
@@ -491,11 +508,18 @@ class LocalLeaseManager:
             duration_s = self.clock.real_seconds(lease.remaining) + PAYLOAD_MARGIN_S
         self._crash_point("before-spawn", lease.id)
         p = self.nodes.spawn(lease.id, vnode, node, command=req.get("command"), duration_s=duration_s,
-                             env=env, since=self.clock.real_at(vm.start))
+                             env=env, since=self.clock.real_at(vm.start), image=lease.image)
         self._crash_point("after-spawn", lease.id)
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
         self._live[(lease.id, vnode)] = _Live(p, row, vm.start, checked=vm.start)  # (as its work counts)
         self._rows[(lease.id, vnode, vm.start)] = row
+
+    def _ended_payload(self, lid: int, vnode: int, node: int, pid: int, state: str, exit_code: int | None,
+                       reason: str | None) -> None:
+        """Remember an ended payload for the lease's view (its owner sees how it ended)."""
+        shown = self._name(node) if node >= 0 else None
+        self._ended.setdefault(lid, []).append({"vnode": vnode, "node": shown, "pid": pid, "state": state,
+                                                "exit_code": exit_code, "reason": reason})
 
     def _crash_point(self, where: str, lease_id: int) -> None:
         """Die here if the crash tests ask for it (:data:`CRASH_ENV`)."""
@@ -571,7 +595,8 @@ class LocalLeaseManager:
         plan = [] if vm is None else [  # (a migration holds no node: not a bar)
             {"kind": r.kind.value, "nodes": list(r.nodes), "start": r.start, "end": r.end}
             for r in vm.parts() if r.kind is not RRKind.MIGRATE and r.start > now]
-        return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl, planned=plan, **rec)
+        return LeaseView(owner=self._owner[lease.id], running_on=running, payloads=pl,
+                         ended_payloads=list(self._ended.get(lease.id, ())), planned=plan, **rec)
 
     # -- recovery ----------------------------------------------------------------------------------
     def _recover(self) -> None:
@@ -639,7 +664,10 @@ class LocalLeaseManager:
                 self.nodes.shutdown(p, grace_s=self.grace_s)
         for r in rows:
             if r.state in ("running", "stopped") and r.id not in adopted:
-                self.journal.update_payload(r.id, state="lost", reason="gone while the server was down")
+                r = dataclasses.replace(r, state="lost", reason="gone while the server was down")
+                self.journal.update_payload(r.id, state=r.state, reason=r.reason)
+            if r.state in ("exited", "killed", "lost"):
+                self._ended_payload(r.lease, r.vnode, r.node, r.pid, r.state, r.exit_code, r.reason)
 
     def _lost_payloads(self, now: int) -> None:
         """A lease whose VM reservation is active but whose payloads have all ended (died while the
@@ -653,6 +681,7 @@ class LocalLeaseManager:
             if vm.state is not LeaseState.ACTIVE or any(k[0] == lid for k in self._live):
                 continue
             rows = [latest.get((lid, v)) for v in range(len(vm.nodes))]
+            self._now = now
             if all(r is not None and r.state in ("exited", "lost") for r in rows) and \
                     self.sched.premature_end(lid, now):
                 self._batch.inputs.append((now, InputKind.END, lid, None))
@@ -674,7 +703,6 @@ def _config_key(config: SchedulerConfig) -> str:
     """A configuration's identity (a journal replays only under the configuration it was made with).
     Haizea 1.0's keys and the policies count only away from their defaults, so a database made
     before they existed keeps its identity; a policy counts by its class and parameters."""
-    import dataclasses
     import hashlib
 
     def shown(name: str, value: object) -> str:
