@@ -575,7 +575,8 @@ def _qos_relay(opts: RunOptions, n_tasks: int, notice: Callable[[str], None]) ->
 
     assert opts.qos is not None and opts.reliable_pool is not None
     infra = opts.qos_infrastructure or f"local-{opts.volatile_pool or opts.pool or 'default'}"
-    registration = {"infrastructure": infra, "n_tasks": n_tasks, "strategy": opts.qos_strategy,
+    strategy = _strategy(opts.qos_strategy, "--qos-strategy").name  # (the service lists 9C-C-R, not 9c-c-r)
+    registration = {"infrastructure": infra, "n_tasks": n_tasks, "strategy": strategy,
                     "tick": opts.tail_tick_s, "pool": opts.reliable_pool, "credits": opts.qos_credits or 0.0}
     token = token_for(opts.qos.strip(), opts.qos_token, "--qos-token")
     bag = RemoteBag(opts.qos.strip(), token, registration)

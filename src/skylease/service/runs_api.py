@@ -11,7 +11,10 @@ Routes (under the same bearer tokens as the lease routes)::
     GET  /runs/{id}/tasks       a page of its task table, failed first (offset, limit)
 
 A run the caller may not reach is 404, as one that does not exist; only its owner writes to it. A
-malformed body is 422 naming the field; a batch naming a task the run does not have is 400.
+body that does not fit the OpenAPI document's schema is 422 naming the field (strict: a string or a
+boolean is not a number; no control characters but tab and line breaks in a label, a command or a
+stderr tail); a batch naming a task the run does not have, or a run past the most a user keeps, is
+409 with the reason (docs/decisions/serve-request-bodies.md).
 """
 
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time.
@@ -22,6 +25,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from skylease.runtime.runs.registry import MAX_BATCH, MAX_RUN_TASKS, RunRegistry, RunRequest, RunView, TaskRow
+from skylease.service.problems import BODY_ERRORS, Responses, not_found, refused
 
 __all__ = ["add_run_routes"]
 
@@ -29,36 +33,38 @@ __all__ = ["add_run_routes"]
 class TaskBatch(BaseModel):
     """Task rows of one run (an empty batch says the run is alive)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     rows: Annotated[list[TaskRow], Field(max_length=MAX_BATCH)]
 
 
 class FinishBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     state: Literal["done", "failed", "stopped"]
 
 
-def add_run_routes(app: FastAPI, caller: Any, runs: RunRegistry, errors: dict[int | str, Any]) -> None:
-    """Add the runs' routes to ``app``; ``caller`` is the authenticated-user dependency type."""
+def add_run_routes(app: FastAPI, caller: Any, runs: RunRegistry, errors: Responses) -> None:
+    """Add the runs' routes to ``app``; ``caller`` is the authenticated-user dependency type;
+    ``errors`` the statuses every route may answer."""
     Caller = caller
     RunId = Annotated[int, Path(ge=0, le=2**53, description="The run's id.")]
-    not_found = {**errors, 404: {"description": "no such run visible to the caller"}}
-    bad = {**not_found, 400: {"description": "a row names a task the run does not have"}}
+    missing = {**errors, **not_found("run")}
+    with_body = {**BODY_ERRORS, **errors}
 
     @app.post("/runs", status_code=201, response_model=RunView, tags=["runs"],
-              responses={**errors, 400: {"description": "the user keeps too many runs"}})
+              responses={**with_body, **refused("the user keeps the most runs the service keeps")})
     def register(body: RunRequest, user: Caller) -> RunView:
         """Register a run of `skylease run` (its name, command and number of tasks; its bag's id)."""
         return runs.register(user.name, body)
 
-    @app.post("/runs/{run}/tasks", response_model=RunView, tags=["runs"], responses=bad)
+    @app.post("/runs/{run}/tasks", response_model=RunView, tags=["runs"],
+              responses={**with_body, **missing, **refused("a row names a task the run does not have")})
     async def report(run: RunId, body: TaskBatch, user: Caller) -> RunView:
         """A batch of one's run's task rows: stored (one row per task), the run's counts recounted."""
         return await run_in_threadpool(runs.report, user.name, run, body.rows)
 
-    @app.post("/runs/{run}/finish", response_model=RunView, tags=["runs"], responses=not_found)
+    @app.post("/runs/{run}/finish", response_model=RunView, tags=["runs"], responses={**with_body, **missing})
     def finish(run: RunId, body: FinishBody, user: Caller) -> RunView:
         """One's run ended: done (every task ok), failed, or stopped (to be resumed)."""
         return runs.finish(user.name, run, body.state)
@@ -68,11 +74,11 @@ def add_run_routes(app: FastAPI, caller: Any, runs: RunRegistry, errors: dict[in
         """The caller's runs (an administrator's: all), newest first."""
         return runs.runs(user.scope)
 
-    @app.get("/runs/{run}", response_model=RunView, tags=["runs"], responses=not_found)
+    @app.get("/runs/{run}", response_model=RunView, tags=["runs"], responses=missing)
     def show_run(run: RunId, user: Caller) -> RunView:
         return runs.run(user.scope, run)
 
-    @app.get("/runs/{run}/tasks", response_model=list[TaskRow], tags=["runs"], responses=not_found)
+    @app.get("/runs/{run}/tasks", response_model=list[TaskRow], tags=["runs"], responses=missing)
     def tasks(run: RunId, user: Caller,
               offset: Annotated[int, Query(ge=0, le=MAX_RUN_TASKS)] = 0,
               limit: Annotated[int, Query(ge=1, le=MAX_BATCH)] = MAX_BATCH) -> list[TaskRow]:

@@ -20,8 +20,10 @@ from skylease.service.web.sessions import csrf_token
 
 __all__ = ["DEGRADED", "HEADERS", "banner", "csrf_field", "e", "live_attrs", "render_page", "table"]
 
+# (same-origin, not no-referrer: a browser then sends the page's own Origin with its forms, which
+# the login checks, instead of "null"; other hosts still get no referrer)
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
-            "Referrer-Policy": "no-referrer",
+            "Referrer-Policy": "same-origin",
             "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'"}
 
 
