@@ -244,14 +244,16 @@ def _kill_payloads(site: Any, data: Path, engine: Any) -> int:
     how many there were."""
     from skylease.runtime.leases.journal import Journal
     from skylease.runtime.leases.local import LocalNodes
+    from skylease.runtime.leases.sandbox import probe
 
     serve_id = Journal(engine).settings().get("serve_id")
     if serve_id is None:
         return 0
-    nodes = LocalNodes(site, data, serve_id)
+    sandbox = probe(data)  # (the server's payloads ran confined: found and ended as the server does)
+    nodes = LocalNodes(site, data, serve_id, sandbox=sandbox)
     found = [p for p in nodes.find_own() if nodes.adopt(p)]
     nodes.close(kill=True, grace_s=1.0)
-    left = LocalNodes(site, data, serve_id)
+    left = LocalNodes(site, data, serve_id, sandbox=sandbox)
     try:
         if left.find_own():
             raise SystemExit(f"payloads of the benchmark's server are still running (serve id {serve_id})")

@@ -43,6 +43,13 @@ def _trace_cache(trace_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("SKYLEASE_NO_CACHE", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _own_config_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the user's token file (~/.config/skylease/token, `skylease login`):
+    each test has a config folder of its own, empty."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def empty_database(request, tmp_path):
     """An empty service database (no table yet) of each kind: SQLite in ``tmp_path/db``, then
@@ -121,3 +128,19 @@ def chromium():
             yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="session")
+def payload_sandbox(tmp_path_factory: pytest.TempPathFactory):
+    """This machine's payload confinement (bubblewrap; skylease.runtime.leases.sandbox), probed once.
+    Skips when payloads cannot be confined here, fails instead when ``SKYLEASE_REQUIRE_SANDBOX=1``
+    (CI, which installs Debian's bubblewrap)."""
+    import os
+
+    from skylease.runtime.leases.sandbox import SandboxUnavailable, probe
+
+    try:
+        return probe(tmp_path_factory.mktemp("sandbox-probe"))
+    except SandboxUnavailable as exc:
+        why = f"payloads cannot be confined here: {exc.message}"
+        pytest.fail(why) if os.environ.get("SKYLEASE_REQUIRE_SANDBOX") == "1" else pytest.skip(why)

@@ -69,10 +69,11 @@ EXEMPT = {
        for c in ("request", "cancel", "list", "show", "queue", "hosts")},
     **{f"qos {c}": "needs a running server (tests/service/test_qos_cli.py runs it against one)"
        for c in ("account", "deposit", "order", "predict", "bots", "history")},
+    "login": "needs a running server and a token (tests/service/test_secrets.py runs it against one)",
 }
 # Parameters of EXEMPT commands that the command checks before any work (before it calls the
 # server): every case of theirs runs, not only those click refuses.
-CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits")}
+CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits"), ("login", "server")}
 # The commands that list a server's list route (src/skylease/service/paging.py): each takes --limit
 # (click's bounds: the server's page, so its wrong values are fuzzed as any number's) and --all (a
 # flag); tests/service/test_serve.py and test_qos_cli.py run them against a server.
@@ -176,8 +177,9 @@ class Outcome:
 
 class Zygote:
     def __init__(self, scratch: Path) -> None:
-        env = {**os.environ, "MPLBACKEND": "Agg",
-               "MPLCONFIGDIR": str(scratch / "mpl"), "PYTHONPATH": os.pathsep.join(sys.path)}
+        env = {**os.environ, "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(scratch / "mpl"),
+               "XDG_CONFIG_HOME": str(scratch / "config"),  # never the user's token file (`login`, `logout`)
+               "PYTHONPATH": os.pathsep.join(sys.path)}
         self.proc = subprocess.Popen([sys.executable, __file__, "--zygote"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env, cwd=scratch)
         ready = self.proc.stdout.readline()
@@ -345,6 +347,9 @@ KINDS: dict[str, Kind] = {
     "site-toml": _kind("site.toml", _lines("# the default site"), empty_ok=True),
     "pem": _kind("cert.pem", _lines("-----BEGIN CERTIFICATE-----", "MIIB", "-----END CERTIFICATE-----"),
                  lines=False),
+    # a database's password file (`serve --db-password-file`): its first line, as is
+    "password": _kind("db-password", b"s3cret pass\n", truncate=None, lines=False, shapes=(b"one\ntwo\n",),
+                      latin1="caf\u00e9\n".encode("latin-1"), latin1_strict=False),
     "lease-json": _kind("lease.json", b'{"nodes": 1, "duration": 60}\n', lines=False,
                         shapes=(b'{"nodes": 0, "duration": 60}\n', b'{"duraton": 60}\n', b"[]\n")),
     "leases-toml": _kind("sched.toml", _lines('base = "NOVM-SR"', "suspend_rate = 100.0"), empty_ok=True,
@@ -483,6 +488,7 @@ READS: dict[tuple[str, str], tuple[str, ...]] = {
     ("export", "out_dir"): ("store",),
     ("data import", "path"): ("dataset",),
     **{(c, "config"): ("serve-toml",) for c in SERVE_DB_COMMANDS},
+    **{(c, "db_password_file"): ("password",) for c in SERVE_DB_COMMANDS},
     ("serve", "site"): ("site-toml",), ("serve", "tls_cert"): ("pem",), ("serve", "tls_key"): ("pem",),
     ("leases request", "file"): ("lease-json", "lwf-xml"),
 }
@@ -519,6 +525,8 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
     ("run", "qos"): {"bad spec": st.sampled_from(["ftp://host", "http://", "http://127.0.0.1:99999",
                                                   "127.0.0.1:8642", "http://:8642"])},
     ("run", "qos_token"): {"blank": st.sampled_from([" ", "\t", "  "])},  # any other text may be a token
+    ("login", "server"): {"bad spec": st.sampled_from(["ftp://host", "http://", "http://127.0.0.1:99999",
+                                                       "127.0.0.1:8642", "http://:8642"])},
     ("run", "qos_infrastructure"): {"bad spec": st.sampled_from(["", "my grid", "-grid", "g" * 65, "grid!"])},
     ("simulate a2ha", "workload"): {
         "bad spec": st.one_of(
@@ -572,6 +580,7 @@ BASE: dict[str, Invocation] = {
     "qos account": ({}, {}), "qos bots": ({}, {}), "qos history": ({"infrastructure": "local-grid"}, {}),
     "qos deposit": ({"user": "alice", "credits": "10"}, {}), "qos order": ({"bot": "1", "credits": "10"}, {}),
     "qos predict": ({"bot": "1"}, {}),
+    "login": ({}, {}), "logout": ({}, {}),
 }
 # What some parameters need beside them to mean anything: the case's wrong value must be the only
 # mistake, and one that is looked at (None: leave the base's value out).

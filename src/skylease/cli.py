@@ -258,8 +258,14 @@ def _demo_serve() -> None:
               f"lease of {BE_REQUEST['nodes']} node x {BE_REQUEST['duration'] // 3600} h, then for an "
               f"advance reservation of {AR_NODES} nodes {AR_AFTER_S // 60} minutes later for "
               f"{AR_DURATION_S // 60} minutes:")
+    from skylease.runtime.leases.sandbox import SandboxUnavailable
+
     with tempfile.TemporaryDirectory(prefix="skylease-demo-serve-") as tmp:
-        res = serve_demo(tmp)
+        try:
+            res = serve_demo(tmp)
+        except SandboxUnavailable as exc:  # (the server would refuse to start: it never runs a payload bare)
+            out.print(f"   Skipped: {exc.message}.", markup=False, highlight=False, soft_wrap=True)
+            return
     out.print(f"   server at {res.url}; times from the first request:", markup=False, highlight=False)
     for line in res.timeline:
         out.print(f"   {line}", markup=False, highlight=False, soft_wrap=True)
@@ -1014,8 +1020,11 @@ def leases_simulate_cmd(
 
 # -- leases on a server (the client of `skylease serve`) -------------------------------------------
 ServerOption = Annotated[str | None, typer.Option("--server", help="The server's URL (default: "
-                                                  "$SKYLEASE_SERVER, else http://127.0.0.1:8642).")]
-TokenOption = Annotated[str | None, typer.Option("--token", help="Your token (default: $SKYLEASE_TOKEN).")]
+                                                  "$SKYLEASE_SERVER, else the server of `skylease login`, "
+                                                  "else http://127.0.0.1:8642).")]
+TokenOption = Annotated[str | None, typer.Option("--token", help="Your token (default: $SKYLEASE_TOKEN, else "
+                                                "the token file of `skylease login`; here, other local "
+                                                "users can read it: a warning says so).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the server's JSON answer.")]
 # a list's page (src/skylease/service/paging.py: its MAX_LIMIT and DEFAULT_LIMIT; not imported here,
 # it would load the server's libraries into every command's start)
@@ -1044,6 +1053,8 @@ def _ask(server: str | None, token: str | None, as_json: bool, call, render) -> 
     except sc.ServiceError as e:
         err.print(f"skylease: error: {e}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
+    if token is not None:  # (after the answer: an error stays one line)
+        _token_warning("--token")
     if as_json:
         print(json.dumps(answer, allow_nan=False))
         return
@@ -1233,12 +1244,71 @@ def qos_history_cmd(
                                       ("id", "owner", "n_tasks", "p_half", "completion_time"))])
 
 
+# -- login: the client's token file -----------------------------------------------------------
+def _token_warning(option: str, prefix: str = "skylease") -> None:
+    from skylease.runtime.credentials import option_warning
+
+    err.print(f"{prefix}: warning: {option_warning(option)}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _read_token(url: str) -> str:
+    """The token typed without echo on a terminal, else the first line of standard input."""
+    if sys.stdin is not None and sys.stdin.isatty():
+        import getpass
+
+        try:
+            return getpass.getpass(f"Token for {url}: ")
+        except EOFError:
+            return ""
+    line = sys.stdin.readline() if sys.stdin is not None else ""
+    if not line.strip():
+        raise UserError("no token on standard input: pipe the line `skylease serve user add` printed, or "
+                        "run skylease login in a terminal")
+    return line
+
+
+@app.command("login")
+def login_cmd(server: ServerOption = None) -> None:
+    """Save your token for a server (0600, ~/.config/skylease/token), after checking it there: typed
+    without echo, or piped on standard input. The client commands then need no --token."""
+    from skylease.service import client as sc
+    from skylease.service.login import login
+
+    url = sc.server_url(server)  # a wrong URL is said before the token is asked for
+    try:
+        done = login(url, _read_token(url))
+    except sc.ServiceError as e:
+        err.print(f"skylease: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    out.print(f"logged in to {done.server} as {done.name}{' (administrator)' if done.admin else ''}; token "
+              f"saved in {done.path}", markup=False, highlight=False, soft_wrap=True)
+    import os
+
+    if os.environ.get("SKYLEASE_TOKEN", "").strip():
+        err.print("skylease: note: SKYLEASE_TOKEN is set, and wins over the token file while it is",
+                  markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command("logout")
+def logout_cmd() -> None:
+    """Remove your token file (written by `skylease login`)."""
+    from skylease.runtime.credentials import remove_login, token_path
+
+    path = token_path()
+    removed = remove_login(path)
+    out.print(f"token file {path} removed" if removed else f"no token file ({path})", markup=False,
+              highlight=False, soft_wrap=True)
+
+
 # -- serve ------------------------------------------------------------------------------------
 ServeConfigOption = Annotated[Path | None, typer.Option("--config", help="The server's TOML file "
                                                         "(options given here win over it).")]
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL: sqlite:///FILE or "
-                                              "postgresql://USER@HOST/DB (default: SQLite in the data "
-                                              "folder).")]
+                                              "postgresql://USER@HOST/DB, without a password (default: "
+                                              "SQLite in the data folder).")]
+DbPasswordFileOption = Annotated[Path | None, typer.Option("--db-password-file", help="A file holding the "
+                                                           "PostgreSQL password (default: "
+                                                           "$SKYLEASE_DB_PASSWORD).")]
 DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="The server's data folder (default: "
                                                     "$SKYLEASE_DATA/serve, ~/.local/share/skylease/serve).")]
 
@@ -1248,6 +1318,7 @@ def serve_cmd(
     ctx: typer.Context,
     config: ServeConfigOption = None,
     db: DbOption = None,
+    db_password_file: DbPasswordFileOption = None,
     host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1; another than "
                                              "loopback needs --allow-remote and TLS).")] = None,
     port: Annotated[int | None, typer.Option(min=0, max=65535, help="Port (default 8642; 0: a free one).")]
@@ -1272,18 +1343,24 @@ def serve_cmd(
         return
     from skylease.service.server import load_serve_config, serve
 
-    cfg = load_serve_config(config, host=host, port=port, db=db, data_dir=data_dir, time_scale=time_scale,
-                            site=site, scheduler=scheduler, grace=grace, tls_cert=tls_cert, tls_key=tls_key,
+    cfg = load_serve_config(config, host=host, port=port, db=db, db_password_file=db_password_file,
+                            data_dir=data_dir, time_scale=time_scale, site=site, scheduler=scheduler,
+                            grace=grace, tls_cert=tls_cert, tls_key=tls_key,
                             allow_remote=allow_remote or None)
     served = serve(cfg, announce=lambda s: out.print(s.line(), markup=False, highlight=False,
-                                                     soft_wrap=True))
+                                                     soft_wrap=True), warn=_serve_warning)
     out.print(f"skylease serve: stopped ({served.url})", markup=False, highlight=False, soft_wrap=True)
 
 
-def _serve_database(config: Path | None, db: str | None, data_dir: Path | None):
+def _serve_warning(text: str) -> None:
+    err.print(f"skylease serve: warning: {text}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _serve_database(config: Path | None, db: str | None, data_dir: Path | None, password_file: Path | None):
     from skylease.service.server import load_serve_config, open_database
 
-    return open_database(load_serve_config(config, db=db, data_dir=data_dir))
+    return open_database(load_serve_config(config, db=db, data_dir=data_dir, db_password_file=password_file),
+                         _serve_warning)
 
 
 @serve_user_app.command("add")
@@ -1292,24 +1369,26 @@ def serve_user_add_cmd(
     admin: Annotated[bool, typer.Option("--admin", help="An administrator: sees and cancels every lease, "
                                         "lists the hosts.")] = False,
     db: DbOption = None, config: ServeConfigOption = None, data_dir: DataDirOption = None,
+    db_password_file: DbPasswordFileOption = None,
 ) -> None:
     """Add a user to the server's database and print its token (once: only a hash is kept)."""
     from skylease.service.auth import add_user, check_name
 
     check_name(name)  # before the database is opened (or created)
-    token = add_user(_serve_database(config, db, data_dir), name, admin)
+    token = add_user(_serve_database(config, db, data_dir, db_password_file), name, admin)
     print(token)
     err.print(f"user {name!r}{' (admin)' if admin else ''} added; the line above is its token, shown only "
-              "now: give it as SKYLEASE_TOKEN or --token", markup=False, highlight=False, soft_wrap=True)
+              "now: its user saves it with `skylease login` (or sets SKYLEASE_TOKEN)", markup=False,
+              highlight=False, soft_wrap=True)
 
 
 @serve_user_app.command("list")
 def serve_user_list_cmd(db: DbOption = None, config: ServeConfigOption = None, data_dir: DataDirOption = None,
-                        as_json: JsonOption = False) -> None:
+                        db_password_file: DbPasswordFileOption = None, as_json: JsonOption = False) -> None:
     """The server's users."""
     from skylease.service.auth import list_users
 
-    users = list_users(_serve_database(config, db, data_dir))
+    users = list_users(_serve_database(config, db, data_dir, db_password_file))
     if as_json:
         print(json.dumps([{"name": u.name, "admin": u.admin, "created": u.created.isoformat()}
                           for u in users]))
@@ -1324,11 +1403,12 @@ def serve_user_list_cmd(db: DbOption = None, config: ServeConfigOption = None, d
 def serve_user_remove_cmd(
     name: Annotated[str, typer.Argument(help="The user's name.")],
     db: DbOption = None, config: ServeConfigOption = None, data_dir: DataDirOption = None,
+    db_password_file: DbPasswordFileOption = None,
 ) -> None:
     """Remove a user: its token stops working (its leases stay)."""
     from skylease.service.auth import remove_user
 
-    remove_user(_serve_database(config, db, data_dir), name)
+    remove_user(_serve_database(config, db, data_dir, db_password_file), name)
     out.print(f"user {name!r} removed", markup=False, highlight=False)
 
 
@@ -1367,7 +1447,8 @@ def run_cmd(
     qos: Annotated[str | None, typer.Option("--qos", help="A SpeQuloS service (`skylease serve` URL) "
                                             "that serves the tail (needs --reliable-pool).")] = None,
     qos_token: Annotated[str | None, typer.Option(help="Your token on the --qos service (default: "
-                                                  "$SKYLEASE_TOKEN).")] = None,
+                                                  "$SKYLEASE_TOKEN, else the token file of `skylease "
+                                                  "login` for that server).")] = None,
     qos_credits: Annotated[float | None, typer.Option(help="Credits ordered for this run on the --qos "
                                                       "service (refused if your balance is short).")]
     = None,
@@ -1377,7 +1458,8 @@ def run_cmd(
     report: Annotated[str | None, typer.Option("--report", help="A `skylease serve` URL this run "
                                                "reports its task table to (its Runs page).")] = None,
     report_token: Annotated[str | None, typer.Option(help="Your token on the --report service (default: "
-                                                     "$SKYLEASE_TOKEN).")] = None,
+                                                        "$SKYLEASE_TOKEN, else the token file of "
+                                                        "`skylease login` for that server).")] = None,
     volatility: Annotated[str | None, typer.Option(help="Kill and restart workers following an "
                                                    "availability trace (name or file).")] = None,
     volatile_pool: Annotated[str | None, typer.Option(help="The pool --volatility plays on.")] = None,

@@ -331,17 +331,16 @@ class _Counting(LeaseScheduler):
         return super()._fit_be(lease, now, failed, queued=queued)
 
 
-def test_a_queued_lease_is_not_tried_again_until_nodes_are_freed(monkeypatch):
+def test_a_queued_lease_is_not_tried_again_until_nodes_are_freed():
     # 3 nodes. Lease 0 holds 2 of them until 100, lease 1 (3 nodes) the one future reservation at
     # 100; lease 2 (2 nodes) cannot start on the one free node. Leases 3-5 arrive at 10, 20, 30 and
     # cannot backfill there either (500 s, the node is free until 100). Each arrival is a queue
     # pass; nothing that could let lease 2 fit changes before 100, so it is tried once, not 4
     # times, and every decision is the one of a scheduler that tries it every time.
     def run(skip: bool) -> tuple[list[int], list]:
-        monkeypatch.setattr(LeaseScheduler, "skip_stale", skip, raising=False)
         leases = [_be(0, 0, 2, 100), _be(1, 0, 3, 50), _be(2, 0, 2, 10),
                   *(_be(i, 10 * (i - 2), 1, 500) for i in (3, 4, 5))]
-        sched = _Counting(3)
+        sched = _Counting(3, skip_stale=skip)
         order = iter(leases)
         pending = next(order)
         t = 0
@@ -364,8 +363,7 @@ def test_a_skipped_lease_is_tried_when_reservations_ended_unseen():
     # still in the table but over, nothing was removed, and lease 2, which could not start at 0,
     # must be tried again (and start at 200), as without the skip.
     def run(skip: bool) -> list:
-        sched = LeaseScheduler(3)
-        sched.skip_stale = skip
+        sched = LeaseScheduler(3, skip_stale=skip)
         leases = [_be(0, 0, 2, 100), _be(1, 0, 3, 50), _be(2, 0, 2, 10)]
         for le in leases:
             sched.submit(le)

@@ -1,6 +1,7 @@
 """A small in-memory lease manager that keeps the :class:`LeaseManager` protocol, for the service's
 tests until they run against the real manager: leases are queued, a request for more nodes than the
-site has or an advance reservation in the past is refused, a user sees only their own leases."""
+site has or an advance reservation in the past is refused, a user sees only their own leases.
+``failed``: what its ``failure()`` says (None: it works), for the tests of the service's health."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ class FakeManager:
         self.nodes = nodes
         self.clock = 100
         self.closed = False
+        self.failed: str | None = None
         self._leases: dict[int, LeaseView] = {}
         self._lock = threading.Lock()
         self.changes = Changes()
@@ -89,6 +91,9 @@ class FakeManager:
 
     async def wait_change_async(self, since: int, timeout: float) -> int:
         return await self.changes.wait_async(since, timeout)
+
+    def failure(self) -> str | None:
+        return self.failed
 
     def close(self) -> None:
         self.closed = True

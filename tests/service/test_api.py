@@ -72,6 +72,32 @@ def test_the_openapi_document_declares_the_bearer_scheme(client):
     assert client.get("/docs").status_code == 200 and client.get("/redoc").status_code == 200
 
 
+def test_docs_and_redoc_load_nothing_from_another_host(client):
+    """Swagger UI and ReDoc come from assets inside an installed package; Swagger UI's validator
+    badge (an image from its makers' host) is off."""
+    for page in ("/docs", "/redoc"):
+        r = client.get(page)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+        assert not re.search(r"(?i)(?:https?:)?//[a-z0-9-]+(?:\.[a-z0-9-]+)+", r.text), r.text
+        links = re.findall(r'(?:src|href|spec-url)="([^"]+)"', r.text) + re.findall(r"url: '([^']+)'", r.text)
+        assert len(links) >= 3, links  # (its script, a style sheet or the favicon, the document)
+        for link in links:
+            assert link.startswith("/"), (page, link)
+            got = client.get(link)
+            assert got.status_code == 200 and len(got.content) > 1000, (page, link, got.status_code)
+    assert '"validatorUrl": null' in client.get("/docs").text
+
+
+def test_a_method_a_path_does_not_have_is_405_listing_every_method_it_has(client, tokens):
+    """Starlette's 405 names the methods of the one route it tried: the guard lists them all."""
+    for path, allowed in [("/leases", "GET, POST"), ("/leases/1", "GET, DELETE"), ("/qos/bots", "GET, POST"),
+                          ("/runs", "GET, POST"), ("/runs/1/tasks", "GET, POST"), ("/health", "GET")]:
+        for method in ("OPTIONS", "PUT", "PATCH"):
+            r = client.request(method, path, headers=auth(tokens["alice"]))
+            assert r.status_code == 405 and r.headers["allow"] == allowed, (method, path, r.headers)
+            assert r.json() == {"detail": "Method Not Allowed"}
+
+
 def test_health_needs_no_token(client, manager):
     r = client.get("/health")
     assert r.status_code == 200
@@ -126,6 +152,19 @@ def test_a_missing_lease_is_404_for_everyone(client, tokens):
     (b'{"duration": 60, "cpu": NaN}', "application/json", 422, "cpu"),
     (b'{"duration": 60, "image": "../../etc/passwd"}', "application/json", 422, "image"),
     (b'{"duration": 60, "command": "' + b"x" * 5000 + b'"}', "application/json", 422, "command"),
+    (b'{"duration": 60, "nodes": "2"}', "application/json", 422, "nodes: must be a whole number >= 1"),
+    (b'{"duration": 60, "nodes": true}', "application/json", 422, "nodes: must be a whole number >= 1"),
+    (b'{"duration": 60, "nodes": 1.5}', "application/json", 422, "nodes: must be a whole number >= 1"),
+    (b'{"duration": 60, "cpu": "1"}', "application/json", 422, "cpu: must be"),
+    (b'{"duration": 60, "command": "a\\u0000"}', "application/json", 422, "command: must not contain"),
+    (b'{"duration": ' + b"[" * 60000 + b"}", "application/json", 422, "nested more than 32 levels deep"),
+    (b'{"duration": ' + b"1" * 5000 + b"}", "application/json", 422, "a number longer than 100 characters"),
+    (b'{"duration": ' + b"1" * 5000 + b"}", "", 422, "a number longer than 100 characters"),
+    (b'{"duration": ' + b"[" * 60000 + b"}", "application/x-www-form-urlencoded", 422, "nested more than 32"),
+    (b'{"duration": 60, "x": "\xff"}', "application/json", 422, "not UTF-8"),
+    (b'{"duration": 60, "type": "advance-reservation", "start_in": 5, "start": null}', "application/json",
+     201, None),
+    (b'{"duration": 60, "real_duration": 120}', "application/json", 201, None),
     (b'{"duration": ', "application/json", 422, "not valid JSON"),
     (b"[1, 2]", "application/json", 422, "must be a JSON object"),
     (b'"x"', "application/json", 422, "must be a JSON object"),
@@ -142,6 +181,8 @@ def test_a_missing_lease_is_404_for_everyone(client, tokens):
 def test_a_bad_body_is_answered_with_its_reason(client, tokens, body, ctype, status, says):
     r = client.post("/leases", content=body, headers={**auth(tokens["alice"]), "Content-Type": ctype})
     assert r.status_code == status, r.text
+    if says is None:  # (well-formed: the rules at the edges accept what they should)
+        return
     detail = r.json()["detail"]
     assert isinstance(detail, str) and says in detail and "\n" not in detail, detail
     no_traceback(r)
@@ -157,8 +198,9 @@ def test_a_body_over_64_kib_is_413(client, tokens):
         for _ in range(20):
             yield b" " * 8192
 
-    r = client.post("/leases", content=chunks(), headers=h)
-    assert r.status_code == 413, r.text
+    for path in ("/leases", "/qos/bots", "/runs", "/qos/accounts/alice/deposits"):
+        r = client.post(path, content=chunks(), headers=h)
+        assert r.status_code == 413 and "64 KiB" in r.json()["detail"], (path, r.text)
 
 
 def test_a_refused_request_is_409_with_the_reason(client, tokens, manager):

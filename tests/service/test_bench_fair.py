@@ -61,6 +61,7 @@ def test_the_verdicts_and_the_pacing(bench):
     assert bench.paced(3, 0.02, 10.0) == pytest.approx([10.0, 10.02, 10.04])
 
 
+@pytest.mark.usefixtures("payload_sandbox")  # (its servers run real payloads: confined)
 def test_the_fair_sharing_benchmark_runs_in_quick_mode(tmp_path):
     out = run_quick(tmp_path, script="bench_fair.py")
     assert "database: SQLite" in out

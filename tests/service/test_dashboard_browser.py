@@ -160,6 +160,40 @@ def test_a_wrong_token_is_refused(page, server, tmp_path):
     page.screenshot(path=str(tmp_path / "login-refused.png"))
 
 
+def test_a_form_of_another_site_cannot_log_the_browser_in(chromium, server):
+    """A login CSRF: a page served from another loopback port (another origin, the same site)
+    posts alice's token to /login as it loads. Chromium says where the form came from; the server
+    refuses it (403, the reason on the page) and the browser holds no session."""
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    from .served import serving
+
+    url, tokens, _ = server
+    html = (f'<form id="f" method="post" action="{url}/login"><input name="token" value="{tokens["alice"]}">'
+            '</form><script>document.getElementById("f").submit()</script>')
+    other = Starlette(routes=[Route("/", lambda _r: HTMLResponse(html))])
+    with serving(other) as (elsewhere, _records):
+        context = chromium.new_context(base_url=url)
+        try:
+            page = context.new_page()
+            answers: list[int] = []
+            page.on("response", lambda r: answers.append(r.status) if r.url == f"{url}/login" else None)
+            page.goto(elsewhere)
+            page.wait_for_url(f"{url}/login")
+            page.get_by_role("alert").wait_for()
+            assert answers == [403]
+            said = page.get_by_role("alert").inner_text()
+            assert "came from another site (Sec-Fetch-Site: same-site)" in said, said
+            assert [c["name"] for c in context.cookies()] == []
+            log_in(page, tokens["alice"])  # the server's own form, in the same browser: logged in
+            page.wait_for_url("**/leases")
+            assert [c["name"] for c in context.cookies()] == ["skylease_session"]
+        finally:
+            context.close()
+
+
 def test_an_administrator_sees_the_hosts(page, server, tmp_path):
     _, tokens, ids = server
     log_in(page, tokens["root"])

@@ -25,7 +25,9 @@ from skylease.service.server import load_serve_config, open_database
 from .test_dashboard_browser import guarded, log_in, page, shot  # noqa: F401 (the page fixture)
 from .test_serve import fake_argv, start, stop
 
-pytestmark = pytest.mark.timeout(180)
+# (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
+pytestmark = [pytest.mark.timeout(180),
+              pytest.mark.usefixtures("payload_sandbox")]
 SCALE = 600
 #: Real seconds the page may lag the server (the issue's bound).
 LIVE_S = 2.0

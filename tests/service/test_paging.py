@@ -12,6 +12,8 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skylease.control.leases.lease import ResourceTuple
 from skylease.runtime.leases.api import LeaseRequest
@@ -28,6 +30,7 @@ from skylease.service.paging import (
     encode,
     list_url,
     page_from,
+    pattern,
     split,
     walk,
 )
@@ -54,17 +57,32 @@ def service(both_databases, manager):
 
 
 # -- cursors ------------------------------------------------------------------------------------------
-def test_a_cursor_is_opaque_and_names_its_list():
+def test_a_cursor_names_its_list_and_its_pattern_is_exactly_what_decodes():
     c = encode("leases", 42)
-    assert re.fullmatch(r"[A-Za-z0-9_-]+", c) and "42" not in c
-    assert decode("leases", c) == (42,) and decode("leases", None) is None
-    assert decode("tasks.7", encode("tasks.7", 2, 15), 2) == (2, 15)
-    for kind, cursor, n in (("queue", c, 1), ("tasks.8", encode("tasks.7", 2, 15), 2),  # another list's
+    assert re.fullmatch(pattern("leases"), c) and decode("leases", c) == (42,)
+    assert decode("leases", None) is None
+    assert decode("tasks", encode("tasks", 2, 15), 2) == (2, 15)
+    assert decode("bots.newest", encode("bots.newest", 2**63 - 1)) == (2**63 - 1,)  # the largest key
+    for kind, cursor, n in (("queue", c, 1), ("leases", encode("tasks", 2, 15), 1),  # another list's
                             ("leases", "bm90IGEgY3Vyc29y", 1), ("leases", "%%%", 1), ("leases", "", 1),
-                            ("leases", encode("leases", 2**63), 1), ("leases", "A" * 121, 1),
-                            ("leases", encode("leases", 1, 2), 1), ("tasks.7", encode("tasks.7", 1), 2)):
+                            ("leases", encode("leases", 2**63), 1), ("leases", "leases." + "1" * 120, 1),
+                            ("leases", encode("leases", 1, 2), 1), ("tasks", encode("tasks", 1), 2),
+                            ("leases", "leases.2A", 1), ("leases", "leases.-1", 1),
+                            ("bots.newest", "botsxnewest.1", 1)):
+        assert re.fullmatch(pattern(kind, n), cursor) is None, cursor  # (the schema refuses it too)
         with pytest.raises(BadPage, match="is not a cursor of this list"):
             decode(kind, cursor, n)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(st.data())
+def test_every_cursor_the_schema_allows_is_a_place_in_its_list(data):
+    """What the OpenAPI document promises (schemathesis checks it): a value of the pattern decodes."""
+    kind, n = data.draw(st.sampled_from([("leases", 1), ("tasks", 2), ("bots.newest", 1)]))
+    cursor = data.draw(st.from_regex(pattern(kind, n), fullmatch=True))
+    keys = decode(kind, cursor, n)
+    assert keys is not None and len(keys) == n and all(0 <= k < 2**63 for k in keys)
+    assert decode(kind, encode(kind, *keys), n) == keys
 
 
 def test_a_page_and_its_cursor():
@@ -101,7 +119,8 @@ def test_a_limit_out_of_bounds_or_a_wrong_cursor_is_422(service, path):
     path = path.format(run=runs.register("root", RunRequest(name="r", n_tasks=3)).id)
     h = auth(tokens["root"])
     for query in ("limit=0", f"limit={MAX_LIMIT + 1}", "limit=x", "limit=-1", "after=", "after=%20x",
-                  "after=" + "A" * 200, "after=" + encode("elsewhere", 1), "after=bm90IGEgY3Vyc29y"):
+                  "after=" + "a" * 200, "after=" + encode("elsewhere", 1), "after=bm90IGEgY3Vyc29y",
+                  "after=" + encode("leases" if "leases" not in path else "queue", 1)):
         r = client.get(f"{path}?{query}", headers=h)
         assert r.status_code == 422, (query, r.text)
         assert list(r.json()) == ["detail"] and r.json()["detail"], r.text
@@ -210,10 +229,12 @@ def test_a_run_task_table_pages_with_a_cursor_or_an_offset(service):
     tasks, pages = walk_api(client, f"/runs/{rid}/tasks", tokens["alice"], 7)
     assert tasks == [t["task"] for t in whole] and pages == 8  # failed first, then running, done, queued
     cursor = next_of(client.get(f"/runs/{rid}/tasks", params={"limit": 7}, headers=a))
-    both = client.get(f"/runs/{rid}/tasks", params={"after": cursor, "offset": 3}, headers=a)
-    assert both.status_code == 422 and "not both" in both.json()["detail"]
-    other = runs.register("alice", RunRequest(name="other", n_tasks=5)).id  # a cursor of another run's table
-    assert client.get(f"/runs/{other}/tasks", params={"after": cursor}, headers=a).status_code == 422
+    both = client.get(f"/runs/{rid}/tasks", params={"after": cursor, "offset": 3, "limit": 2}, headers=a)
+    assert [t["task"] for t in both.json()] == tasks[10:12]  # after the first 7, 3 skipped
+    other = runs.register("alice", RunRequest(name="other", n_tasks=5)).id  # another run's cursor: a place
+    assert client.get(f"/runs/{other}/tasks", params={"after": cursor}, headers=a).json() == []  # (none past)
+    leases = encode("leases", 3)  # another list's: 422
+    assert client.get(f"/runs/{rid}/tasks", params={"after": leases}, headers=a).status_code == 422
     bobs = client.get(f"/runs/{rid}/tasks", params={"after": cursor}, headers=auth(tokens["bob"]))
     assert bobs.status_code == 404
 
@@ -263,11 +284,11 @@ def test_the_dashboard_lists_page_too(service):
 
 # -- the real lease manager ----------------------------------------------------------------------------
 @pytest.fixture
-def real(tmp_path):
+def real(tmp_path, payload_sandbox):
     site = Site(tuple(SiteNode(f"node{i}", ResourceTuple(1.0, 1024, 0, 2.0**62)) for i in range(2)),
                 machine=(min(os.sched_getaffinity(0)),))
     engine = open_database(load_serve_config(None, data_dir=tmp_path))
-    m = LocalLeaseManager(engine, site, time_scale=1, data_dir=tmp_path).start()
+    m = LocalLeaseManager(engine, site, time_scale=1, data_dir=tmp_path, sandbox=payload_sandbox).start()
     yield m
     m.close(stop_payloads=True)
     engine.dispose()

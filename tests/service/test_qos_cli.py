@@ -23,7 +23,9 @@ from skylease.service.db import create_schema, engine_for
 
 from .test_serve import start, stop
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+# (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
+pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),
+              pytest.mark.usefixtures("payload_sandbox")]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +65,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 def qos(capsys, server, user: str, *argv: str) -> tuple[int, str, str]:
     url, tokens = server
-    return run(capsys, "qos", *argv, "--server", url, "--token", tokens[user])
+    with pytest.MonkeyPatch.context() as mp:  # (the token where a user keeps it: --token warns)
+        mp.setenv("SKYLEASE_TOKEN", tokens[user])
+        return run(capsys, "qos", *argv, "--server", url)
 
 
 def as_json(capsys, server, user: str, *argv: str):

@@ -30,6 +30,9 @@ from skylease.service.db import create_schema, engine_for
 
 from .test_serve import start, stop
 
+# (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
+pytestmark = pytest.mark.usefixtures("payload_sandbox")
+
 # grid-1 is the slow volatile worker: 18 s a task; every other worker 0.2 s
 SLOW = ("python3 -c \"import os,time; time.sleep(18 if os.environ.get('SKYLEASE_WORKER') == 'grid-1' "
         "else 0.2)\"\n")

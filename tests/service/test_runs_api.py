@@ -1,6 +1,6 @@
 """The runs' HTTP API (issue 21), in process on a real database: every route needs a token, a user
 reaches only their own runs (another's is 404, as a missing one), an administrator reads all; bad
-bodies are 422 (or 400, 413) with the reason and never a 500; GET /runs and /runs/{id} are pages for
+bodies are 422 (or 409, 413) with the reason and never a 500; GET /runs and /runs/{id} are pages for
 a browser and JSON for a client with a token."""
 
 from __future__ import annotations
@@ -68,8 +68,11 @@ def test_a_run_reported_and_read_back_by_its_owner_only(client):
     ("/runs", {**RUN, "n_tasks": 10**7}, 422, "n_tasks: Input should be less than or equal to 1000000"),
     ("/runs", {**RUN, "name": "x" * 201}, 422, "name: String should have at most 200 characters"),
     ("/runs", {**RUN, "colour": "red"}, 422, "colour: Extra inputs are not permitted"),
-    ("/runs", {**RUN, "name": "a\x00b"}, 422, "name: Value error, must not contain NUL characters"),
-    ("RUN/tasks", {"rows": [{"task": 5, "status": "done"}]}, 400, "task 5 is not in this run of 5 tasks"),
+    ("/runs", {**RUN, "name": "a\x00b"}, 422, "name: must not contain control characters: U+0000"),
+    ("/runs", {**RUN, "name": "a\nb"}, 422, "name: must not contain control characters: U+000A"),
+    ("/runs", {**RUN, "command": "a\x1bb"}, 422, "command: must not contain control characters: U+001B"),
+    ("/runs", {**RUN, "n_tasks": "5"}, 422, "n_tasks: Input should be a valid integer"),
+    ("RUN/tasks", {"rows": [{"task": 5, "status": "done"}]}, 409, "task 5 is not in this run of 5 tasks"),
     ("RUN/tasks", {"rows": [{"task": 0, "status": "lost"}]}, 422, "rows.0.status: Input should be"),
     ("RUN/tasks", {"rows": [{"task": 0, "status": "done"}] * 1001}, 422,
      "rows: List should have at most 1000 items"),

@@ -23,7 +23,9 @@ from .conftest import three_users
 from .test_qos_runs import launch
 from .test_serve import start, stop
 
-pytestmark = pytest.mark.timeout(240)
+# (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
+pytestmark = [pytest.mark.timeout(240),
+              pytest.mark.usefixtures("payload_sandbox")]
 N_TASKS = 20
 FAILING = {2, 7, 11, 16}  # these exit 3
 

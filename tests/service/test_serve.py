@@ -295,10 +295,17 @@ def test_the_client_maps_errors_to_one_line(fake_server, tokens, capsys, tmp_pat
         (["leases", "request", str(tmp_path / "missing.json")], 2, "missing.json: file not found"),
         (["leases", "request", str(tmp_path / "bad.json")], 2, "bad.json:2: nodes: must be a whole number"),
         (["leases", "request", str(tmp_path / "bad.json"), "--nodes", "1"], 2, "not both"),
+        # request files are JSON: strict (a string is not a number), bounded before they are parsed
+        (["leases", "request", str(tmp_path / "text.json")], 2, "text.json:2: nodes: must be a whole number"),
+        (["leases", "request", str(tmp_path / "deep.json")], 2, "deep.json:1: nested more than 32 levels"),
+        (["leases", "request", "--duration", "60", "--command", "a\x1bb"], 2,
+         "--command: must not contain control characters: U+001B"),
         (["leases", "list", "--server", "ftp://x"], 2, "--server: 'ftp://x' is not a server URL"),
         (["leases", "list", "--token", ""], 2, None),
     ]
     (tmp_path / "bad.json").write_text('{"duration": 60,\n "nodes": -1}\n')
+    (tmp_path / "text.json").write_text('{"duration": 60,\n "nodes": "2"}\n')
+    (tmp_path / "deep.json").write_text('{"duration": ' + "[" * 60_000 + "}\n")
     for argv, status, says in cases:
         code, out, err = run(capsys, *argv)
         assert code == status, (argv, code, out, err)
@@ -343,6 +350,7 @@ def test_with_a_certificate_it_serves_https_and_the_client_checks_it(tmp_path, c
         assert stop(proc)[0] == 0
 
 
+@pytest.mark.usefixtures("payload_sandbox")  # (a real server: it confines its payloads)
 def test_python_m_skylease_serve_answers_and_stops(tmp_path):
     proc, url = start([sys.executable, "-m", "skylease", "serve", "--port", "0", "--data-dir",
                        str(tmp_path / "serve"), "--time-scale", "60"], tmp_path)

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the lease service needs Linux")
+# (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the lease service needs Linux"),
+    pytest.mark.usefixtures("payload_sandbox")]
 
 
 def test_the_service_part_of_the_demo_tells_the_suspension_story(capsys, monkeypatch):

@@ -56,6 +56,9 @@ from skylease.traces.lwf import clock_seconds, read_xml_lwf
 
 from .test_serve import start, stop
 
+# (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
+pytestmark = pytest.mark.usefixtures("payload_sandbox")
+
 SCALE = 60  # lease seconds per real second
 TOLERANCE_S = 5  # lease seconds
 #: The scenario workloads and the configuration each runs under (see the module's docstring).
@@ -349,7 +352,7 @@ def test_the_suspended_lease_is_stopped_and_continues(served):
     assert all(counts.get(k, 0) >= n for k, n in (("before", 5), ("suspended", 20), ("resumed", 20))), counts
     pid, _, states = by_phase["before"][0]
     group = set(states)
-    assert len(group) == 3 and pid in group, states  # the shell and its two sleeps
+    assert len(group) == 5 and pid in group, states  # its sandbox's two, the shell and its two sleeps
     for phase, expected in (("before", "running"), ("suspended", "stopped"), ("resumed", "running")):
         for p, said, states in by_phase[phase]:
             assert p == pid and set(states) == group, (phase, pid, group, states)  # the same processes, alive
@@ -406,7 +409,7 @@ SPAWN_S = 0.3  # a slow machine's payload start, made slower
 
 
 @pytest.fixture
-def slow_spawning_manager(tmp_path):
+def slow_spawning_manager(tmp_path, payload_sandbox):
     """A lease manager (4 nodes, 600 lease seconds a real second) whose payloads take SPAWN_S each
     to start, as many payloads do on a loaded machine."""
     from skylease.control.leases.lease import ResourceTuple
@@ -423,7 +426,8 @@ def slow_spawning_manager(tmp_path):
                 machine=(min(os.sched_getaffinity(0)),))
     engine = open_database(load_serve_config(None, data_dir=tmp_path))
     manager = LocalLeaseManager(engine, site, time_scale=600, data_dir=tmp_path,
-                                nodes=SlowNodes(site, tmp_path, "timeline-test")).start()
+                                nodes=SlowNodes(site, tmp_path, "timeline-test", sandbox=payload_sandbox)
+                                ).start()
     yield manager
     manager.close(stop_payloads=True)
     engine.dispose()

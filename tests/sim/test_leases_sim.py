@@ -241,7 +241,14 @@ def test_skipping_fits_that_must_fail_changes_no_decision(skip, n_nodes, specs, 
     fit under the same start points (``prune_dominated``), and a lease whose last fit failed when
     nothing since can let it fit (``skip_stale``): every lease's history must be the same without
     the skip."""
-    histories = []
+    histories, made = [], []
+
+    def scheduler(on: bool):  # (the seam: the scheduler made with the skip on or off)
+        def make(*args, **kwargs) -> LeaseScheduler:
+            made.append(LeaseScheduler(*args, **kwargs, **{skip: on}))
+            return made[-1]
+        return make
+
     for prune in (True, False):
         leases = []
         for i, (is_ar, submit, lead, k, d, f) in enumerate(specs):
@@ -249,10 +256,9 @@ def test_skipping_fits_that_must_fail_changes_no_decision(skip, n_nodes, specs, 
             real = max(1, int(d * f))
             leases.append(_ar(i, submit, submit + lead, k, d) if is_ar else _be(i, submit, k, d, real))
         assign_images(leases, "uniform", len(specs), n_images=2)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(LeaseScheduler, skip, prune)
-            run = simulate_leases(leases, n_nodes, config=_config(config))
+        run = simulate_leases(leases, n_nodes, config=_config(config), scheduler=scheduler(prune))
         histories.append(([(le.id, le.state, le.history) for le in leases], run.runs))
+    assert [getattr(s, skip) for s in made] == [True, False]
     assert histories[0] == histories[1]
 
 

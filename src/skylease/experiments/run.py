@@ -47,6 +47,7 @@ from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, KeyLines, load_toml
 from skylease.model.task import Task
+from skylease.runtime.credentials import option_warning, token_for
 from skylease.runtime.jobs import MAX_RETRIES
 
 DEFAULT_POOL = "local"
@@ -284,8 +285,7 @@ def check_options(opts: RunOptions) -> None:
                         else "--qos-credits" if opts.qos_credits is not None else "--qos-infrastructure")
     if opts.report is not None:
         _service_url(opts.report, "--report")
-        if not (opts.report_token or os.environ.get("SKYLEASE_TOKEN", "")).strip():
-            raise UserError("no token: give --report-token or set SKYLEASE_TOKEN", field="--report-token")
+        token_for(opts.report.strip(), opts.report_token, "--report-token")
     elif opts.report_token is not None:
         raise UserError("goes with --report URL", field="--report-token")
     if opts.tail_qos is not None:
@@ -326,8 +326,7 @@ def _check_qos(opts: RunOptions) -> None:
         raise UserError("--qos needs --reliable-pool NAME (the pool its cloud workers come from)",
                         field="--reliable-pool")
     _service_url(opts.qos, "--qos")
-    if not (opts.qos_token or os.environ.get("SKYLEASE_TOKEN", "")).strip():
-        raise UserError("no token: give --qos-token or set SKYLEASE_TOKEN", field="--qos-token")
+    token_for(opts.qos.strip(), opts.qos_token, "--qos-token")
     _strategy(opts.qos_strategy, "--qos-strategy")
     # the service's own bounds, checked here so that a mistake is told before any work
     if opts.qos_credits is not None and opts.qos_credits > MAX_CREDITS:
@@ -576,9 +575,10 @@ def _qos_relay(opts: RunOptions, n_tasks: int, notice: Callable[[str], None]) ->
 
     assert opts.qos is not None and opts.reliable_pool is not None
     infra = opts.qos_infrastructure or f"local-{opts.volatile_pool or opts.pool or 'default'}"
-    registration = {"infrastructure": infra, "n_tasks": n_tasks, "strategy": opts.qos_strategy,
+    strategy = _strategy(opts.qos_strategy, "--qos-strategy").name  # (the service lists 9C-C-R, not 9c-c-r)
+    registration = {"infrastructure": infra, "n_tasks": n_tasks, "strategy": strategy,
                     "tick": opts.tail_tick_s, "pool": opts.reliable_pool, "credits": opts.qos_credits or 0.0}
-    token = (opts.qos_token or os.environ.get("SKYLEASE_TOKEN", "")).strip()
+    token = token_for(opts.qos.strip(), opts.qos_token, "--qos-token")
     bag = RemoteBag(opts.qos.strip(), token, registration)
     relay = QoSRelay(bag.send, opts.reliable_pool, period=opts.tail_tick_s, on_unavailable=notice)
     try:
@@ -591,6 +591,8 @@ def _qos_relay(opts: RunOptions, n_tasks: int, notice: Callable[[str], None]) ->
     except BaseException:
         bag.close()
         raise
+    if opts.qos_token is not None:  # (once the bag is registered: a refusal stays one line)
+        notice(f"warning: {option_warning('--qos-token')}")
     return relay, bag
 
 
@@ -601,12 +603,13 @@ def _reporter(opts: RunOptions, job_spec: str, job: Any, store_path: Path, store
     from skylease.runtime.runs.reporter import RunReporter
 
     if opts.report is not None:
-        url, token = opts.report.strip(), opts.report_token
+        url, token, option = opts.report.strip(), opts.report_token, "--report-token"
     elif opts.qos is not None:
-        url, token = opts.qos.strip(), opts.qos_token
+        url, token, option = opts.qos.strip(), opts.qos_token, "--qos-token"
     else:
         return None
-    token = (token or os.environ.get("SKYLEASE_TOKEN", "")).strip()
+    given = token is not None and opts.report is not None  # (--qos-token is warned about with the bag)
+    token = token_for(url, token, option)
     before = (store.meta().get("report") or {}) if store is not None else {}
     run_id = before.get("run") if before.get("url") == url.rstrip("/") else None
     bot = remote.bot if remote is not None and url.rstrip("/") == remote.url else None
@@ -615,6 +618,8 @@ def _reporter(opts: RunOptions, job_spec: str, job: Any, store_path: Path, store
                            command=command, n_tasks=len(job.tasks), bot=bot, run_id=run_id, notice=notice)
     if reporter.register() is not None:
         notice(f"run {reporter.run_id} reported to {reporter.url}/runs/{reporter.run_id}")
+    if given:  # (once registered: a refusal stays one line)
+        notice(f"warning: {option_warning(option)}")
     return reporter
 
 

@@ -21,6 +21,8 @@ import types
 import typing
 import warnings
 from collections.abc import Mapping, Sequence
+from itertools import accumulate, repeat
+from operator import sub
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
@@ -66,12 +68,50 @@ def read_json(path: Path) -> object:
     return parse_json(read_text(path), path)
 
 
-def parse_json(text: str, file: str | Path) -> object:
-    """The JSON document in ``text``, or a UserError naming ``file`` and the line."""
+def parse_json(text: str, file: str | Path, *, bounded: bool = False) -> object:
+    """The JSON document in ``text``, or a UserError naming ``file`` and the line. ``bounded``: a
+    text from a client (a request body, a request file) is first held to :func:`check_json_limits`."""
+    if bounded:
+        check_json_limits(text, file)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"not valid JSON: {exc.msg}", file=file, line=exc.lineno) from None
+    except RecursionError:  # (nested deeper than the parser's stack: no traceback either)
+        raise UserError("not valid JSON: nested too deeply", file=file) from None
+    except ValueError as exc:  # an integer past Python's 4,300 digits
+        raise UserError(f"not valid JSON: {' '.join(str(exc).split())}", file=file) from None
+
+
+#: The deepest nesting of arrays and objects, and the longest number (in characters), of a JSON
+#: text from a client: far beyond what any request needs, far below what makes the parser recurse
+#: or convert for long (docs/decisions/serve-request-bodies.md).
+JSON_MAX_DEPTH = 32
+JSON_MAX_NUMBER = 100
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_NUMBER = re.compile(r"(?<![-+0-9.eE])[-0-9][-+0-9.eE]{" + str(JSON_MAX_NUMBER) + ",}")
+_JSON_BRACKETS = re.compile(r"[^\[\]{}]+")
+_OPEN_CLOSE = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
+
+
+def check_json_limits(text: str, file: str | Path) -> None:
+    """A UserError (naming ``file`` and the line) if the JSON ``text`` nests arrays and objects
+    deeper than :data:`JSON_MAX_DEPTH` or holds a number longer than :data:`JSON_MAX_NUMBER`
+    characters; read before parsing, in linear time, strings left out (a bracket or a digit inside
+    one counts for nothing). Whether the text is valid JSON is the parser's to say."""
+    bare = _JSON_STRING.sub('""', text)  # (a valid string holds no raw line break: lines are kept)
+    if (m := _JSON_NUMBER.search(bare)) is not None:
+        raise UserError(f"a number longer than {JSON_MAX_NUMBER} characters", file=file,
+                        line=bare.count("\n", 0, m.start()) + 1)
+    brackets = _JSON_BRACKETS.sub("", bare).encode("ascii").translate(_OPEN_CLOSE)
+    if not brackets or max(accumulate(map(sub, brackets, repeat(1)))) <= JSON_MAX_DEPTH:
+        return  # (each bracket as +1 or -1, summed in C: the deepest level)
+    depth = 0
+    for m in re.finditer(r"[\[\]{}]", bare):  # (rare: where it went too deep, for the line)
+        depth += 1 if m.group() in "[{" else -1
+        if depth > JSON_MAX_DEPTH:
+            raise UserError(f"nested more than {JSON_MAX_DEPTH} levels deep (arrays and objects)",
+                            file=file, line=bare.count("\n", 0, m.start()) + 1)
 
 
 _TOML_POS_RE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
@@ -219,10 +259,11 @@ class FileModel(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
 
 
-def validate(schema: type[M], doc: Mapping[str, Any], keys: KeyLines) -> M:
-    """``doc`` as a ``schema`` instance, or a UserError about the first mistake in the file."""
+def validate(schema: type[M], doc: Mapping[str, Any], keys: KeyLines, *, strict: bool | None = None) -> M:
+    """``doc`` as a ``schema`` instance, or a UserError about the first mistake in the file
+    (``strict``: overrides the schema's own strictness, e.g. False for text fields to convert)."""
     try:
-        return schema.model_validate(doc)
+        return schema.model_validate(doc, strict=strict)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
     first = min(errors, key=lambda e: keys.line(*e["loc"]) or float("inf"))  # min is stable

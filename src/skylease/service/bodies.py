@@ -37,9 +37,11 @@ def is_xml(text: str | bytes) -> bool:
 
 
 def lease_request_from_json(text: str, source: str | Path = BODY) -> LeaseRequest:
-    """A JSON lease request, or a one-line :class:`BadBody` naming the line and the field."""
+    """A JSON lease request, or a one-line :class:`BadBody` naming the line and the field: held to
+    the limits of a client's JSON before it is parsed (nesting, number length), and strict (a
+    string or a boolean is not a number)."""
     try:
-        doc = parse_json(text, source)
+        doc = parse_json(text, source, bounded=True)
         if not isinstance(doc, dict):
             raise UserError("must be a JSON object (a lease request)", file=source, line=1)
         return validate(LeaseRequest, doc, KeyLines(text, source, is_json=True))
@@ -74,8 +76,8 @@ def lease_request_from_xml(text: str, source: str | Path = BODY) -> LeaseRequest
 
 def lease_request_from_form(fields: dict[str, str]) -> LeaseRequest:
     """The dashboard's request form (text fields, :data:`FORM_FIELDS`) as a lease request, or a
-    :class:`BadBody` naming the field: the same checks as a JSON body (pydantic converts the
-    numbers); a blank field is left out, so it takes the key's default."""
+    :class:`BadBody` naming the field: the same checks as a JSON body, but not strict (pydantic
+    converts the numbers' text); a blank field is left out, so it takes the key's default."""
     doc: dict[str, Any] = {}
     for key, value in fields.items():
         if key not in FORM_FIELDS:
@@ -89,6 +91,6 @@ def lease_request_from_form(fields: dict[str, str]) -> LeaseRequest:
         elif text.strip():
             doc[key] = text
     try:
-        return validate(LeaseRequest, doc, KeyLines("", FORM))
+        return validate(LeaseRequest, doc, KeyLines("", FORM), strict=False)
     except UserError as exc:
         raise BadBody(exc.message, file=exc.file, line=exc.line, field=exc.field) from None

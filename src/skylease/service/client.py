@@ -1,11 +1,13 @@
 """The client of ``skylease serve`` (issue 19): the ``skylease leases request|cancel|list|show|queue|hosts``
 commands call the server through :class:`Client` and print what it answers with the tables here.
 
-The server is ``--server``, else ``$SKYLEASE_SERVER``, else ``http://127.0.0.1:8642``; the token
-``--token``, else ``$SKYLEASE_TOKEN``. A request the server refuses (4xx) is a :class:`UserError`
-with the server's reason (exit 2); a server that fails (5xx), does not answer or cannot be reached is
-a :class:`ServiceError` naming its URL (exit 1). HTTPS servers are checked against the system's
-certificates, or those of ``$SSL_CERT_FILE`` (a self-signed certificate: point it there).
+The server is ``--server``, else ``$SKYLEASE_SERVER``, else the one of the token file ``skylease login``
+wrote, else ``http://127.0.0.1:8642``; the token ``--token``, else ``$SKYLEASE_TOKEN``, else the token
+file's when it is for that server (runtime/credentials.py). A request the server refuses (4xx) is a
+:class:`UserError` with the server's reason (exit 2); a server that fails (5xx), does not answer or
+cannot be reached is a :class:`ServiceError` naming its URL (exit 1). HTTPS servers are checked
+against the system's certificates, or those of ``$SSL_CERT_FILE`` (a self-signed certificate: point
+it there).
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from rich.table import Table
 
 from skylease.model.errors import UserError
 from skylease.model.files import read_text
+from skylease.runtime.credentials import read_login, token_for, token_path
 from skylease.runtime.leases.api import LeaseRequest
 from skylease.service.bodies import is_xml, lease_request_from_json, lease_request_from_xml
 from skylease.traces.lwf import clock_seconds
 
-__all__ = ["DEFAULT_SERVER", "Client", "Listed", "ServiceError", "events_table", "hosts_table",
-           "lease_detail", "leases_table", "parse_seconds", "read_request_file", "record_table",
-           "request_from_options", "rows_table"]
+__all__ = ["DEFAULT_SERVER", "Client", "Listed", "ServiceError", "TokenRefused", "events_table",
+           "hosts_table", "lease_detail", "leases_table", "parse_seconds", "read_request_file",
+           "record_table", "request_from_options", "rows_table", "server_url"]
 
 DEFAULT_SERVER = "http://127.0.0.1:8642"
 #: How long the client waits for an answer (a request is answered once it is journaled).
@@ -39,6 +42,10 @@ TIMEOUT_S = 30.0
 
 class ServiceError(Exception):
     """The server failed, did not answer or cannot be reached (exit status 1)."""
+
+
+class TokenRefused(UserError):
+    """The server does not know the token (401)."""
 
 
 class Listed(list):  # type: ignore[type-arg]
@@ -125,23 +132,10 @@ class Client:
 
     @classmethod
     def from_options(cls, server: str | None, token: str | None) -> Client:
-        """The server and token of the options, else of the environment (see the module's doc)."""
-        env_server = os.environ.get("SKYLEASE_SERVER")
-        option = "SKYLEASE_SERVER" if server is None and env_server else "--server"
-        url = (server if server is not None else env_server or DEFAULT_SERVER).strip().rstrip("/")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UserError(f"{url!r} is not a server URL: give http://HOST:PORT or https://HOST:PORT",
-                            field=option)
-        try:
-            parts.port  # noqa: B018 - a port out of range raises here
-        except ValueError:
-            raise UserError(f"{url!r} has no valid port", field=option) from None
-        tok = (token if token is not None else os.environ.get("SKYLEASE_TOKEN") or "").strip()
-        if not tok:
-            raise UserError("no token: give --token or set SKYLEASE_TOKEN (`skylease serve user add NAME` "
-                            "on the server prints one)", field="--token")
-        return cls(url, tok)
+        """The server and token of the options, else of the environment, else of the token file
+        (see the module's doc)."""
+        url = server_url(server)
+        return cls(url, token_for(url, token, "--token"))
 
     def call(self, method: str, path: str, *, body: bytes | None = None,
              content_type: str | None = None) -> Any:
@@ -190,13 +184,18 @@ class Client:
             where = f"the server at {self.server} answered {r.status_code} {r.reason_phrase}: {detail}"
             if r.status_code >= 500:
                 raise ServiceError(where)
-            raise UserError(f"{detail} ({r.status_code} {r.reason_phrase})" if r.status_code != 401 else
-                            f"{detail}: the server at {self.server} does not know this token",
-                            field="--token" if r.status_code == 401 else None)
+            if r.status_code == 401:
+                raise TokenRefused(f"{detail}: the server at {self.server} does not know this token",
+                                   field="--token")
+            raise UserError(f"{detail} ({r.status_code} {r.reason_phrase})")
         try:
             return r, r.json()
         except ValueError:
             raise ServiceError(f"the server at {self.server} answered something else than JSON") from None
+
+    def me(self) -> dict[str, Any]:
+        """Who the token is: ``{"name": ..., "admin": ...}``."""
+        return self.call("GET", "/me")
 
     def request(self, body: bytes, content_type: str) -> dict[str, Any]:
         return self.call("POST", "/leases", body=body, content_type=content_type)
@@ -240,6 +239,30 @@ class Client:
         return self.call("GET", f"/qos/history/{quote(infrastructure, safe='')}")
 
 
+def server_url(server: str | None) -> str:
+    """The server's URL (see the module's doc), checked: one line naming where it came from."""
+    env_server = os.environ.get("SKYLEASE_SERVER", "").strip()
+    file = None
+    if server is not None:
+        url, option = server, "--server"
+    elif env_server:
+        url, option = env_server, "SKYLEASE_SERVER"
+    else:
+        login = read_login()
+        url, option = (DEFAULT_SERVER, "--server") if login is None else (login.server, "server")
+        file = None if login is None else token_path()
+    url = url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"{url!r} is not a server URL: give http://HOST:PORT or https://HOST:PORT",
+                        file=file, field=option)
+    try:
+        parts.port  # noqa: B018 - a port out of range raises here
+    except ValueError:
+        raise UserError(f"{url!r} has no valid port", file=file, field=option) from None
+    return url
+
+
 def _reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:200] or type(exc).__name__
@@ -273,6 +296,8 @@ def leases_table(views: list[dict[str, Any]], title: str | None = None) -> Table
     return t
 
 
+#: The payload tables of a lease's view, by key.
+_PAYLOADS = {"payloads": "payloads", "ended_payloads": "payloads that ended"}
 _SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requested_duration", "nodes", "image",
           "start", "end", "reason", "running_on")
 
@@ -280,16 +305,17 @@ _SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requeste
 def lease_detail(v: dict[str, Any]) -> list[Table]:
     """One lease: its fields, its payloads and its events (each a table)."""
     fields = Table("field", "value", title=f"lease {v.get('id')}")
-    for key in (*_SHOWN, *sorted(k for k in v if k not in (*_SHOWN, "events", "payloads"))):
+    for key in (*_SHOWN, *sorted(k for k in v if k not in (*_SHOWN, "events", *_PAYLOADS))):
         value = v.get(key)
         fields.add_row(key.replace("_", " "), _joined(value, ", ") if isinstance(value, list) else _t(value))
     out = [fields]
-    if v.get("payloads"):
-        keys = list(dict.fromkeys(k for p in v["payloads"] for k in p))
-        payloads = Table(*keys, title="payloads")
-        for p in v["payloads"]:
-            payloads.add_row(*(_t(p.get(k)) for k in keys))
-        out.append(payloads)
+    for key, title in _PAYLOADS.items():
+        if v.get(key):
+            keys = list(dict.fromkeys(k for p in v[key] for k in p))
+            table = Table(*keys, title=title)
+            for p in v[key]:
+                table.add_row(*(_t(p.get(k)) for k in keys))
+            out.append(table)
     out.append(events_table(v.get("events") or []))
     return out
 

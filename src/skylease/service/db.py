@@ -17,6 +17,9 @@ which cannot import this module: imports point down).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from skylease.model.errors import UserError
 
 __all__ = ["CONNECT_TIMEOUT_S", "DB_FILE", "check_data_dir", "create_schema", "engine_for", "metadata",
-           "shown_url", "users", "web_sessions"]
+           "private_data_dir", "shown_url", "users", "web_sessions"]
 
 #: The database file in the data folder when no URL is given.
 DB_FILE = "skylease.sqlite"
@@ -75,14 +78,51 @@ def check_data_dir(data_dir: Path) -> None:
                         field="--data-dir")
 
 
+def private_data_dir(data_dir: Path) -> list[str]:
+    """Create the data folder private to the server's user (mode 0700), or make an existing one so:
+    the folder and every folder in it 0700, every file 0600, except what is not the server's (the
+    lease folders a payload user owns, and what payloads wrote in them) and the cached images that
+    the server shares with payloads on purpose (group-readable, see runtime/leases/local.py). What
+    was open to others is returned (``path mode``), for the server to say once."""
+    check_data_dir(data_dir)
+    try:
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the data folder: {exc.strerror or exc}", file=data_dir,
+                        field="--data-dir") from None
+    me, loosened = os.geteuid(), []
+
+    def tighten(path: str, st: os.stat_result, mode: int) -> None:
+        if st.st_uid == me and stat.S_IMODE(st.st_mode) & 0o077:
+            loosened.append(f"{path} {stat.S_IMODE(st.st_mode):o}")
+            with contextlib.suppress(OSError):
+                os.chmod(path, mode)
+
+    tighten(str(data_dir), data_dir.stat(), 0o700)
+    for top, dirs, files in os.walk(data_dir):
+        keep = []
+        for name in dirs:
+            path = os.path.join(top, name)
+            with contextlib.suppress(OSError):
+                st = os.lstat(path)
+                if st.st_uid == me and not stat.S_ISLNK(st.st_mode):
+                    tighten(path, st, 0o700)
+                    keep.append(name)
+        dirs[:] = keep  # (a payload user's lease folder is its own business)
+        if os.path.basename(top) == "cache":
+            continue
+        for name in files:
+            path = os.path.join(top, name)
+            with contextlib.suppress(OSError):
+                st = os.lstat(path)
+                if stat.S_ISREG(st.st_mode):
+                    tighten(path, st, 0o600)
+    return loosened
+
+
 def _url(url: str | None, data_dir: Path) -> URL:
     if url is None:
-        check_data_dir(data_dir)
-        try:
-            data_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"cannot create the data folder: {exc.strerror or exc}", file=data_dir,
-                            field="--data-dir") from None
+        private_data_dir(data_dir)
         return URL.create("sqlite", database=str((data_dir / DB_FILE).resolve()))
     text = url.strip()
     if not text:
@@ -104,6 +144,17 @@ def _url(url: str | None, data_dir: Path) -> URL:
                     "postgresql://USER@HOST/DB (psycopg 3)", field="--db")
 
 
+def _private_file(path: Path) -> None:
+    """``path`` created empty with mode 0600 where missing (SQLite then makes it a database), or
+    made 0600; a file that cannot be is left to SQLite to report."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_IMODE(p.stat().st_mode) & 0o077:
+                    os.chmod(p, 0o600)
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     try:
@@ -115,15 +166,19 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
         cur.close()
 
 
-def engine_for(url: str | None, data_dir: Path) -> Engine:
-    """An engine for ``url`` (None: SQLite in ``data_dir``), connected once to check it works."""
+def engine_for(url: str | None, data_dir: Path, password: str | None = None) -> Engine:
+    """An engine for ``url`` (None: SQLite in ``data_dir``), connected once to check it works;
+    ``password``: the database's (db_password.py), never part of the URL given."""
     parsed = _url(url, Path(data_dir))
+    if password is not None and parsed.get_backend_name() != "sqlite":
+        parsed = parsed.set(password=password)
     if parsed.get_backend_name() == "sqlite":
         db_file = Path(parsed.database or "")
         if db_file.is_dir():
             raise UserError("is a folder, not an SQLite database file", file=db_file, field="--db")
         if not db_file.parent.is_dir():
             raise UserError("the folder of the database file does not exist", file=db_file, field="--db")
+        _private_file(db_file)  # (SQLite gives its WAL and shared-memory files the database's mode)
         engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_MS / 1000,
                                                         "check_same_thread": False})
         sa.event.listen(engine, "connect", _sqlite_pragmas)

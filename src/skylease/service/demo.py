@@ -59,7 +59,8 @@ class ServeDemo:
 
 
 def serve_demo(folder: str | Path, *, time_scale: float = DEMO_SCALE, timeout_s: float = 60.0) -> ServeDemo:
-    """Run the service demo in ``folder`` (the server's data folder: database, site, payload logs)."""
+    """Run the service demo in ``folder`` (the server's data folder: database, site, payload logs);
+    :class:`~skylease.runtime.leases.sandbox.SandboxUnavailable` where payloads cannot be confined."""
     if not sys.platform.startswith("linux"):
         raise UserError("the lease service runs payloads with Linux's /proc, process groups and pidfds")
     from skylease.service.auth import add_user
@@ -67,6 +68,9 @@ def serve_demo(folder: str | Path, *, time_scale: float = DEMO_SCALE, timeout_s:
 
     data = Path(folder)
     data.mkdir(parents=True, exist_ok=True)
+    from skylease.runtime.leases.sandbox import probe
+
+    probe(data)  # payloads that cannot be confined here: SandboxUnavailable, before anything starts
     site = data / "site.toml"
     site.write_text("[[nodes]]   # two nodes of 1 CPU: node0 and node1\ncount = 2\n")
     engine = open_database(load_serve_config(None, data_dir=data))

@@ -8,7 +8,9 @@ Routes (OpenAPI at ``/docs``, ``/redoc`` and ``/openapi.json``)::
     DELETE /leases/{id}   cancel it
     GET    /queue         best-effort leases waiting, in queue order, a page at a time
     GET    /hosts         the site's nodes (administrators only)
-    GET    /health        {"ok": true, "now": lease time, "version": ...}; no token needed
+    GET    /me            the caller: {"name": ..., "admin": ...} (`skylease login` checks a token with it)
+    GET    /health        {"ok": true, "now": lease time, "version": ...}; no token needed; 503 with
+                          "detail" when a part of the server has stopped (service/health.py)
 
 Every route but ``/health`` and the documentation needs ``Authorization: Bearer TOKEN`` (401
 otherwise, with ``WWW-Authenticate: Bearer``). A user sees, shows and cancels only their own
@@ -16,16 +18,22 @@ leases; another's is 404, as one that does not exist (so ids tell nothing). A li
 (``limit``, the cursor ``after``; the next page's cursor in ``X-Next-Cursor`` and ``Link``:
 :mod:`skylease.service.paging`).
 
-Errors are ``{"detail": "one line"}``: a malformed body or parameter 422, a body over 64 KiB 413,
-an unsupported content type 415, a refused request (:class:`LeaseRefused`) 409, a lease not found
-404, any other :class:`UserError` 400. Nothing a client sends gets a traceback: an unexpected
-exception is logged on the server and answered 500 with a generic message.
+Errors are ``{"detail": "one line"}`` (docs/decisions/serve-request-bodies.md): a body or parameter
+that does not fit the OpenAPI document's schema 422 (a control character in any string or in the
+path, a string or a boolean where a number goes, JSON nested too deep or with too long a number:
+:mod:`skylease.service.guards` and :mod:`skylease.model.wire`), a body over 64 KiB 413 (chunked or
+not), an unsupported content type 415, a lease not found 404, and a well-formed request the service
+refuses 409 (:class:`LeaseRefused`, and any other :class:`UserError` of a service: the reason is
+the detail), a route whose part of the server has stopped 503 (the reason:
+:mod:`skylease.service.health`). Every status a route can answer is in the OpenAPI document
+(:mod:`skylease.service.problems`), whose pages ``/docs`` and ``/redoc`` load nothing from another
+host (their assets come from the fastapi-offline package). Nothing a client sends gets a
+traceback: an unexpected exception is logged on the server and answered 500 with a generic message.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations, which name local
 # aliases (Caller, LeaseId), at run time.
-import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Request, Response
@@ -33,11 +41,13 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel
 from sqlalchemy.engine import Engine
 
 from skylease import __version__
 from skylease.model.errors import UserError
+from skylease.runtime.health import Unavailable
 from skylease.runtime.leases.api import (
     HostView,
     LeaseManager,
@@ -48,36 +58,17 @@ from skylease.runtime.leases.api import (
 )
 from skylease.service.auth import User, user_for_token
 from skylease.service.bodies import BODY, BadBody, is_xml, lease_request_from_json, lease_request_from_xml
+from skylease.service.guards import MAX_BODY_BYTES, CatchAll, RequestGuard
+from skylease.service.health import LEASES, HealthGuard, Vitals, add_health
 from skylease.service.paging import PAGED, PageQuery, keys_of, page_query, paged
+from skylease.service.problems import ERRORS, UNAVAILABLE, Problem
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]
 
-#: The largest request body the service reads.
-MAX_BODY_BYTES = 64 * 1024
 
-log = logging.getLogger("skylease.service")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class Problem(BaseModel):
-    """Every error answer: one line saying what is wrong."""
-
-    detail: str
-
-
-class Health(BaseModel):
-    ok: bool
-    now: int  # lease seconds since the server's epoch
-    version: str
+class Me(BaseModel):
+    name: str
+    admin: bool
 
 
 # -- request bodies -------------------------------------------------------------------------------
@@ -92,70 +83,8 @@ def _media_type(request: Request, body: bytes) -> str:
     raise HTTPException(415, f"unsupported content type {ctype!r}: send application/json or application/xml")
 
 
-# -- the ASGI guards --------------------------------------------------------------------------------
-class _BodyLimit:
-    """Refuse a body over ``limit`` bytes: at once when its Content-Length says so, else as soon as
-    more has been received (a chunked body)."""
-
-    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        length = dict(scope.get("headers") or []).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            await _too_large(self.limit)(scope, receive, send)
-            return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
-            return message
-
-        await self.app(scope, limited, send)
-
-
-def _too_large(limit: int) -> JSONResponse:
-    return JSONResponse({"detail": f"request body larger than {limit // 1024} KiB"}, status_code=413)
-
-
-class _CatchAll:
-    """An unexpected exception: logged here, with its traceback; the client gets a generic 500."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = False
-
-        async def tracking(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracking)
-        except Exception:
-            log.exception("%s %s failed", scope.get("method"), scope.get("path"))
-            if started or scope["type"] != "http":
-                raise
-            await JSONResponse({"detail": "internal server error (the server's log has the details)"},
-                               status_code=500)(scope, receive, send)
-
-
 # -- the app ----------------------------------------------------------------------------------------
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem, "description": "no token, or not a valid one"},
-    422: {"model": Problem, "description": "a malformed parameter or body"},
-}
+_ERRORS: dict[int | str, dict[str, Any]] = {**ERRORS, **UNAVAILABLE}  # (every lease route needs the manager)
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "no such lease visible to the caller"}}
 
@@ -168,22 +97,30 @@ def _readable(exc: RequestValidationError) -> str:
     first = errors[0]
     where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body",))
     what = str(first.get("msg", "invalid"))
+    if first.get("type") == "value_error":  # (our own validators' words, without pydantic's prefix)
+        what = str(first.get("ctx", {}).get("error", what))
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{where}: {what}{more}" if where else f"{what}{more}"
 
 
-def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any = None) -> FastAPI:
+def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any = None,
+               vitals: Vitals | None = None) -> FastAPI:
     """The service's app: the lease routes over ``manager``, users and tokens in ``engine``,
     SpeQuloS's routes over ``qos`` (a :class:`~skylease.runtime.qos.service.QoSService`) if given,
     and the runs' routes over ``runs`` (a :class:`~skylease.runtime.runs.registry.RunRegistry`;
-    default: one on ``engine``)."""
+    default: one on ``engine``); ``vitals``: the server's other vital parts (the manager is added)."""
     from skylease.runtime.runs.registry import RunNotFound, RunRegistry
 
+    vitals = Vitals() if vitals is None else vitals
+    vitals.add(LEASES, manager.failure)
+
     runs = RunRegistry(engine) if runs is None else runs
-    app = FastAPI(title="skylease", version=__version__,
-                  description="The skylease lease manager: request, list, show and cancel leases. Every "
-                              "route but /health needs `Authorization: Bearer TOKEN` (a token from "
-                              "`skylease serve user add NAME`).")
+    # /docs and /redoc: their assets from the fastapi-offline package, no validator badge (Swagger UI
+    # would fetch it from its makers' host): nothing from another host
+    app = FastAPIOffline(title="skylease", version=__version__, swagger_ui_parameters={"validatorUrl": None},
+                         description="The skylease lease manager: request, list, show and cancel leases. "
+                                     "Every route but /health needs `Authorization: Bearer TOKEN` (a token "
+                                     "from `skylease serve user add NAME`).")
     bearer = HTTPBearer(auto_error=False, description="A token printed by `skylease serve user add NAME`.")
 
     def current_user(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> User:
@@ -197,29 +134,33 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         return user
 
     Caller = Annotated[User, Depends(current_user)]
-    Page = Annotated[PageQuery, Depends(page_query())]
+    LeasesPage = Annotated[PageQuery, Depends(page_query("leases"))]
+    QueuePage = Annotated[PageQuery, Depends(page_query("queue"))]
     LeaseId = Annotated[int, Path(ge=0, le=2**53, description="The lease's id.")]
 
     from skylease.service.web.pages import add_pages
 
     add_pages(app, manager, engine, qos, runs)  # first: its HTML pages share /leases and /hosts with the API
 
-    @app.get("/health", response_model=Health, tags=["service"])
-    def health() -> Health:
-        """Whether the server answers, its lease clock and its version (no token needed)."""
-        return Health(ok=True, now=manager.now(), version=__version__)
+    add_health(app, vitals, manager.now)
+
+    @app.get("/me", response_model=Me, tags=["service"], responses=ERRORS)  # (no manager needed)
+    def me(user: Caller) -> Me:
+        """Who the token belongs to: the caller's name and whether they are an administrator."""
+        return Me(name=user.name, admin=user.admin)
 
     @app.post("/leases", status_code=201, response_model=LeaseView, tags=["leases"],
               responses={**_ERRORS, 409: {"model": Problem, "description": "the request is refused"},
                          413: {"model": Problem, "description": "the body is larger than 64 KiB"},
                          415: {"model": Problem, "description": "neither JSON nor XML"}},
+              # (only JSON's schema: a JSON Schema cannot say what a Haizea element is, and a document
+              # naming application/xml with "any string" would promise what the route refuses)
               openapi_extra={"requestBody": {"required": True, "content": {
-                  "application/json": {"schema": LeaseRequest.model_json_schema()},
-                  "application/xml": {"schema": {"type": "string", "description":
-                                                 "One Haizea <lease> (or <lease-request>) element."}}}}})
+                  "application/json": {"schema": LeaseRequest.model_json_schema()}}}})
     async def request_lease(request: Request, user: Caller) -> LeaseView:
         """Request a lease. Answered with the lease as the scheduler placed it (scheduled, reserved,
-        queued) or 409 with the reason it is refused."""
+        queued) or 409 with the reason it is refused. The body is JSON, or (`Content-Type:
+        application/xml`) one Haizea `<lease>` (or `<lease-request>`) element."""
         body = await request.body()
         kind = _media_type(request, body)
         try:
@@ -230,7 +171,7 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         return await run_in_threadpool(manager.request, user.name, req)
 
     @app.get("/leases", response_model=list[LeaseView], tags=["leases"], responses={**_ERRORS, **PAGED})
-    def list_leases(user: Caller, page: Page, request: Request, response: Response) -> list[LeaseView]:
+    def list_leases(user: Caller, page: LeasesPage, request: Request, response: Response) -> list[LeaseView]:
         """The caller's leases (an administrator's: every lease), by id: a page of ``limit``, after
         the cursor ``after`` (the next page's cursor is in the X-Next-Cursor and Link headers)."""
         after = keys_of("leases", page)
@@ -250,7 +191,7 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         return manager.cancel(user.scope, lease_id)
 
     @app.get("/queue", response_model=list[LeaseView], tags=["leases"], responses={**_ERRORS, **PAGED})
-    def queue(user: Caller, page: Page, request: Request, response: Response) -> list[LeaseView]:
+    def queue(user: Caller, page: QueuePage, request: Request, response: Response) -> list[LeaseView]:
         """Best-effort leases waiting to start, in queue order (the caller's, or all for an admin),
         a page at a time as ``GET /leases``."""
         after = keys_of("queue", page)
@@ -267,12 +208,11 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
 
     if qos is not None:
         from skylease.runtime.qos.ledger import CreditRefused
-        from skylease.runtime.qos.service import BotsRefused, NotYours
+        from skylease.runtime.qos.service import NotYours
         from skylease.service.qos_api import add_qos_routes
 
         add_qos_routes(app, Caller, qos, _ERRORS)
         app.add_exception_handler(CreditRefused, lambda _r, e: JSONResponse({"detail": str(e)}, 409))
-        app.add_exception_handler(BotsRefused, lambda _r, e: JSONResponse({"detail": str(e)}, 409))
         app.add_exception_handler(NotYours, lambda _r, e: JSONResponse({"detail": str(e)}, 404))
 
     from skylease.service.runs_api import add_run_routes
@@ -288,11 +228,12 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
     app.add_exception_handler(BadBody, answer(422))
     app.add_exception_handler(LeaseRefused, answer(409))
     app.add_exception_handler(LeaseNotFound, answer(404))
-    app.add_exception_handler(UserError, answer(400))
-    app.add_exception_handler(_TooLarge, lambda _r, _e: _too_large(MAX_BODY_BYTES))
+    app.add_exception_handler(UserError, answer(409))  # (well-formed, refused by a service: the reason)
+    app.add_exception_handler(Unavailable, answer(503))  # (the manager stopped after the guard looked)
     app.add_exception_handler(
         RequestValidationError,
         lambda _r, exc: JSONResponse({"detail": _readable(exc)}, status_code=422))  # type: ignore[arg-type]
-    app.add_middleware(_BodyLimit)
-    app.add_middleware(_CatchAll)  # added last: outermost, so it sees what every other layer raises
+    app.add_middleware(HealthGuard, vitals=vitals)
+    app.add_middleware(RequestGuard, routes=app.router.routes)
+    app.add_middleware(CatchAll)  # added last: outermost, so it sees what every other layer raises
     return app

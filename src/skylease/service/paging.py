@@ -7,18 +7,18 @@ The body stays a JSON list, as before pages existed, so a client of before reads
 next page's cursor is in the ``X-Next-Cursor`` header and in ``Link: <URL>; rel="next"`` (the same
 request with ``after`` set), both absent on the last page.
 
-A cursor is opaque to clients: the base64url text of the list's name and the sort key of the page's
-last item (``leases:42``: the lease 42 and those before it were shown). A list is sorted on a key
-that only grows for new items (an id, or a task's rank and number), so a walk from the first page
-to the last shows every item that was there when it began exactly once, and the new ones that
-arrive behind it. The cursor only says where to go on in the caller's own list: every page is
-filtered on the caller, so another user's cursor shows nothing of theirs. A cursor of another list
-(or a made-up one) is 422.
+A cursor is opaque to clients (a client gives back what it was given; the form may change): the
+list's name and the sort key of the page's last item in hexadecimal (``leases.2a``: the lease 42 and
+those before it were shown). Each route's OpenAPI document gives the pattern of its cursors, so the
+schema tells the truth: every value it allows is a place in that list, and one of another list's
+(or anything else) is 422. A list is sorted on a key that only grows for new items (an id, or a
+task's rank and number), so a walk from the first page to the last shows every item that was there
+when it began exactly once, and the new ones that arrive behind it. The cursor only says where to
+go on in the caller's own list: every page is filtered on the caller, so another user's cursor shows
+nothing of theirs.
 """
 
 # No `from __future__ import annotations`: FastAPI reads page_query's parameters at run time.
-import base64
-import binascii
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,17 +30,19 @@ from fastapi import HTTPException, Query, Request, Response
 from skylease.model.errors import UserError
 
 __all__ = ["CURSOR", "DEFAULT_LIMIT", "MAX_CURSOR", "MAX_LIMIT", "PAGED", "BadPage", "PageQuery", "decode",
-           "encode", "keys_of", "list_url", "next_link", "page_from", "page_query", "paged", "split", "walk"]
+           "encode", "keys_of", "list_url", "next_link", "page_from", "page_query", "paged", "pattern",
+           "split", "walk"]
 
 #: Items a page holds when the request names no ``limit``.
 DEFAULT_LIMIT = 100
 #: The most items a page may hold (``limit`` beyond it is 422).
 MAX_LIMIT = 1000
-#: The longest cursor accepted, and its alphabet (base64url, no padding).
+#: The longest cursor accepted, and its alphabet (a list's name, dots, hexadecimal keys).
 MAX_CURSOR = 120
-CURSOR = r"^[A-Za-z0-9_-]+$"
-#: The largest key a cursor may carry (ids are at most 2**53 in the API; 2**63 bounds the database).
-_MAX_KEY = 2**63 - 1
+CURSOR = r"^[a-z0-9.]+$"
+#: A key of a cursor: hexadecimal, at most 2**63 - 1 (ids are at most 2**53 in the API; 2**63 bounds
+#: the database).
+_KEY = r"(?:[0-7][0-9a-f]{15}|[0-9a-f]{1,15})"
 
 T = TypeVar("T")
 
@@ -49,10 +51,14 @@ class BadPage(UserError):
     """A limit out of bounds, or a cursor that is not one of this list's (answered 422)."""
 
 
+def pattern(kind: str, n: int = 1) -> str:
+    """The pattern of the cursors of the list ``kind`` whose sort key is ``n`` numbers."""
+    return "^" + re.escape(kind) + "".join(rf"\.{_KEY}" for _ in range(n)) + "$"
+
+
 def encode(kind: str, *keys: int) -> str:
     """The cursor after the item whose sort key is ``keys`` in the list ``kind``."""
-    text = ":".join((kind, *(str(int(k)) for k in keys)))
-    return base64.urlsafe_b64encode(text.encode("ascii")).decode("ascii").rstrip("=")
+    return ".".join((kind, *(format(int(k), "x") for k in keys)))
 
 
 def decode(kind: str, cursor: str | None, n: int = 1) -> tuple[int, ...] | None:
@@ -60,21 +66,10 @@ def decode(kind: str, cursor: str | None, n: int = 1) -> tuple[int, ...] | None:
     another list, or none at all, is :class:`BadPage` naming ``after``."""
     if cursor is None:
         return None
-    wrong = BadPage(f"{cursor[:40]!r} is not a cursor of this list: give the X-Next-Cursor of the "
+    if len(cursor) > MAX_CURSOR or re.fullmatch(pattern(kind, n)[1:-1], cursor) is None:
+        raise BadPage(f"{cursor[:40]!r} is not a cursor of this list: give the X-Next-Cursor of the "
                       "page before, or no cursor for the first page", field="after")
-    if not 0 < len(cursor) <= MAX_CURSOR:
-        raise wrong
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-    except (binascii.Error, ValueError):
-        raise wrong from None
-    parts = text.split(":")
-    if len(parts) != n + 1 or parts[0] != kind or not all(p.isdigit() and len(p) <= 19 for p in parts[1:]):
-        raise wrong
-    keys = tuple(int(p) for p in parts[1:])
-    if any(k > _MAX_KEY for k in keys):
-        raise wrong
-    return keys
+    return tuple(int(k, 16) for k in cursor[len(kind) + 1:].split("."))
 
 
 @dataclass(frozen=True)
@@ -85,14 +80,15 @@ class PageQuery:
     after: str | None
 
 
-def page_query(default: int = DEFAULT_LIMIT) -> Callable[..., PageQuery]:
-    """A FastAPI dependency for a list route's ``limit`` (1 to :data:`MAX_LIMIT`, ``default`` when
-    absent) and ``after`` query parameters (out of bounds: 422)."""
+def page_query(kind: str, n: int = 1, default: int = DEFAULT_LIMIT) -> Callable[..., PageQuery]:
+    """A FastAPI dependency for the list ``kind``'s ``limit`` (1 to :data:`MAX_LIMIT`, ``default``
+    when absent) and ``after`` query parameters (a cursor of that list: its pattern is in the
+    OpenAPI document; anything else is 422)."""
 
     def dependency(
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"At most this many items (default "
                                     f"{default}, at most {MAX_LIMIT}).")] = default,
-        after: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR, pattern=CURSOR,
+        after: Annotated[str | None, Query(min_length=1, max_length=MAX_CURSOR, pattern=pattern(kind, n),
                                            description="The next page's cursor: the X-Next-Cursor header "
                                                        "of the page before (none: the first page).")] = None,
     ) -> PageQuery:

@@ -16,13 +16,19 @@ anything starts.
 The server stops cleanly on SIGTERM or SIGINT: uvicorn finishes the requests under way, then the
 lease manager is closed (its journal committed; the payloads keep running, to be adopted by the
 next start).
+
+Liveness: the lease manager and the threads started here (SpeQuloS's sweep and deposit policy, the
+runs' sweep) are the server's vital parts (:mod:`skylease.service.health`): one that dies is logged
+once, ``/health`` answers 503 with why, and the routes that need it answer 503 until a restart.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import logging
+import shutil
 import signal
 import socket
 import ssl
@@ -33,13 +39,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 from sqlalchemy.engine import Engine
 
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, load_toml
+from skylease.model.files import FileModel, KeyLines, read_toml, validate
+from skylease.runtime.health import Vital
 from skylease.runtime.leases.api import LeaseManager
-from skylease.service.db import check_data_dir, create_schema, engine_for, shown_url
+from skylease.service.db import check_data_dir, create_schema, engine_for, private_data_dir, shown_url
+from skylease.service.health import QOS_DEPOSITS, QOS_SWEEP, RUNS_SWEEP, Vitals
 
 __all__ = ["DEFAULT_PORT", "DEFAULT_SCHEDULER", "ServeConfig", "Served", "is_loopback", "load_serve_config",
            "open_database", "serve"]
@@ -51,12 +59,17 @@ DEFAULT_SCHEDULER = "NOVM-SR"
 log = logging.getLogger("skylease.service")
 
 
+#: A UNIX user name or number (``payload_user``).
+_USER_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+
+
 class ServeConfig(FileModel):
     """The server's configuration file (TOML); every key is optional."""
 
     host: Annotated[str, Field(min_length=1, max_length=253)] = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = DEFAULT_PORT  # 0: any free port (the start line tells)
     db: Annotated[str, Field(min_length=1, max_length=4096)] | None = None  # a database URL
+    db_password_file: Annotated[str, Field(min_length=1)] | None = None  # its password (db_password.py)
     data_dir: Annotated[str, Field(min_length=1)] | None = None
     time_scale: Annotated[float, Field(gt=0, le=1e6)] = 1.0  # lease seconds per real second
     site: Annotated[str, Field(min_length=1)] | None = None  # a site file (TOML)
@@ -74,10 +87,14 @@ class ServeConfig(FileModel):
     qos_abandon_after: Annotated[float, Field(ge=10, le=366 * 86_400, allow_inf_nan=False)] = 3600.0
     tls_cert: Annotated[str, Field(min_length=1)] | None = None
     tls_key: Annotated[str, Field(min_length=1)] | None = None
+    # who lease payloads run as when the server is root (see skylease.runtime.leases.sandbox): "auto"
+    # is a dedicated system user (skylease-payload, created when missing), else nobody
+    payload_user: Annotated[str, Field(min_length=1, max_length=64, pattern=_USER_NAME)] = "auto"
+    _source: Path | None = PrivateAttr(default=None)  # the file it was read from (hidden from payloads)
 
 
 #: The path keys of the file, resolved against its folder.
-_PATH_KEYS = ("data_dir", "site", "tls_cert", "tls_key")
+_PATH_KEYS = ("data_dir", "site", "tls_cert", "tls_key", "db_password_file")
 #: The command-line option of each key (for one-line errors).
 OPTION = {k: "--" + k.replace("_", "-") for k in ServeConfig.model_fields}
 
@@ -85,9 +102,15 @@ OPTION = {k: "--" + k.replace("_", "-") for k in ServeConfig.model_fields}
 def load_serve_config(path: Path | None = None, **overrides: Any) -> ServeConfig:
     """The configuration of ``path`` (None: the defaults), with the non-None ``overrides`` (options
     of the command line) applied on top."""
+    from skylease.service.db_password import check_no_password
+
     values: dict[str, Any] = {}
+    check_no_password(overrides.get("db"))  # before anything could show it
     if path is not None:
-        cfg, _ = load_toml(Path(path), ServeConfig)
+        doc, text = read_toml(Path(path))
+        if isinstance(doc.get("db"), str):
+            check_no_password(doc["db"], file=Path(path))
+        cfg = validate(ServeConfig, doc, KeyLines(text, Path(path)))
         values = cfg.model_dump(exclude_unset=True)
         for key in _PATH_KEYS:
             if values.get(key) is not None:
@@ -101,11 +124,13 @@ def load_serve_config(path: Path | None = None, **overrides: Any) -> ServeConfig
         if value is not None:
             values[key] = str(value) if isinstance(value, Path) else value
     try:
-        return ServeConfig.model_validate(values)
+        cfg = ServeConfig.model_validate(values)
     except ValidationError as exc:  # an option's value: click checked its type, pydantic its range
         first = exc.errors(include_url=False)[0]
         key = str(first["loc"][0]) if first["loc"] else "config"
         raise UserError(f"{first['msg']}, got {first.get('input')!r}", field=OPTION.get(key, key)) from None
+    cfg._source = None if path is None else Path(path)
+    return cfg
 
 
 def data_dir_of(cfg: ServeConfig) -> Path:
@@ -117,14 +142,22 @@ def data_dir_of(cfg: ServeConfig) -> Path:
     return default_data_dir() / "serve"
 
 
-def open_database(cfg: ServeConfig) -> Engine:
-    """The server's database (created where missing), or one line naming ``--db`` or ``--data-dir``."""
-    engine = engine_for(cfg.db, data_dir_of(cfg))
+def open_database(cfg: ServeConfig, warn: Callable[[str], None] | None = None) -> Engine:
+    """The server's database (created where missing), or one line naming ``--db`` or ``--data-dir``;
+    ``warn`` is told of a password file other users may read (once the database works: an error
+    stays one line)."""
+    from skylease.service.db_password import db_password
+
+    notes: list[str] = []
+    password = db_password(cfg.db, cfg.db_password_file, warn=notes.append)
+    engine = engine_for(cfg.db, data_dir_of(cfg), password)
     from skylease.runtime.leases.journal import metadata
     from skylease.runtime.qos.service import METADATA as QOS_METADATA
     from skylease.runtime.runs.registry import METADATA as RUNS_METADATA
 
     create_schema(engine, metadata, *QOS_METADATA, RUNS_METADATA)
+    for note in notes:
+        (warn or log.warning)(note)
     return engine
 
 
@@ -214,16 +247,45 @@ def _local_parts(cfg: ServeConfig) -> tuple[Any, Any]:
     return scheduler, load_site(Path(cfg.site)) if cfg.site is not None else None
 
 
-def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path) -> LeaseManager:
-    """The real lease manager on this machine's nodes (runtime/leases/manager.py), started."""
+def secret_paths(cfg: ServeConfig) -> list[Path]:
+    """The server's files a payload must never see, besides the data folder: its configuration
+    file, the TLS key and certificate, the database's password file, and an SQLite database kept
+    elsewhere (its folder, for the WAL beside it)."""
+    out = [Path(p) for p in (cfg._source, cfg.tls_key, cfg.tls_cert, cfg.db_password_file) if p is not None]
+    if cfg.db is not None:
+        from sqlalchemy.engine import make_url
+
+        with contextlib.suppress(Exception):  # (a URL that does not parse is refused later, naming --db)
+            url = make_url(cfg.db.strip())
+            if url.get_backend_name() == "sqlite" and url.database:
+                out.append(Path(url.database).expanduser().resolve().parent)
+    return out
+
+
+def payload_sandbox(cfg: ServeConfig, data_dir: Path) -> Any:
+    """This machine's payload confinement (:func:`skylease.runtime.leases.sandbox.probe`), checked
+    by a confined run; or one line saying why payloads cannot be confined here and how to fix it."""
+    from skylease.runtime.leases.sandbox import probe
+
+    return probe(data_dir, payload_user=cfg.payload_user, hidden=secret_paths(cfg))
+
+
+def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path, sandbox: Any = None, *,
+                  nodes_factory: Callable[..., Any] | None = None) -> LeaseManager:
+    """The real lease manager on this machine's nodes (runtime/leases/manager.py), started; its
+    payloads confined by ``sandbox`` (default: :func:`payload_sandbox`); ``nodes_factory`` makes
+    its enactment (default: LocalNodes; see LocalLeaseManager)."""
     from skylease.runtime.leases.manager import LocalLeaseManager
     from skylease.runtime.leases.site import default_site
 
     scheduler, site = _local_parts(cfg)
     if site is None:
         site = default_site(data_dir)
+    if sandbox is None:
+        sandbox = payload_sandbox(cfg, data_dir)
     manager = LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,
-                                grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user)
+                                grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user,
+                                sandbox=sandbox, nodes_factory=nodes_factory)
     return manager.start()
 
 
@@ -263,14 +325,21 @@ def _quiet_signals(server: Any) -> Iterator[list[int]]:
             signal.signal(s, handler)
 
 
-def _deposit_policy(engine: Engine, qos: Any, cap: float, every: float, stopping: threading.Event) -> None:
+def _deposit_policy(engine: Engine, qos: Any, cap: float, every: float, stopping: threading.Event,
+                    vital: Vital) -> None:
     """SpeQuloS's deposit policy (spec 003 §3): each user topped up to ``cap`` now, then every
-    ``every`` seconds, in a thread that ends with the server."""
+    ``every`` seconds, in a thread that ends with the server (``vital`` if it dies; a pass that
+    fails is logged and made again the next period, as a sweep's)."""
     from skylease.service.auth import list_users
 
     def run() -> None:
         while True:
-            for user in list_users(engine):
+            try:
+                users = list_users(engine)
+            except Exception:  # (the database may come back)
+                log.exception("the deposit policy could not list the users")
+                users = []
+            for user in users:
                 try:
                     qos.ledger.top_up(user.name, cap)
                 except Exception:  # (one account's failure must not end the policy for the others)
@@ -278,11 +347,13 @@ def _deposit_policy(engine: Engine, qos: Any, cap: float, every: float, stopping
             if stopping.wait(every):
                 return
 
-    threading.Thread(target=run, name="qos-deposit-policy", daemon=True).start()
+    vital.thread(run, name="qos-deposit-policy").start()
 
 
-def _every(period: float, stopping: threading.Event, name: str, job: Callable[[], object]) -> None:
-    """Run ``job`` every ``period`` seconds in a thread that ends with the server."""
+def _every(period: float, stopping: threading.Event, name: str, job: Callable[[], object],
+           vital: Vital) -> None:
+    """Run ``job`` every ``period`` seconds in a thread that ends with the server (``vital`` if it
+    dies; a job that fails is logged and tried again the next period: a database may come back)."""
     def run() -> None:
         while not stopping.wait(period):
             try:
@@ -290,13 +361,15 @@ def _every(period: float, stopping: threading.Event, name: str, job: Callable[[]
             except Exception:  # (logged; the next period tries again)
                 log.exception("%s failed", name)
 
-    threading.Thread(target=run, name=name, daemon=True).start()
+    vital.thread(run, name=name).start()
 
 
 def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
-          announce: Callable[[Served], None] | None = None) -> Served:
+          announce: Callable[[Served], None] | None = None,
+          warn: Callable[[str], None] | None = None) -> Served:
     """Run the server until SIGTERM or SIGINT. Everything a user can get wrong (the address, TLS,
-    the database, the port in use, the scheduler configuration) is checked before it starts."""
+    the database, the port in use, the scheduler configuration) is checked before it starts;
+    ``warn`` is told what is not wrong but unwise (a password file other users may read)."""
     import uvicorn
 
     from skylease.service.leases_api import create_app
@@ -306,7 +379,21 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
     check_data_dir(data_dir)
     if manager_factory is None:
         _local_parts(cfg)  # a wrong scheduler or site file: said before anything is created
-    engine = open_database(cfg)
+    logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
+    existed = data_dir.exists()
+    loosened = private_data_dir(data_dir)
+    if loosened:
+        log.warning("the data folder %s was open to other users (%s); it is private now (folders 0700, "
+                    "files 0600)", data_dir, ", ".join(loosened[:3]) + (", ..." if len(loosened) > 3 else ""))
+    if manager_factory is None:  # payloads that cannot be confined are never started: said before serving
+        try:
+            sandbox = payload_sandbox(cfg, data_dir)
+        except UserError:
+            if not existed:  # (nothing half-made: the folder was made for the probe only)
+                shutil.rmtree(data_dir, ignore_errors=True)
+            raise
+        manager_factory = functools.partial(local_manager, sandbox=sandbox)
+    engine = open_database(cfg, warn)
     sock = _listen(cfg.host, cfg.port)
     port = sock.getsockname()[1]
     host = f"[{cfg.host.strip('[]')}]" if ":" in cfg.host else cfg.host
@@ -315,25 +402,27 @@ def serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None = None,
     manager: LeaseManager | None = None
     stopping = threading.Event()
     try:
-        manager = (manager_factory or local_manager)(engine, cfg, data_dir)
+        manager = manager_factory(engine, cfg, data_dir)
         from skylease.runtime.qos.service import QoSService
         from skylease.runtime.runs.registry import RunRegistry
 
         qos = QoSService(engine, max_bots_per_user=cfg.max_bots_per_user)
         runs = RunRegistry(engine)
-        app = create_app(manager, engine, qos, runs)
+        vitals = Vitals()
+        app = create_app(manager, engine, qos, runs, vitals)
         if cfg.qos_deposit_cap is not None:
-            _deposit_policy(engine, qos, cfg.qos_deposit_cap, cfg.qos_deposit_every, stopping)
-        _every(min(60.0, cfg.qos_abandon_after / 10), stopping, "qos-sweep",
-               lambda: qos.sweep(time.time(), cfg.qos_abandon_after))
+            _deposit_policy(engine, qos, cfg.qos_deposit_cap, cfg.qos_deposit_every, stopping,
+                            vitals.vital(QOS_DEPOSITS, "the deposit policy"))
+        sweep_s = min(60.0, cfg.qos_abandon_after / 10)
+        _every(sweep_s, stopping, "qos-sweep", lambda: qos.sweep(time.time(), cfg.qos_abandon_after),
+               vitals.vital(QOS_SWEEP, "the QoS sweep"))
         # a run silent as long as a bag is abandoned too (its reporter says it is alive every 30 s)
-        _every(min(60.0, cfg.qos_abandon_after / 10), stopping, "runs-sweep",
-               lambda: runs.sweep(time.time(), cfg.qos_abandon_after))
+        _every(sweep_s, stopping, "runs-sweep", lambda: runs.sweep(time.time(), cfg.qos_abandon_after),
+               vitals.vital(RUNS_SWEEP, "the runs' sweep"))
         config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
                                 ssl_certfile=cfg.tls_cert, ssl_keyfile=cfg.tls_key, lifespan="off")
         server = uvicorn.Server(config)
         app.state.stopping = lambda: server.should_exit  # (the dashboard's event streams end with it)
-        logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
         with _quiet_signals(server):
             if announce is not None:
                 announce(served)

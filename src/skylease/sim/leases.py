@@ -19,7 +19,7 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -216,18 +216,21 @@ def _collector_spares_the_past() -> Iterator[None]:
 
 def simulate_leases(leases: Sequence[Lease], n_nodes: int = BLUE_HORIZON_NODES, *,
                     capacity: ResourceTuple = BLUE_HORIZON_NODE, config: SchedulerConfig | None = None,
-                    max_reservations: float | None = None, until: str = "best-effort") -> LeaseRun:
+                    max_reservations: float | None = None, until: str = "best-effort",
+                    scheduler: Callable[..., LeaseScheduler] = LeaseScheduler) -> LeaseRun:
     """Run the lease scheduler on ``leases`` (each submitted at its ``submit`` time) until the BE
     leases are done (``until="all"``: until every accepted lease is done too). ``config`` (or just
-    ``max_reservations``) sets the backfilling."""
+    ``max_reservations``) sets the backfilling. ``scheduler`` makes it (called as
+    :class:`LeaseScheduler` is; e.g. ``functools.partial(LeaseScheduler, skip_stale=False)``)."""
     if until not in ("best-effort", "all"):
         raise ValueError(f"until must be 'best-effort' or 'all', got {until!r}")
     with _collector_spares_the_past():
-        return _simulate(leases, n_nodes, capacity, config, max_reservations, until)
+        return _simulate(leases, n_nodes, capacity, config, max_reservations, until, scheduler)
 
 
 def _simulate(leases: Sequence[Lease], n_nodes: int, capacity: ResourceTuple, config: SchedulerConfig | None,
-              max_reservations: float | None, until: str) -> LeaseRun:
+              max_reservations: float | None, until: str,
+              scheduler: Callable[..., LeaseScheduler]) -> LeaseRun:
     stop_at_all = config is not None and config.stop_when == "all"
     if stop_at_all:  # Haizea 1.0's stop-when all-leases-done: all-best-effort is the stop time
         until = "all"
@@ -240,8 +243,8 @@ def _simulate(leases: Sequence[Lease], n_nodes: int, capacity: ResourceTuple, co
     def record(what: str, lease: Lease, t: int) -> None:
         log.add(lease.id, what, t, int(kernel.now))
 
-    sched = LeaseScheduler(n_nodes, capacity=capacity, config=config, max_reservations=max_reservations,
-                           enactment=enact, on_event=record)
+    sched = scheduler(n_nodes, capacity=capacity, config=config, max_reservations=max_reservations,
+                      enactment=enact, on_event=record)
     transfers: list[TransferRun] = []
 
     def transferred(tr: Transfer) -> None:

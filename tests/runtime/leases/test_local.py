@@ -21,12 +21,15 @@ import pytest
 
 from skylease.control.leases.lease import ResourceTuple
 from skylease.runtime.leases.local import ENV_SERVE_ID, TICK_S, LocalNodes, Payload
+from skylease.runtime.leases.sandbox import PAYLOAD_PATH
 from skylease.runtime.leases.site import Site, SiteNode, load_site
 
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only"),
               pytest.mark.timeout(60)]
 
 MACHINE = tuple(sorted(os.sched_getaffinity(0)))
+#: The processes of a payload's group that are its sandbox's own: bwrap outside, and its init inside.
+SANDBOX = 2
 TWO_CPUS = pytest.mark.skipif(len(MACHINE) < 2, reason="needs two CPUs to tell nodes apart")
 
 
@@ -44,6 +47,10 @@ def cpus_allowed(pid: int, tid: int | None = None) -> set[int]:
         lo, _, hi = part.partition("-")
         out.update(range(int(lo), int(hi or lo) + 1))
     return out
+
+
+def stat_mode(path: Path) -> int:
+    return path.stat().st_mode & 0o7777
 
 
 def stat(pid: int) -> tuple[str, int, int] | None:
@@ -103,7 +110,7 @@ def kill_serve_ids(ids: set[str]) -> None:
 
 
 @pytest.fixture
-def make(tmp_path):
+def make(tmp_path, payload_sandbox):
     """``make(site=None, serve_id=None)``: a LocalNodes on tmp_path/data; all closed (payloads
     killed) at the end, and any process still carrying one of the serve ids used is killed."""
     made: list[LocalNodes] = []
@@ -112,7 +119,7 @@ def make(tmp_path):
     def factory(site: Site | None = None, serve_id: str | None = None, **kw) -> LocalNodes:
         sid = serve_id or f"test-{secrets.token_hex(6)}"
         ids.add(sid)
-        ln = LocalNodes(site or two_nodes(), tmp_path / "data", sid, **kw)
+        ln = LocalNodes(site or two_nodes(), tmp_path / "data", sid, sandbox=payload_sandbox, **kw)
         made.append(ln)
         return ln
 
@@ -123,20 +130,35 @@ def make(tmp_path):
     kill_serve_ids(ids)
 
 
-def test_spawn_pins_every_process_to_its_node_and_sets_the_environment(make, tmp_path):
+def environ(pid: int) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_text().split("\0") if item)
+
+
+def test_spawn_pins_every_process_to_its_node_and_sets_the_environment(make, tmp_path, payload_sandbox,
+                                                                      monkeypatch):
     ln = make()
     before = os.sched_getaffinity(0)
+    monkeypatch.setenv("SKYLEASE_TEST_SECRET", "server-only")  # (the server's environment reaches no payload)
     p = ln.spawn(3, 1, 1, command="sleep 30 & sleep 30 & wait", env={"SKYLEASE_NODES": "a,b"})
     assert os.sched_getaffinity(0) == before  # the spawning thread got its own affinity back
-    members = until(lambda: len(g := group(p.pid)) == 3 and g)
-    assert members, "the group should hold sh and two sleeps"
+    members = until(lambda: len(g := group(p.pid)) == SANDBOX + 3 and g)
+    assert members, "the group should hold the sandbox's two, sh and two sleeps"
     for pid in members:
         assert cpus_allowed(pid) == set(ln.site.cpus(1)), pid
-    env = dict(item.split("=", 1) for item in Path(f"/proc/{p.pid}/environ").read_text().split("\0") if item)
-    assert (env["SKYLEASE_LEASE"], env["SKYLEASE_VNODE"], env["SKYLEASE_NODE"]) == ("3", "1", "b")
-    assert env["SKYLEASE_SERVE_ID"] == ln.serve_id and env["SKYLEASE_NODES"] == "a,b"
-    assert env["PATH"] == os.environ["PATH"]  # the server's environment too
-    assert os.readlink(f"/proc/{p.pid}/cwd") == str(tmp_path / "data" / "nodes" / "b")
+    outer = environ(p.pid)  # the sandbox's leader: what a restarted server looks for
+    assert (outer["SKYLEASE_LEASE"], outer["SKYLEASE_VNODE"], outer["SKYLEASE_NODE"]) == ("3", "1", "b")
+    assert outer["SKYLEASE_SERVE_ID"] == ln.serve_id and "SKYLEASE_TEST_SECRET" not in outer
+    (sh,) = [pid for pid in members if Path(f"/proc/{pid}/comm").read_text().strip() == "sh"]
+    inner = environ(sh)  # the payload's own: built from nothing
+    assert inner == {"PATH": PAYLOAD_PATH, "HOME": "/lease", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+                     "SKYLEASE_NODES": "a,b", "SKYLEASE_LEASE": "3", "SKYLEASE_VNODE": "1",
+                     "SKYLEASE_NODE": "b", "SKYLEASE_LEASE_DIR": "/lease", "PWD": "/lease"}
+    folder = tmp_path / "data" / "leases" / "3"
+    assert os.readlink(f"/proc/{sh}/cwd") == "/lease"
+    assert os.stat(f"/proc/{sh}/cwd").st_ino == folder.stat().st_ino
+    assert stat_mode(folder) == 0o700 and stat_mode(tmp_path / "data" / "leases") == 0o700
+    if payload_sandbox.user is not None:  # a root server: the payload runs as the payload user
+        assert os.stat(f"/proc/{sh}").st_uid == payload_sandbox.user.uid == folder.stat().st_uid
     assert stat(p.pid)[1] == p.pid and os.getsid(p.pid) == p.pid  # its own session and group
     assert (p.lease, p.vnode, p.node, p.state, p.start_ticks) == (3, 1, 1, "running", stat(p.pid)[2])
 
@@ -144,7 +166,7 @@ def test_spawn_pins_every_process_to_its_node_and_sets_the_environment(make, tmp
 def test_suspend_stops_the_whole_group_and_resume_continues_it(make):
     ln = make()
     p = ln.spawn(1, 0, 0, command="sleep 30 & sleep 30 & wait")
-    members = until(lambda: len(g := group(p.pid)) == 3 and g)
+    members = until(lambda: len(g := group(p.pid)) == SANDBOX + 3 and g)
     assert members
     assert ln.suspend(p) and p.state == "stopped"
     assert until(lambda: all(stat(pid)[0] == "T" for pid in members), 3), [stat(pid) for pid in members]
@@ -177,9 +199,9 @@ def test_the_default_payload_runs_its_duration_not_counting_the_time_it_is_stopp
 
 
 @TWO_CPUS
-def test_migrate_repins_every_thread_of_every_process_of_the_group(make):
+def test_migrate_repins_every_thread_of_every_process_of_the_group(make, payload_sandbox):
     ln = make()
-    threaded = (f"{shlex.quote(sys.executable)} -c 'import threading, time; "
+    threaded = (f"{shlex.quote(payload_sandbox.interpreter)} -c 'import threading, time; "
                 "[threading.Thread(target=time.sleep, args=(30,), daemon=True).start() for _ in range(2)]; "
                 "time.sleep(30)'")
     p = ln.spawn(1, 0, 0, command=f"{threaded} & sleep 30 & wait")
@@ -187,7 +209,7 @@ def test_migrate_repins_every_thread_of_every_process_of_the_group(make):
     def tasks() -> list[tuple[int, int]]:
         return [(pid, int(t)) for pid in group(p.pid) for t in os.listdir(f"/proc/{pid}/task")]
 
-    assert until(lambda: len(tasks()) == 1 + 3 + 1, 10), tasks()  # sh, python (3 threads), sleep
+    assert until(lambda: len(tasks()) == SANDBOX + 1 + 3 + 1, 10), tasks()  # sh, python (3 threads), sleep
     assert all(cpus_allowed(pid, tid) == set(ln.site.cpus(0)) for pid, tid in tasks())
     assert ln.migrate(p, 1) and p.node == 1
     assert {(pid, tid): cpus_allowed(pid, tid) for pid, tid in tasks()} == {
@@ -220,7 +242,8 @@ def test_shutdown_of_a_stopped_payload_continues_it_so_that_sigterm_ends_it(make
     t0 = time.monotonic()
     ln.shutdown(p, grace_s=5.0)
     (ended,) = collect(ln, 1, timeout=4)
-    assert ended.exit_code == -signal.SIGTERM and time.monotonic() - t0 < 4.0  # not the SIGKILL
+    # ended by SIGTERM, as its sandbox reports it (128 + the signal), not by the SIGKILL
+    assert ended.exit_code == 128 + signal.SIGTERM and time.monotonic() - t0 < 4.0
 
 
 def test_an_early_exit_is_reported_with_its_code_its_group_killed_and_no_zombie_left(make):
@@ -255,8 +278,10 @@ CHILD = """
 import sys, time
 from pathlib import Path
 from skylease.runtime.leases.local import LocalNodes
+from skylease.runtime.leases.sandbox import probe
 from skylease.runtime.leases.site import load_site
-ln = LocalNodes(load_site(Path(sys.argv[1])), Path(sys.argv[2]), sys.argv[3])
+data = Path(sys.argv[2])
+ln = LocalNodes(load_site(Path(sys.argv[1])), data, sys.argv[3], sandbox=probe(data))
 a = ln.spawn(5, 1, 1, duration_s=float(sys.argv[4]))
 b = ln.spawn(6, 0, 0, command="sleep 60")
 ln.suspend(b)

@@ -26,11 +26,11 @@ MARGIN_S = 0.75
 
 
 @pytest.fixture
-def nodes(tmp_path):
+def nodes(tmp_path, payload_sandbox):
     repo = tmp_path / "repo"
     repo.mkdir()
     site = Site(tuple(SiteNode(name, ResourceTuple()) for name in "abc"), repository=repo)
-    ln = LocalNodes(site, tmp_path / "data", f"test-{secrets.token_hex(6)}")
+    ln = LocalNodes(site, tmp_path / "data", f"test-{secrets.token_hex(6)}", sandbox=payload_sandbox)
     yield ln
     ln.close(kill=True, grace_s=0.2)
 

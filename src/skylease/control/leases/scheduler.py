@@ -90,23 +90,24 @@ Hook = Callable[[str, Lease, int], None]
 
 
 class LeaseScheduler:
-    """Leases on ``n_nodes`` nodes of capacity ``capacity`` (the paper: 144 single-VM nodes)."""
+    """Leases on ``n_nodes`` nodes of capacity ``capacity`` (the paper: 144 single-VM nodes).
 
-    #: Skip the fit of a lease dominated by one that failed in the same queue pass (see
-    #: :meth:`_fit_be`); it changes no decision, and is turned off only by the test that checks so.
-    prune_dominated = True
-    #: Skip the fit of a queued lease that would fail as it did at its last try (see
-    #: :meth:`_fails_again`); same: no decision changes, only the test that checks so turns it off.
-    skip_stale = True
+    ``prune_dominated``: skip the fit of a lease dominated by one that failed in the same queue
+    pass (see :meth:`_fit_be`); ``skip_stale``: skip the fit of a queued lease that would fail as it
+    did at its last try (see :meth:`_fails_again`). Neither changes a decision, only the work done;
+    the tests that check so turn them off."""
 
     def __init__(self, n_nodes: int, *, capacity: ResourceTuple = BLUE_HORIZON_NODE,
                  config: SchedulerConfig | None = None, max_reservations: float | None = None,
-                 enactment: Enactment | None = None, on_event: Hook | None = None) -> None:
+                 enactment: Enactment | None = None, on_event: Hook | None = None,
+                 prune_dominated: bool = True, skip_stale: bool = True) -> None:
         if config is None:
             config = SchedulerConfig()
         if max_reservations is not None:
             config = config.with_(max_reservations=max_reservations)
         self.config = config
+        self.prune_dominated = prune_dominated
+        self.skip_stale = skip_stale
         self.table = SlotTable(n_nodes, capacity)
         self.max_reservations = config.max_reservations
         self.queue: list[Lease] = []

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from skylease.model.errors import UserError
+from skylease.model.wire import text, whole
 
 #: The longest lease one request may ask for, in lease seconds (ten years).
 MAX_DURATION_S = 10 * 365 * 86400
@@ -21,8 +22,6 @@ MAX_DURATION_S = 10 * 365 * 86400
 MAX_COMMAND_BYTES = 4096
 #: An image name is a file name in the node caches: no slash, no leading dot.
 IMAGE_NAME = r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$"
-#: A command line holds no NUL (no process can be given one).
-NO_NUL = r"^[^\x00]*$"
 
 
 class LeaseRefused(UserError):
@@ -47,24 +46,29 @@ class LeaseRequest(BaseModel):
     premature end).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: in JSON (a body, a request file) a string or a boolean is not a number; the dashboard's
+    # form, whose fields are text, is validated with strict=False (skylease.service.bodies)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
+                              json_schema_extra=lambda schema: schema.update(allOf=_RULES))
 
     type: Literal["best-effort", "advance-reservation", "immediate"] = "best-effort"
-    nodes: Annotated[int, Field(ge=1, le=100_000)] = 1
-    duration: Annotated[int, Field(ge=1, le=MAX_DURATION_S)]
-    start: Annotated[int, Field(ge=0, le=2**53)] | None = None
-    start_in: Annotated[int, Field(ge=0, le=MAX_DURATION_S)] | None = None
+    nodes: whole(1, 100_000) = 1
+    duration: whole(1, MAX_DURATION_S)
+    start: whole(0, 2**53) | None = None
+    start_in: whole(0, MAX_DURATION_S) | None = None
     cpu: Annotated[float, Field(gt=0, le=1024, allow_inf_nan=False)] = 1.0
-    memory: Annotated[int, Field(ge=0, le=2**40)] = 1024
-    disk: Annotated[int, Field(ge=0, le=2**40)] = 0
+    memory: whole(0, 2**40) = 1024
+    disk: whole(0, 2**40) = 0
     image: Annotated[str, Field(min_length=1, max_length=255, pattern=IMAGE_NAME)] | None = None
-    image_size: Annotated[int, Field(ge=0, le=2**40)] = 0
+    image_size: whole(0, 2**40) = 0
     preemptible: bool | None = None
-    command: Annotated[str, Field(min_length=1, max_length=MAX_COMMAND_BYTES, pattern=NO_NUL)] | None = None
-    real_duration: Annotated[int, Field(ge=1, le=MAX_DURATION_S)] | None = None
+    command: text(MAX_COMMAND_BYTES, 1) | None = None  # (a shell line may span lines: tab, LF, CR)
+    #: How long the default payload works; one of the lease's duration or more works all of it.
+    real_duration: whole(1, MAX_DURATION_S) | None = None
 
     @model_validator(mode="after")
     def _start_matches_type(self) -> LeaseRequest:
+        # (the same rules are in the JSON schema, _RULES: the OpenAPI document says them)
         ar = self.type == "advance-reservation"
         if ar and (self.start is None) == (self.start_in is None):
             raise ValueError("an advance reservation needs exactly one of 'start' and 'start_in'")
@@ -72,12 +76,27 @@ class LeaseRequest(BaseModel):
             raise ValueError(f"a {self.type} lease takes no start")
         if self.image is None and self.image_size:
             raise ValueError("image_size without an image")
-        if self.real_duration is not None and self.real_duration > self.duration:
-            raise ValueError("real_duration must be at most duration")
         if self.real_duration is not None and self.command is not None:
             raise ValueError("real_duration sets how long the default payload works; a command decides "
                              "that itself")
         return self
+
+
+def _given(key: str) -> dict[str, Any]:
+    return {"required": [key], "properties": {key: {"not": {"type": "null"}}}}
+
+
+#: LeaseRequest's rules across fields, in JSON Schema: an advance reservation has exactly one of
+#: start and start_in, another type neither; an image_size other than 0 needs an image; a
+#: real_duration is for the default payload, so not with a command.
+_RULES: list[Any] = [
+    {"if": {"required": ["type"], "properties": {"type": {"const": "advance-reservation"}}},
+     "then": {"oneOf": [_given("start"), _given("start_in")]},
+     "else": {"not": {"anyOf": [_given("start"), _given("start_in")]}}},
+    {"if": {"required": ["image_size"], "properties": {"image_size": {"not": {"const": 0}}}},
+     "then": _given("image")},
+    {"not": {"allOf": [_given("real_duration"), _given("command")]}},
+]
 
 
 class LeaseView(BaseModel):
@@ -102,7 +121,10 @@ class LeaseView(BaseModel):
     reason: str | None
     events: list[dict[str, Any]] = []
     running_on: list[str] = []  # node names of the VM reservation active now
-    payloads: list[dict[str, Any]] = []  # per VM: node, pid, state (running/stopped/exited), exit code
+    payloads: list[dict[str, Any]] = []  # per VM now: node, pid, state (running/stopped)
+    #: The payloads that ended, in order: vnode, node, pid, state (exited, killed, lost), exit_code
+    #: (the payload's own; 128 + N when signal N ended it) and reason.
+    ended_payloads: list[dict[str, Any]] = []
     #: The scheduler's plan not begun yet: ``kind`` (vm, suspend, resume, shutdown), ``nodes`` (indices),
     #: ``start``, ``end`` in lease time; it may still move (a preemption, a premature end).
     planned: list[dict[str, Any]] = []
@@ -123,7 +145,9 @@ class HostView(BaseModel):
 
 class LeaseManager(Protocol):
     """The lease manager as the service sees it. ``owner`` is the caller's user name; ``None``
-    means an administrator (sees and may cancel every lease).
+    means an administrator (sees and may cancel every lease). Once :meth:`failure` says it cannot
+    serve, the calls on leases raise :class:`~skylease.runtime.health.Unavailable` with that reason
+    (a request is refused before it is recorded).
 
     ``leases`` and ``queue`` answer in id order (the queue's order too: it is kept in submission
     order) the leases whose id is above ``after`` (None: from the first), at most ``limit`` of them
@@ -151,5 +175,9 @@ class LeaseManager(Protocol):
     def wait_change(self, since: int, timeout: float) -> int: ...
 
     async def wait_change_async(self, since: int, timeout: float) -> int: ...
+
+    def failure(self) -> str | None:
+        """Why it cannot serve (a part of it stopped: which, when, on what), or None while it works."""
+        ...
 
     def close(self) -> None: ...

@@ -11,15 +11,19 @@ the primitives the lease manager's reconciliation calls; it decides nothing itse
 * it is pinned to its node's CPUs (:meth:`skylease.runtime.leases.site.Site.cpus`) from its first
   instruction: the spawning thread narrows its own affinity for the fork, which the child inherits;
 * suspend = SIGSTOP to the group, resume = SIGCONT, migrate = re-pin every thread of every
-  process of the group, shutdown = SIGCONT + SIGTERM, then SIGKILL after a grace period (a watcher
-  thread keeps the deadlines; the caller never waits);
-* its environment is the server's, the caller's ``env``, and ``SKYLEASE_LEASE``,
-  ``SKYLEASE_VNODE``, ``SKYLEASE_NODE`` (the node's name) and ``SKYLEASE_SERVE_ID``, by which a
-  restarted server finds its payloads again in /proc (:meth:`LocalNodes.find_own`); its working
-  folder is its node's folder ``<data>/nodes/<node>`` (the image cache is ``cache/`` there);
+  process of the group, shutdown = SIGCONT to the group + SIGTERM to the payload's processes (not
+  to the sandbox's own two: the outer one would tear the sandbox down before the payload could end
+  cleanly), then SIGKILL to the group after a grace period (a watcher thread keeps the deadlines;
+  the caller never waits);
+* it is confined (:mod:`skylease.runtime.leases.sandbox`): a bubblewrap sandbox whose working
+  folder is the lease's folder ``<data>/leases/<lease>`` (seen as ``/lease``), with a fresh
+  environment (``SKYLEASE_LEASE``, ``SKYLEASE_VNODE``, ``SKYLEASE_NODE`` and the caller's ``env``);
+  nothing of the server's. The sandbox's outer process is the group's leader; its environment (not
+  the payload's) carries ``SKYLEASE_SERVE_ID``, by which a restarted server finds its payloads again
+  in /proc (:meth:`LocalNodes.find_own`);
 * its standard output and error go through a pipe to a small *log keeper* process (in a session
   of its own, so it outlives the server too, and ends when the payload's group closes the pipe)
-  that writes ``<data>/payloads/<lease>-<vnode>.log`` and, when that reaches 64 KiB, moves it to
+  that writes ``<data>/payloads/<lease>-<vnode>.log`` (mode 0600) and, when that reaches 64 KiB, moves it to
   ``.log.1`` and starts a new one: the last 64 KiB at least, 128 KiB at most, are kept
   (:meth:`LocalNodes.output`). A payload never writes to the server, so it never blocks on it.
 
@@ -53,10 +57,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from skylease.runtime.health import Vital
+from skylease.runtime.leases.sandbox import IMAGES_DIR, LEASE_DIR, PAYLOAD_PATH, Sandbox
 from skylease.runtime.leases.site import Site
 
-__all__ = ["ENV_LEASE", "ENV_NODE", "ENV_SERVE_ID", "ENV_VNODE", "PAYLOAD_LOG_BYTES", "TICK_S", "ImageCopy",
-           "LocalNodes", "Payload"]
+__all__ = ["ENV_IMAGE", "ENV_LEASE", "ENV_LEASE_DIR", "ENV_NODE", "ENV_SERVE_ID", "ENV_VNODE",
+           "PAYLOAD_LOG_BYTES", "TICK_S", "ImageCopy", "LocalNodes", "Payload"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +70,9 @@ ENV_LEASE = "SKYLEASE_LEASE"
 ENV_VNODE = "SKYLEASE_VNODE"
 ENV_NODE = "SKYLEASE_NODE"
 ENV_SERVE_ID = "SKYLEASE_SERVE_ID"
+#: The lease's folder and its image, as the payload sees them (in its sandbox).
+ENV_LEASE_DIR = "SKYLEASE_LEASE_DIR"
+ENV_IMAGE = "SKYLEASE_IMAGE"
 #: A payload log is moved aside (``.log.1``) when it reaches this size: at least this much of the
 #: latest output is kept, at most twice this.
 PAYLOAD_LOG_BYTES = 64 * 1024
@@ -104,14 +113,14 @@ _KEEPER = """
 import os, sys
 path, limit = sys.argv[1], int(sys.argv[2])
 flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
-fd = os.open(path, flags, 0o644)
+fd = os.open(path, flags, 0o600)
 size = os.fstat(fd).st_size
 while chunk := os.read(0, 65536):
     try:
         if size and size + len(chunk) > limit:
             os.close(fd)
             os.replace(path, path + ".1")
-            fd = os.open(path, flags | os.O_TRUNC, 0o644)
+            fd = os.open(path, flags | os.O_TRUNC, 0o600)
             size = 0
         size += os.write(fd, chunk)
     except OSError:  # a full disk loses output; the payload must not lose its pipe
@@ -178,6 +187,19 @@ def _state(states: Sequence[str]) -> PayloadState:
     return "stopped" if any(s in "Tt" for s in states) else "running"
 
 
+def _namespace_init(pid: int) -> bool:
+    """Whether ``pid`` is the first process of a PID namespace below ours (the sandbox's init: a
+    signal it has no handler for is dropped, and its end ends every process of its namespace)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"NSpid:"):
+                    return line.split()[-1] == b"1" and len(line.split()) > 2
+    except OSError:
+        pass
+    return False
+
+
 def _environ(pid: int) -> dict[str, str] | None:
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
@@ -201,11 +223,13 @@ def _pinned(cpus: Sequence[int]) -> Iterator[None]:
 
 
 class ImageCopy:
-    """An image transfer under way (:meth:`LocalNodes.copy_image`)."""
+    """An image transfer under way (:meth:`LocalNodes.copy_image`). Each copy is mode 0600, or 0640
+    with group ``group`` (the payload user's, so that a confined payload can read it, not change it)."""
 
     def __init__(self, image: str, source: Path | None, size_bytes: int, dests: list[Path],
-                 seconds: float) -> None:
+                 seconds: float, group: int | None = None) -> None:
         self.image = image
+        self.group = group
         self.source = source  # None: a stand-in of zeros
         self.size_bytes = size_bytes
         self.paths = dests
@@ -243,8 +267,13 @@ class ImageCopy:
         files = []
         try:
             for t in tmps:
-                t.parent.mkdir(parents=True, exist_ok=True)
-                files.append(open(t, "wb"))  # noqa: SIM115 (closed below, before the renames)
+                t.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                mode = 0o600 if self.group is None else 0o640
+                fd = os.open(t, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+                files.append(os.fdopen(fd, "wb"))
+                if self.group is not None:
+                    os.fchown(fd, -1, self.group)
+                os.fchmod(fd, mode)  # (whatever the umask)
             if self.source is not None:
                 chunk = min(4 * _MB, max(64 * 1024, self.size_bytes // 64))
                 written = 0
@@ -278,16 +307,18 @@ class ImageCopy:
 
 class LocalNodes:
     """The nodes of ``site`` on this machine: payload processes and image caches under the data
-    folder ``data``. ``serve_id`` marks our payloads (a server's database id: a restarted server
+    folder ``data``, each payload confined by ``sandbox`` (:func:`skylease.runtime.leases.sandbox.probe`
+    gives this machine's). ``serve_id`` marks our payloads (a server's database id: a restarted server
     with the same id finds them). ``on_exit`` is called (from the watcher thread) when payloads
     have ended, so that the caller can collect them with :meth:`exited`."""
 
-    def __init__(self, site: Site, data: Path, serve_id: str, *,
+    def __init__(self, site: Site, data: Path, serve_id: str, *, sandbox: Sandbox,
                  on_exit: Callable[[], None] | None = None) -> None:
         if not sys.platform.startswith("linux"):
             raise RuntimeError("local enactment needs Linux (/proc, pidfds, CPU affinity)")
         if not serve_id or "\0" in serve_id:
             raise ValueError("serve_id must be a non-empty string")
+        self.sandbox = sandbox
         self.site = site
         self.data = Path(data)
         self.serve_id = serve_id
@@ -305,37 +336,59 @@ class LocalNodes:
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
-        self._thread = threading.Thread(target=self._watch, name="skylease-local-nodes", daemon=True)
+        self._vital = Vital("the payload watcher")
+        self._thread = self._vital.thread(self._watch, name="skylease-local-nodes")
         self._thread.start()
+
+    def failure(self) -> str | None:
+        """Why the watcher thread stopped (payload exits and SIGKILL deadlines are no longer seen
+        to), or None while it runs."""
+        return self._vital.failure()
 
     # -- payloads -------------------------------------------------------------------------------
     def node_dir(self, node: int) -> Path:
-        """``<data>/nodes/<name>``: the node's working folder (its image cache is ``cache/`` in it)."""
+        """``<data>/nodes/<name>``: the node's folder (its image cache is ``cache/`` in it)."""
         return self.data / "nodes" / self.site.nodes[node].name
+
+    def lease_dir(self, lease: int) -> Path:
+        """``<data>/leases/<lease>``: the lease's folder, its payloads' only writable place (created
+        private to the payload user where missing)."""
+        return self.sandbox.lease_dir(self.data / "leases", lease)
 
     def spawn(self, lease: int, vnode: int, node: int, *, command: str | None = None,
               duration_s: float = 0.0, env: Mapping[str, str] | None = None,
-              since: float | None = None) -> Payload:
-        """Start VM ``vnode`` of ``lease`` on ``node``: ``sh -c command``, or (``command=None``) a
-        payload that runs ``duration_s`` seconds, not counting the time it is stopped, from the Unix
-        time ``since`` (default: now; an earlier time, such as when the VM's run began, leaves it
-        that much less to run: its start-up and a late spawn do not make its work end later)."""
+              since: float | None = None, image: str | None = None) -> Payload:
+        """Start VM ``vnode`` of ``lease`` on ``node``, confined: ``sh -c command``, or
+        (``command=None``) a payload that runs ``duration_s`` seconds, not counting the time it is
+        stopped, from the Unix time ``since`` (default: now; an earlier time, such as when the VM's
+        run began, leaves it that much less to run: its start-up and a late spawn do not make its
+        work end later). ``env`` is added to its environment; ``image``, a name in the node's cache,
+        is bound read-only at ``$SKYLEASE_IMAGE``."""
         self._check_node(node)
+        if image is not None:
+            self._check_image(image)
         if self._closed:
             raise RuntimeError("LocalNodes is closed")
         name = self.site.nodes[node].name
-        workdir = self.node_dir(node)
-        workdir.mkdir(parents=True, exist_ok=True)
         logs = self.data / "payloads"
-        logs.mkdir(parents=True, exist_ok=True)
+        logs.mkdir(mode=0o700, parents=True, exist_ok=True)
         logfile = logs / f"{lease}-{vnode}.log"
-        full_env = {**os.environ, **(env or {}), ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
-                    ENV_SERVE_ID: self.serve_id}
+        inside = {**(env or {}), ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
+                  ENV_LEASE_DIR: LEASE_DIR}
+        cached = None
+        if image is not None:
+            cached = self.node_dir(node) / "cache" / image
+            inside[ENV_IMAGE] = f"{IMAGES_DIR}/{image}"
         if command is None:
             begun = time.time() if since is None else min(float(since), time.time())
-            argv = [sys.executable, "-I", "-S", "-c", _DEFAULT_PAYLOAD, repr(float(duration_s)), repr(begun)]
+            argv = self.sandbox.default_payload(_DEFAULT_PAYLOAD, repr(float(duration_s)), repr(begun))
         else:
             argv = ["/bin/sh", "-c", command]
+        argv = self.sandbox.wrap(argv, lease_dir=self.lease_dir(lease), hostname=name, env=inside,
+                                 image=cached)
+        # the sandbox's outer process (the group's leader) carries the marks find_own looks for
+        outer = {"PATH": PAYLOAD_PATH, ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
+                 ENV_SERVE_ID: self.serve_id}
         r, w = os.pipe2(os.O_CLOEXEC)
         try:
             keeper = subprocess.Popen([sys.executable, "-I", "-S", "-c", _KEEPER, str(logfile),
@@ -344,7 +397,7 @@ class LocalNodes:
             self._watch_fd(os.pidfd_open(keeper.pid), keeper)
             with _pinned(self.site.cpus(node)):
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=w, stderr=w,
-                                        start_new_session=True, env=full_env, cwd=workdir)
+                                        start_new_session=True, env=outer, cwd="/")
         finally:
             os.close(r)
             os.close(w)
@@ -389,12 +442,17 @@ class LocalNodes:
             return True
 
     def shutdown(self, p: Payload, grace_s: float = 5.0) -> bool:
-        """SIGCONT and SIGTERM to the group now, SIGKILL after ``grace_s`` seconds if the leader
-        still runs then (without waiting: the watcher thread does it). The exit is reported by
-        :meth:`exited`. False if it has ended already."""
-        if not self._signal(p, (signal.SIGCONT, signal.SIGTERM), "running"):
+        """SIGCONT to the group and SIGTERM to the payload's processes now, SIGKILL to the group
+        after ``grace_s`` seconds if the leader still runs then (without waiting: the watcher thread
+        does it). The exit is reported by :meth:`exited`. False if it has ended already."""
+        if not self._signal(p, (signal.SIGCONT,), "running"):
             return False
         with self._lock:
+            if self._ours(p):
+                for pid in _group(p.pid):
+                    if pid != p.pid and not _namespace_init(pid):
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.kill(pid, signal.SIGTERM)
             self._seq += 1
             deadline = time.monotonic() + max(0.0, grace_s)
             heapq.heappush(self._kills, (deadline, self._seq, p.pid, p.start_ticks))
@@ -500,7 +558,8 @@ class LocalNodes:
         source = repo / image if repo is not None and (repo / image).is_file() else None
         size = source.stat().st_size if source is not None else max(0, size_mb) * _MB
         dests = [self.node_dir(k) / "cache" / image for k in sorted(set(nodes))]
-        copy = ImageCopy(image, source, size, dests, max(0.0, seconds))
+        user = self.sandbox.user
+        copy = ImageCopy(image, source, size, dests, max(0.0, seconds), None if user is None else user.gid)
         with self._lock:
             self._copies = {c for c in self._copies if not c.wait(0)}
             self._copies.add(copy)
@@ -625,14 +684,12 @@ class LocalNodes:
             with self._lock:
                 timeout = max(0.0, self._kills[0][0] - time.monotonic()) if self._kills else None
             events = self._sel.select(timeout)
-            ended = False
             with self._lock:
                 if self._stopping:
                     return
-                try:
-                    ended = self._handle(events)
-                except Exception:  # never let the watcher die: exits would go unnoticed
-                    log.exception("local nodes watcher")
+                # an error here ends the watcher, and its Vital says so (the lease manager then refuses
+                # every call): going on after what it does not understand would miss exits unseen
+                ended = self._handle(events)
             if ended and self.on_exit is not None:
                 try:
                     self.on_exit()

@@ -15,7 +15,15 @@ processes"): every input goes to the :class:`~skylease.runtime.leases.journal.Jo
 events it produced, in one transaction, before the API answers and before anything is enacted. A
 restarted manager replays the journal into a fresh scheduler (nothing enacted), adopts the payload
 processes still alive, steps through what fell due while it was down, and reconciles the rest. The
-crash tests provoke the worst moments for real with :data:`CRASH_ENV` (for tests only).
+crash tests provoke the worst moments for real through the enactment (``nodes_factory``: a
+:class:`~skylease.runtime.leases.local.LocalNodes` whose spawn kills the server).
+
+Liveness (docs/decisions/serve-liveness.md): if the manager's thread dies (a bug, a lost database),
+or the enactment's watcher does, :meth:`LocalLeaseManager.failure` says why, and every call that
+reads or changes leases raises :class:`~skylease.runtime.health.Unavailable` (a stopped scheduler's
+views would lie; a request is refused before it is journaled, so no lease is accepted that nothing
+would run). The death is recorded under the manager's lock, which the thread holds whenever it
+works: a request answered before the death was journaled before it, and a restart runs it.
 
 Enactment is a reconciliation: the scheduler's start/stop calls mark the leases they touch, and after
 each command (for a request: in the manager thread, once it is answered, so that starting processes
@@ -27,9 +35,8 @@ image copies) are :class:`~skylease.runtime.leases.local.LocalNodes`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-import os
-import signal
 import threading
 import time
 import uuid
@@ -37,7 +44,7 @@ from bisect import bisect_right, insort
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
@@ -56,6 +63,7 @@ from skylease.control.leases.policies import describe
 from skylease.control.leases.records import Event, Run, TransferRun, lease_record
 from skylease.model.errors import UserError
 from skylease.runtime.changes import Changes
+from skylease.runtime.health import Unavailable, Vital
 from skylease.runtime.leases.api import (
     HostView,
     LeaseNotFound,
@@ -66,6 +74,9 @@ from skylease.runtime.leases.api import (
 from skylease.runtime.leases.clock import RealClock
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, PayloadRow
 from skylease.runtime.leases.views import ViewParts, build_view, build_views
+
+if TYPE_CHECKING:
+    from skylease.runtime.leases.sandbox import Sandbox
 
 log = logging.getLogger("skylease.leases")
 
@@ -83,13 +94,6 @@ PAYLOAD_MARGIN_S = 1.0
 #: between two (docs/decisions/serve-fair-sharing.md).
 SNAPSHOT_CHUNK = 200
 SCAN_CHUNK = 2000
-#: For tests only (tests/service/test_serve_crash.py): ``before-spawn:ID`` or ``after-spawn:ID`` in
-#: this environment variable makes the server SIGKILL itself when it is about to start a payload of
-#: lease ID (the request's transaction committed, no process yet), or has just started one (not
-#: recorded yet): the worst moments of a crash, provoked for real. Read when the manager is made;
-#: unset, as it always is outside those tests, it does nothing.
-CRASH_ENV = "SKYLEASE_TEST_CRASH"
-_CRASH_POINTS = ("before-spawn", "after-spawn")
 
 
 @dataclass
@@ -163,13 +167,18 @@ def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[
 
 class LocalLeaseManager:
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
-    protocol). ``nodes`` is the enactment (default: :class:`~skylease.runtime.leases.local.LocalNodes`
-    on ``site``); ``time_scale`` lease seconds per real second (stored at the first start: a restart
-    must use the same); at most ``max_leases_per_user`` leases not over per user."""
+    protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
+    sandbox=..., on_exit=...)`` makes it (default factory:
+    :class:`~skylease.runtime.leases.local.LocalNodes`; a subclass of it is the seam where tests
+    provoke crashes and failures), its payloads confined by ``sandbox`` (default, this machine's:
+    :func:`~skylease.runtime.leases.sandbox.probe`); ``time_scale`` lease seconds per real second
+    (stored at the first start: a restart must use the same); at most ``max_leases_per_user``
+    leases not over per user."""
 
     def __init__(self, engine: sa.Engine, site: Any, *, config: SchedulerConfig | None = None,
                  time_scale: float = 1.0, data_dir: Path | str = ".", nodes: Any = None,
-                 grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05) -> None:
+                 grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05,
+                 sandbox: Sandbox | None = None, nodes_factory: Callable[..., Any] | None = None) -> None:
         self.site = site
         self.config = config if config is not None else SchedulerConfig()
         self.data_dir = Path(data_dir)
@@ -189,12 +198,17 @@ class LocalLeaseManager:
                             f"({settings['n_nodes']} nodes, {settings['config']}); use that one, or "
                             "another database", field="--db")
         self.serve_id: str = settings["serve_id"]
-        self._crash_at = _crash_point(os.environ.get(CRASH_ENV, ""))
         self.clock = RealClock(settings["epoch"], settings["time_scale"])
         if nodes is None:
-            from skylease.runtime.leases.local import LocalNodes
+            if nodes_factory is None:
+                from skylease.runtime.leases.local import LocalNodes
 
-            nodes = LocalNodes(site, self.data_dir, self.serve_id, on_exit=self._poke)
+                nodes_factory = LocalNodes
+            if sandbox is None:
+                from skylease.runtime.leases.sandbox import probe
+
+                sandbox = probe(self.data_dir)
+            nodes = nodes_factory(site, self.data_dir, self.serve_id, sandbox=sandbox, on_exit=self._poke)
         self.nodes = nodes
         self.trace = _Trace()
         self._enact = _Enactment(self.trace)
@@ -212,6 +226,7 @@ class LocalLeaseManager:
         self._request: dict[int, dict[str, Any]] = {}
         self._full: dict[int, int] = {}  # lease id -> its full planned duration
         self._live: dict[tuple[int, int], _Live] = {}  # (lease, vnode) -> its payload
+        self._ended: dict[int, list[dict[str, Any]]] = {}  # lease -> its payloads that ended, in order
         self._rows: dict[tuple[int, int, int], int] = {}  # (lease, vnode, run) -> payload row ever spawned
         self._copies: dict[int, Any] = {}  # id(transfer) -> its copy
         self._batch = Batch.new()
@@ -224,6 +239,7 @@ class LocalLeaseManager:
         self._closing = False
         self.changes = Changes()  # bumped by each commit that journals something
         self._thread: threading.Thread | None = None
+        self._vital = Vital("the lease manager")
         self.replayed_events_match: bool | None = None
         self._recording = True  # False while the journal is replayed: its events are stored already
         self._replayed: list[Event] = []
@@ -237,6 +253,17 @@ class LocalLeaseManager:
         self._thread = threading.Thread(target=self._loop, name="skylease-leases", daemon=True)
         self._thread.start()
         return self
+
+    def failure(self) -> str | None:
+        """Why the manager cannot serve (its thread, or the enactment's watcher, died), or None."""
+        return self._vital.failure() or self.nodes.failure()
+
+    def _alive(self) -> None:
+        """Raise :class:`Unavailable` if the manager cannot serve (called with the lock held: the
+        thread's death is recorded under it, so nothing is journaled after it)."""
+        reason = self.failure()
+        if reason is not None:
+            raise Unavailable(reason)
 
     def close(self, *, stop_payloads: bool = False) -> None:
         """Stop stepping. Payloads go on (a restarted server adopts them) unless ``stop_payloads``."""
@@ -283,6 +310,7 @@ class LocalLeaseManager:
         answer, and so the next request of a client, must not wait for)."""
         arrived = self.clock.now()
         with self._lock:
+            self._alive()  # (before anything is journaled)
             now = max(arrived, self._stepped)  # (lease time never goes back for the scheduler)
             self._payload_exits(now)  # (the loop may not have got to them: this thread holds the lock)
             self._advance(now)
@@ -298,6 +326,7 @@ class LocalLeaseManager:
             self._batch.inputs.append((now, InputKind.SUBMIT, body["id"], body))
             self._batch.new_leases.append((body["id"], owner, req.model_dump(exclude_none=True), now,
                                            LeaseState.PENDING.value))
+            self._now = now  # (an input's events are stamped with its time, as the replay stamps them)
             lease = self._submit(body, owner, req.model_dump(exclude_none=True))
             self._step(now)
             self._commit()
@@ -309,6 +338,7 @@ class LocalLeaseManager:
     def cancel(self, owner: str | None, lease_id: int) -> LeaseView:
         arrived = self.clock.now()  # (as a request: the lease time it reached the manager)
         with self._lock:
+            self._alive()
             lease = self._visible(owner, lease_id)
             now = max(arrived, self._stepped)
             self._payload_exits(now)  # (the loop may not have got to them: this thread holds the lock)
@@ -317,6 +347,7 @@ class LocalLeaseManager:
             if lease.state in _TERMINAL:  # (it may have ended in the meantime)
                 raise LeaseRefused(f"lease {lease_id} is already {lease.state.value}")
             self._batch.inputs.append((now, InputKind.CANCEL, lease_id, None))
+            self._now = now
             self.sched.cancel(lease_id, now)
             self._enact.touched.add(lease_id)
             self._step(now)
@@ -327,6 +358,7 @@ class LocalLeaseManager:
 
     def lease(self, owner: str | None, lease_id: int) -> LeaseView:
         with self._lock:
+            self._alive()  # (a stopped scheduler's views would lie: nothing moves any more)
             parts = self._snapshots([self._visible(owner, lease_id)])[0]
         return build_view(parts)
 
@@ -380,6 +412,7 @@ class LocalLeaseManager:
         while limit is None or len(parts) < limit:
             room = SNAPSHOT_CHUNK if limit is None else min(SNAPSHOT_CHUNK, limit - len(parts))
             with self._lock:
+                self._alive()  # (a stopped scheduler's views would lie: nothing moves any more)
                 leases, last = chunk(last, room)
                 parts += self._snapshots(leases)
             if last is None:
@@ -388,6 +421,7 @@ class LocalLeaseManager:
 
     def hosts(self) -> list[HostView]:
         with self._lock:
+            self._alive()
             on: dict[int, set[int]] = {k: set() for k in range(self.site.n_nodes)}
             for vm in self.sched.rr.values():
                 for part in (vm.resume, vm, vm.suspend):
@@ -405,19 +439,19 @@ class LocalLeaseManager:
     # -- the loop ----------------------------------------------------------------------------------
     def _loop(self) -> None:
         with self._lock:
-            while not self._closing:
-                try:
+            try:
+                while not self._closing:
                     now = self.clock.now()
                     self._payload_exits(now)
                     self._advance(now)
                     self._commit_and_enact(now)
-                except Exception:  # a bug or a lost database: stop stepping, loudly (a restart recovers)
-                    log.exception("the lease manager stopped")
-                    self._closing = True
-                    raise
-                nxt = self.sched.next_event(self._stepped)
-                wait = self.poll_s if nxt == float("inf") else min(self.poll_s, self.clock.seconds_until(nxt))
-                self._wake.wait(max(wait, 0.001))
+                    nxt = self.sched.next_event(self._stepped)
+                    wait = self.poll_s if nxt == float("inf") else self.clock.seconds_until(nxt)
+                    self._wake.wait(max(min(wait, self.poll_s), 0.001))
+            except BaseException as exc:  # a bug or a lost database: stop stepping, loudly (a restart
+                # recovers); recorded with the lock still held, so that no request is journaled after it
+                self._vital.died(exc)
+                self.changes.bump()  # (the dashboard's live pages look again, and are told)
 
     def _advance(self, now: int) -> None:
         """Step at every event time due by ``now``, each at its own time (as the simulator does)."""
@@ -446,6 +480,7 @@ class LocalLeaseManager:
             del self._live[(p.lease, p.vnode)]
             self.journal.update_payload(live.row, state="exited", exit_code=p.exit_code,
                                         reason="exited by itself")
+            self._ended_payload(p.lease, p.vnode, p.node, p.pid, "exited", p.exit_code, "exited by itself")
             t = float(now) if p.ended_at is None else min(self._lease_clock(p.ended_at), now + 1.0)
             if not any(k[0] == p.lease for k in self._live):  # (else another VM of the lease still works)
                 # when its work would have ended on its schedule: later if it ran unscheduled (the
@@ -461,6 +496,7 @@ class LocalLeaseManager:
             vm = self.sched.rr.get(lid)
             if vm is None or vm.state is not LeaseState.ACTIVE or t >= vm.end - ON_TIME_S:
                 continue
+            self._now = t
             if self.sched.premature_end(lid, t):
                 self._batch.inputs.append((t, InputKind.END, lid, None))
                 self._enact.touched.add(lid)
@@ -518,7 +554,10 @@ class LocalLeaseManager:
             if what == "none":
                 for key, live in mine:
                     self.nodes.shutdown(live.payload, grace_s=self.grace_s)
-                    self.journal.update_payload(live.row, state="killed", reason=f"lease {lease.state.value}")
+                    reason = f"lease {lease.state.value}"
+                    self.journal.update_payload(live.row, state="killed", reason=reason)
+                    self._ended_payload(lid, key[1], live.payload.node, live.payload.pid, "killed", None,
+                                        reason)
                     del self._live[key]
                 continue
             if what == "stopped":
@@ -542,8 +581,6 @@ class LocalLeaseManager:
                now: int) -> None:
         req = self._request[lease.id]
         env = {"SKYLEASE_NODES": ",".join(self._name(k) for k in nodes)}
-        if lease.image is not None:
-            env["SKYLEASE_IMAGE"] = str(self.nodes.node_dir(node) / "cache" / lease.image)
         # The default payload's work is counted from the lease time its run began (not from its own
         # start-up, nor from a late spawn after a restart), so that it ends when the simulator's would.
         if req.get("real_duration") is not None:  # its work ends early: the scheduler learns it then
@@ -553,18 +590,18 @@ class LocalLeaseManager:
         else:  # works until the scheduler shuts it down: its whole remaining time, not this
             # reservation's end (a planned suspension ends the reservation before the work is done)
             duration_s = self.clock.real_seconds(lease.remaining) + PAYLOAD_MARGIN_S
-        self._crash_point("before-spawn", lease.id)
         p = self.nodes.spawn(lease.id, vnode, node, command=req.get("command"), duration_s=duration_s,
-                             env=env, since=self.clock.real_at(vm.start))
-        self._crash_point("after-spawn", lease.id)
+                             env=env, since=self.clock.real_at(vm.start), image=lease.image)
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
         self._live[(lease.id, vnode)] = _Live(p, row, vm.start, checked=vm.start)  # (as its work counts)
         self._rows[(lease.id, vnode, vm.start)] = row
 
-    def _crash_point(self, where: str, lease_id: int) -> None:
-        """Die here if the crash tests ask for it (:data:`CRASH_ENV`)."""
-        if self._crash_at == (where, lease_id):
-            os.kill(os.getpid(), signal.SIGKILL)
+    def _ended_payload(self, lid: int, vnode: int, node: int, pid: int, state: str, exit_code: int | None,
+                       reason: str | None) -> None:
+        """Remember an ended payload for the lease's view (its owner sees how it ended)."""
+        shown = self._name(node) if node >= 0 else None
+        self._ended.setdefault(lid, []).append({"vnode": vnode, "node": shown, "pid": pid, "state": state,
+                                                "exit_code": exit_code, "reason": reason})
 
     def _transfers(self, now: int) -> None:
         """Image transfers running now are copies into their nodes' caches, paced to end with them."""
@@ -652,7 +689,8 @@ class LocalLeaseManager:
                 runs=(*self.trace.runs.get(lease.id, ()), *open_runs.get(lease.id, ())),
                 transfers=tuple(self.trace.transfers.get(lease.id, ())),
                 running_on=tuple(self._name(k) for k in vm.nodes) if active and vm is not None else (),
-                payloads=tuple(payloads.get(lease.id, ())), planned=plan))
+                payloads=tuple(payloads.get(lease.id, ())),
+                ended_payloads=tuple(self._ended.get(lease.id, ())), planned=plan))
         return out
 
     # -- recovery ----------------------------------------------------------------------------------
@@ -721,7 +759,10 @@ class LocalLeaseManager:
                 self.nodes.shutdown(p, grace_s=self.grace_s)
         for r in rows:
             if r.state in ("running", "stopped") and r.id not in adopted:
-                self.journal.update_payload(r.id, state="lost", reason="gone while the server was down")
+                r = dataclasses.replace(r, state="lost", reason="gone while the server was down")
+                self.journal.update_payload(r.id, state=r.state, reason=r.reason)
+            if r.state in ("exited", "killed", "lost"):
+                self._ended_payload(r.lease, r.vnode, r.node, r.pid, r.state, r.exit_code, r.reason)
 
     def _lost_payloads(self, now: int) -> None:
         """A lease whose VM reservation is active but whose payloads have all ended (died while the
@@ -735,28 +776,17 @@ class LocalLeaseManager:
             if vm.state is not LeaseState.ACTIVE or any(k[0] == lid for k in self._live):
                 continue
             rows = [latest.get((lid, v)) for v in range(len(vm.nodes))]
+            self._now = now
             if all(r is not None and r.state in ("exited", "lost") for r in rows) and \
                     self.sched.premature_end(lid, now):
                 self._batch.inputs.append((now, InputKind.END, lid, None))
                 self._step(now)
 
 
-def _crash_point(value: str) -> tuple[str, int] | None:
-    """The point of :data:`CRASH_ENV`'s value (None when it is empty)."""
-    if not value:
-        return None
-    where, _, lease = value.partition(":")
-    if where not in _CRASH_POINTS or not lease.isdigit():
-        raise UserError(f"{value!r} is not one of {', '.join(p + ':LEASE' for p in _CRASH_POINTS)} (a test "
-                        "setting)", field=CRASH_ENV)
-    return where, int(lease)
-
-
 def _config_key(config: SchedulerConfig) -> str:
     """A configuration's identity (a journal replays only under the configuration it was made with).
     Haizea 1.0's keys and the policies count only away from their defaults, so a database made
     before they existed keeps its identity; a policy counts by its class and parameters."""
-    import dataclasses
     import hashlib
 
     def shown(name: str, value: object) -> str:
@@ -769,4 +799,4 @@ def _config_key(config: SchedulerConfig) -> str:
     return hashlib.sha256(f"{type(config).__name__}({fields})".encode()).hexdigest()[:16]
 
 
-__all__ = ["CRASH_ENV", "LocalLeaseManager", "desired"]
+__all__ = ["LocalLeaseManager", "desired"]

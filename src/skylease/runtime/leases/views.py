@@ -31,6 +31,7 @@ class ViewParts:
     transfers: tuple[TransferRun, ...]
     running_on: tuple[str, ...]
     payloads: tuple[dict[str, Any], ...]
+    ended_payloads: tuple[dict[str, Any], ...]
     planned: tuple[dict[str, Any], ...]
 
 
@@ -39,7 +40,8 @@ def build_view(parts: ViewParts) -> LeaseView:
     lid = parts.record["id"]
     events = lease_events(parts.events, parts.runs, parts.transfers).get(lid, [])
     return LeaseView(owner=parts.owner, running_on=list(parts.running_on), payloads=list(parts.payloads),
-                     planned=list(parts.planned), events=events, **parts.record)
+                     ended_payloads=list(parts.ended_payloads), planned=list(parts.planned), events=events,
+                     **parts.record)
 
 
 def build_views(parts: list[ViewParts]) -> list[LeaseView]:

@@ -34,9 +34,10 @@ import time
 from typing import Annotated, Any, Literal
 
 import sqlalchemy as sa
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from skylease.model.errors import UserError
+from skylease.model.wire import line, text, whole
 from skylease.runtime.changes import ChangeLog
 from skylease.runtime.tables import owned_table
 
@@ -95,54 +96,44 @@ class RunNotFound(LookupError):
     """A run the caller may not reach: missing, or another user's (answered as not found)."""
 
 
-def _storable(s: str) -> str:
-    """Text both databases store: no NUL (PostgreSQL refuses it), valid UTF-8 (no lone surrogate)."""
-    if "\x00" in s:
-        raise ValueError("must not contain NUL characters")
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
-    return s
-
-
-def _text(most: int, least: int = 0) -> Any:
-    return Annotated[str, Field(min_length=least, max_length=most), AfterValidator(_storable)]
-
-
 _Time = Annotated[float, Field(ge=0, le=1e11, allow_inf_nan=False)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict, and text without control characters (skylease.model.wire): what both databases store
+    # and the same answer on both (PostgreSQL refuses a NUL); a label, a command and a stderr tail
+    # may hold tabs and line breaks, a name, a host or a pool none
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class TaskRow(_Model):
     """One task of a run as reported: ``task`` is its 0-based number in the job; ``ended`` Unix time."""
 
-    task: Annotated[int, Field(ge=0, lt=MAX_RUN_TASKS)]
-    label: _text(500) = ""
+    task: whole(0, MAX_RUN_TASKS - 1)
+    label: text(500) = ""
     status: Literal["queued", "running", "done", "failed"]
-    attempts: Annotated[int, Field(ge=0, le=1_000_000)] = 0
-    exit_code: Annotated[int, Field(ge=-(2**31), le=2**32)] | None = None
-    host: _text(255) | None = None
-    pool: _text(64) | None = None
+    attempts: whole(0, 1_000_000) = 0
+    exit_code: whole(-(2**31), 2**32) | None = None
+    host: line(255) | None = None
+    pool: line(64) | None = None
     runtime_s: Annotated[float, Field(ge=0, le=1e10, allow_inf_nan=False)] | None = None
     ended: _Time | None = None
-    stderr_tail: _text(MAX_STDERR) | None = None
+    stderr_tail: text(MAX_STDERR) | None = None
 
 
 class RunRequest(_Model):
     """A run registering itself."""
 
-    name: _text(200, 1)
-    command: _text(1000) = ""
-    n_tasks: Annotated[int, Field(ge=1, le=MAX_RUN_TASKS)]
-    bot: Annotated[int, Field(ge=0, le=2**53)] | None = None
+    name: line(200, 1)
+    command: text(1000) = ""
+    n_tasks: whole(1, MAX_RUN_TASKS)
+    bot: whole(0, 2**53) | None = None
 
 
-class RunView(_Model):
+class RunView(BaseModel):
     """A run as the API shows it; ``queued`` is every task neither done, failed nor running."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)  # (made from database rows: not strict)
 
     id: int
     owner: str

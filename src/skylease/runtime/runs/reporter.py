@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from skylease.model.errors import UserError
+from skylease.model.wire import clean
 
 __all__ = ["BATCH_BYTES", "BATCH_ROWS", "RunReporter", "store_rows"]
 
@@ -51,11 +52,13 @@ ORDER BY t.id
 """
 
 
-def _clean(text: Any, most: int, tail: bool = False) -> str | None:
-    """Text the service stores: no NUL, valid UTF-8, at most ``most`` characters (the end of a tail)."""
+def _clean(text: Any, most: int, tail: bool = False, lines: bool = True) -> str | None:
+    """Text the service stores: valid UTF-8, no control character but tab, LF and CR (none at all
+    unless ``lines``: the service refuses them, skylease.model.wire) but U+FFFD in their place, at
+    most ``most`` characters (the end of a tail)."""
     if text is None:
         return None
-    s = str(text).replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+    s = clean(str(text).encode("utf-8", "replace").decode("utf-8"), lines=lines)
     return s[-most:] if tail else s[:most]
 
 
@@ -78,8 +81,8 @@ def store_rows(store_path: str | Path, running: Mapping[int, tuple[str | None, s
         if r["status"] is not None:
             err = None if r["status"] == "ok" else _clean(r["stderr_tail"], _STDERR, tail=True)
             row.update(status="done" if r["status"] == "ok" else "failed", attempts=int(r["tries"]) + 1,
-                       exit_code=r["exit_code"], host=_clean(r["machine"] or r["worker"], 255),
-                       pool=_clean(r["pool"], 64), runtime_s=r["runtime_s"], ended=r["ended"],
+                       exit_code=r["exit_code"], host=_clean(r["machine"] or r["worker"], 255, lines=False),
+                       pool=_clean(r["pool"], 64, lines=False), runtime_s=r["runtime_s"], ended=r["ended"],
                        stderr_tail=err)
             for k in ("runtime_s", "ended"):  # (a clock step back must not make a row the service refuses)
                 if row[k] is not None:
@@ -87,7 +90,7 @@ def store_rows(store_path: str | Path, running: Mapping[int, tuple[str | None, s
         else:
             host, pool = running.get(tid, (None, None))
             row.update(status="running" if tid in running else "queued", attempts=int(r["tries"]),
-                       host=_clean(host, 255), pool=_clean(pool, 64))
+                       host=_clean(host, 255, lines=False), pool=_clean(pool, 64, lines=False))
         out[tid] = row
     return out
 
@@ -102,8 +105,8 @@ class RunReporter:
         import httpx
 
         self.url, self.store_path, self.option = url.rstrip("/"), Path(store_path), option
-        self.registration = {"name": _clean(name, 200) or "run", "command": _clean(command, 1000) or "",
-                             "n_tasks": int(n_tasks), "bot": bot}
+        self.registration = {"name": _clean(name, 200, lines=False) or "run",
+                             "command": _clean(command, 1000) or "", "n_tasks": int(n_tasks), "bot": bot}
         self.run_id, self.period, self.notice = run_id, float(period), notice
         self._resumed = run_id is not None  # the service may hold rows this process never sent
         self._http = httpx.Client(timeout=timeout, headers={"Authorization": f"Bearer {token}"})

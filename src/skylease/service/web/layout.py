@@ -1,10 +1,16 @@
 """The dashboard's page layout (issue 21): escaping, the page frame with its navigation, tables,
-the CSRF field and the headers every page carries; shared by the pages of service/web."""
+the CSRF field and the headers every page carries; shared by the pages of service/web.
+
+Every page also carries the banner of a degraded service (docs/decisions/serve-liveness.md): the
+service's health guard (:mod:`skylease.service.health`) sets :data:`DEGRADED`, for each request, to
+how to ask why the server is degraded; the page frame asks when it renders.
+"""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from typing import Any
 
 from fastapi.responses import HTMLResponse
@@ -12,16 +18,33 @@ from fastapi.responses import HTMLResponse
 from skylease.service.auth import User
 from skylease.service.web.sessions import csrf_token
 
-__all__ = ["HEADERS", "csrf_field", "e", "live_attrs", "pager", "render_page", "table"]
+__all__ = ["DEGRADED", "HEADERS", "banner", "csrf_field", "e", "live_attrs", "pager", "render_page",
+           "table"]
 
+# (same-origin, not no-referrer: a browser then sends the page's own Origin with its forms, which
+# the login checks, instead of "null"; other hosts still get no referrer)
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
-            "Referrer-Policy": "no-referrer",
+            "Referrer-Policy": "same-origin",
             "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'"}
 
 
 def e(value: Any) -> str:
     """Every value a page shows goes through here."""
     return html.escape("" if value is None else str(value), quote=True)
+
+
+#: For the request being served: why the server is degraded (one line), or None while it is whole.
+DEGRADED: ContextVar[Callable[[], str | None] | None] = ContextVar("skylease_degraded", default=None)
+
+
+def banner() -> str:
+    """The degraded service's banner (empty while the server is whole)."""
+    failure = DEGRADED.get()
+    reason = failure() if failure is not None else None
+    if reason is None:
+        return ""
+    return (f'<p class="error degraded" role="alert">The service is degraded: {e(reason)}. Restart the '
+            "server (<code>skylease serve</code>): it carries on from its database.</p>")
 
 
 def render_page(title: str, body: str, user: User | None = None, sid: str | None = None,
@@ -41,7 +64,7 @@ def render_page(title: str, body: str, user: User | None = None, sid: str | None
            f'<title>{e(title)} · skylease</title><link rel="stylesheet" href="/static/dashboard.css">'
            f'<script src="/static/dashboard.js" defer></script></head><body>'
            f'<header><a class="brand" href="/">skylease</a>{nav}</header>'
-           f'<main id="main"><h1>{e(title)}</h1>{body}</main></body></html>')
+           f'<main id="main">{banner()}<h1>{e(title)}</h1>{body}</main></body></html>')
     return HTMLResponse(doc, status_code=status, headers=HEADERS)
 
 

@@ -3,7 +3,8 @@ the JSON API, behind a login session (:mod:`.sessions`).
 
     GET  /               -> /leases
     GET  /login          the login form (a token)
-    POST /login          a valid token: a session cookie and 303 to /leases; else the form again, 401
+    POST /login          a valid token: a session cookie and 303 to /leases; else the form again, 401;
+                         403 from another site (its Origin or Sec-Fetch-Site header says so)
     POST /logout         ends the session
     GET  /leases         the caller's leases (an administrator's: all) and the queue, with cancel buttons,
                          a page of each at a time (``limit``; cursors ``after`` and ``queue_after``)
@@ -20,7 +21,11 @@ request goes to the page only when it asks for HTML (``Accept: text/html``, as a
 navigation does) and carries no ``Authorization`` header, so API clients are unaffected. The
 session cookie authorises only these pages, never the JSON API (which wants a bearer token): a
 cross-site request cannot use it. It is HttpOnly, SameSite=Strict, Path=/, Secure over HTTPS;
-every form carries the session's CSRF token.
+every form carries the session's CSRF token. The login form cannot carry one (there is no session
+yet): a login is refused when the browser says it comes from another site (``Origin`` not this
+server's, or ``Sec-Fetch-Site`` other than same-origin or none), so a cross-site form cannot log a
+browser into someone else's account; a client that sends neither header (curl) is not a browser
+posting another site's form, and logs in as before.
 No route here is in the OpenAPI document.
 """
 
@@ -29,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -41,6 +46,7 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from skylease.model.errors import UserError
+from skylease.runtime.health import Unavailable
 from skylease.runtime.leases.api import LeaseManager, LeaseNotFound, LeaseView
 from skylease.service.auth import User, user_for_token
 from skylease.service.bodies import BadBody, lease_request_from_form
@@ -54,7 +60,7 @@ from skylease.service.web.sessions import (
     user_for_session,
 )
 
-__all__ = ["COOKIE", "add_pages"]
+__all__ = ["COOKIE", "add_pages", "cross_site"]
 
 #: The session cookie's name.
 COOKIE = "skylease_session"
@@ -91,6 +97,31 @@ def _login_form(message: str | None = None) -> str:
             'autofocus>'
             '<p class="hint">The token printed by <code>skylease serve user add NAME</code>.</p>'
             '<button type="submit">Log in</button></form>')
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url.strip().lower())
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:  # (a port out of range: no origin of ours)
+        port = -1
+    return parts.scheme, parts.hostname or "", port
+
+
+def cross_site(request: Request) -> str | None:
+    """Why a browser's request comes from another site, or None: same origin, or a client that
+    sends neither header. A browser's ``Sec-Fetch-Site`` is its word (same-origin or none: typed
+    or bookmarked); a browser without it (older ones) is judged by its ``Origin``, where ``null``
+    (a sandboxed frame, a page without referrers) may come from anywhere."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        ok = site.strip().lower() in ("same-origin", "none")
+        return None if ok else f"this form came from another site (Sec-Fetch-Site: {site})"
+    origin = request.headers.get("origin")
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    if origin is not None and (origin.strip() == "null" or _origin(origin) != _origin(own)):
+        return f"this form came from another site (Origin: {origin})"
+    return None
 
 
 #: The request form's fields: (name, label, input type, hint); the advanced ones are folded.
@@ -201,7 +232,10 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
                     return render_page("Forbidden", '<p class="error">The form has expired or did not '
                                        'come from this site (CSRF token missing or wrong). '
                                        '<a href="/leases">Back</a></p>', user, sid, 403)
-            return await run_in_threadpool(handler, request, user, sid)
+            try:
+                return await run_in_threadpool(handler, request, user, sid)
+            except Unavailable as exc:  # (it stopped after the health guard looked: the banner says why)
+                return render_page("Service unavailable", f'<p class="error">{e(exc)}</p>', user, sid, 503)
         return endpoint
 
     from skylease.service.web.gantt import add_gantt
@@ -216,6 +250,8 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
 
     @router.post("/login")
     async def login(request: Request) -> Response:
+        if (why := cross_site(request)) is not None:  # (a login CSRF: see the module)
+            return render_page("Log in", _login_form(f"Not logged in: {why}."), status=403)
         token = (await form(request)).get("token", "").strip()
         user = await run_in_threadpool(user_for_token, engine, token)
         if user is None:

@@ -12,7 +12,8 @@ document.addEventListener("submit", (event) => {
 // at most once per THROTTLE_MS (changes meanwhile make one more fetch after it); a change between
 // the render and the stream's start is caught by the "hello" event's version. A bag's or a run's
 // page stops listening once the server says it no longer runs (X-Live-Running: 0); an error of the
-// fetch (the session ended) closes the stream. An opened <details> with an id stays open.
+// fetch (the session ended) closes the stream; a 503 (a part of the server stopped) reloads the page,
+// which then says why. An opened <details> with an id stays open.
 // window.skyleaseLive counts events and swaps (for tests).
 (() => {
   const THROTTLE_MS = 500;
@@ -26,6 +27,7 @@ document.addEventListener("submit", (event) => {
     busy = true;
     try {
       const r = await fetch(live.dataset.live, { credentials: "same-origin", redirect: "error" });
+      if (r.status === 503) { source.close(); location.reload(); return; }
       if (!r.ok) throw new Error(String(r.status));
       // (a disclosure the reader opened stays open across the swap)
       const open = Array.from(live.querySelectorAll("details[open][id]"), (d) => d.id);

@@ -130,6 +130,7 @@
   async function loadTables() {
     // (the same page of each table: the address keeps its limit and cursors)
     const r = await fetch(location.pathname + location.search, { credentials: "same-origin", headers: { Accept: "text/html" } });
+    if (r.status === 503) { location.reload(); return; }  // the service is degraded: its page says why
     if (!r.ok) return;
     const doc = new DOMParser().parseFromString(await r.text(), "text/html");
     for (const sel of ["#lease-tables", "p.now"]) {
