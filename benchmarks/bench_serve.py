@@ -11,7 +11,8 @@ One request sequence, three layers, in one run:
   ``--seconds``: 40 % best-effort requests (1 or 2 nodes, 1 h to 1 day: they queue), 20 % advance
   reservations (1 node, 30 min to 2 h, starting 1 to 30 days from now: each preempts a running
   lease, planned to be suspended for it, or is refused when it does not fit), 30 % ``GET
-  /leases/{id}`` of one of the client's own leases, 10 % ``GET /leases`` (the client's leases).
+  /leases/{id}`` of one of the client's own leases, 10 % ``GET /leases`` (the first page of the
+  client's leases: the server's default page, since issue 33).
 * **manager**: a fresh database of the same kind, the same leases put in, then the same requests,
   in the order the server answered them, through :class:`LocalLeaseManager` in this process (the
   journal, the local enactment, the views; no HTTP), one at a time.
@@ -51,6 +52,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from skylease.service.paging import DEFAULT_LIMIT
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("be", "ar", "show", "list")
@@ -368,7 +371,7 @@ def run_manager(args: argparse.Namespace, dbs: Databases, work: Path, preload: l
                     ids = own[d.client]
                     m.lease(user, ids[int(d.pick * len(ids))])
                 else:
-                    m.leases(user)
+                    m.leases(user, None, DEFAULT_LIMIT + 1)  # (the server's first page)
             except LeaseRefused:
                 status = 409
             t1 = time.perf_counter()
@@ -430,7 +433,7 @@ def run_scheduler(args: argparse.Namespace, site: Any, preload: list[dict[str, A
             ids = own[d.client]
             sched.lease(ids[int(d.pick * len(ids))])
         else:
-            [sched.lease(i) for i in own[d.client]]
+            [sched.lease(i) for i in own[d.client][:DEFAULT_LIMIT + 1]]
         t1 = time.perf_counter()
         done.append(Done(d.client, d.kind, d.body, d.pick, t1 - t0, status, t1))
     return Layer("scheduler alone", 1, done, time.perf_counter() - t_start)
