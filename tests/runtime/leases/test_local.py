@@ -246,6 +246,19 @@ def test_shutdown_of_a_stopped_payload_continues_it_so_that_sigterm_ends_it(make
     assert ended.exit_code == 128 + signal.SIGTERM and time.monotonic() - t0 < 4.0
 
 
+def test_a_shutdown_while_the_sandbox_is_set_up_ends_it_at_once_not_at_the_grace(make):
+    """Right after a spawn the sandbox may hold no payload process yet: the shutdown's SIGTERM
+    goes to the sandbox itself then (a payload started after it would never be told to end)."""
+    ln = make()
+    for lease in range(1, 6):
+        p = ln.spawn(lease, 0, 0, command="sleep 60")
+        t0 = time.monotonic()
+        assert ln.shutdown(p, grace_s=5.0)
+        (ended,) = collect(ln, 1, timeout=8)
+        assert ended is p and ended.exit_code != -signal.SIGKILL, ended
+        assert time.monotonic() - t0 < 3.0
+
+
 def test_an_early_exit_is_reported_with_its_code_its_group_killed_and_no_zombie_left(make):
     noticed = threading.Event()
     ln = make(on_exit=noticed.set)

@@ -444,15 +444,17 @@ class LocalNodes:
     def shutdown(self, p: Payload, grace_s: float = 5.0) -> bool:
         """SIGCONT to the group and SIGTERM to the payload's processes now, SIGKILL to the group
         after ``grace_s`` seconds if the leader still runs then (without waiting: the watcher thread
-        does it). The exit is reported by :meth:`exited`. False if it has ended already."""
+        does it). A sandbox still being set up (no payload process yet) gets SIGTERM itself: there
+        is no work to end cleanly, and a payload started after the signal would miss it. The exit
+        is reported by :meth:`exited`. False if it has ended already."""
         if not self._signal(p, (signal.SIGCONT,), "running"):
             return False
         with self._lock:
             if self._ours(p):
-                for pid in _group(p.pid):
-                    if pid != p.pid and not _namespace_init(pid):
-                        with contextlib.suppress(ProcessLookupError, PermissionError):
-                            os.kill(pid, signal.SIGTERM)
+                inside = [pid for pid in _group(p.pid) if pid != p.pid and not _namespace_init(pid)]
+                for pid in inside or [p.pid]:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGTERM)
             self._seq += 1
             deadline = time.monotonic() + max(0.0, grace_s)
             heapq.heappush(self._kills, (deadline, self._seq, p.pid, p.start_ticks))
