@@ -45,19 +45,20 @@ import heapq
 import logging
 import os
 import re
-import secrets
 import selectors
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from skylease.runtime.health import Vital
+from skylease.runtime.leases.copies import ImageCopy
+from skylease.runtime.leases.procfs import environ_of, group_members, namespace_init, pids, pinned, proc_stat
 from skylease.runtime.leases.sandbox import IMAGES_DIR, LEASE_DIR, PAYLOAD_PATH, Sandbox
 from skylease.runtime.leases.site import Site
 
@@ -153,156 +154,11 @@ class _Proc:
     popen: subprocess.Popen | None  # None: adopted
 
 
-class _Stat(NamedTuple):
-    state: str  # R, S, D, T (stopped), t, Z (zombie), ...
-    pgrp: int
-    start_ticks: int
-
-
-def _stat(pid: int) -> _Stat | None:
-    """Fields 3, 5 and 22 of /proc/PID/stat, or None if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    rest = data[data.rindex(b")") + 2:].split()  # the command name may hold spaces and parens
-    return _Stat(rest[0].decode(), int(rest[2]), int(rest[19]))
-
-
-def _pids() -> Iterator[int]:
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            yield int(name)
-
-
-def _group(pgid: int) -> list[int]:
-    """The live processes of process group ``pgid``."""
-    return [pid for pid in _pids() if (st := _stat(pid)) is not None and st.pgrp == pgid and st.state != "Z"]
-
-
 def _state(states: Sequence[str]) -> PayloadState:
     """A group is stopped when any of its processes is: the rest may be waiting for it (a shell
     stopped between its vfork and the child's exec waits in state D until the child continues)."""
     return "stopped" if any(s in "Tt" for s in states) else "running"
 
-
-def _namespace_init(pid: int) -> bool:
-    """Whether ``pid`` is the first process of a PID namespace below ours (the sandbox's init: a
-    signal it has no handler for is dropped, and its end ends every process of its namespace)."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"NSpid:"):
-                    return line.split()[-1] == b"1" and len(line.split()) > 2
-    except OSError:
-        pass
-    return False
-
-
-def _environ(pid: int) -> dict[str, str] | None:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            raw = fh.read()
-    except OSError:  # gone, or another user's
-        return None
-    pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)
-    return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
-
-
-@contextlib.contextmanager
-def _pinned(cpus: Sequence[int]) -> Iterator[None]:
-    """This thread runs on ``cpus`` meanwhile (Linux: affinity is per thread, and a forked child
-    inherits its parent thread's)."""
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, cpus)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
-
-
-class ImageCopy:
-    """An image transfer under way (:meth:`LocalNodes.copy_image`). Each copy is mode 0600, or 0640
-    with group ``group`` (the payload user's, so that a confined payload can read it, not change it)."""
-
-    def __init__(self, image: str, source: Path | None, size_bytes: int, dests: list[Path],
-                 seconds: float, group: int | None = None) -> None:
-        self.image = image
-        self.group = group
-        self.source = source  # None: a stand-in of zeros
-        self.size_bytes = size_bytes
-        self.paths = dests
-        self.seconds = seconds
-        self.error: str | None = None  # why it did not complete
-        self._t0 = time.monotonic()
-        self._done = False
-        self._cancel = threading.Event()
-        self._ended = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"skylease-copy-{image}", daemon=True)
-        self._thread.start()
-
-    @property
-    def done(self) -> bool:
-        """The image is in place, whole, on every destination node."""
-        return self._done
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Whether the copy has ended (completed, failed or cancelled) within ``timeout`` seconds."""
-        return self._ended.wait(timeout)
-
-    def cancel(self) -> None:
-        """Stop it; no destination gets the image unless it was being renamed into place already."""
-        self._cancel.set()
-        self._ended.wait()
-
-    def _pace(self, written: int) -> None:
-        """Wait until ``written`` bytes are due (the copy never runs ahead of its window)."""
-        due = self._t0 + self.seconds * (written / self.size_bytes if self.size_bytes else 1.0)
-        if self._cancel.wait(max(0.0, due - time.monotonic())):
-            raise InterruptedError
-
-    def _run(self) -> None:
-        tmps = [p.with_name(f".{p.name}.{secrets.token_hex(4)}.part") for p in self.paths]
-        files = []
-        try:
-            for t in tmps:
-                t.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                mode = 0o600 if self.group is None else 0o640
-                fd = os.open(t, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-                files.append(os.fdopen(fd, "wb"))
-                if self.group is not None:
-                    os.fchown(fd, -1, self.group)
-                os.fchmod(fd, mode)  # (whatever the umask)
-            if self.source is not None:
-                chunk = min(4 * _MB, max(64 * 1024, self.size_bytes // 64))
-                written = 0
-                with open(self.source, "rb") as src:
-                    while data := src.read(chunk):
-                        self._pace(written)
-                        for f in files:
-                            f.write(data)
-                        written += len(data)
-            else:  # a stand-in: sparse, no disk blocks spent on zeros
-                for f in files:
-                    f.truncate(self.size_bytes)
-            self._pace(self.size_bytes)
-            for f in files:
-                f.close()
-            for t, p in zip(tmps, self.paths, strict=True):
-                os.replace(t, p)
-            self._done = True
-        except InterruptedError:
-            self.error = "cancelled"
-        except OSError as exc:
-            self.error = f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc)
-        finally:
-            for f in files:
-                f.close()
-            for t in tmps:
-                with contextlib.suppress(FileNotFoundError):
-                    t.unlink()
-            self._ended.set()
 
 
 class LocalNodes:
@@ -395,13 +251,13 @@ class LocalNodes:
                                        str(PAYLOAD_LOG_BYTES)], stdin=r, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL, start_new_session=True, env={}, cwd="/")
             self._watch_fd(os.pidfd_open(keeper.pid), keeper)
-            with _pinned(self.site.cpus(node)):
+            with pinned(self.site.cpus(node)):
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=w, stderr=w,
                                         start_new_session=True, env=outer, cwd="/")
         finally:
             os.close(r)
             os.close(w)
-        st = _stat(proc.pid)
+        st = proc_stat(proc.pid)
         assert st is not None  # our unreaped child: at worst a zombie
         p = Payload(lease, vnode, node, proc.pid, st.start_ticks, log=logfile)
         tracked = _Proc(p, os.pidfd_open(proc.pid), proc)
@@ -430,7 +286,7 @@ class LocalNodes:
             p.node = self._live[p.pid].payload.node = node
             for _ in range(3):
                 changed = False
-                for pid in _group(p.pid):
+                for pid in group_members(p.pid):
                     with contextlib.suppress(OSError):
                         for tid in (int(t) for t in os.listdir(f"/proc/{pid}/task")):
                             with contextlib.suppress(OSError):  # the thread ended meanwhile
@@ -451,7 +307,7 @@ class LocalNodes:
             return False
         with self._lock:
             if self._ours(p):
-                inside = [pid for pid in _group(p.pid) if pid != p.pid and not _namespace_init(pid)]
+                inside = [pid for pid in group_members(p.pid) if pid != p.pid and not namespace_init(pid)]
                 for pid in inside or [p.pid]:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGTERM)
@@ -491,13 +347,13 @@ class LocalNodes:
         after a migration the first node whose CPUs match the process's affinity (-1: the site
         has no node of that name now). Nothing is adopted: see :meth:`adopt`."""
         uid, stats = os.getuid(), {}
-        for pid in _pids():
+        for pid in pids():
             try:
                 if os.stat(f"/proc/{pid}").st_uid != uid:
                     continue
             except OSError:
                 continue
-            if (st := _stat(pid)) is not None and st.state != "Z":
+            if (st := proc_stat(pid)) is not None and st.state != "Z":
                 stats[pid] = st
         groups: dict[int, list[str]] = {}
         for st in stats.values():
@@ -506,7 +362,7 @@ class LocalNodes:
         for pid, st in stats.items():
             if st.pgrp != pid:
                 continue
-            env = _environ(pid)
+            env = environ_of(pid)
             if env is None or env.get(ENV_SERVE_ID) != self.serve_id:
                 continue
             try:
@@ -525,18 +381,18 @@ class LocalNodes:
         with self._lock:
             if p.pid in self._live:
                 return self._live[p.pid].payload.start_ticks == p.start_ticks
-        st = _stat(p.pid)
+        st = proc_stat(p.pid)
         if st is None or st.state == "Z" or st.start_ticks != p.start_ticks:
             return False
         try:
             pidfd = os.pidfd_open(p.pid)
         except OSError:
             return False
-        st = _stat(p.pid)  # the pidfd holds whatever process had the pid then: still ours?
+        st = proc_stat(p.pid)  # the pidfd holds whatever process had the pid then: still ours?
         if st is None or st.state == "Z" or st.start_ticks != p.start_ticks:
             os.close(pidfd)
             return False
-        states = [s.state for pid in _group(p.pid) if (s := _stat(pid)) is not None]
+        states = [s.state for pid in group_members(p.pid) if (s := proc_stat(pid)) is not None]
         p.state, p.exit_code, p.ended_at = _state(states), None, None
         tracked = _Proc(p, pidfd, None)
         with self._lock:
@@ -659,7 +515,7 @@ class LocalNodes:
             return False
         if t.popen is not None:
             return True  # our unreaped child holds the pid (and the group id)
-        st = _stat(p.pid)
+        st = proc_stat(p.pid)
         return st is None or st.start_ticks == p.start_ticks  # gone: only its group holds the number
 
     def _signal(self, p: Payload, sigs: Sequence[int], state: PayloadState) -> bool:

@@ -1,0 +1,102 @@
+"""Image transfers of the local enactment: a cached image is whole or absent.
+
+:class:`ImageCopy` copies an image file (or writes a sparse stand-in of its size) into one or more
+node caches at the pace that fills the window the schedule reserved (never faster), under
+temporary names renamed when the window is over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+
+__all__ = ["ImageCopy"]
+
+_MB = 2**20
+
+
+class ImageCopy:
+    """An image transfer under way (:meth:`LocalNodes.copy_image`). Each copy is mode 0600, or 0640
+    with group ``group`` (the payload user's, so that a confined payload can read it, not change it)."""
+
+    def __init__(self, image: str, source: Path | None, size_bytes: int, dests: list[Path],
+                 seconds: float, group: int | None = None) -> None:
+        self.image = image
+        self.group = group
+        self.source = source  # None: a stand-in of zeros
+        self.size_bytes = size_bytes
+        self.paths = dests
+        self.seconds = seconds
+        self.error: str | None = None  # why it did not complete
+        self._t0 = time.monotonic()
+        self._done = False
+        self._cancel = threading.Event()
+        self._ended = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"skylease-copy-{image}", daemon=True)
+        self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        """The image is in place, whole, on every destination node."""
+        return self._done
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether the copy has ended (completed, failed or cancelled) within ``timeout`` seconds."""
+        return self._ended.wait(timeout)
+
+    def cancel(self) -> None:
+        """Stop it; no destination gets the image unless it was being renamed into place already."""
+        self._cancel.set()
+        self._ended.wait()
+
+    def _pace(self, written: int) -> None:
+        """Wait until ``written`` bytes are due (the copy never runs ahead of its window)."""
+        due = self._t0 + self.seconds * (written / self.size_bytes if self.size_bytes else 1.0)
+        if self._cancel.wait(max(0.0, due - time.monotonic())):
+            raise InterruptedError
+
+    def _run(self) -> None:
+        tmps = [p.with_name(f".{p.name}.{secrets.token_hex(4)}.part") for p in self.paths]
+        files = []
+        try:
+            for t in tmps:
+                t.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                mode = 0o600 if self.group is None else 0o640
+                fd = os.open(t, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+                files.append(os.fdopen(fd, "wb"))
+                if self.group is not None:
+                    os.fchown(fd, -1, self.group)
+                os.fchmod(fd, mode)  # (whatever the umask)
+            if self.source is not None:
+                chunk = min(4 * _MB, max(64 * 1024, self.size_bytes // 64))
+                written = 0
+                with open(self.source, "rb") as src:
+                    while data := src.read(chunk):
+                        self._pace(written)
+                        for f in files:
+                            f.write(data)
+                        written += len(data)
+            else:  # a stand-in: sparse, no disk blocks spent on zeros
+                for f in files:
+                    f.truncate(self.size_bytes)
+            self._pace(self.size_bytes)
+            for f in files:
+                f.close()
+            for t, p in zip(tmps, self.paths, strict=True):
+                os.replace(t, p)
+            self._done = True
+        except InterruptedError:
+            self.error = "cancelled"
+        except OSError as exc:
+            self.error = f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc)
+        finally:
+            for f in files:
+                f.close()
+            for t in tmps:
+                with contextlib.suppress(FileNotFoundError):
+                    t.unlink()
+            self._ended.set()
