@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from skylease.experiments import haizea_report, spequlos_report
+from skylease.experiments import haizea_report, spequlos_figures
 from skylease.experiments.haizea import DELTAS
 from skylease.experiments.haizea_report import CONFIGS
+from skylease.experiments.spequlos import TRACES
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ def drawn(monkeypatch):
         figs.append(fig)
         return Path(path).name
 
-    monkeypatch.setattr(spequlos_report, "save_figure", keep)
+    monkeypatch.setattr(spequlos_figures, "save_figure", keep)
     monkeypatch.setattr(haizea_report, "save_figure", keep)
     return figs
 
@@ -36,8 +37,8 @@ def _overlap(a, b) -> bool:
 def _fig8_frame(traces) -> pd.DataFrame:
     rng = np.random.default_rng(3)
     rows = []
-    for mw in spequlos_report.MIDDLEWARES:
-        for bot in spequlos_report.BOT_CATEGORIES:
+    for mw in spequlos_figures.MIDDLEWARES:
+        for bot in spequlos_figures.BOT_CATEGORIES:
             for t in traces:
                 without = rng.uniform(1e3, 7e4)
                 rows.append(dict(middleware=mw, bot=bot, trace=t, without_s=without,
@@ -47,10 +48,10 @@ def _fig8_frame(traces) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize("traces", [("nd", "spot10"), spequlos_report.TRACES])
+@pytest.mark.parametrize("traces", [("nd", "spot10"), TRACES])
 def test_fig8_bars_start_at_zero_on_a_linear_axis_and_the_legend_is_off_the_data(drawn, tmp_path, traces):
     f8 = _fig8_frame(traces)
-    spequlos_report._fig8(f8, tmp_path)
+    spequlos_figures.plot_fig8(f8, tmp_path)
     (fig,) = drawn
     panels = fig.axes
     assert len(panels) == 6

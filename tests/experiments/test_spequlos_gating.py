@@ -5,16 +5,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from skylease.experiments.spequlos_report import (
-    baseline_checks,
-    batch_accel_section,
-    batch_accel_strategies,
-    gate,
-    prediction_checks,
-    slowdown_stats,
-    strategy_checks,
-    strategy_table,
-)
+from skylease.experiments.spequlos_batch_accel import batch_accel_section, batch_accel_strategies
+from skylease.experiments.spequlos_checks import baseline_checks, gate, prediction_checks, strategy_checks
+from skylease.experiments.spequlos_tables import slowdown_stats, strategy_table
 
 
 def _base(slowdowns: dict[tuple[str, str], list[float]]) -> pd.DataFrame:

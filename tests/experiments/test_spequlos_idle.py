@@ -6,7 +6,9 @@ import pytest
 
 from skylease.control.qos.strategy import parse_strategy
 from skylease.experiments.spequlos import run_once, stop_idle_cw
-from skylease.experiments.spequlos_report import campaign_cell, idle_claims, idle_variant, with_tre
+from skylease.experiments.spequlos_checks import idle_claims
+from skylease.experiments.spequlos_report import campaign_cell
+from skylease.experiments.spequlos_tables import idle_variant, with_tre
 from skylease.model.errors import UserError
 
 ENV = ("boinc", "nd", "BIG")
