@@ -60,7 +60,19 @@ def test_quick_reproduction_writes_the_report_beside_the_paper(shared_data, tmp_
     meta = json.loads((tmp_path / "metadata.json").read_text())
     assert meta["readings"]["random_arrivals"] == "quantile" and meta["readings"]["cloud_buffer"] == 3
     assert meta["variant_readings"] == ["epsilon (60 s cap)", "iid"]
-    assert set(meta["gating"]) == {"fig2", "fig6c", "table7", "fig8"}
+    assert set(meta["gating"]) == {"fig2", "fig6c", "table7", "fig7", "fig8"}
+    assert meta["decisions_doc"].startswith("docs/decisions/spequlos-gating.md")
+    # D6 and D7 (docs/decisions/spequlos-gating.md): the gates, the readings and the cannot-act list
+    assert "**Credits per deployment (decision D6).**" in text and "(l.198's reading runs in the full" in text
+    assert "**Where cloud workers cannot act (decision D7).**" in text
+    cannot = pd.read_csv(tmp_path / "fig8_cannot_act.csv")
+    assert {"between_turns", "before_boot", "last_arrival", "acted", "cause"} <= set(cannot.columns)
+    causes = cannot[["between_turns", "before_boot", "last_arrival", "acted"]].sum(axis=1)
+    assert cannot["runs"].eq(causes).all()
+    # a run's first cloud worker is up after it was ordered, and a boot later at most
+    up = runs[runs["cws"] > 0]
+    up = up[up["cw_up_s"].notna()]
+    assert len(up) and ((up["cw_up_s"] - up["cw_started_s"]).between(75, 300)).all()
     assert len(meta["decisions"]) >= 8 and "verdict" in meta
     claims = pd.read_csv(tmp_path / "claims.csv")
     assert set(claims["gated"]) == {True, False}

@@ -247,6 +247,7 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
         "credits_ordered": ps["credits_ordered"], "credits_used": ps["credits_spent"],
         "credits_share": ps["credits_spent"] / order if order > 0 else 0.0,
         "cloud_work_share": res.cw_tasks / n, "cws": ps["cws"], "cw_started_s": ps["cw_started_at"],
+        "cw_up_s": res.cw_first_up_s,
         "predicted_s": ps["t_pred"], "predict_p": ps["predict_p"],
         "events": res.events, "wall_s": res.wall_s,
         "extra_results": res.extra_results, "accel_at_s": res.accel_at_s,

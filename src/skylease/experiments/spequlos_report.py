@@ -42,6 +42,9 @@ from skylease.experiments.spequlos_checks import (
     PREDICTION_GATE,
     arrival_claims,
     baseline_checks,
+    cannot_act_claims,
+    credits_by_how,
+    credits_order_claims,
     gate,
     idle_claims,
     performance_checks,
@@ -54,6 +57,7 @@ from skylease.experiments.spequlos_tables import (
     PREDICTION_TRACES,
     Derived,
     arrivals_variant,
+    cannot_act,
     fig8_table,
     idle_variant,
     one_wave_table,
@@ -265,11 +269,15 @@ def report_from_runs(
     idle_t = idle_variant(q, with_tre(pd.concat([base, idle_runs], ignore_index=True)) if len(idle_runs)
                           else idle_runs)
     t23 = trace_tables(chosen, None if data_dir is None else str(data_dir))
+    last = dict(zip(arr["run_seed"], arr["last_arrival_s"], strict=True)) if len(arr) else None
+    ca = cannot_act(q, f8, last)
     claims = (
         trace_checks(t23)
         + baseline_checks(sd, t1, base)
         + strategy_checks(st, q)
+        + credits_order_claims(credits_by_how(q, idle_t))
         + performance_checks(f8, stab)
+        + cannot_act_claims(ca, len(f8))
         + prediction_checks(t7, pr)
         + arrival_claims(eps)
         + idle_claims(idle_t)
@@ -280,7 +288,7 @@ def report_from_runs(
         pd.concat([runs[runs["strategy"].isin(["none", "9C-C-R"])], ba_runs], ignore_index=True), out)
     buffers = sorted({int(b) for b in runs["cloud_buffer"]})
     meta = {
-        "spec": "003_spequlos.md (§6-§7 as amended by §8 D1-D5)",
+        "decisions_doc": "docs/decisions/spequlos-gating.md (D1-D7)",
         "readings": readings(reading, eps0 if reading == "epsilon" and math.isfinite(eps0) else None,
                              buffers[0] if len(buffers) == 1 else DEFAULT_CLOUD_BUFFER),
         "cloud_buffers": buffers,
@@ -294,7 +302,11 @@ def report_from_runs(
                      "on one-wave bags reported (D3)",
             "table7": f"success >= {PREDICTION_GATE:g} % pooled on {', '.join(PREDICTION_TRACES)} (D5); the "
                       "g5k stand-ins reported as data not available, with their measured success (D5)",
-            "fig8": "BOINC/seti/RANDOM with 9C-C-R within ±15 % of 3195 s; its baseline reported",
+            "fig7": "R spends more than D under every reading of idle CWs that ran (D6); F's place beside "
+                    "the paper's D < F < R reported under each",
+            "fig8": "9C-C-R never raises an environment's mean completion by more than 0.1 % (D7), the "
+                    "environments where CWs cannot act listed with their causes (D7); BOINC/seti/RANDOM with "
+                    "9C-C-R within ±15 % of 3195 s, its baseline reported",
         },
         "verdict": verdict,
         "batch_accel": list(dict.fromkeys(ba_table["strategy"])) if len(ba_table) else [],
@@ -311,6 +323,7 @@ def report_from_runs(
         ("fig6_fig7_strategies", st),
         ("fig6_one_wave", one_wave_table(q)),
         ("fig8_completion", f8),
+        ("fig8_cannot_act", ca),
         ("fig9_stability", stab),
         ("table7_prediction", t7),
         ("table7_prediction_loo", t7_loo),
@@ -327,7 +340,7 @@ def report_from_runs(
     }
     seconds = time.perf_counter() - t0
     data = Derived(base=base, t1=t1, sd=sd, arr=arr, st=st, q=q, f8=f8, stab=stab, t7=t7, t7_loo=t7_loo,
-                   pr=pr, eps=eps, ba=ba_table, meta=meta, idle=idle_t, t23=t23)
+                   pr=pr, eps=eps, ba=ba_table, meta=meta, idle=idle_t, t23=t23, ca=ca)
     text = report_text(n, quick, chosen, len(runs), campaign_s, seconds, data, claims_df, figs, ba_text)
     write_report(out / "report.md", text)
     return {

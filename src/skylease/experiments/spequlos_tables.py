@@ -17,6 +17,7 @@ import pandas as pd
 from skylease.control.qos.prediction import TOLERANCE, fit_alpha, loo_success_rate, succeeded
 from skylease.control.qos.strategy import STRATEGIES
 from skylease.experiments.spequlos import MIDDLEWARES, TRACE_SEED, TRACES, tail_removal
+from skylease.sim.dg.env import DGParams
 from skylease.sim.dg.workload import BOT_CATEGORIES, make_bot
 
 KIND = {
@@ -388,3 +389,69 @@ class Derived:
     meta: dict[str, Any]
     idle: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     t23: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    ca: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+
+
+#: §8 D7's causes of a 9C-C-R run whose cloud workers cannot act, in the order a run is checked
+#: against them; a run under none of them is counted as ``acted``.
+CANNOT_ACT = {
+    "between_turns": "the bag ends between two turns (no CW started)",
+    "before_boot": "the bag ends before a CW finishes booting",
+    "last_arrival": "its completion is bound by its last arrival",
+}
+#: A RANDOM task's mean size (nops; :func:`~skylease.sim.dg.workload.make_bot`).
+RANDOM_TASK_NOPS = 60_000.0
+
+
+def arrival_reach_s(params: DGParams | None = None) -> float:
+    """How long after a RANDOM task arrives a cloud worker started then could complete it: the mean
+    boot plus the task on the worker (150 + 20 s)."""
+    p = params or DGParams()
+    return p.boot_mean + RANDOM_TASK_NOPS / p.cw_power
+
+
+def cannot_act(q: pd.DataFrame, f8: pd.DataFrame, last_arrival: dict[int, float] | None = None,
+               noise: float = 0.001, params: DGParams | None = None) -> pd.DataFrame:
+    """§8 D7: the environments where 9C-C-R does not lower the mean completion time by ``noise`` (0.1 %)
+    or more, with how many of their 9C-C-R runs fall under each cause of :data:`CANNOT_ACT`.
+
+    A run is checked in this order:
+
+    1. *between two turns*: no cloud worker started;
+    2. *before a CW finishes booting*: workers started, but the bag ended before the first of them was
+       up (``cw_up_s``; a ``runs.csv`` without it counts the mean boot after the start);
+    3. *bound by its last arrival* (RANDOM, ``last_arrival`` by seed): the bag ended less than a CW's
+       mean boot plus one task on it (150 + 20 s) after its last task arrived, so a worker started
+       then could not have ended it sooner.
+
+    ``q``: the QoS runs (:func:`with_tre`); ``f8``: :func:`fig8_table`.
+    """
+    cols = ["middleware", "trace", "bot", "without_s", "with_s", "change_pct", "runs", *CANNOT_ACT,
+            "acted", "cause"]
+    if f8.empty:
+        return pd.DataFrame(columns=cols)
+    p = params or DGParams()
+    reach = arrival_reach_s(p)
+    ratio = f8["with_s"] / f8["without_s"]
+    flat = f8[~(ratio < 1 - noise)]
+    r = q[q["strategy"] == "9C-C-R"]
+    up = r["cw_up_s"] if "cw_up_s" in r.columns else r["cw_started_s"] + p.boot_mean
+    arrived = r["run_seed"].map(last_arrival or {}).where(r["bot"] == "RANDOM")
+    between = r["cws"] <= 0
+    boot = ~between & ~(up < r["completion_s"])
+    last = ~between & ~boot & (r["completion_s"] - arrived < reach)
+    runs = r.assign(between_turns=between, before_boot=boot, last_arrival=last,
+                    acted=~between & ~boot & ~last)
+    rows = []
+    for e in flat.to_dict("records"):
+        g = runs[(runs["middleware"] == e["middleware"]) & (runs["trace"] == e["trace"])
+                 & (runs["bot"] == e["bot"])]
+        counts = {k: int(g[k].sum()) for k in (*CANNOT_ACT, "acted")}
+        causes = [f"{CANNOT_ACT[k]} ({counts[k]} of {len(g)} runs)" for k in CANNOT_ACT if counts[k]]
+        if counts["acted"]:
+            causes.append(f"CWs acted in {counts['acted']} of {len(g)} runs")
+        rows.append({"middleware": e["middleware"], "trace": e["trace"], "bot": e["bot"],
+                     "without_s": e["without_s"], "with_s": e["with_s"],
+                     "change_pct": (e["with_s"] / e["without_s"] - 1) * 100, "runs": len(g), **counts,
+                     "cause": "; ".join(causes)})
+    return pd.DataFrame(rows, columns=cols)

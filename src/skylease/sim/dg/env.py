@@ -164,6 +164,7 @@ class DGResult:
     wall_s: float
     extra_results: int = 0  # BOINC batch acceleration: results created beyond target_nresult
     accel_at_s: float | None = None  # when the batch was first accelerated (None: never)
+    cw_first_up_s: float = math.nan  # when the first cloud worker finished booting (NaN: none did)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -182,6 +183,7 @@ class DGResult:
             "wall_s": self.wall_s,
             "extra_results": self.extra_results,
             "accel_at_s": self.accel_at_s,
+            "cw_first_up_s": self.cw_first_up_s,
         }
 
 
@@ -601,6 +603,7 @@ class DesktopGridEnv:
             spent=float(usage.sum()) * self.p.cw_credits_per_hour / 3600.0,
             lost=self._lost,
             wall_s=wall,
+            cw_first_up_s=min((h.up_at for h in self._cws if h.up_at is not None), default=math.nan),
             **self._extra_result(),
         )
 
