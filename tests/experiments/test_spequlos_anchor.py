@@ -1,4 +1,4 @@
-"""Spec 003 §8 D1: default RANDOM arrivals reproduce the paper's BOINC/seti/RANDOM anchor under 9C-C-R."""
+"""Spec 003 D1: default RANDOM arrivals reproduce the paper's BOINC/seti/RANDOM anchor under 9C-C-R."""
 
 import numpy as np
 

@@ -15,7 +15,7 @@ from skylease.experiments.spequlos_checks import (
 )
 from skylease.experiments.spequlos_tables import cannot_act
 
-D6 = "Fig. 7 (§8 D6): Reschedule spends the most of the gated deployments, Duplication less (D < R), " \
+D6 = "Fig. 7 (D6): Reschedule spends the most of the gated deployments, Duplication less (D < R), " \
      "under both readings of idle CWs"
 
 

@@ -1,4 +1,4 @@
-"""The reproduction's checks as spec 003 §8 gates them (D2, D3, D5), on small synthetic result tables."""
+"""The reproduction's checks as decisions D2, D3 and D5 gate them, on small synthetic result tables."""
 
 from pathlib import Path
 
@@ -37,12 +37,12 @@ def test_fig2_is_gated_on_small_and_big_and_random_only_reported():
     by = _by_claim(claims)
     gated = [c for c in claims if c["gated"]]
     assert {c["claim"] for c in gated} >= {
-        "Fig. 2 boinc, SMALL + BIG (§8 D2): median tail slowdown <= 1.33",
-        "Fig. 2 xwhep, SMALL + BIG (§8 D2): P(slowdown >= 2) at most the paper's"}
+        "Fig. 2 boinc, SMALL + BIG (D2): median tail slowdown <= 1.33",
+        "Fig. 2 xwhep, SMALL + BIG (D2): P(slowdown >= 2) at most the paper's"}
     assert all(c["holds"] for c in gated if "SMALL + BIG" in c["claim"])
     pooled = by["Fig. 2 xwhep, every BoT pooled: median / P(>= 2) / p95 (reported)"]
     assert not pooled["holds"] and not pooled["gated"]
-    assert not by["Fig. 2 boinc, RANDOM on its own row: median / P(>= 2) / p95 (reported, §8 D2)"]["gated"]
+    assert not by["Fig. 2 boinc, RANDOM on its own row: median / P(>= 2) / p95 (reported, D2)"]["gated"]
     assert not any(c["gated"] for c in claims if "95th percentile" in c["claim"])
     assert gate(claims)["passed"]
 
@@ -53,15 +53,15 @@ def test_fig2_gate_fails_when_small_and_big_have_a_long_tail():
                   ("xwhep", "BIG"): GOOD})
     v = gate(baseline_checks(slowdown_stats(base), pd.DataFrame(), base))
     assert not v["passed"]
-    assert v["failed"] == ["Fig. 2 boinc, SMALL + BIG (§8 D2): median tail slowdown <= 1.33",
-                           "Fig. 2 boinc, SMALL + BIG (§8 D2): P(slowdown >= 2) at most the paper's"]
+    assert v["failed"] == ["Fig. 2 boinc, SMALL + BIG (D2): median tail slowdown <= 1.33",
+                           "Fig. 2 boinc, SMALL + BIG (D2): P(slowdown >= 2) at most the paper's"]
 
 
 def test_d4_names_xwhep_seti_big_as_the_cause_of_the_p95():
     xw = [1.0] * 17
     base = _base({("xwhep", "SMALL"): [1.0] * 20, ("xwhep", "BIG"): [11.0, 11.0, 11.0, *xw]})
     base.loc[(base["bot"] == "BIG") & (base["tail_slowdown"] == 11.0), "trace"] = "seti"
-    d4 = [c for c in baseline_checks(slowdown_stats(base), pd.DataFrame(), base) if "§8 D4" in c["claim"]]
+    d4 = [c for c in baseline_checks(slowdown_stats(base), pd.DataFrame(), base) if "D4" in c["claim"]]
     assert len(d4) == 1 and not d4[0]["gated"] and d4[0]["holds"]
     assert "median 11.0 there" in d4[0]["ours"]
 
@@ -85,7 +85,7 @@ def test_prediction_gate_is_the_four_traces_and_g5k_is_data_not_available():
     low = {"seti": 0.9, "nd": 0.8, "spot10": 0.8, "spot100": 0.8}
     failing = prediction_checks(pd.DataFrame(), _pred(low))
     assert gate(failing)["failed"] == [
-        "Table 7 on seti, nd, spot10, spot100 (§8 D5): predictions within ±20 %, >= 85 %"]
+        "Table 7 on seti, nd, spot10, spot100 (D5): predictions within ±20 %, >= 85 %"]
 
 
 def _qos(tre: dict[tuple[str, str], list[float]]) -> pd.DataFrame:
@@ -106,7 +106,7 @@ def test_9a_x_d_best_is_evaluated_on_small_and_big():
               **{(s, "RANDOM"): [-1.0] * 30 for s in ("9A-G-D", "9A-C-D")},
               **{("9C-C-R", b): [0.7] * 10 for b in ("SMALL", "BIG")}, ("9C-C-R", "RANDOM"): [0.5] * 30})
     by = _by_claim(strategy_checks(strategy_table(q), q))
-    best = by["Fig. 6c, SMALL + BIG (§8 D3): 9A-G-D / 9A-C-D are the best (within 0.02 of the best mean TRE)"]
+    best = by["Fig. 6c, SMALL + BIG (D3): 9A-G-D / 9A-C-D are the best (within 0.02 of the best mean TRE)"]
     assert best["holds"] and best["gated"]
     assert by["Fig. 6c, SMALL + BIG: 9A-x-D: TRE > 50 % in 80 % of the runs (±0.15)"]["holds"]
     pooled = strategy_table(q).set_index("strategy")["tre_mean"]

@@ -51,7 +51,7 @@ def test_quick_reproduction_writes_the_report_beside_the_paper(shared_data, tmp_
     assert (paired["submit_s"] == paired["submit_s_spec"]).all()
     assert "### RANDOM under each reading of its arrivals" in text
     ev = pd.read_csv(tmp_path / "variant_random_arrivals.csv").set_index(["reading", "middleware"])
-    # RANDOM's prediction success is reported under each reading (§8 D1)
+    # RANDOM's prediction success is reported under each reading (D1)
     assert ev.loc[("quantile (campaign)", "all"), "RANDOM prediction %"] >= 0
     assert {"iid", "epsilon (60 s cap)"} <= set(ev.index.get_level_values("reading"))
     # the cap shortens RANDOM's i.i.d. arrival tail, so its median slowdown falls

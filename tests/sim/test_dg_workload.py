@@ -56,7 +56,7 @@ def test_credits_are_ten_percent_of_workload() -> None:
 
 
 def test_random_arrivals_default_to_the_weibull_quantiles() -> None:
-    """Spec §8 D1: task i of n arrives at F^-1((i - 1/2)/n) of weib(91.98, 0.57), whatever the seed."""
+    """Spec D1: task i of n arrives at F^-1((i - 1/2)/n) of weib(91.98, 0.57), whatever the seed."""
     a, b = make_bot("RANDOM", seed=1), make_bot("RANDOM", seed=2)
     for bot in (a, b):
         n = len(bot)

@@ -21,8 +21,8 @@ Decisions where the spec is silent (also written into every report's metadata):
   the BOINC server (:mod:`skylease.sim.dg.accel`; BOINC's defaults unless :func:`batch_accel`
   says otherwise); rows count the ``extra_results`` it created and when it first fired
   (``accel_at_s``).
-* RANDOM's arrivals are read as quantiles of the Weibull by default (spec §8 D1; ``iid`` and
-  ``epsilon`` are switches) and a BOINC cloud worker buffers 3 replicas (§8 D3, ``cloud_buffer``).
+* RANDOM's arrivals are read as quantiles of the Weibull by default (decision D1; ``iid`` and
+  ``epsilon`` are switches) and a BOINC cloud worker buffers 3 replicas (D3, ``cloud_buffer``).
   Every run's row records its reading (``arrivals``, ``epsilon_s``, ``cloud_buffer``), and
   :func:`readings` is the dict the CLI's JSON and the reproduction's ``metadata.json`` carry.
 """
@@ -75,7 +75,7 @@ PREDICT_AT = 0.5
 #: Peak bytes per cloud worker of a run (about 920 measured with 100,000): every credit order is
 #: refused whose cloud workers, started at once, would not fit the memory budget.
 CLOUD_WORKER_BYTES = 1024
-#: A BOINC cloud worker's work buffer (replicas per request), the [RC] client's 3 (spec §8 D3).
+#: A BOINC cloud worker's work buffer (replicas per request), the [RC] client's 3 (decision D3).
 DEFAULT_CLOUD_BUFFER = 3
 #: The largest --cloud-buffer: a CW holding more replicas than any BoT has WUs changes nothing.
 MAX_CLOUD_BUFFER = 10_000
@@ -110,7 +110,7 @@ def readings(arrivals: str | None = None, epsilon: float | None = None,
     return {
         "random_arrivals": reading,
         "random_arrivals_why": {
-            "quantile": "spec §8 D1: task i of n at F^-1((i - 1/2)/n) of weib(91.98 s, 0.57), the "
+            "quantile": "decision D1: task i of n at F^-1((i - 1/2)/n) of weib(91.98 s, 0.57), the "
                         "paper's repartition function of arrival times",
             "iid": "spec A9b: offsets drawn i.i.d. from weib(91.98 s, 0.57), sorted",
             "epsilon": "spec A9b offsets with every gap between arrivals capped at epsilon (the paper's "
@@ -119,7 +119,7 @@ def readings(arrivals: str | None = None, epsilon: float | None = None,
         "random_epsilon_s": eps,
         "random_sigma": sigma,
         "cloud_buffer": cloud_buffer,
-        "cloud_buffer_why": "spec §8 D3: replicas a BOINC cloud worker asks for per request (the [RC] "
+        "cloud_buffer_why": "decision D3: replicas a BOINC cloud worker asks for per request (the [RC] "
                             "client's 3 by default); XWHEP workers hold one job",
     }
 
@@ -208,7 +208,7 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     order (default: the spec's 10 % of the BoT's workload); ``arrivals``/``epsilon``: RANDOM's
     reading of its arrivals (:func:`~skylease.sim.dg.workload.resolve_arrivals`: ``quantile`` by
     default, ``iid``, or ``epsilon`` with its cap); ``cloud_buffer``: replicas a BOINC cloud
-    worker asks for per request (spec §8 D3); ``wrap``: the environment runs ``wrap(policy)``
+    worker asks for per request (decision D3); ``wrap``: the environment runs ``wrap(policy)``
     instead of the SpeQuloS policy, a policy that passes every callback on and watches the run
     (:mod:`skylease.experiments.qos_service`).
 

@@ -1,6 +1,7 @@
-"""The checks of ``skylease reproduce spequlos``: each claim of spec 003 §7 (as amended by §8) that the
-reproduction gates, and the values it reports beside the paper's without gating them. Pure functions
-of the tables of :mod:`~skylease.experiments.spequlos_tables`."""
+"""The checks of ``skylease reproduce spequlos``: each claim of the paper, as the decisions D1-D7 of
+``docs/decisions/spequlos-gating.md`` amend them, that the reproduction gates, and the values it
+reports beside the paper's without gating them. Pure functions of the tables of
+:mod:`~skylease.experiments.spequlos_tables`."""
 
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ PREDICTION_GATE = 85.0
 
 # -- checks ---------------------------------------------------------------------------------------
 def _claim(claim: str, paper: Any, ours: Any, holds: bool, gated: bool = True) -> dict[str, Any]:
-    """One check. ``gated``: a check of spec §7 as amended by §8, which the reproduction must pass;
-    otherwise a value reported beside the paper's (``holds`` then says how it compares)."""
+    """One check. ``gated``: a claim of the paper as decisions D1-D7 amend it, which the reproduction
+    must pass; otherwise a value reported beside the paper's (``holds`` then says how it compares)."""
     return {"claim": claim, "paper": paper, "ours": ours, "holds": bool(holds), "gated": bool(gated)}
 
 
@@ -56,7 +57,7 @@ def gate(claims: pd.DataFrame | Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def baseline_checks(sd: pd.DataFrame, t1: pd.DataFrame,
                     base: pd.DataFrame | None = None) -> list[dict[str, Any]]:
-    """Fig. 2 and Table 1 (spec §7.2 as amended by §8 D2 and D4).
+    """Fig. 2 and Table 1 (spec §7.2 as amended by D2 and D4).
 
     Gated: the median (<= 1.33) and P(slowdown >= 2) on SMALL + BIG per middleware, the tail-task
     share and desktop grids' tail-time share. [R] P(>= 2) is gated as at most the paper's value:
@@ -69,11 +70,11 @@ def baseline_checks(sd: pd.DataFrame, t1: pd.DataFrame,
         rows = sd[sd["middleware"] == mw].set_index("bot")
         if "SMALL+BIG" in rows.index:
             r = rows.loc["SMALL+BIG"]
-            out.append(_claim(f"Fig. 2 {mw}, SMALL + BIG (§8 D2): median tail slowdown <= 1.33", f"<= {med}",
+            out.append(_claim(f"Fig. 2 {mw}, SMALL + BIG (D2): median tail slowdown <= 1.33", f"<= {med}",
                               f"{r['median']:.2f}", r["median"] <= med))
-            out.append(_claim(f"Fig. 2 {mw}, SMALL + BIG (§8 D2): P(slowdown >= 2) at most the paper's",
+            out.append(_claim(f"Fig. 2 {mw}, SMALL + BIG (D2): P(slowdown >= 2) at most the paper's",
                               f"<= {p2}", f"{r['P(>=2)']:.2f}", r["P(>=2)"] <= p2))
-            out.append(_claim(f"Fig. 2 {mw}, SMALL + BIG: 95th percentile (reported, §8 D2)", p95,
+            out.append(_claim(f"Fig. 2 {mw}, SMALL + BIG: 95th percentile (reported, D2)", p95,
                               f"{r['p95']:.1f}", p95 / 1.5 <= r["p95"] <= p95 * 1.5, gated=False))
         if "all" in rows.index:
             r = rows.loc["all"]
@@ -85,7 +86,7 @@ def baseline_checks(sd: pd.DataFrame, t1: pd.DataFrame,
                               f"{r['tail tasks %']:.2f} %", 2.94 <= r["tail tasks %"] <= 6.40))
         if "RANDOM" in rows.index:
             r = rows.loc["RANDOM"]
-            out.append(_claim(f"Fig. 2 {mw}, RANDOM on its own row: median / P(>= 2) / p95 (reported, §8 D2)",
+            out.append(_claim(f"Fig. 2 {mw}, RANDOM on its own row: median / P(>= 2) / p95 (reported, D2)",
                               "-", f"{r['median']:.2f} / {r['P(>=2)']:.2f} / {r['p95']:.1f}",
                               r["median"] <= med, gated=False))
     if base is not None:
@@ -106,7 +107,7 @@ def baseline_checks(sd: pd.DataFrame, t1: pd.DataFrame,
 
 
 def _d4_claim(base: pd.DataFrame) -> list[dict[str, Any]]:
-    """§8 D4: XWHEP/seti/BIG (one wave of about 170 s against a 900 s timeout) sets XWHEP's p95."""
+    """D4: XWHEP/seti/BIG (one wave of about 170 s against a 900 s timeout) sets XWHEP's p95."""
     x = base[(base["middleware"] == "xwhep") & base["bot"].isin(["SMALL", "BIG"])]
     cell = (x["trace"] == "seti") & (x["bot"] == "BIG")
     if not cell.any() or cell.all():
@@ -115,7 +116,7 @@ def _d4_claim(base: pd.DataFrame) -> list[dict[str, Any]]:
     rest = x.loc[~cell, "tail_slowdown"].to_numpy(float)
     p_all, p_rest = float(np.quantile(s, 0.95)), float(np.quantile(rest, 0.95))
     med = float(x.loc[cell, "tail_slowdown"].median())
-    return [_claim("XWHEP/seti/BIG sets XWHEP's 95th percentile (reported, §8 D4: 900 s timeout kept)",
+    return [_claim("XWHEP/seti/BIG sets XWHEP's 95th percentile (reported, D4: 900 s timeout kept)",
                    "median ≈ 11 there",
                    f"median {med:.1f} there; SMALL + BIG p95 {p_all:.1f}, {p_rest:.1f} without that cell",
                    p_rest < p_all, gated=False)]
@@ -157,7 +158,7 @@ def strategy_checks(st: pd.DataFrame, q: pd.DataFrame) -> list[dict[str, Any]]:
                 ok,
             )
         )
-    # §8 D3: "9A-x-D best" is evaluated on SMALL + BIG (RANDOM's tail is its own arrivals).
+    # D3: "9A-x-D best" is evaluated on SMALL + BIG (RANDOM's tail is its own arrivals).
     sb = strategy_table(q[q["bot"].isin(["SMALL", "BIG"])]).set_index("strategy") if len(q) else s
     sb = sb if len(sb) else s
     best = sb["tre_mean"].max()
@@ -166,7 +167,7 @@ def strategy_checks(st: pd.DataFrame, q: pd.DataFrame) -> list[dict[str, Any]]:
         top = sb["tre_mean"].idxmax()
         out.append(
             _claim(
-                "Fig. 6c, SMALL + BIG (§8 D3): 9A-G-D / 9A-C-D are the best "
+                "Fig. 6c, SMALL + BIG (D3): 9A-G-D / 9A-C-D are the best "
                 "(within 0.02 of the best mean TRE)",
                 "best",
                 f"{bd['tre_mean'].max():.2f} vs best {best:.2f} ({top})",
@@ -278,7 +279,7 @@ def _d3_claim(q: pd.DataFrame) -> list[dict[str, Any]]:
         return []
     where = ", ".join(sorted({f"{r['trace']} {r['bot']}" for r in g.to_dict("records")}))
     return [_claim(f"9A with Greedy on one-wave bags ({where}): TRE ≈ 0, its order spent at once "
-                   "(reported, §8 D3: the rules imply it)", "TRE ≈ 0",
+                   "(reported, D3: the rules imply it)", "TRE ≈ 0",
                    "; ".join(f"{r['middleware']}/{r['trace']}: TRE {r['tre_mean']:.2f}, "
                              f"{r['credits_pct']:.0f} % of the order" for r in g.to_dict("records")),
                    bool((g["tre_mean"] <= 0.2).all()), gated=False)]
@@ -294,7 +295,7 @@ def performance_checks(f8: pd.DataFrame, stab: pd.DataFrame) -> list[dict[str, A
         if pw / pq > 2:
             # The paper's baseline (28818 s) waited for BOINC's one-day deadline on its SETI trace; our
             # stand-in has no such outages, so the large reduction is reported and the absolute time
-            # with SpeQuloS is gated (the issue's ±15 %; §8 D1 chose the arrivals that fit it).
+            # with SpeQuloS is gated (the issue's ±15 %; D1 chose the arrivals that fit it).
             out.append(_claim(f"Fig. 8: {mw} / {trace} / {bot}: with 9C-C-R within ±15 % of the paper's (s)",
                               f"{pq:.0f}", f"{r['with_s']:.0f} ({r['with_s'] / pq - 1:+.1%})",
                               abs(r["with_s"] / pq - 1) <= 0.15))
@@ -333,7 +334,7 @@ def performance_checks(f8: pd.DataFrame, stab: pd.DataFrame) -> list[dict[str, A
 
 
 def prediction_checks(t7: pd.DataFrame, pr: pd.DataFrame) -> list[dict[str, Any]]:
-    """Table 7 (spec §7.5 as amended by §8 D5). Gated: success >= 85 % pooled over the runs of seti,
+    """Table 7 (spec §7.5 as amended by D5). Gated: success >= 85 % pooled over the runs of seti,
     nd, spot10 and spot100 (:data:`PREDICTION_TRACES`). Reported: the overall and leave-one-out
     rates, the g5k stand-ins ("data not available", with their measured success), SMALL and BIG
     >= 95 %, RANDOM the hardest, and the rate without RANDOM."""
@@ -345,14 +346,14 @@ def prediction_checks(t7: pd.DataFrame, pr: pd.DataFrame) -> list[dict[str, Any]
         ok = float(ours["ok"].mean() * 100)
         per = ours.groupby("trace")["ok"].mean() * 100
         out.append(_claim(
-            "Table 7 on seti, nd, spot10, spot100 (§8 D5): predictions within ±20 %, >= 85 %",
+            "Table 7 on seti, nd, spot10, spot100 (D5): predictions within ±20 %, >= 85 %",
             "94.1 / 99.4 / 100 / 78.3 %",
             f"{ok:.1f} % ({', '.join(f'{t} {per[t]:.0f} %' for t in PREDICTION_TRACES if t in per.index)})",
             ok >= PREDICTION_GATE))
     for t in sorted(set(pr["trace"]) - set(PREDICTION_TRACES)):
         v = float(pr.loc[pr["trace"] == t, "ok"].mean() * 100)
         paper = PAPER_TABLE7.get(t, (math.nan,) * 7)[-1]
-        out.append(_claim(f"Table 7, {t}: data not available (§8 D5: the paper's Grid'5000 traces are not "
+        out.append(_claim(f"Table 7, {t}: data not available (D5: the paper's Grid'5000 traces are not "
                           "published; our stand-in's measured success)",
                           f"{paper} % on the paper's trace", f"{v:.1f} %", v >= PREDICTION_GATE, gated=False))
     overall = float(pr["ok"].mean() * 100)
@@ -372,24 +373,24 @@ def prediction_checks(t7: pd.DataFrame, pr: pd.DataFrame) -> list[dict[str, Any]
 
 
 def arrival_claims(eps: pd.DataFrame) -> list[dict[str, Any]]:
-    """RANDOM's prediction success under each reading of its arrivals (reported, §8 D1)."""
+    """RANDOM's prediction success under each reading of its arrivals (reported, D1)."""
     if eps.empty:
         return []
     a = eps[eps["middleware"] == "all"]
     return [_claim("Table 7, RANDOM's prediction success under each reading of its arrivals "
-                   "(reported, §8 D1)", "76-100 % (RANDOM cells)",
+                   "(reported, D1)", "76-100 % (RANDOM cells)",
                    "; ".join(f"{r['reading']}: {r['RANDOM prediction %']:.1f} %"
                              for r in a.to_dict("records")),
                    bool(a["RANDOM prediction %"].iloc[0] >= 76), gated=False)]
 
 
-# -- §8 D6 and D7 ----------------------------------------------------------------------------------
+# -- D6 and D7 ----------------------------------------------------------------------------------
 #: The readings of which idle cloud workers stop (spec A4), in the report's words: ``all`` is the
 #: campaign's default (every idle worker stops at the next turn), ``greedy`` the paper's l.198 (only
 #: Greedy's do).
 IDLE_READINGS = {"all": "every idle CW stops at the next turn (the campaign)",
                  "greedy": "only Greedy's idle CWs stop (l.198)"}
-#: §8 D7: how much 9C-C-R may raise an environment's mean completion time and still count as "never
+#: D7: how much 9C-C-R may raise an environment's mean completion time and still count as "never
 #: raises it". The paper's own anchor XWHEP/spot10/BIG moves by 0.12 % between its two bars; a
 #: difference of that size is the noise of the rules (which node asks for work first), not an effect.
 COMPLETION_NOISE = 0.001
@@ -415,7 +416,7 @@ def _order(c: dict[str, float]) -> str:
 
 
 def credits_order_claims(by_reading: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
-    """Fig. 7 as spec §8 D6 decides it, from :func:`credits_by_how`.
+    """Fig. 7 as decision D6 decides it, from :func:`credits_by_how`.
 
     Gated: Reschedule spends more than Duplication (``D < R``) under every reading that ran. D6 gates
     "R spends the most, and D < R" and *reports* Flat's place: with Flat out of the gate, R is the most
@@ -432,7 +433,7 @@ def credits_order_claims(by_reading: dict[str, dict[str, float]]) -> list[dict[s
         return []
     held = all(c["D"] < c["R"] for _, c in rows)
     out = [_claim(
-        "Fig. 7 (§8 D6): Reschedule spends the most of the gated deployments, Duplication less "
+        "Fig. 7 (D6): Reschedule spends the most of the gated deployments, Duplication less "
         f"(D < R), under {'both readings' if len(rows) > 1 else 'the one reading run'} of idle CWs",
         "R most; D < R",
         "; ".join(f"{r}: {fmt(c)}" for r, c in rows) + ("" if len(rows) > 1 else
@@ -450,7 +451,7 @@ def credits_order_claims(by_reading: dict[str, dict[str, float]]) -> list[dict[s
             place = "Flat between D and R, as the paper's"
         places.append((r, f"{r}: {_order(c)} ({place})", min(c["D"], c["R"]) < c["F"] < max(c["D"], c["R"])))
     if places:
-        out.append(_claim(f"Fig. 7 (§8 D6): Flat's place beside the paper's {PAPER_CREDITS_ORDER}, under "
+        out.append(_claim(f"Fig. 7 (D6): Flat's place beside the paper's {PAPER_CREDITS_ORDER}, under "
                           f"{'each reading' if len(places) > 1 else 'the reading run'} (reported)",
                           PAPER_CREDITS_ORDER, "; ".join(p for _, p, _ in places),
                           all(ok for _, _, ok in places), gated=False))
@@ -458,7 +459,7 @@ def credits_order_claims(by_reading: dict[str, dict[str, float]]) -> list[dict[s
 
 
 def completion_claims(f8: pd.DataFrame, noise: float = COMPLETION_NOISE) -> list[dict[str, Any]]:
-    """Fig. 8's "9C-C-R never raises the mean completion time" as spec §8 D7 decides it: gated on no
+    """Fig. 8's "9C-C-R never raises the mean completion time" as decision D7 decides it: gated on no
     environment's mean being higher with 9C-C-R by more than ``noise`` (0.1 %). ``f8``: the
     environments' means without and with 9C-C-R (:func:`~skylease.experiments.spequlos_tables.fig8_table`)."""
     if f8.empty:
@@ -469,7 +470,7 @@ def completion_claims(f8: pd.DataFrame, noise: float = COMPLETION_NOISE) -> list
     up = ratio > 1
     worst = f8.loc[ratio.idxmax()]
     return [_claim(
-        f"Fig. 8 (§8 D7): 9C-C-R never raises the mean completion time by more than {noise:.1%}",
+        f"Fig. 8 (D7): 9C-C-R never raises the mean completion time by more than {noise:.1%}",
         "never higher",
         f"lower by {noise:.1%} or more in {int(lower.sum())}, within {noise:.1%} in "
         f"{int((~lower & ~higher).sum())}, higher by more in {int(higher.sum())} of {len(f8)} environments"
@@ -480,7 +481,7 @@ def completion_claims(f8: pd.DataFrame, noise: float = COMPLETION_NOISE) -> list
 
 
 def cannot_act_claims(ca: pd.DataFrame, environments: int) -> list[dict[str, Any]]:
-    """§8 D7's list (reported): the environments where 9C-C-R does not lower the mean completion by
+    """D7's list (reported): the environments where 9C-C-R does not lower the mean completion by
     0.1 % or more, each with its causes (:func:`~skylease.experiments.spequlos_tables.cannot_act`).
     ``holds`` when a cause of :data:`~skylease.experiments.spequlos_tables.CANNOT_ACT` explains every
     run of every listed environment."""
@@ -488,7 +489,7 @@ def cannot_act_claims(ca: pd.DataFrame, environments: int) -> list[dict[str, Any
         return []
     listed = "; ".join(f"{r['middleware']}/{r['trace']}/{r['bot']} ({r['change_pct']:+.2f} %): {r['cause']}"
                        for r in ca.to_dict("records"))
-    return [_claim("Fig. 8 (§8 D7): the environments where cloud workers cannot act (reported)",
+    return [_claim("Fig. 8 (D7): the environments where cloud workers cannot act (reported)",
                    "XWHEP/spot10/BIG 2,524 -> 2,521 s (-0.12 %)",
                    f"{len(ca)} of {environments}" + (f": {listed}" if len(ca) else ""),
                    not bool(ca["acted"].sum()) if len(ca) else True, gated=False)]

@@ -103,8 +103,8 @@ def campaign_cell(
 
     The campaign's own cell ``seed`` is not used: the seed of a run is its repetition number, so
     every environment and every strategy sees the same submission times for the same ``rep``.
-    ``random_arrivals``/``epsilon``: RANDOM's reading of its arrivals (default quantile, spec §8 D1);
-    ``buffer``: a BOINC cloud worker's buffer (§8 D3); each row records them (``arrivals``,
+    ``random_arrivals``/``epsilon``: RANDOM's reading of its arrivals (default quantile, decision D1);
+    ``buffer``: a BOINC cloud worker's buffer (D3); each row records them (``arrivals``,
     ``epsilon_s``, NaN when no cap, ``cloud_buffer``). ``baseline``: run ``none`` first (False
     when another campaign already ran it at the same seeds). ``idle``: which idle cloud workers stop
     at the next tick (spec A4: ``all``, or ``greedy`` only; the row's ``idle_stop``).
@@ -138,12 +138,12 @@ def reproduce_spequlos(
     figures into ``out``.
 
     ``seeds``: runs per environment (default 10; 2 with ``quick``); ``traces``: default all six
-    (``nd`` and ``spot10`` with ``quick``); ``cloud_buffer``: a BOINC cloud worker's buffer (spec §8
+    (``nd`` and ``spot10`` with ``quick``); ``cloud_buffer``: a BOINC cloud worker's buffer (decision
     D3). Returns a summary with the ``claims`` rows (claim / paper / ours / holds / gated) for the
     CLI, the verdict of the gated ones (:func:`gate`) and the timings (``campaign_s``, ``seconds``).
     ``mode``/``workers``/``scheduler``/``progress`` go to :func:`run_campaign` (one cell = one
     environment at one seed, the baseline and the 18 strategies paired on it). RANDOM's baseline
-    and 9C-C-R run again under the ``iid`` and ``epsilon`` readings of its arrivals (§8 D1), and,
+    and 9C-C-R run again under the ``iid`` and ``epsilon`` readings of its arrivals (D1), and,
     when the strategy parser knows ``batch-accel``, the BOINC environments run ``batch-accel`` and
     ``batch-accel+9C-C-R`` for the comparison section.
     """
@@ -204,7 +204,7 @@ def reproduce_spequlos(
 def _split_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The campaign's runs, RANDOM's runs under other arrival readings, the batch-acceleration runs
     and the runs of the A4 variant (idle CWs stopped under Greedy only). A ``runs.csv`` written
-    before spec §8 (no ``arrivals`` column) read its RANDOM arrivals i.i.d., with the ``epsilon``
+    before decision D1 (no ``arrivals`` column) read its RANDOM arrivals i.i.d., with the ``epsilon``
     variant marked by ``epsilon_s``; one without ``idle_stop`` stopped every idle CW."""
     runs = runs.copy()
     if "idle_stop" not in runs.columns:

@@ -54,12 +54,12 @@ PAPER_TABLE7 = {
 PAPER_FIG8 = {("boinc", "seti", "RANDOM"): (28818.0, 3195.0), ("xwhep", "spot10", "BIG"): (2524.0, 2521.0)}
 
 
-#: Spec §8 D5: the traces the prediction gate (>= 85 %) is evaluated on; the Grid'5000 stand-ins are
+#: Spec D5: the traces the prediction gate (>= 85 %) is evaluated on; the Grid'5000 stand-ins are
 #: reported as "data not available".
 PREDICTION_TRACES = ("seti", "nd", "spot10", "spot100")
 
 
-#: Spec §8 D3: the bags that may fit in one wave, where 9A with Greedy spends its order at once; the
+#: Spec D3: the bags that may fit in one wave, where 9A with Greedy spends its order at once; the
 #: report keeps the (middleware, trace) cells where 9A did fire at the first tick (spot100's SMALL bag
 #: stopped fitting in one wave when the ladder was calibrated to the paper's 877 nodes, A18).
 ONE_WAVE = (("seti", "SMALL"), ("spot100", "SMALL"))
@@ -122,7 +122,7 @@ def table1(base: pd.DataFrame) -> pd.DataFrame:
 
 def slowdown_stats(base: pd.DataFrame) -> pd.DataFrame:
     """Fig. 2's statistics per middleware: pooled (``all``), on ``SMALL+BIG`` (the gated pool, spec
-    §8 D2) and per BoT category."""
+    D2) and per BoT category."""
     rows = []
     for mw, g in base.groupby("middleware"):
         pools = [("all", g), ("SMALL+BIG", g[g["bot"].isin(["SMALL", "BIG"])]),
@@ -267,7 +267,7 @@ def reading_name(arrivals: str, eps: float) -> str:
 
 
 def arrivals_variant(runs: pd.DataFrame, var_runs: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 2 and Table 7 under every reading of RANDOM's arrivals (spec §8 D1): the campaign's own
+    """Fig. 2 and Table 7 under every reading of RANDOM's arrivals (decision D1): the campaign's own
     (``runs``) and each of ``var_runs`` (RANDOM's baseline and 9C-C-R runs under another reading,
     same seeds).
 
@@ -352,7 +352,7 @@ def idle_variant(q: pd.DataFrame, q_idle: pd.DataFrame) -> pd.DataFrame:
 
 
 def one_wave_table(q: pd.DataFrame) -> pd.DataFrame:
-    """§8 D3: mean TRE and credits spent of 9A-G-D, 9A-C-D and 9C-C-R per (middleware, trace) on the
+    """D3: mean TRE and credits spent of 9A-G-D, 9A-C-D and 9C-C-R per (middleware, trace) on the
     bags that fit in one wave (:data:`ONE_WAVE`), where 9A fires at the first tick and Greedy buys
     one hour of S cloud workers at once."""
     cells = q[[(t, b) in ONE_WAVE for t, b in zip(q["trace"], q["bot"], strict=True)]]
@@ -392,7 +392,7 @@ class Derived:
     ca: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
 
-#: §8 D7's causes of a 9C-C-R run whose cloud workers cannot act, in the order a run is checked
+#: D7's causes of a 9C-C-R run whose cloud workers cannot act, in the order a run is checked
 #: against them; a run under none of them is counted as ``acted``.
 CANNOT_ACT = {
     "between_turns": "the bag ends between two turns (no CW started)",
@@ -412,7 +412,7 @@ def arrival_reach_s(params: DGParams | None = None) -> float:
 
 def cannot_act(q: pd.DataFrame, f8: pd.DataFrame, last_arrival: dict[int, float] | None = None,
                noise: float = 0.001, params: DGParams | None = None) -> pd.DataFrame:
-    """§8 D7: the environments where 9C-C-R does not lower the mean completion time by ``noise`` (0.1 %)
+    """D7: the environments where 9C-C-R does not lower the mean completion time by ``noise`` (0.1 %)
     or more, with how many of their 9C-C-R runs fall under each cause of :data:`CANNOT_ACT`.
 
     A run is checked in this order:

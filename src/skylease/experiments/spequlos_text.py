@@ -33,7 +33,7 @@ DECISIONS = (
     "seed fixes its submission time, its BoT draw, node powers, ON offsets and CW boot delays, so the "
     "baseline and the 18 strategies of one seed are paired and identical until the policy first acts. "
     "Runs that never finish would be reported as `completion_s = inf` (none did here).",
-    "BoTs (A9, §8 D1): RANDOM reads Table 6's σ² literally (σ = 14.1 tasks, 100 nops) and its weib(91.98 s, "
+    "BoTs (A9, D1): RANDOM reads Table 6's σ² literally (σ = 14.1 tasks, 100 nops) and its weib(91.98 s, "
     "0.57) as the repartition function of its arrival times: task i of n arrives at F⁻¹((i − ½)/n) "
     "(`--random-arrivals quantile`, the default); the i.i.d. offsets of A9b (`iid`) and those offsets with "
     "every gap capped at the paper's ε = 60 s (`epsilon`) run as variants of RANDOM's baseline and 9C-C-R. "
@@ -50,7 +50,7 @@ DECISIONS = (
     "deadline). BOINC Reschedule: a CW copies the first IN_PROGRESS replica no live CW is copying, so two "
     "CWs complete a WU that still needs two results; a CW skips buffered copies of WUs validated "
     "meanwhile. Duplication copies the tasks arrived and not completed at the start (quorum 1).",
-    "SpeQuloS (A2-A6, A24, §8 D3): a 240 s tick, each running CW billed 1 credit per tick from its start "
+    "SpeQuloS (A2-A6, A24, D3): a 240 s tick, each running CW billed 1 credit per tick from its start "
     "tick (boot billed); a BOINC CW asks for 3 replicas per request, as a client (`--cloud-buffer`; "
     "XWHEP CWs hold one job); 9A with Greedy keeps its semantics (S workers at the first tick where 90 % are "
     "assigned); CWs started once per BoT; an idle CW stops at the next tick for every strategy (A4; the full "
@@ -65,8 +65,9 @@ DECISIONS = (
     "made in the completion callback that reaches ceil(0.5 x submitted); α is fitted with L1 in-sample "
     "per (trace, middleware, BoT) on the 9C-C-R runs, and leave-one-out beside it (A15). Table 1 rows "
     "and Table 7's Mixed cells pool the runs (A22).",
-    "Gating (§7 as amended by §8): Fig. 2's median (≤ 1.33) and P(slowdown ≥ 2) are gated on SMALL + BIG "
-    "per middleware (D2); [R] P(≥ 2) as at most the paper's value, since the paper's pool held RANDOM runs, "
+    "Gating (the paper's claims as decisions D1-D7 amend them): Fig. 2's median (≤ 1.33) and "
+    "P(slowdown ≥ 2) are gated on SMALL + BIG per middleware (D2); [R] P(≥ 2) as at most the paper's "
+    "value, since the paper's pool held RANDOM runs, "
     "whose slowdown is ≥ 2 on any grid. RANDOM's own row and every 95th percentile are reported (D2), "
     "with XWHEP/seti/BIG named as the cause of XWHEP's (D4; the 900 s timeout is kept). Fig. 6c's "
     "'9A-x-D best' is evaluated on SMALL + BIG (D3). Table 7's ≥ 85 % is gated on the runs of seti, nd, "
@@ -141,8 +142,9 @@ def report_text(
         + ("" if v["passed"] else f"; failing: {'; '.join(v['failed'])}")
         + f"; {v['reported']} values reported beside the paper's)",
         "",
-        "`gated`: a check of spec §7 as amended by §8, which the reproduction must pass; `reported`: a value "
-        "§8 (or the report) puts beside the paper's without gating it, `holds` saying how it compares.",
+        "`gated`: a claim of the paper as decisions D1-D7 amend it, which the reproduction must pass; "
+        "`reported`: a value a decision (or the report) puts beside the paper's without gating it, "
+        "`holds` saying how it compares.",
         "",
         _claims_md(claims),
         "",
@@ -293,11 +295,11 @@ def _idle_text(d: Derived) -> list[str]:
 
 
 def _arrivals_text(d: Derived) -> list[str]:
-    """The section comparing the readings of RANDOM's arrivals (spec §8 D1)."""
+    """The section comparing the readings of RANDOM's arrivals (decision D1)."""
     if d.eps.empty:
         return []
     return [
-        "### RANDOM under each reading of its arrivals (§8 D1)",
+        "### RANDOM under each reading of its arrivals (D1)",
         "",
         "The paper gives the *repartition function* of RANDOM's arrival times, weib(91.98 s, 0.57): the "
         "campaign reads it as quantiles (task i of n at F⁻¹((i − ½)/n), `--random-arrivals quantile`). "
@@ -314,12 +316,12 @@ def _arrivals_text(d: Derived) -> list[str]:
 
 
 def _one_wave_text(d: Derived) -> list[str]:
-    """§8 D3: 9A with Greedy on the bags that fit in one wave, with the numbers."""
+    """D3: 9A with Greedy on the bags that fit in one wave, with the numbers."""
     t = one_wave_table(d.q)
     if t.empty:
         return []
     return [
-        "**9A with Greedy on one-wave bags (§8 D3).** Where a SMALL bag fits in one wave (seti; spot100 "
+        "**9A with Greedy on one-wave bags (D3).** Where a SMALL bag fits in one wave (seti; spot100 "
         "did on the uncalibrated 2016 ladder's 1,557 nodes, no longer on the paper's 877), "
         "90 % of its tasks are assigned at the first tick, so 9A fires there; Greedy then starts S = "
         "credits/15 cloud workers, which spend the whole order in their first hour, before the tail, and "
@@ -361,7 +363,7 @@ def _random_text(d: Derived) -> list[str]:
         f"{a['arrival_slowdown'].min():.1f}-{a['arrival_slowdown'].max():.1f}): T_ideal = t_c(0.9)/0.9 "
         "sits at the 90 % arrival while the BoT ends after its last arrival. No QoS can remove that tail. "
         f"Measured RANDOM baselines: {meas}. SMALL and BIG: {other}. The pooled Fig. 2 statistics "
-        "therefore mix two populations; as spec §8 D2 decides, the median and P(≥ 2) are gated on SMALL + "
+        "therefore mix two populations; as decision D2 decides, the median and P(≥ 2) are gated on SMALL + "
         "BIG and RANDOM is reported on its own row.",
         "",
         md_table(a, digits=1),

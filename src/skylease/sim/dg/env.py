@@ -64,7 +64,7 @@ Choices where the spec is silent ([R], also in the module's report)
   already copying (and of which this CW holds none), so two CWs complete the two results a
   stuck WU still needs instead of both copying the same replica, whose results count once.
 * BOINC cloud workers ask for up to ``cw_buffer`` replicas per request (default 3, as a client;
-  spec §8 D3 exposes it: with 1 a CW holds no queue behind a stuck copy).
+  decision D3 exposes it: with 1 a CW holds no queue behind a stuck copy).
 * Cloud duplication: BOINC cloud copies are sent up to ``cw_buffer`` per request, FIFO; both
   middlewares copy the tasks arrived and not completed at the first ``acquire``.
 * BOINC batch acceleration (``DGParams.accel``, off by default): BOINC's server rules and the
@@ -128,7 +128,7 @@ class DGParams:
     min_quorum: int = 2
     delay_bound: float = 86400.0
     buffer: int = 3
-    #: BOINC: replicas a cloud worker asks for per request ([RC]: the same 3 as a client; spec §8 D3
+    #: BOINC: replicas a cloud worker asks for per request ([RC]: the same 3 as a client; decision D3
     #: exposes it). XWHEP workers hold one job, whatever this says.
     cw_buffer: int = 3
     cw_power: float = 3000.0

@@ -7,7 +7,7 @@
   (``s1 = sqrt(200)``, ``s2 = 100``); ``sigma="std"`` takes the printed values as standard
   deviations (``s1 = 200``, ``s2 = 10000``). Three readings of the arrivals (:data:`ARRIVALS`):
 
-  - ``quantile`` (default, spec §8 D1): the paper gives the *repartition function* (the CDF) of
+  - ``quantile`` (default, decision D1): the paper gives the *repartition function* (the CDF) of
     arrival times, so task ``i`` of ``n`` arrives at ``F^-1((i - 1/2) / n)`` of the Weibull; no
     draw. The only reading that fits both of the paper's RANDOM anchors (BOINC/seti 9C-C-R
     3,195 s; 76-100 % prediction success).
@@ -63,7 +63,7 @@ NODE_POWER: dict[str, tuple[float, float]] = {
 }
 WEIBULL_SCALE = 91.98
 WEIBULL_SHAPE = 0.57
-#: RANDOM's readings of its arrival times (the first is the default, spec §8 D1).
+#: RANDOM's readings of its arrival times (the first is the default, decision D1).
 ARRIVALS = ("quantile", "iid", "epsilon")
 #: The paper's "typical" maximal gap between two arrivals (Section 4.1), the ``epsilon`` reading's cap.
 PAPER_EPSILON_S = 60.0
@@ -171,7 +171,7 @@ def resolve_arrivals(arrivals: str | None, epsilon: float | None) -> tuple[str, 
 
 def quantile_arrivals(n: int) -> np.ndarray:
     """Task ``i`` of ``n`` (1-based) at ``F^-1((i - 1/2) / n)`` of weib(91.98 s, 0.57): the arrival
-    times whose empirical CDF is the paper's repartition function (spec §8 D1)."""
+    times whose empirical CDF is the paper's repartition function (decision D1)."""
     p = (np.arange(1, n + 1) - 0.5) / n
     return WEIBULL_SCALE * (-np.log1p(-p)) ** (1.0 / WEIBULL_SHAPE)
 
