@@ -356,7 +356,9 @@ class SimEnvironment:
         # hypothesis: dup to an empty pool, then release the only running host -> a stall).
         if requeue:
             self.dispatch.requeue_head(tid)
-        self.dispatch.ready(h)
+        # idle, but not given to the dispatch core: the host is being released or lost (a policy
+        # acting from on_task_lost must not have a task sent to it)
+        h.state, h.task, h.task_started_at = HostState.IDLE, None, None
         if not self._finished:
             self.policy.on_task_lost(self._tasks[tid], h)
 
