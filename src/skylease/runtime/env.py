@@ -4,7 +4,10 @@
 environment of the QoS policy) on real worker processes, with the semantics the simulator keeps
 (:mod:`skylease.control.env`): hosts are charged from the rent request, boot, come up; tasks are
 dispatched by skylease itself, FIFO, one per idle host (one worker = one slot), so that a policy
-sees the same sequence of decisions as in simulation; the first copy of a task to finish wins.
+sees the same sequence of decisions as in simulation; the first copy of a task to finish wins. Those
+rules are the dispatch core both clocks share (:mod:`skylease.control.dispatch`); this module keeps
+the wall clock and the workers, which a pool provides through
+:class:`~skylease.runtime.backend.WorkerBackend`.
 
 The driver is one thread: Dask calls back (from its own thread) into a queue, and the loop here
 takes completions from it, fires the policy's timers and watches the workers. Time is wall-clock
@@ -51,6 +54,7 @@ from skylease.control.env import CLOUD_USAGE, BotProgress, Policy
 from skylease.model.catalog import InstanceType
 from skylease.model.host import Host, HostId, HostState
 from skylease.model.task import Task
+from skylease.runtime.backend import WorkerBackend, WorkerCall
 from skylease.runtime.batch import batch_payload, run_batch
 from skylease.runtime.execute import run_task
 from skylease.runtime.store import ResultStore
@@ -117,7 +121,7 @@ class DaskEnvironment:
 
     def __init__(
         self,
-        pools: Mapping[str, Any],
+        pools: Mapping[str, WorkerBackend],
         tasks: Sequence[Mapping[str, Any]],
         store: ResultStore,
         policy: Policy,
@@ -146,10 +150,10 @@ class DaskEnvironment:
         self._hosts: list[Host] = []
         self._live: dict[HostId, Host] = {}
         self._addr: dict[HostId, str] = {}
-        self._future: dict[HostId, Any] = {}
+        self._future: dict[HostId, WorkerCall] = {}
         self._batch: dict[HostId, list[int]] = {}
         # a batch of tiny tasks queued on a busy worker behind its running one (future, tasks)
-        self._ahead: dict[HostId, tuple[Any, list[int]]] = {}
+        self._ahead: dict[HostId, tuple[WorkerCall, list[int]]] = {}
         self._rt_sum, self._rt_n = 0.0, 0
         self._epoch: list[int] = []
         self._draining: set[HostId] = set()
@@ -241,7 +245,7 @@ class DaskEnvironment:
         del self._live[host]
         backend = self.backends[h.pool]
         backend.stop(self._name(host), self._addr.pop(host, None))
-        ended = backend.ended_at(self._name(host)) if hasattr(backend, "ended_at") else None
+        ended = backend.ended_at(self._name(host))
         start = self._job_start.pop(host, None)
         if ended is not None and start is not None:  # billed as its job ran, by the job's clock
             h.requested_at = start
@@ -491,7 +495,7 @@ class DaskEnvironment:
         if first:
             h.up_at = now
             backend = self.backends[h.pool]
-            started = backend.started_at(self._name(h.id)) if hasattr(backend, "started_at") else None
+            started = backend.started_at(self._name(h.id))
             if started is not None:  # a job that waited in a queue is billed from its start
                 self._job_start[h.id] = started - self._wall0
                 h.requested_at = min(now, started - self._wall0) - JOB_CLOCK_LEAD_S
@@ -562,7 +566,7 @@ class DaskEnvironment:
         if tids:
             self._ahead[h.id] = (self._send(h, tids), tids)
 
-    def _send(self, h: Host, tids: list[int]) -> Any:
+    def _send(self, h: Host, tids: list[int]) -> WorkerCall:
         """Submit ``tids`` to the host's worker (one call, or one batch call); returns the future."""
         now = self.now
         for tid in tids:
@@ -580,7 +584,7 @@ class DaskEnvironment:
         fut.add_done_callback(lambda f, hid=h.id, e=epoch: self._inbox.put((hid, e, f)))
         return fut
 
-    def _on_result(self, hid: HostId, epoch: int, fut: Any) -> None:
+    def _on_result(self, hid: HostId, epoch: int, fut: WorkerCall) -> None:
         h = self._hosts[hid]
         if hid in self._draining and self._future.get(hid) is fut:
             self._draining.discard(hid)
@@ -635,7 +639,7 @@ class DaskEnvironment:
                 t = end
         self._settle()
 
-    def _fetch(self, h: Host, fut: Any) -> Any:
+    def _fetch(self, h: Host, fut: WorkerCall) -> Any:
         """The result of a finished call, fetched from its worker.
 
         A worker that dies after finishing but before we fetch takes the result with it, and Dask
@@ -696,7 +700,7 @@ class DaskEnvironment:
                 fut.cancel()
             # a copy in a batch of tiny tasks runs on (its result is ignored): the batch goes on
 
-    def _drop_ahead(self, hid: HostId, ahead: tuple[Any, list[int]]) -> None:
+    def _drop_ahead(self, hid: HostId, ahead: tuple[WorkerCall, list[int]]) -> None:
         """A queued batch that will not run: its tasks go back to the head of the queue (they never
         started, so no attempt is counted)."""
         fut, tids = ahead
