@@ -243,7 +243,7 @@ def _a(**kw: Any) -> InstanceType:
 
 SCENARIOS = [
     # t0 on host 0 the whole time; host 1 runs t1 then t2, then both are given back
-    Scenario("rent-release", RentRelease, [_a()], [1.2, 0.4, 0.4]),
+    Scenario("rent-release", RentRelease, [_a()], [1.6, 0.4, 0.4]),
     # host 1 comes up with nothing queued and takes a copy of t0; t0's first copy wins
     Scenario("duplicate-same-pool", DuplicateSamePool, [_a()], [1.0]),
     # host 1 (speed 4) takes a copy of t0 that ends in 0.3 s and wins; host 0's copy is stopped
@@ -252,7 +252,7 @@ SCENARIOS = [
     # t0 (long) is cancelled when t1 ends: host 1 takes t2, host 0 idles and is given back
     Scenario("cancel", Cancel, [_a()], [1.5, 0.4, 0.4]),
     # two hosts are affordable (1 per started hour each); at the second completion the money is spent
-    Scenario("budget-stop", BudgetStop, [_a(price=1.0)], [0.4, 0.8, 0.8, 0.6, 0.6]),
+    Scenario("budget-stop", BudgetStop, [_a(price=1.0)], [0.4, 0.8, 1.2, 0.6, 0.6]),
     # host 0 is lost when t1 ends: t0 goes back to the head of the queue, host 1 takes it
     Scenario("host-lost", HostLost, [_a()], [1.2, 0.4]),
 ]
