@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tests.conformance.scripts import SCENARIOS, Entry, Scenario
 
-from skylease.runtime.env import DaskEnvironment
+from skylease.runtime.env import WorkerEnvironment
 from skylease.runtime.pools import LocalPool
 from skylease.runtime.store import ResultStore
 from skylease.sim.env import simulate
@@ -39,7 +39,7 @@ def run_local(sc: Scenario, tmp_path: Path) -> tuple[list[Entry], list[int]]:
     specs = [{"id": t.id, "kind": "shell", "command": _sleep(t.work)} for t in sc.tasks()]
     store = ResultStore(tmp_path / "results.sqlite")
     try:
-        env = DaskEnvironment(backends, specs, store, script)
+        env = WorkerEnvironment(backends, specs, store, script)
         res = env.run(sc.tasks())
     finally:
         for b in backends.values():

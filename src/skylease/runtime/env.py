@@ -1,6 +1,6 @@
-"""The real Environment: the same policies rent, use and release Dask workers.
+"""The real Environment: the same policies rent, use and release real workers.
 
-:class:`DaskEnvironment` implements :class:`~skylease.control.env.Environment` (and the tail
+:class:`WorkerEnvironment` implements :class:`~skylease.control.env.Environment` (and the tail
 environment of the QoS policy) on real worker processes, with the semantics the simulator keeps
 (:mod:`skylease.control.env`): hosts are charged from the rent request, boot, come up; tasks are
 dispatched by skylease itself, FIFO, one per idle host (one worker = one slot), so that a policy
@@ -116,8 +116,9 @@ class RealResult:
     host_table: tuple[Host, ...]
 
 
-class DaskEnvironment:
-    """An Environment on real Dask workers (see the module docstring)."""
+class WorkerEnvironment:
+    """An Environment on real workers: local processes, a Dask cluster or Slurm jobs (see the
+    module docstring). It was called ``DaskEnvironment``, though the local pool imports no Dask."""
 
     def __init__(
         self,
@@ -128,7 +129,7 @@ class DaskEnvironment:
         *,
         retries: int = 0,
         task_timeout_s: float | None = None,
-        on_progress: Callable[[DaskEnvironment], None] | None = None,
+        on_progress: Callable[[WorkerEnvironment], None] | None = None,
         progress_every_s: float = 0.5,
     ) -> None:
         if not pools:
@@ -746,3 +747,7 @@ class DaskEnvironment:
             peak_hosts=self._peak, lost=self._lost, retried=self._retried, duplicates_won=self._dup_won,
             max_release_lag_s=self._lag, host_table=hosts,
         )
+
+
+#: The former name of :class:`WorkerEnvironment` (``experiments/run.py`` imports it by that name).
+DaskEnvironment = WorkerEnvironment
