@@ -223,6 +223,33 @@ class HostLost(RentRelease):
             self.release(host.id)
 
 
+class DuplicateWhenIdle(RentRelease):
+    """A host that idles with nothing queued takes a copy of the task still running (a speculative
+    copy, asked from ``on_host_idle``: it must start before the notice returns)."""
+
+    copied = False
+
+    def idle(self, host: HostView) -> None:
+        env = self.env
+        assert env is not None
+        running = [h.task for h in env.hosts() if h.task is not None]
+        if not self.copied and running:
+            self.copied = True
+            self.duplicate(running[0], host.pool)
+            env.call_later(0.3, self.note, "look")  # while both copies run: who runs what
+        else:
+            super().idle(host)
+
+
+class ReleaseBusy(RentRelease):
+    """When the second host's first task ends, the first host is given back mid-task: its task goes
+    back to the head of the queue, before the task that waited, and the second host takes it."""
+
+    def task_done(self, task: Task, host: HostView) -> None:
+        if task.id == 1:
+            self.release(0)
+
+
 @dataclass(frozen=True)
 class Scenario:
     """A script, its pools and its task times (seconds on a host of speed 1)."""
@@ -253,6 +280,10 @@ SCENARIOS = [
     Scenario("cancel", Cancel, [_a()], [1.5, 0.4, 0.4]),
     # two hosts are affordable (1 per started hour each); at the second completion the money is spent
     Scenario("budget-stop", BudgetStop, [_a(price=1.0)], [0.4, 0.8, 1.2, 0.6, 0.6]),
+    # host 1 idles after t1 and copies t0 (still running on host 0), whose first copy wins
+    Scenario("duplicate-when-idle", DuplicateWhenIdle, [_a()], [1.6, 0.4]),
+    # host 0 is given back running t0 when t1 ends: t0 is requeued ahead of t2, host 1 runs it
+    Scenario("release-busy", ReleaseBusy, [_a()], [1.6, 0.4, 0.4]),
     # host 0 is lost when t1 ends: t0 goes back to the head of the queue, host 1 takes it
     Scenario("host-lost", HostLost, [_a()], [1.2, 0.4]),
 ]
