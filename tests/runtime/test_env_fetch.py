@@ -7,7 +7,7 @@ import pytest
 
 from skylease.control.fixed import FixedPool
 from skylease.model.catalog import InstanceType
-from skylease.runtime.env import DaskEnvironment, _WorkerGone
+from skylease.runtime.env import WorkerEnvironment, _WorkerGone
 from skylease.runtime.store import ResultStore
 
 
@@ -47,9 +47,9 @@ def make_env(tmp_path):
     open store holds three files, which other tests count)."""
     stores: list[ResultStore] = []
 
-    def make(alive: bool) -> DaskEnvironment:
+    def make(alive: bool) -> WorkerEnvironment:
         stores.append(ResultStore(tmp_path / f"r{len(stores)}.sqlite"))
-        env = DaskEnvironment({"local": _Backend(alive)}, [{"id": 0, "kind": "shell", "command": "true"}],
+        env = WorkerEnvironment({"local": _Backend(alive)}, [{"id": 0, "kind": "shell", "command": "true"}],
                               stores[-1], FixedPool(1))
         (hid,) = env.acquire("local")
         env._addr[hid] = "tcp://w0"

@@ -16,6 +16,9 @@ Semantics every implementation keeps:
 * Tasks are dispatched FIFO, one per idle host; a host takes tasks of its own pool's queue first,
   then the shared queue. A task completes exactly once: the first copy to finish wins and the other
   copies (see ``duplicate``) are cancelled; ``on_task_done`` is called once per task.
+
+These dispatch rules are written once, in :mod:`skylease.control.dispatch`, which both
+implementations use (docs/decisions/dispatch-core.md).
 """
 
 from __future__ import annotations
@@ -101,7 +104,10 @@ class Environment(Protocol):
         ...
 
     def duplicate(self, task: int, pool: str) -> None:
-        """Queue one more copy of a running or queued task for ``pool``; first result wins."""
+        """Queue one more copy of a running or queued task for ``pool``; first result wins.
+
+        Also for the pool where the task runs: another idle host of that pool takes the copy.
+        """
         ...
 
     def cancel(self, task: int) -> None:

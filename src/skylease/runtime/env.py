@@ -1,10 +1,13 @@
-"""The real Environment: the same policies rent, use and release Dask workers.
+"""The real Environment: the same policies rent, use and release real workers.
 
-:class:`DaskEnvironment` implements :class:`~skylease.control.env.Environment` (and the tail
+:class:`WorkerEnvironment` implements :class:`~skylease.control.env.Environment` (and the tail
 environment of the QoS policy) on real worker processes, with the semantics the simulator keeps
 (:mod:`skylease.control.env`): hosts are charged from the rent request, boot, come up; tasks are
 dispatched by skylease itself, FIFO, one per idle host (one worker = one slot), so that a policy
-sees the same sequence of decisions as in simulation; the first copy of a task to finish wins.
+sees the same sequence of decisions as in simulation; the first copy of a task to finish wins. Those
+rules are the dispatch core both clocks share (:mod:`skylease.control.dispatch`); this module keeps
+the wall clock and the workers, which a pool provides through
+:class:`~skylease.runtime.backend.WorkerBackend`.
 
 The driver is one thread: Dask calls back (from its own thread) into a queue, and the loop here
 takes completions from it, fires the policy's timers and watches the workers. Time is wall-clock
@@ -38,7 +41,6 @@ import itertools
 import math
 import queue
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
@@ -47,10 +49,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # numpy is imported where arrays are made: a real run of commands never needs it
     import numpy as np
 
+from skylease.control.dispatch import Dispatch
 from skylease.control.env import CLOUD_USAGE, BotProgress, Policy
 from skylease.model.catalog import InstanceType
 from skylease.model.host import Host, HostId, HostState
 from skylease.model.task import Task
+from skylease.runtime.backend import WorkerBackend, WorkerCall
 from skylease.runtime.batch import batch_payload, run_batch
 from skylease.runtime.execute import run_task
 from skylease.runtime.store import ResultStore
@@ -112,19 +116,20 @@ class RealResult:
     host_table: tuple[Host, ...]
 
 
-class DaskEnvironment:
-    """An Environment on real Dask workers (see the module docstring)."""
+class WorkerEnvironment:
+    """An Environment on real workers: local processes, a Dask cluster or Slurm jobs (see the
+    module docstring). It was called ``DaskEnvironment``, though the local pool imports no Dask."""
 
     def __init__(
         self,
-        pools: Mapping[str, Any],
+        pools: Mapping[str, WorkerBackend],
         tasks: Sequence[Mapping[str, Any]],
         store: ResultStore,
         policy: Policy,
         *,
         retries: int = 0,
         task_timeout_s: float | None = None,
-        on_progress: Callable[[DaskEnvironment], None] | None = None,
+        on_progress: Callable[[WorkerEnvironment], None] | None = None,
         progress_every_s: float = 0.5,
     ) -> None:
         if not pools:
@@ -146,24 +151,22 @@ class DaskEnvironment:
         self._hosts: list[Host] = []
         self._live: dict[HostId, Host] = {}
         self._addr: dict[HostId, str] = {}
-        self._future: dict[HostId, Any] = {}
+        self._future: dict[HostId, WorkerCall] = {}
         self._batch: dict[HostId, list[int]] = {}
         # a batch of tiny tasks queued on a busy worker behind its running one (future, tasks)
-        self._ahead: dict[HostId, tuple[Any, list[int]]] = {}
+        self._ahead: dict[HostId, tuple[WorkerCall, list[int]]] = {}
         self._rt_sum, self._rt_n = 0.0, 0
         self._epoch: list[int] = []
         self._draining: set[HostId] = set()
         self._down_by_trace: set[HostId] = set()
-        self._queue_any: deque[int] = deque()
-        self._queue_pool: dict[str, deque[int]] = {p: deque() for p in self.backends}
-        self._running: dict[int, list[HostId]] = {}
-        self._closed: set[int] = set()
+        self.dispatch = Dispatch(self.backends, self._run_on, lambda h: self.policy.on_host_idle(h),
+                                 fallback=self._reschedule)
+        self._closed = self.dispatch.closed
         self._attempts: dict[int, int] = {}
         self._assigned: set[int] = set()
         self._completion_t: list[float] = []
         self._assign_t: list[float] = []
         self._released_costs: list[float] = []
-        self._pending = 0
         self._done = self._failed = self._lost = self._retried = self._dup_won = 0
         self._peak = 0
         self._lag = 0.0
@@ -171,7 +174,6 @@ class DaskEnvironment:
         self._tail_pool: str | None = None
         self._finished = False
         self._outcome = "done"
-        self._busy_loop = False
 
     # -- clock ------------------------------------------------------------------------------
     @property
@@ -240,10 +242,11 @@ class DaskEnvironment:
         released_at = boundary if 0 < now - boundary <= RELEASE_GRACE_S and boundary > h.requested_at else now
         self._lag = max(self._lag, now - released_at)
         h.state, h.released_at, h.task = HostState.RELEASED, released_at, None
+        self.dispatch.leave(h)
         del self._live[host]
         backend = self.backends[h.pool]
         backend.stop(self._name(host), self._addr.pop(host, None))
-        ended = backend.ended_at(self._name(host)) if hasattr(backend, "ended_at") else None
+        ended = backend.ended_at(self._name(host))
         start = self._job_start.pop(host, None)
         if ended is not None and start is not None:  # billed as its job ran, by the job's clock
             h.requested_at = start
@@ -268,6 +271,7 @@ class DaskEnvironment:
         self._down_by_trace.add(host)
         self.backends[h.pool].kill(self._name(host))
         self._lose(h)
+        self._settle()  # its task, requeued at the head, goes to an idle host at once
 
     def host_back(self, host: HostId) -> None:
         """Start the host's worker again; it comes up when it reconnects."""
@@ -293,26 +297,32 @@ class DaskEnvironment:
         self._epoch[h.id] += 1
         self._future.pop(h.id, None)
         self._addr.pop(h.id, None)
+        self.dispatch.leave(h)
         h.state = HostState.DOWN
         self.store.record_event(self.now, "down", host=h.id)
         self.policy.on_host_down(h)
 
     # -- tasks ------------------------------------------------------------------------------
     def submit(self, tasks: Iterable[Task], pool: str | None = None) -> None:
-        q = self._queue_any if pool is None else self._queue_pool[pool]
+        if pool is not None:
+            self._pool(pool)
         for t in tasks:
             if t.id not in self._specs:
                 raise ValueError(f"task {t.id} is not in the job")
             self._tasks[t.id] = t
-            self._pending += 1
-            q.append(t.id)
+            self.dispatch.submit(t.id, pool)
         self._settle()
 
     def duplicate(self, task: int, pool: str) -> None:
-        if task in self._closed or task not in self._tasks:
-            return
-        self._queue_pool[pool].append(task)
-        self._settle()
+        self._pool(pool)
+        if task in self._tasks and self.dispatch.duplicate(task, pool):
+            self._settle()
+
+    def _pool(self, pool: str) -> InstanceType:
+        try:
+            return self._types[pool]
+        except KeyError:
+            raise KeyError(f"no pool {pool!r}; pools are {list(self._types)}") from None
 
     def cancel(self, task: int) -> None:
         if task in self._closed or task not in self._tasks:
@@ -321,10 +331,10 @@ class DaskEnvironment:
         self._settle()
 
     def queued(self) -> int:
-        return self._pending - len(self._running)
+        return self.dispatch.queued()
 
     def pending(self) -> int:
-        return self._pending
+        return self.dispatch.pending()
 
     def spent(self) -> float:
         now = self.now
@@ -355,10 +365,12 @@ class DaskEnvironment:
         if how not in CLOUD_USAGE:
             raise ValueError(f"cloud usage must be one of {CLOUD_USAGE}, got {how!r}")
         self._usage = how
+        if how != "flat" and self._tail_pool is not None:
+            # the reliable pool serves copies of the bag: never two of one task at once
+            self.dispatch.exclusive.add(self._tail_pool)
         if how == "duplicate" and self._tail_pool is not None:
             for tid in self._tasks:
-                if tid not in self._closed:
-                    self._queue_pool[self._tail_pool].append(tid)
+                self.dispatch.duplicate(tid, self._tail_pool)
 
     def set_tail_pool(self, pool: str) -> None:
         """The reliable pool the QoS policy rents (``reschedule``/``duplicate`` serve it)."""
@@ -377,7 +389,7 @@ class DaskEnvironment:
             self.policy.on_start(self)
             self._settle()
             while not self._finished:
-                if self._pending == 0:
+                if self.dispatch.pending() == 0:
                     self.finish()
                     break
                 now = self._tick_clock()
@@ -429,7 +441,7 @@ class DaskEnvironment:
 
     def _stalled(self) -> bool:
         """Tasks pending, no host alive, no timer that could rent one: nothing can progress."""
-        return self._pending > 0 and not self._live and not any(
+        return self.dispatch.pending() > 0 and not self._live and not any(
             not t.cancelled and not t.background for _, _, t in self._timers)
 
     def _fire_timers(self) -> None:
@@ -480,11 +492,11 @@ class DaskEnvironment:
         self._addr[h.id] = addr
         self.backends[h.pool].bind(self._name(h.id), addr)
         first = h.up_at is None
-        h.state = HostState.IDLE
+        self.dispatch.ready(h)
         if first:
             h.up_at = now
             backend = self.backends[h.pool]
-            started = backend.started_at(self._name(h.id)) if hasattr(backend, "started_at") else None
+            started = backend.started_at(self._name(h.id))
             if started is not None:  # a job that waited in a queue is billed from its start
                 self._job_start[h.id] = started - self._wall0
                 h.requested_at = min(now, started - self._wall0) - JOB_CLOCK_LEAD_S
@@ -495,53 +507,38 @@ class DaskEnvironment:
 
     # -- dispatch -------------------------------------------------------------------------------
     def _settle(self) -> None:
-        if self._finished or self._busy_loop:
-            return
-        self._busy_loop = True
-        try:
-            for h in list(self._live.values()):
-                if h.state is HostState.IDLE and h.id not in self._draining and not self._dispatch(h):
-                    self.policy.on_host_idle(h)
-        finally:
-            self._busy_loop = False
+        """Dispatch and tell idle hosts (the dispatch core); nothing once the run is finished."""
+        if not self._finished:
+            self.dispatch.settle()
 
-    def _dispatch(self, h: Host) -> bool:
-        """Start the next queued task (or batch) on the idle host ``h``; whether there was one."""
-        tids = self._take_batch(h.pool)
-        if tids:
-            self._start(h, tids)
-        return bool(tids)
+    def _run_on(self, h: Host, tid: int) -> None:
+        """The dispatch core gave ``tid`` to ``h``: send it, with tiny tasks batched behind it."""
+        self._start(h, [tid, *self._take(h, self._batch_size() - 1)])
 
-    def _take_batch(self, pool: str) -> list[int]:
-        """The next queued task for a host of ``pool`` and, for tiny tasks, those batched with it."""
-        tid = self._next_task(pool)
-        if tid is None:
-            return []
-        tids = [tid]
-        for _ in range(self._batch_size() - 1):
-            nxt = self._next_task(pool)
+    def _take(self, h: Host, n: int) -> list[int]:
+        """Up to ``n`` more queued tasks for ``h`` (each is then a copy it runs)."""
+        tids: list[int] = []
+        for _ in range(n):
+            nxt = self.dispatch.take(h.pool)
             if nxt is None:
                 break
+            self.dispatch.assign(nxt, h.id)
             tids.append(nxt)
         return tids
 
-    def _next_task(self, pool: str) -> int | None:
-        for q in (self._queue_pool[pool], self._queue_any):
-            while q:
-                tid = q.popleft()
-                if tid not in self._closed and pool not in self._on_pools(tid):
-                    return tid
-        if self._usage == "reschedule" and pool == self._tail_pool:
-            # a copy of the task running longest on another pool (the likely straggler)
-            best, best_t = None, math.inf
-            for tid, hids in self._running.items():
-                if any(self._hosts[x].pool == pool for x in hids):
-                    continue
-                t = min(self._hosts[x].task_started_at or math.inf for x in hids)
-                if t < best_t:
-                    best, best_t = tid, t
-            return best
-        return None
+    def _reschedule(self, pool: str) -> int | None:
+        """With nothing queued, a host of the tail pool serving ``reschedule`` takes a copy of the
+        task running longest on another pool (the likely straggler)."""
+        if self._usage != "reschedule" or pool != self._tail_pool:
+            return None
+        best, best_t = None, math.inf
+        for tid, hids in self.dispatch.running.items():
+            if any(self._hosts[x].pool == pool for x in hids):
+                continue
+            t = min(self._hosts[x].task_started_at or math.inf for x in hids)
+            if t < best_t:
+                best, best_t = tid, t
+        return best
 
     def _batch_size(self) -> int:
         if self._rt_n < 4:
@@ -553,11 +550,8 @@ class DaskEnvironment:
         workers = max(1, sum(1 for h in self._live.values() if h.state in (HostState.IDLE, HostState.BUSY)))
         # guided self-scheduling: a worker's share of the queue, so the workers end together, but
         # never under BATCH_FLOOR_S of work (below that the round trip costs more than the imbalance)
-        share = max(math.ceil(len(self._queue_any) / workers), int(BATCH_FLOOR_S / mean))
+        share = max(math.ceil(len(self.dispatch.queue_any) / workers), int(BATCH_FLOOR_S / mean))
         return max(1, min(BATCH_MAX, int(BATCH_TARGET_S / mean), share))
-
-    def _on_pools(self, tid: int) -> set[str]:
-        return {self._hosts[x].pool for x in self._running.get(tid, ())}
 
     def _start(self, h: Host, tids: list[int]) -> None:
         h.state, h.task, h.task_started_at = HostState.BUSY, tids[0], self.now
@@ -569,15 +563,14 @@ class DaskEnvironment:
     def _prefetch(self, h: Host) -> None:
         """Queue the next batch of tiny tasks on the worker behind its running one, so that it
         never waits for the driver's round trip (submit, fetch, record) between batches."""
-        tids = self._take_batch(h.pool)
+        tids = self._take(h, self._batch_size())
         if tids:
             self._ahead[h.id] = (self._send(h, tids), tids)
 
-    def _send(self, h: Host, tids: list[int]) -> Any:
+    def _send(self, h: Host, tids: list[int]) -> WorkerCall:
         """Submit ``tids`` to the host's worker (one call, or one batch call); returns the future."""
         now = self.now
         for tid in tids:
-            self._running.setdefault(tid, []).append(h.id)
             if tid not in self._assigned:
                 self._assigned.add(tid)
                 self._assign_t.append(now)
@@ -592,14 +585,14 @@ class DaskEnvironment:
         fut.add_done_callback(lambda f, hid=h.id, e=epoch: self._inbox.put((hid, e, f)))
         return fut
 
-    def _on_result(self, hid: HostId, epoch: int, fut: Any) -> None:
+    def _on_result(self, hid: HostId, epoch: int, fut: WorkerCall) -> None:
         h = self._hosts[hid]
         if hid in self._draining and self._future.get(hid) is fut:
             self._draining.discard(hid)
             self._future.pop(hid, None)
             self._batch.pop(hid, None)
             if h.state is HostState.BUSY:
-                h.state, h.task, h.task_started_at = HostState.IDLE, None, None
+                self.dispatch.ready(h)  # its losing copy has stopped
             self._settle()
             return
         if epoch != self._epoch[hid] or self._finished or h.state is not HostState.BUSY:
@@ -614,17 +607,18 @@ class DaskEnvironment:
         now = self.now
         self._future.pop(hid, None)
         for tid in tids:
-            self._stop_copy(tid, hid)
-        h.state, h.task, h.task_started_at = HostState.IDLE, None, None
+            self.dispatch.unassign(tid, hid)
         ahead = self._ahead.pop(hid, None)
         if ahead is not None and fut.status == "finished":
             # the worker already runs the batch queued behind this one: it becomes the running
             # batch, and the next one is queued behind it before we fetch and record results
-            h.state, h.task, h.task_started_at = HostState.BUSY, ahead[1][0], now
+            h.task, h.task_started_at = ahead[1][0], now
             self._future[hid], self._batch[hid] = ahead
             self._prefetch(h)
-        elif ahead is not None:
-            self._drop_ahead(hid, ahead)
+        else:
+            self.dispatch.ready(h)
+            if ahead is not None:
+                self._drop_ahead(hid, ahead)
         try:
             res = self._fetch(h, fut)
             outs = res if len(tids) > 1 else [res]
@@ -646,7 +640,7 @@ class DaskEnvironment:
                 t = end
         self._settle()
 
-    def _fetch(self, h: Host, fut: Any) -> Any:
+    def _fetch(self, h: Host, fut: WorkerCall) -> Any:
         """The result of a finished call, fetched from its worker.
 
         A worker that dies after finishing but before we fetch takes the result with it, and Dask
@@ -662,10 +656,6 @@ class DaskEnvironment:
                         or addr not in backend.workers().values():
                     raise _WorkerGone(name) from None
 
-    def _requeue_head(self, tid: int) -> None:
-        if tid not in self._closed and tid not in self._running and tid not in self._queue_any:
-            self._queue_any.appendleft(tid)
-
     def _finish_one(self, h: Host, tid: int, out: dict[str, Any], started: float, ended: float) -> None:
         """One task's outcome: its result (or a retry), and the policy told."""
         if tid in self._closed:
@@ -678,7 +668,7 @@ class DaskEnvironment:
             status = "ok" if out.get("exit_code") == 0 else "failed"
             self.store.record_result(tid, status, out, attempt=attempt, host=h.id, pool=h.pool,
                                      worker=self._addr.get(h.id), started_s=started, ended_s=ended)
-            if self._running.get(tid):
+            if self.dispatch.running.get(tid):
                 self._dup_won += 1  # another copy was still running: this one won the race
             self._close(tid)
             if status == "ok":
@@ -693,43 +683,32 @@ class DaskEnvironment:
             self._retried += 1
             self.store.record_attempt(tid, attempt, "failed", ended, exit_code=out.get("exit_code"),
                                       host=h.id, stderr_tail=out.get("stderr_tail"))
-            if tid not in self._running:
-                self._queue_any.append(tid)
+            self.dispatch.retry(tid)
 
     def _close(self, tid: int) -> None:
         """The task is finished: stop its other copies (first result wins)."""
-        self._closed.add(tid)
-        self._pending -= 1
-        for other in self._running.pop(tid, ()):
+        for other in self.dispatch.close(tid):
             oh = self._hosts[other]
             self.store.record_attempt(tid, self._attempts.get(tid, 0) + 1, "cancelled", self.now,
                                       host=other)
             fut = self._future.get(other)
             if fut is not None and self._batch.get(other) == [tid]:
                 self._draining.add(other)  # busy until its call returns; its result is ignored
+                self.dispatch.stopping(oh)
                 addr = self._addr.get(other)
                 if addr is not None:
                     self.backends[oh.pool].stop_task(addr)
                 fut.cancel()
-                oh.task, oh.task_started_at = None, None
             # a copy in a batch of tiny tasks runs on (its result is ignored): the batch goes on
 
-    def _stop_copy(self, tid: int, hid: HostId) -> None:
-        """The copy of ``tid`` on host ``hid`` no longer runs."""
-        run = self._running.get(tid)
-        if run is not None and hid in run:
-            run.remove(hid)
-            if not run:
-                del self._running[tid]
-
-    def _drop_ahead(self, hid: HostId, ahead: tuple[Any, list[int]]) -> None:
+    def _drop_ahead(self, hid: HostId, ahead: tuple[WorkerCall, list[int]]) -> None:
         """A queued batch that will not run: its tasks go back to the head of the queue (they never
         started, so no attempt is counted)."""
         fut, tids = ahead
         fut.cancel()
         for tid in reversed(tids):
-            self._stop_copy(tid, hid)
-            self._requeue_head(tid)
+            self.dispatch.unassign(tid, hid)
+            self.dispatch.requeue_head(tid)
 
     def _interrupt(self, h: Host, why: str) -> None:
         """The host stops mid-work: every task of its batch goes back to the head of the queue."""
@@ -743,7 +722,7 @@ class DaskEnvironment:
         tids = self._batch.pop(h.id, [h.task] if h.task is not None else [])
         h.state, h.task, h.task_started_at = HostState.IDLE, None, None
         for tid in tids:
-            self._stop_copy(tid, h.id)
+            self.dispatch.unassign(tid, h.id)
         self._lost_tasks(h, tids, why)
 
     def _lost_tasks(self, h: Host, tids: list[int], why: str) -> None:
@@ -753,7 +732,7 @@ class DaskEnvironment:
                 continue
             self._lost += 1
             self.store.record_attempt(tid, self._attempts.get(tid, 0) + 1, why, self.now, host=h.id)
-            self._requeue_head(tid)
+            self.dispatch.requeue_head(tid)
             if not self._finished:
                 self.policy.on_task_lost(self._tasks[tid], h)
 
@@ -768,3 +747,7 @@ class DaskEnvironment:
             peak_hosts=self._peak, lost=self._lost, retried=self._retried, duplicates_won=self._dup_won,
             max_release_lag_s=self._lag, host_table=hosts,
         )
+
+
+#: The former name of :class:`WorkerEnvironment` (``experiments/run.py`` imports it by that name).
+DaskEnvironment = WorkerEnvironment

@@ -258,6 +258,13 @@ class LocalPool:
         """The worker process was started and has exited (killed or crashed)."""
         return not self.alive(name)
 
+    def started_at(self, name: str) -> float | None:
+        """Local workers are billed by skylease's own meter, not by a job's clock."""
+        return None
+
+    def ended_at(self, name: str) -> float | None:
+        return None
+
     def close(self) -> None:
         for name in list(self.procs):
             self.kill(name)
@@ -415,6 +422,13 @@ class ClusterPool:
 
     def gone(self, name: str) -> bool:
         return False
+
+    def started_at(self, name: str) -> float | None:
+        """A cluster's workers are billed by skylease's own meter, not by a job's clock."""
+        return None
+
+    def ended_at(self, name: str) -> float | None:
+        return None
 
     def close(self) -> None:
         if self._client is not None:

@@ -22,7 +22,7 @@ WATCH_S = 0.25
 
 
 class Volatility:
-    """Plays an availability trace on the hosts of one pool of a :class:`DaskEnvironment`."""
+    """Plays an availability trace on the hosts of one pool of a :class:`WorkerEnvironment`."""
 
     def __init__(self, trace: Any, pool: str, time_scale: float, seed: int = 0,
                  start: float | None = None) -> None:

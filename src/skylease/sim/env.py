@@ -6,6 +6,10 @@ them for ``work / speed`` seconds, and bills every host by the started units of 
 (from the rent request, boot included, to release). See :mod:`skylease.control.env` for the
 semantics shared with the real runtime.
 
+Dispatch itself (queues, copies, requeue at the head, first result wins, idle after dispatch) is
+:class:`skylease.control.dispatch.Dispatch`, shared with the real environment: this module keeps the
+simulated clock, boots, task run times and billing.
+
 The experiment ends when no task is pending (hosts still alive are then released and charged
 their started units, as the A2HA spec's A25 does), when the policy calls ``finish``, or at the
 horizon; tasks not done by then are reported as unfinished, never dropped silently.
@@ -14,13 +18,13 @@ horizon; tasks not done by then are reported as unfinished, never dropped silent
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from skylease.control.dispatch import Dispatch
 from skylease.control.env import Policy
 from skylease.model.host import Host, HostId, HostState
 from skylease.model.instance import InstanceType
@@ -118,16 +122,10 @@ class SimEnvironment:
         self._hosts: list[Host] = []
         self._live: dict[HostId, Host] = {}
         self._live_count = dict.fromkeys(self._pools, 0)
-        self._idle: dict[str, deque[Host]] = {p: deque() for p in self._pools}
         self._epoch: list[int] = []  # per host: bumps on interrupt/release, stale events check it
-        self._queue_any: deque[int] = deque()
-        self._queue_pool: dict[str, deque[int]] = {p: deque() for p in self._pools}
         self._tasks: dict[int, Task] = {}
-        self._copies: dict[int, int] = {}  # live copies (queued or running) per pending task
-        self._running: dict[int, list[HostId]] = {}
-        self._closed: set[int] = set()  # done or cancelled
-        self._pending = 0
-        self._future = 0
+        self.dispatch = Dispatch(self._pools, self._start, lambda h: self.policy.on_host_idle(h))
+        self._closed = self.dispatch.closed  # done or cancelled
         self._done = 0
         self._cancelled = 0
         self._records: list[TaskRecord] = []
@@ -136,9 +134,6 @@ class SimEnvironment:
         self._interrupted = 0
         self._wasted = 0.0
         self._last_done = 0.0
-        self._just_idle: list[Host] = []
-        self._settling = False
-        self._dirty = False
         self._finished = False
         self._end_time: float | None = None
 
@@ -204,6 +199,7 @@ class SimEnvironment:
         h.state = HostState.RELEASED
         h.released_at = self.kernel.now
         h.task = None
+        self.dispatch.leave(h)
         del self._live[host]
         self._live_count[h.pool] -= 1
         self._released_costs.append(h.cost(self.kernel.now))
@@ -227,47 +223,58 @@ class SimEnvironment:
         if self._epoch[hid] != epoch or self._finished:
             return
         h = self._hosts[hid]
-        h.state = HostState.IDLE
         h.up_at = self.kernel.now
-        self._idle[h.pool].append(h)
-        self._just_idle.append(h)
+        self.dispatch.ready(h)
         self.policy.on_host_up(h)
         self._settle()
+
+    # -- a host lost and back (its rent goes on) ----------------------------------------------
+    def host_down(self, host: HostId) -> None:
+        """The host becomes unavailable now: its task goes back to the head of the queue."""
+        h = self._live.get(host)
+        if h is None or h.state is HostState.DOWN or self._finished:
+            return
+        if h.state is HostState.BUSY:
+            self._interrupt(h, requeue=True)
+        self._epoch[host] += 1
+        self.dispatch.leave(h)
+        h.state, h.task, h.task_started_at = HostState.DOWN, None, None
+        self.policy.on_host_down(h)
+        self._settle()
+
+    def host_back(self, host: HostId) -> None:
+        """A host that was down boots again; it comes up after its pool's boot time."""
+        h = self._live.get(host)
+        if h is None or h.state is not HostState.DOWN or self._finished:
+            return
+        h.state = HostState.BOOTING
+        self.kernel.schedule(self.kernel.now + h.itype.boot_time, self._host_up, host, self._epoch[host])
 
     # -- tasks ------------------------------------------------------------------------------
     def submit(self, tasks: Iterable[Task], pool: str | None = None) -> None:
         if pool is not None:
             self._pool(pool)
         now = self.kernel.now
-        queue = self._queue_any if pool is None else self._queue_pool[pool]
         for t in tasks:
             if t.id in self._tasks:
                 raise ValueError(f"task {t.id} was already submitted")
             self._tasks[t.id] = t
-            self._pending += 1
             if t.arrival > now:
-                self._future += 1
+                self.dispatch.expect(t.id)
                 self.kernel.schedule(t.arrival, self._arrive, t.id, pool)
             else:
-                self._copies[t.id] = 1
-                queue.append(t.id)
+                self.dispatch.submit(t.id, pool)
         self._settle()
 
     def _arrive(self, tid: int, pool: str | None) -> None:
-        self._future -= 1
-        if tid in self._closed:
-            return
-        self._copies[tid] = self._copies.get(tid, 0) + 1
-        (self._queue_any if pool is None else self._queue_pool[pool]).append(tid)
-        self._settle()
+        self.dispatch.arrive(tid, pool)
+        if tid not in self._closed:
+            self._settle()
 
     def duplicate(self, task: int, pool: str) -> None:
         self._pool(pool)
-        if task in self._closed or task not in self._tasks:
-            return
-        self._copies[task] = self._copies.get(task, 0) + 1
-        self._queue_pool[pool].append(task)
-        self._settle()
+        if task in self._tasks and self.dispatch.duplicate(task, pool):
+            self._settle()
 
     def cancel(self, task: int) -> None:
         if task in self._closed or task not in self._tasks:
@@ -278,10 +285,10 @@ class SimEnvironment:
         self._end_if_done()
 
     def queued(self) -> int:
-        return self._pending - self._future - len(self._running)
+        return self.dispatch.queued()
 
     def pending(self) -> int:
-        return self._pending
+        return self.dispatch.pending()
 
     def spent(self) -> float:
         # fsum: ten hosts at $0.10 cost exactly $1.00, not 0.9999999999999999
@@ -298,11 +305,9 @@ class SimEnvironment:
 
     # -- internals --------------------------------------------------------------------------
     def _start(self, h: Host, tid: int) -> None:
+        """The dispatch core gave ``tid`` to ``h``: it runs for work / speed seconds."""
         now = self.kernel.now
-        h.state = HostState.BUSY
-        h.task = tid
         h.task_started_at = now
-        self._running.setdefault(tid, []).append(h.id)
         runtime = self._tasks[tid].work / h.itype.speed
         self.kernel.schedule(now + runtime, self._complete, h.id, self._epoch[h.id])
 
@@ -315,8 +320,8 @@ class SimEnvironment:
         now = self.kernel.now
         started = h.task_started_at
         assert started is not None
-        self._running[tid].remove(hid)
-        self._set_idle(h)
+        self.dispatch.unassign(tid, hid)
+        self.dispatch.ready(h)
         self._records.append(TaskRecord(tid, hid, h.pool, started, now))
         self._close(tid)  # other copies stop: the first result wins
         self._done += 1
@@ -326,26 +331,16 @@ class SimEnvironment:
         self._end_if_done()
 
     def _close(self, tid: int) -> None:
-        self._closed.add(tid)
-        self._pending -= 1
-        self._copies.pop(tid, None)
-        for other in self._running.pop(tid, ()):
+        for other in self.dispatch.close(tid):  # its other copies stop at once
             oh = self._hosts[other]
             self._epoch[other] += 1
             self._wasted += self._elapsed(oh)
-            self._set_idle(oh)
+            self.dispatch.ready(oh)
 
     def _elapsed(self, h: Host) -> float:
         """Seconds the task on ``h`` has run so far."""
         started = h.task_started_at
         return 0.0 if started is None else self.kernel.now - started
-
-    def _set_idle(self, h: Host) -> None:
-        h.state = HostState.IDLE
-        h.task = None
-        h.task_started_at = None
-        self._idle[h.pool].append(h)
-        self._just_idle.append(h)
 
     def _interrupt(self, h: Host, requeue: bool) -> None:
         tid = h.task
@@ -355,64 +350,25 @@ class SimEnvironment:
         if elapsed > 0:  # a task given to a host at the very moment it is released lost nothing
             self._interrupted += 1
         self._wasted += elapsed
-        self._running[tid].remove(h.id)
-        if not self._running[tid]:
-            del self._running[tid]
-        self._copies[tid] -= 1
+        self.dispatch.unassign(tid, h.id)
         # Requeue unless another copy runs or waits in the shared queue: a duplicate waiting in a
         # pool's own queue does not count, as that pool may have no host to run it (found by
         # hypothesis: dup to an empty pool, then release the only running host -> a stall).
-        if requeue and tid not in self._running and tid not in self._queue_any:
-            self._copies[tid] += 1
-            self._queue_any.appendleft(tid)
-        self._set_idle(h)
+        if requeue:
+            self.dispatch.requeue_head(tid)
+        # idle, but not given to the dispatch core: the host is being released or lost (a policy
+        # acting from on_task_lost must not have a task sent to it)
+        h.state, h.task, h.task_started_at = HostState.IDLE, None, None
         if not self._finished:
             self.policy.on_task_lost(self._tasks[tid], h)
 
-    def _next_task(self, pool: str) -> int | None:
-        for q in (self._queue_pool[pool], self._queue_any):
-            while q:
-                tid = q.popleft()
-                if tid not in self._closed:
-                    return tid
-        return None
-
-    def _dispatch(self) -> None:
-        for pool, idle in self._idle.items():
-            while idle:
-                h = idle[0]
-                if h.state is not HostState.IDLE:
-                    idle.popleft()  # stale entry: since released or busy
-                    continue
-                tid = self._next_task(pool)
-                if tid is None:
-                    break
-                idle.popleft()
-                self._start(h, tid)
-
     def _settle(self) -> None:
-        """Dispatch, then tell the policy which hosts are left idle (re-entrant safe)."""
-        if self._finished:
-            return
-        if self._settling:
-            self._dirty = True
-            return
-        self._settling = True
-        try:
-            while True:
-                self._dirty = False
-                self._dispatch()
-                idle, self._just_idle = self._just_idle, []
-                for h in idle:
-                    if h.state is HostState.IDLE:
-                        self.policy.on_host_idle(h)
-                if not self._dirty and not self._just_idle:
-                    break
-        finally:
-            self._settling = False
+        """Dispatch, then tell the policy which hosts are left idle (see the dispatch core)."""
+        if not self._finished:
+            self.dispatch.settle()
 
     def _end_if_done(self) -> None:
-        if self._pending == 0 and not self._finished:
+        if self.dispatch.pending() == 0 and not self._finished:
             self.finish()
 
     # -- results ----------------------------------------------------------------------------
