@@ -71,6 +71,13 @@ def test_a_policy_file_drives_real_workers_and_replay_loads_the_same_class(lab, 
     rep = json.loads(capsys.readouterr().out)
     assert rep["policy_class"] == s["policy_class"]
     assert [r["hosts"] for r in rep["simulated"]] == [3, 3]
+    # the policy file gone since the run: one line naming the run, exit 2
+    (lab / "stepup.py").unlink()
+    assert main(["simulate", "replay", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"skylease: error: {out}: cannot load the run's policy '{spec}': "), err
+    assert "stepup.py: --policy: no such file" in err
     # a resume command repeats the parameters
     opts = RunOptions(out=out, policy=spec, policy_args=["more=2", "label=trial 1"])
     shown = f"--policy {spec} --policy-arg more=2 --policy-arg 'label=trial 1'"

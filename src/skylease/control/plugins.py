@@ -34,12 +34,10 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from skylease.model.errors import UserError
-from skylease.model.files import read_toml
 
 #: The entry-point group an installed package declares its bag policies in.
 POLICY_GROUP = "skylease.policies"
@@ -186,10 +184,14 @@ def _first_line(e: BaseException) -> str:
 
 def entry_point_names(group: str) -> list[str]:
     """The names installed packages declare in the entry-point group ``group``, sorted."""
+    from importlib.metadata import entry_points  # (70 ms: only when a name is looked up)
+
     return sorted({ep.name for ep in entry_points(group=group)})
 
 
 def _entry_point(name: str, group: str, what: str) -> Any:
+    from importlib.metadata import entry_points
+
     found = [ep for ep in entry_points(group=group) if ep.name == name]
     if not found:
         known = entry_point_names(group)
@@ -234,6 +236,8 @@ def parse_args(pairs: Sequence[str], option: str = "--policy-arg") -> dict[str, 
 
 def params_from_toml(path: str | Path, table: str | None = None) -> dict[str, Any]:
     """The typed keyword parameters of a TOML file (its table ``table``, dotted, or the whole file)."""
+    from skylease.model.files import read_toml  # (pydantic: only when a TOML table is read)
+
     path = Path(path)
     try:
         data: Any = read_toml(path)[0]

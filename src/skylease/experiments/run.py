@@ -788,9 +788,12 @@ def replay(out: str | Path, seeds: Sequence[int] = (0,)) -> dict[str, Any]:
     sims = []
     described = None
     for seed in seeds:
-        policy, order = parse_policy(opts.policy, main_pool, opts.budget, pools[main_pool].billing_unit,
-                                     opts.policy_args)
-        described = describe_policy(policy)
+        try:
+            policy, order = parse_policy(opts.policy, main_pool, opts.budget, pools[main_pool].billing_unit,
+                                         opts.policy_args)
+            described = describe_policy(policy)
+        except UserError as e:  # the run's own policy, gone or changed since it ran (say a file)
+            raise UserError(f"cannot load the run's policy {opts.policy!r}: {e}", file=out) from None
         r = simulate(policy, bag, pools, order=order, seed=seed)
         sims.append({"seed": seed, "hosts": r.hosts, "peak_hosts": r.peak_hosts, "cost": r.cost,
                      "makespan_s": r.makespan, "charged_units": r.charged_units})
