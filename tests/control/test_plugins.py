@@ -94,6 +94,7 @@ def test_text_parameters_follow_the_constructors_annotations(mine):
     assert (p.n, p.factor, p.quiet, p.cap, p.size, p.pool, p.note) == (4, 0.5, True, None, 3, "cloud",
                                                                         "anything")
     assert type(p.size) is int  # `int | float`: the first type that reads the text
+    assert load(f"{mine}:Mine", parse_args(["pool=none"])).pool is None  # `str | None`: none is None
     p = load(f"{mine}:Mine", parse_args(["size=2.5", "cap=7", "factor=inf", "quiet=0"]))
     assert (p.size, p.cap, p.factor, p.quiet) == (2.5, 7, math.inf, False)
 
@@ -159,6 +160,7 @@ def test_each_mistake_is_one_line(tmp_path, mine, spec, params, line):
     ("import os\nimport nosuch_dependency_zz\n", 2,
      "ModuleNotFoundError: No module named 'nosuch_dependency_zz'"),
     ("x = 1\n\nraise RuntimeError('site not configured')\n", 3, "RuntimeError: site not configured"),
+    ("import sys\nsys.exit(3)\n", 2, "SystemExit: 3"),  # not an exit of skylease
 ])
 def test_an_error_inside_the_plug_in_names_its_file_and_line(tmp_path, body, line, needle):
     path = tmp_path / "broken.py"
@@ -226,3 +228,17 @@ def test_key_value_arguments():
         with pytest.raises(UserError) as e:
             parse_args(bad)
         assert needle in one_line(e) and str(e.value).startswith("--policy-arg: ")
+
+
+def test_a_file_that_is_not_python_source_is_one_line(tmp_path):
+    binary = tmp_path / "binary.py"
+    binary.write_bytes(b"\x89\x00PNG")
+    with pytest.raises(PluginError) as e:
+        load_class(f"{binary}:P")
+    assert f"cannot load {binary}" in one_line(e)
+    with pytest.raises(PluginError) as e:
+        load_class(f"{tmp_path}/{'x' * 300}.py:P")
+    assert one_line(e).endswith(": cannot read it: File name too long")
+    with pytest.raises(PluginError) as e:
+        load_class(f"{tmp_path}/:P")
+    assert one_line(e) == f"{tmp_path}: is not a Python file (a folder?)"

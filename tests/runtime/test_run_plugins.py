@@ -106,6 +106,8 @@ BROKEN = {
     "imports.py": "import nosuch_dependency_zz\n",
     "ctor.py": "from skylease.control.env import Policy\n\nclass P(Policy):\n    def __init__(self):\n"
                "        raise KeyError('boom')\n",
+    "describe.py": "from skylease.control.env import Policy\n\nclass P(Policy):\n    def describe(self):\n"
+                   "        return 1 / 0\n",
 }
 
 #: argv after `run jobs.txt --out OUT` -> the start of the line's text after "skylease: error: ".
@@ -116,6 +118,8 @@ BAD = [
     (["--policy", "imports.py:P"], "{lab}/imports.py:1: --policy: cannot load {lab}/imports.py: "
                                    "ModuleNotFoundError: No module named 'nosuch_dependency_zz'"),
     (["--policy", "ctor.py:P"], "{lab}/ctor.py:5: --policy: {lab}/ctor.py:P: KeyError: 'boom'"),
+    (["--policy", "describe.py:P"],
+     "{lab}/describe.py:5: --policy: P.describe() fails: ZeroDivisionError: division by zero"),
     (["--policy", "stepup.py:Nope"], "--policy: {lab}/stepup.py has no class 'Nope'"),
     (["--policy", "json:JSONDecoder"], "--policy: json.decoder:JSONDecoder is not a bag policy"),
     (["--policy", "zzpolicy"], "--policy: unknown policy 'zzpolicy'; one of fixed:N"),

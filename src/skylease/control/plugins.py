@@ -20,6 +20,7 @@ a union of these (tried in its order), and ``X | None`` (the text ``none`` is ``
 parameter without annotation gets the text. A typed value must fit its annotation (an ``int``
 fits a ``float``). Every mistake is a :class:`PluginError`: a :class:`~skylease.model.errors.UserError`
 in one line, with the plug-in's file and line when the plug-in's own code fails. No traceback.
+The decisions behind these rules: ``docs/decisions/plugins.md``.
 """
 
 from __future__ import annotations
@@ -128,12 +129,15 @@ def _import(name: str) -> types.ModuleType:
 
 
 def _load_file(path: Path) -> types.ModuleType:
-    if not path.exists():
-        raise PluginError("no such file", file=path)
-    if not path.is_file():
+    try:
+        full = path.resolve()
+        stat = full.stat()
+    except FileNotFoundError:
+        raise PluginError("no such file", file=path) from None
+    except OSError as e:  # a name too long, a folder one cannot enter...
+        raise PluginError(f"cannot read it: {e.strerror or e}", file=path) from None
+    if not full.is_file():
         raise PluginError("is not a Python file (a folder?)", file=path)
-    full = path.resolve()
-    stat = full.stat()
     tag = hashlib.sha256(str(full).encode()).hexdigest()[:10]
     stem = "".join(c if c.isalnum() else "_" for c in full.stem)
     name = f"skylease_plugin_{stem}_{tag}"
@@ -153,7 +157,7 @@ def _load_file(path: Path) -> types.ModuleType:
         spec.loader.exec_module(module)
     except BaseException as e:
         sys.modules.pop(name, None)
-        if not isinstance(e, Exception):
+        if isinstance(e, KeyboardInterrupt):
             raise
         raise failure(e, str(path)) from None
     finally:
@@ -162,7 +166,7 @@ def _load_file(path: Path) -> types.ModuleType:
     return module
 
 
-def failure(e: Exception, what: str) -> PluginError:
+def failure(e: BaseException, what: str) -> PluginError:
     """The plug-in's own error as one line: its file and line (the deepest frame outside Python's
     import machinery), the exception's type and message."""
     if isinstance(e, SyntaxError):
@@ -331,20 +335,22 @@ def _type_name(kinds: tuple[type, ...]) -> str:
 def _convert(cls: type, key: str, hint: Any, value: Any) -> Any:
     kinds = _options(hint)
     if kinds is None:  # no annotation (or Any): the value as given
-        return value
-    if not isinstance(value, Text) or str in kinds:
+        return str(value) if isinstance(value, Text) else value
+    if not isinstance(value, Text):  # typed (a TOML value): it must fit
         if kinds and not any(_fits(value, k) for k in kinds):
             raise _mistyped(cls, key, kinds, repr(value))
-        return str(value) if isinstance(value, Text) else value
+        return value
     if not kinds:
         raise PluginError(f"parameter {key!r} of {cls.__qualname__} is {_hint_name(hint)}, which cannot be "
                           f"given as text (give it in a TOML table)", param=key)
     text = str(value).strip()
-    for kind in kinds:  # in the annotation's order: `int | float` makes "3" an int
+    # `none` is None where None is allowed (`str | None` too); else the annotation's order decides:
+    # `int | float` makes "3" an int
+    for kind in sorted(kinds, key=lambda k: k is not type(None)):
         got = _parse(text, kind)
         if got is not _NO:
             return got
-    raise _mistyped(cls, key, kinds, repr(value))
+    raise _mistyped(cls, key, kinds, repr(str(value)))
 
 
 _NO = object()

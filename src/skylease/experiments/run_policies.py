@@ -111,6 +111,8 @@ def describe_policy(policy: Policy) -> str:
     try:
         text = str(policy.describe())
     except Exception as e:
-        where = plugins.failure(e, f"{type(policy).__qualname__}.describe()")
-        raise UserError(where.message, file=where.file, line=where.line, field="--policy") from None
+        where = plugins.failure(e, "")  # (its file and line)
+        text = str(e).strip().splitlines()[0] if str(e).strip() else "(no message)"
+        raise UserError(f"{type(policy).__qualname__}.describe() fails: {type(e).__name__}: {text}",
+                        file=where.file, line=where.line, field="--policy") from None
     return " ".join(text.split())
