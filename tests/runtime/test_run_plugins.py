@@ -65,6 +65,7 @@ def test_a_policy_file_drives_real_workers_and_replay_loads_the_same_class(lab, 
     assert (s["ok"], s["hosts"], s["peak_hosts"]) == (6, 3, 3)  # 1 at the start, 2 more after a task
     assert (s["policy"], s["policy_args"]) == (spec, ["more=2", "label=trial 1"])
     assert s["policy_class"] == f"{spec}(more=2, pool='local', label='trial 1')"
+    assert f"| policy_class | {s['policy_class']} |" in (out / "report.md").read_text()
     # replayed from another folder: the recorded spec (made absolute) and parameters load it again
     monkeypatch.chdir(tmp_path)
     assert main(["simulate", "replay", str(out), "--seeds", "2", "--json"]) == 0
