@@ -148,3 +148,23 @@ def test_a_bad_plug_in_is_one_line_exit_2_and_nothing_written(lab, tmp_path, cap
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith("skylease: error: " + line.format(lab=lab.resolve())), err
     assert not (tmp_path / "new").exists()
+
+
+def test_an_installed_policy_is_named_by_its_entry_point(tmp_path, monkeypatch):
+    """`--policy NAME`: the class an installed package declares in the entry-point group
+    skylease.policies (a dist-info folder on the path, as pip leaves it), given the run's pool."""
+    from skylease.experiments.run_policies import parse_policy
+    from skylease.model.errors import UserError
+
+    (tmp_path / "zz_lab_policies.py").write_text(POLICY)
+    info = tmp_path / "zz_lab_policies-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: zz-lab-policies\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[skylease.policies]\nstep-up = zz_lab_policies:StepUp\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    policy, order = parse_policy("step-up", "gpu", None, 60.0, ["more=4"])
+    assert type(policy).__name__ == "StepUp" and (policy.more, policy.pool, order) == (4, "gpu", "fifo")
+    with pytest.raises(UserError) as e:
+        parse_policy("step-down", "gpu", None, 60.0)
+    assert str(e.value).startswith("--policy: unknown policy 'step-down'; one of fixed:N")
+    assert str(e.value).endswith("or the name of an installed policy (installed: step-up)")

@@ -85,7 +85,8 @@ def custom_policy(spec: str, pool: str, budget: float | None, args: Sequence[str
     text = spec.strip()
     installed = plugins.entry_point_names(plugins.POLICY_GROUP)
     if not plugins.is_spec(text) and (":" in text or text not in installed):
-        raise UserError(f"unknown policy {spec!r}; one of {_KNOWN}", field="--policy")
+        listed = f" (installed: {', '.join(installed)})" if installed else ""
+        raise UserError(f"unknown policy {spec!r}; one of {_KNOWN}{listed}", field="--policy")
     try:
         cls = plugins.load_class(text, base=Policy, group=plugins.POLICY_GROUP, what="bag policy")
         takes = plugins.accepted(cls) or []
