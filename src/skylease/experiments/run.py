@@ -1,9 +1,11 @@
 """``skylease run``: a real bag of tasks on Dask workers, driven by the same policies as the simulator.
 
 :func:`run_job` builds the pools (a local pool by default, or those of a pools file), the policy
-(``fixed:N``, ``a2ha[:conservative|aggressive]``, ``dask-adaptive``, optionally with the QoS tail
-policy on a reliable pool), opens the crash-safe store in the output folder, runs the
-:class:`~skylease.runtime.env.DaskEnvironment` and writes ``summary.json`` and ``report.md``.
+(``fixed:N``, ``a2ha[:conservative|aggressive]``, ``dask-adaptive``, or a ``Policy`` subclass of
+one's own named ``MODULE:CLASS`` or ``FILE.py:CLASS``: :mod:`skylease.experiments.run_policies`;
+optionally with the QoS tail policy on a reliable pool), opens the crash-safe store in the output
+folder, runs the :class:`~skylease.runtime.env.DaskEnvironment` and writes ``summary.json`` and
+``report.md``.
 
 Decisions of ours (the issue is silent):
 
