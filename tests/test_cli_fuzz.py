@@ -357,6 +357,11 @@ KINDS: dict[str, Kind] = {
                                  _lines("suspend_rate = -1.0")),
                          latin1='# café\nbase = "NOVM-SR"\n'.encode("latin-1"), latin1_strict=False),
 }
+# A policy of one's own in a file (`run --policy mine.py:Mine`): the base its --policy-arg cases spoil.
+KINDS["policy-py"] = _kind("mine.py", _lines(
+    "from skylease.control.fixed import FixedPool", "", "", "class Mine(FixedPool):",
+    "    def __init__(self, n: int = 1, pool: str | None = None, factor: float = 1.0) -> None:",
+    "        super().__init__(n, pool)", "        self.factor = factor"), truncate=None, lines=False)
 KINDS["swf-leases"] = replace(KINDS["swf"], huge=None)  # lease workloads run on their own cluster size
 KINDS["lwf-xml"] = replace(KINDS["lwf-xml"], truncate=(1, len(KINDS["lwf-xml"].valid.rstrip()) - 1))
 KINDS["args-json"] = replace(KINDS["args-json"], truncate=(1, len(b"[1, 2, 3]") - 1))
@@ -519,7 +524,17 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
                        "huge": _spec("synthetic:{}", st.integers(10**7, 10**15))},
     ("run", "policy"): {"bad spec": st.one_of(
         _spec("fixed:{}", st.integers(max_value=0)), _spec("dask-adaptive:{}", st.integers(max_value=0)),
-        st.sampled_from(["fixed:x", "fixed:", "a2ha:x", "dask-adaptive:x", "fixed:1.5"]))},
+        st.sampled_from(["fixed:x", "fixed:", "a2ha:x", "dask-adaptive:x", "fixed:1.5", "zz:", ":Mine"])),
+        # a plug-in (MODULE:CLASS, FILE.py:CLASS) that cannot be used: one case each
+        "missing file": st.just("gone.py:Mine"), "missing module": st.just("zzmodule_nope:Mine"),
+        "not python": st.just("jobs.txt:Mine"), "missing class": st.just("skylease.control.fixed:Nope"),
+        "not a class": st.just("math:pi"), "not a policy": st.just("json:JSONDecoder"),
+        "missing parameter": st.just("skylease.control.fixed:FixedPool")},
+    # (with --policy mine.py:Mine: CONTEXT) a parameter the policy does not take, or cannot take
+    ("run", "policy_arg"): {
+        "bad spec": st.sampled_from(["n", "=1", "1n=2", "n= "]), "unknown parameter": st.just("zz=1"),
+        "mistyped": st.sampled_from(["n=x", "n=1.5"]), "nan": st.just("factor=nan"),
+        "refused by the class": st.sampled_from(["n=0", "n=-3"])},
     ("run", "tail_qos"): {"bad spec": st.sampled_from(["9X-C-D", "9A-C", "9A-Q-D", "9A-C-D-E"])},
     ("run", "qos_strategy"): {"bad spec": st.sampled_from(["9X-C-D", "9A-C", "9A-Q-D", "9A-C-D-E", "none"])},
     ("run", "qos"): {"bad spec": st.sampled_from(["ftp://host", "http://", "http://127.0.0.1:99999",
@@ -586,6 +601,7 @@ BASE: dict[str, Invocation] = {
 # mistake, and one that is looked at (None: leave the base's value out).
 CONTEXT: dict[tuple[str, str], Invocation] = {
     ("run", "args"): ({"job": "math:factorial", "args": "args.json"}, {"args": "args-json"}),
+    ("run", "policy_arg"): ({"policy": "mine.py:Mine"}, {"policy": "policy-py"}),
     ("run", "budget"): ({"policy": "a2ha"}, {}),
     ("run", "seed"): ({"policy": "a2ha"}, {}),
     **dict.fromkeys((("run", "tail_qos"), ("run", "reliable_pool"), ("run", "tail_credits")), (

@@ -1420,7 +1420,12 @@ def run_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder: results.sqlite, summary.json, "
                                           "report.md and plots.")] = Path("skylease-out"),
     policy: Annotated[str, typer.Option(help="fixed:N | a2ha[:conservative|aggressive] | "
-                                        "dask-adaptive[:MAX].")] = "fixed:2",
+                                        "dask-adaptive[:MAX] | MODULE:CLASS | FILE.py:CLASS (a Policy "
+                                        "subclass of your own) | an installed policy's name.")] = "fixed:2",
+    policy_arg: Annotated[list[str] | None, typer.Option("--policy-arg", help="KEY=VALUE: a parameter of "
+                                                         "a MODULE:CLASS policy, converted by its "
+                                                         "constructor's annotations (repeatable).")]
+    = None,
     args: Annotated[str | None, typer.Option(help="For a callable: a JSON file with the list of "
                                              "arguments (one item per task).")] = None,
     pools: Annotated[Path | None, typer.Option(help="A TOML file of [pools.NAME] tables (price, "
@@ -1480,7 +1485,8 @@ def run_cmd(
 
     if os.getcwd() not in sys.path:  # `package.module:function` is found as `python -m` finds it
         sys.path.insert(0, os.getcwd())
-    opts = RunOptions(out=out_dir, policy=policy, pools_file=pools, pool=pool, max_workers=workers,
+    opts = RunOptions(out=out_dir, policy=policy, policy_args=list(policy_arg or []), pools_file=pools,
+                      pool=pool, max_workers=workers,
                       price=price, billing_unit=billing_unit, budget=budget, retries=retries,
                       task_timeout_s=timeout, tail_qos=tail_qos, reliable_pool=reliable_pool,
                       tail_credits=tail_credits, volatility=volatility, volatile_pool=volatile_pool,
@@ -1641,8 +1647,12 @@ def simulate_replay_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Simulate a finished real run again: its measured task times, its policy and pools."""
+    import os
+
     from skylease.experiments.run import replay
 
+    if os.getcwd() not in sys.path:  # a run's `--policy module:Class` is found as `skylease run` found it
+        sys.path.insert(0, os.getcwd())
     res = replay(out_dir, seeds=range(seeds))
     if as_json:
         print(json.dumps(res))

@@ -245,3 +245,33 @@ def test_the_lease_service_gets_the_policies_of_its_scheduler_file(capsys, site)
     with pytest.raises(UserError) as e:
         _local_parts(load_serve_config(None, scheduler=str(bad)))
     assert (str(e.value.file), e.value.line, e.value.field) == (str(bad), 4, "policies.admission.class")
+
+
+def test_a_policy_file_is_found_beside_its_configuration_file(tmp_path, monkeypatch):
+    """`class = "FILE.py:Class"` (the loader of `skylease run --policy`, issue 35): the file is
+    read from the configuration's folder, whatever the working folder; a TOML value must fit the
+    constructor's annotation."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "rules.py").write_text(SITE_MODULE.replace("(self, max_hours)", "(self, max_hours: float)"))
+    path = _config(conf, "c.toml", '''
+        [policies.admission]
+        class = "rules.py:NoLongARs"
+        max_hours = 3
+        ''')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    admission = load_config(path).scheduler.admission
+    assert type(admission).__name__ == "NoLongARs" and admission.max_hours == 3
+    bad = _config(conf, "bad.toml", '''
+        [policies.admission]
+        class = "rules.py:NoLongARs"
+        max_hours = "3"
+        ''')
+    from skylease.model.errors import UserError
+
+    with pytest.raises(UserError) as e:
+        load_config(bad)
+    assert (e.value.line, e.value.field) == (5, "policies.admission.max_hours")
+    assert e.value.message == "parameter 'max_hours' of NoLongARs takes float, got '3'"

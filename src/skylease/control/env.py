@@ -179,7 +179,17 @@ class TailEnvironment(Environment, Protocol):
 
 
 class Policy:
-    """Base class for online policies: every callback is optional and does nothing here."""
+    """Base class for online policies: every callback is optional and does nothing here.
+
+    A policy of one's own derives from it and can be named to ``skylease run --policy`` as
+    ``MODULE:CLASS`` or ``FILE.py:CLASS`` (:mod:`skylease.control.plugins`)."""
+
+    def describe(self) -> str:
+        """What ran, for a run's ``summary.json``: ``module:Class(param=value, ...)``, the
+        constructor's parameters the policy keeps under the same names. Override it to say more."""
+        from skylease.control.plugins import describe
+
+        return describe(self)
 
     def on_start(self, env: Environment) -> None:
         """The experiment begins; tasks already submitted are queued."""

@@ -44,6 +44,7 @@ from skylease.control.leases import (
 from skylease.control.leases.config import POLICY_KEYS, configuration_key
 from skylease.control.leases.policies import PolicyError, load_policy
 from skylease.control.leases.records import KIND_NAMES, lease_events, lease_record
+from skylease.control.plugins import resolve_file_spec
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, load_toml
 from skylease.sim.leases import (
@@ -184,7 +185,9 @@ def _load_toml(path: Path) -> LeaseConfig:
         if p is None:
             continue
         try:
-            changes[kind] = load_policy(kind, p.class_, p.model_extra)
+            # a FILE.py:Class is found beside the configuration file, from whatever folder it is read
+            name = resolve_file_spec(p.class_, base=path.parent)
+            changes[kind] = load_policy(kind, name, p.model_extra)
         except PolicyError as e:
             raise keys.error(str(e), "policies", kind, e.param or "class") from None
     try:

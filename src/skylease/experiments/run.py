@@ -1,9 +1,11 @@
 """``skylease run``: a real bag of tasks on Dask workers, driven by the same policies as the simulator.
 
 :func:`run_job` builds the pools (a local pool by default, or those of a pools file), the policy
-(``fixed:N``, ``a2ha[:conservative|aggressive]``, ``dask-adaptive``, optionally with the QoS tail
-policy on a reliable pool), opens the crash-safe store in the output folder, runs the
-:class:`~skylease.runtime.env.DaskEnvironment` and writes ``summary.json`` and ``report.md``.
+(``fixed:N``, ``a2ha[:conservative|aggressive]``, ``dask-adaptive``, or a ``Policy`` subclass of
+one's own named ``MODULE:CLASS`` or ``FILE.py:CLASS``: :mod:`skylease.experiments.run_policies`;
+optionally with the QoS tail policy on a reliable pool), opens the crash-safe store in the output
+folder, runs the :class:`~skylease.runtime.env.DaskEnvironment` and writes ``summary.json`` and
+``report.md``.
 
 Decisions of ours (the issue is silent):
 
@@ -34,13 +36,14 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from skylease.control.env import Environment, HostView, Policy
+from skylease.experiments.run_policies import describe_policy, parse_policy
 from skylease.experiments.run_results import FAILED_IN_SUMMARY, failed_tasks, open_run
 from skylease.experiments.store import atomic_write_text, out_folder
 from skylease.model.catalog import InstanceType
@@ -60,6 +63,7 @@ class RunOptions:
 
     out: Path = Path("skylease-out")
     policy: str = "fixed:2"
+    policy_args: list[str] = field(default_factory=list)  # KEY=VALUE for a MODULE:CLASS policy
     pools_file: Path | None = None
     pool: str | None = None
     max_workers: int | None = None
@@ -275,7 +279,8 @@ def check_options(opts: RunOptions) -> None:
         raise UserError("goes with --resume (it reruns the failed tasks of a stopped or finished run)",
                         field="--retry-failed")
     try:
-        parse_policy(opts.policy, DEFAULT_POOL, opts.budget, opts.billing_unit)  # its own checks
+        parse_policy(opts.policy, DEFAULT_POOL, opts.budget, opts.billing_unit,  # its own checks
+                     opts.policy_args)
     except ValueError as e:  # a value the policy itself refuses
         raise UserError(str(e), field="--policy") from None
     if opts.qos is not None:
@@ -348,50 +353,6 @@ def _strategy(spec: str, option: str = "--tail-qos") -> Any:
     return strategy
 
 
-# -- policies ---------------------------------------------------------------------------------------
-def parse_policy(spec: str, pool: str, budget: float | None, unit: float) -> tuple[Policy, str]:
-    """``fixed:N``, ``a2ha[:conservative|aggressive]`` or ``dask-adaptive[:MAX]``; returns the policy
-    and the dispatch order it needs (``fifo`` or ``random``)."""
-    from skylease.control.a2ha import A2HA, PRESETS
-    from skylease.control.dask_rule import DaskAdaptive
-    from skylease.control.fixed import FixedPool
-
-    name, _, arg = spec.strip().partition(":")
-    name = name.lower()
-    if name == "fixed":
-        try:
-            n = int(arg)
-        except ValueError:
-            raise UserError(f"expected fixed:N with N a number of workers, got {spec!r}",
-                            field="--policy") from None
-        if n < 1:
-            raise UserError(f"fixed:N needs N >= 1, got {n}", field="--policy")
-        if budget is not None:
-            raise UserError("a fixed pool does not watch a budget; use --policy a2ha with --budget",
-                            field="--budget")
-        return FixedPool(n, pool=pool), "fifo"
-    if name == "a2ha":
-        preset = arg or "conservative"
-        if preset not in PRESETS:
-            raise UserError(f"unknown A2HA preset {preset!r}; one of {sorted(PRESETS)}", field="--policy")
-        return A2HA.preset(preset, pool=pool, budget=budget, adjust_period=unit / 12.0), "random"
-    if name in ("dask-adaptive", "adaptive"):
-        if budget is not None:
-            raise UserError("Dask's adaptive rule does not watch a budget; use --policy a2ha",
-                            field="--budget")
-        maximum: int | float = math.inf
-        if arg:
-            try:
-                maximum = int(arg)
-            except ValueError:
-                raise UserError(f"expected dask-adaptive[:MAX], got {spec!r}", field="--policy") from None
-            if maximum < 1:
-                raise UserError(f"dask-adaptive:MAX needs MAX >= 1, got {maximum}", field="--policy")
-        return DaskAdaptive(pool=pool, minimum=1, maximum=maximum), "fifo"
-    raise UserError(f"unknown policy {spec!r}; one of fixed:N, a2ha[:conservative|aggressive], "
-                    "dask-adaptive[:MAX]", field="--policy")
-
-
 # -- the run ----------------------------------------------------------------------------------------
 def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] | None = None,
             on_notice: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -400,10 +361,12 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     Ctrl-C (KeyboardInterrupt) during the run is a stop: the summary comes back with outcome
     ``interrupted`` and the run can be finished with ``--resume``.
     """
+    from skylease.control.plugins import resolve_file_spec
     from skylease.runtime.env import DaskEnvironment
     from skylease.runtime.jobs import load_job
     from skylease.runtime.store import STORE_NAME, ResultStore, store_kind
 
+    opts = replace(opts, policy=resolve_file_spec(opts.policy))  # the same file from any folder (replay)
     check_options(opts)
     job = load_job(job_spec, args=opts.args)
     retries, timeout = job_settings(job, opts)
@@ -426,8 +389,9 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
         if p is not None and p not in specs:
             raise UserError(f"no pool {p!r}; pools are {names}", field=label)
     itype0 = _itype(main_pool, specs[main_pool], "pools")
-    policy, order = parse_policy(opts.policy, main_pool, opts.budget, itype0.billing_unit)
+    policy, order = parse_policy(opts.policy, main_pool, opts.budget, itype0.billing_unit, opts.policy_args)
     _check_policy_fits(policy, itype0, opts)
+    described = describe_policy(policy)
     qos = _tail_policy(opts, specs) if opts.tail_qos else None
     remote = None
     if opts.qos is not None:  # registered (and its credits ordered) before any work: a refusal stops here
@@ -497,6 +461,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
         if reporter is not None:
             report, reporter = _close_reporter(reporter, store, res.outcome), None
         summary = _summary(store, res, opts, job_spec, job, segment, spent_before, time.time() - started, qos)
+        summary["policy_class"] = described
         if report is not None:
             summary["report"] = report
         atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=float))
@@ -665,7 +630,8 @@ def _summary(store: Any, res: Any, opts: RunOptions, job_spec: str, job: Any, se
         pools[h.pool] = pools.get(h.pool, 0) + 1
     outcome = res.outcome if counts["left"] == 0 or res.outcome != "done" else "incomplete"
     s = {
-        "job": job.source, "out": str(opts.out), "policy": opts.policy, "tail_qos": opts.tail_qos,
+        "job": job.source, "out": str(opts.out), "policy": opts.policy, "policy_args": list(opts.policy_args),
+        "tail_qos": opts.tail_qos,
         "segment": segment, "outcome": outcome,
         "tasks": counts["tasks"], "ok": counts["ok"], "failed": counts["failed"], "left": counts["left"],
         "wall_s": wall_s, "elapsed_s": res.elapsed_s, "cost": spent_before + res.cost,
@@ -704,6 +670,9 @@ def resume_command(job_spec: str, opts: RunOptions, *, retry_failed: bool = Fals
         value = getattr(opts, name)
         if value is not None and value != getattr(default, name):
             words += [flag, str(value)]
+            if name == "policy":
+                for arg in opts.policy_args:
+                    words += ["--policy-arg", arg]
     words.append("--resume")
     if retry_failed:
         words.append("--retry-failed")
@@ -819,12 +788,19 @@ def replay(out: str | Path, seeds: Sequence[int] = (0,)) -> dict[str, Any]:
 
     bag = Bag.from_runtimes([max(0.0, float(r["runtime_s"] or 0.0)) for r in rows], name="replay")
     sims = []
+    described = None
     for seed in seeds:
-        policy, order = parse_policy(opts.policy, main_pool, opts.budget, pools[main_pool].billing_unit)
+        try:
+            policy, order = parse_policy(opts.policy, main_pool, opts.budget, pools[main_pool].billing_unit,
+                                         opts.policy_args)
+            described = describe_policy(policy)
+        except UserError as e:  # the run's own policy, gone or changed since it ran (say a file)
+            raise UserError(f"cannot load the run's policy {opts.policy!r}: {e}", file=out) from None
         r = simulate(policy, bag, pools, order=order, seed=seed)
         sims.append({"seed": seed, "hosts": r.hosts, "peak_hosts": r.peak_hosts, "cost": r.cost,
                      "makespan_s": r.makespan, "charged_units": r.charged_units})
-    return {"out": str(out), "policy": opts.policy, "boot_s": boot, "tasks": len(rows),
+    return {"out": str(out), "policy": opts.policy, "policy_args": list(opts.policy_args),
+            "policy_class": described, "boot_s": boot, "tasks": len(rows),
             "real": {"hosts": summary.get("hosts"), "peak_hosts": summary.get("peak_hosts"),
                      "cost": summary.get("cost"), "elapsed_s": summary.get("elapsed_s")},
             "simulated": sims}

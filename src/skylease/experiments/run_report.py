@@ -55,8 +55,8 @@ def write_run_report(out: Path, store: Any, summary: dict[str, Any]) -> None:
         path = out / "run_over_time.svg"
         atomic_write_text(path, svg)
         figs["run"] = path.name
-    keys = ("job", "policy", "tail_qos", "outcome", "tasks", "ok", "failed", "left", "wall_s", "cost",
-            "budget", "hosts", "peak_hosts", "lost", "retried", "max_release_lag_s")
+    keys = ("job", "policy", "policy_class", "tail_qos", "outcome", "tasks", "ok", "failed", "left", "wall_s",
+            "cost", "budget", "hosts", "peak_hosts", "lost", "retried", "max_release_lag_s")
     rows = [(k, summary.get(k)) for k in keys]
     lines = [f"# Run of {summary.get('job')}", "", md_rows(rows, ["", "value"], digits=2), ""]
     if len(seg) > 1:

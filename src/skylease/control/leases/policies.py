@@ -17,12 +17,11 @@ so the lease service replaying its journal takes the same decisions again.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from skylease.control import plugins
 from skylease.control.leases.lease import Lease, LeaseKind, Reservation
 from skylease.control.leases.slottable import SlotTable
 
@@ -188,57 +187,23 @@ def check_policy(kind: str, policy: object) -> None:
 
 
 def load_policy(kind: str, name: str, params: Mapping[str, Any] | None = None) -> object:
-    """The ``kind`` policy called ``name`` (a built-in name, or ``"module:Class"`` imported with
-    importlib), built with the keyword ``params``. Any mistake is a :class:`PolicyError` in one
-    line (never the import's traceback)."""
+    """The ``kind`` policy called ``name`` (a built-in name, or ``"module:Class"`` /
+    ``"file.py:Class"``, found by :mod:`skylease.control.plugins`), built with the keyword
+    ``params``. Any mistake is a :class:`PolicyError` in one line (never the import's traceback)."""
     params = dict(params or {})
     builtins = BUILTIN_POLICIES[kind]
-    if name in builtins:
-        cls: Any = builtins[name]
-    else:
-        module_name, sep, attr = name.partition(":")
-        if not sep or not module_name.strip() or not attr.strip():
-            raise PolicyError(f"must be one of {', '.join(builtins)} or 'module:Class', got {name!r}")
-        try:
-            module = importlib.import_module(module_name.strip())
-        except ModuleNotFoundError as e:
-            raise PolicyError(f"cannot import {name!r}: no module named {e.name!r}") from None
-        except Exception as e:  # the site's module itself fails: say how, in one line
-            raise PolicyError(f"cannot import {name!r}: {type(e).__name__}: {e}") from None
-        cls = module
-        for part in attr.strip().split("."):
-            if not hasattr(cls, part):
-                raise PolicyError(f"module {module_name.strip()!r} has no class {attr.strip()!r}")
-            cls = getattr(cls, part)
-        if not inspect.isclass(cls):
-            raise PolicyError(f"{name!r} is not a class")
-    _check_params(cls, params)
     try:
-        policy = cls(**params)
-    except Exception as e:  # the class's own checks of its parameters (a site's code: one line)
-        bad = [p for p in params if p in str(e)]
-        raise PolicyError(f"{name}: {e}", bad[0] if len(bad) == 1 else None) from None
+        if name in builtins:
+            cls: Any = builtins[name]
+        elif not plugins.is_spec(name):
+            raise PolicyError(f"must be one of {', '.join(builtins)} or 'module:Class', got {name!r}")
+        else:
+            cls = plugins.load_class(name, what=f"{kind.replace('_', '-')} policy")
+        policy = plugins.instantiate(cls, params, name)
+    except plugins.PluginError as e:
+        raise PolicyError(str(e), e.param) from None
     check_policy(kind, policy)
     return policy
-
-
-def _check_params(cls: type, params: Mapping[str, Any]) -> None:
-    """Unknown or missing keyword parameters, named before the class is built."""
-    try:
-        sig = inspect.signature(cls)
-    except (TypeError, ValueError):  # no signature to read: the constructor will say
-        return
-    ps = sig.parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in ps.values()):
-        names = [n for n, p in ps.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        for key in params:
-            if key not in names:
-                known = f"; it takes {', '.join(names)}" if names else "; it takes none"
-                raise PolicyError(f"unknown parameter {key!r} of {cls.__qualname__}{known}", key)
-    missing = [n for n, p in ps.items() if p.default is p.empty and n not in params
-               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    if missing:
-        raise PolicyError(f"{cls.__qualname__} needs the parameter {missing[0]!r}")
 
 
 def describe(policy: object) -> str:
