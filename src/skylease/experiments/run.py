@@ -4,7 +4,7 @@
 (``fixed:N``, ``a2ha[:conservative|aggressive]``, ``dask-adaptive``, or a ``Policy`` subclass of
 one's own named ``MODULE:CLASS`` or ``FILE.py:CLASS``: :mod:`skylease.experiments.run_policies`;
 optionally with the QoS tail policy on a reliable pool), opens the crash-safe store in the output
-folder, runs the :class:`~skylease.runtime.env.DaskEnvironment` and writes ``summary.json`` and
+folder, runs the :class:`~skylease.runtime.env.WorkerEnvironment` and writes ``summary.json`` and
 ``report.md``.
 
 Decisions of ours (the issue is silent):
@@ -362,7 +362,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     ``interrupted`` and the run can be finished with ``--resume``.
     """
     from skylease.control.plugins import resolve_file_spec
-    from skylease.runtime.env import DaskEnvironment
+    from skylease.runtime.env import WorkerEnvironment
     from skylease.runtime.jobs import load_job
     from skylease.runtime.store import STORE_NAME, ResultStore, store_kind
 
@@ -440,7 +440,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
             if opts.budget is not None and hasattr(policy, "budget"):
                 policy.budget = opts.budget - spent_before
             policies: Policy = policy if qos is None else Policies(policy, qos)
-            env = DaskEnvironment(backends, [t.to_json() for t in job.tasks], store, policies,
+            env = WorkerEnvironment(backends, [t.to_json() for t in job.tasks], store, policies,
                                   retries=retries, task_timeout_s=timeout,
                                   on_progress=on_progress)
             if qos is not None:

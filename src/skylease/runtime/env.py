@@ -748,6 +748,3 @@ class WorkerEnvironment:
             max_release_lag_s=self._lag, host_table=hosts,
         )
 
-
-#: The former name of :class:`WorkerEnvironment` (``experiments/run.py`` imports it by that name).
-DaskEnvironment = WorkerEnvironment
