@@ -362,6 +362,17 @@ KINDS["policy-py"] = _kind("mine.py", _lines(
     "from skylease.control.fixed import FixedPool", "", "", "class Mine(FixedPool):",
     "    def __init__(self, n: int = 1, pool: str | None = None, factor: float = 1.0) -> None:",
     "        super().__init__(n, pool)", "        self.factor = factor"), truncate=None, lines=False)
+# A SpeQuloS strategy of one's own (`simulate spequlos --strategy mine_strategy.py:AtShare`): the base
+# its --strategy and --strategy-arg cases spoil.
+KINDS["strategy-py"] = _kind("mine_strategy.py", _lines(
+    "from skylease.control.qos import CloudStrategy", "", "", "class AtShare(CloudStrategy):",
+    "    def __init__(self, at: float = 0.8, workers: int = 2) -> None:",
+    "        if not 0 < at <= 1:", "            raise ValueError(f'at must be in (0, 1], got {at}')",
+    "        self.at, self.workers = at, workers", "",
+    "    def should_use_cloud(self, s):", "        return s.completed >= self.at * s.submitted > 0", "",
+    "    def cloud_workers_to_start(self, s, credits):", "        return self.workers", "", "",
+    "class NeedsN(AtShare):", "    def __init__(self, n: int) -> None:", "        super().__init__()"),
+    truncate=None, lines=False)
 KINDS["swf-leases"] = replace(KINDS["swf"], huge=None)  # lease workloads run on their own cluster size
 KINDS["lwf-xml"] = replace(KINDS["lwf-xml"], truncate=(1, len(KINDS["lwf-xml"].valid.rstrip()) - 1))
 KINDS["args-json"] = replace(KINDS["args-json"], truncate=(1, len(b"[1, 2, 3]") - 1))
@@ -552,7 +563,18 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
         "huge": _spec("gamma:{}:100:10", st.integers(10**8, 10**15))},
     ("simulate spequlos", "strategy"): {
         "bad spec": st.sampled_from(["9X-C-R", "9C-C", "9C-Q-R", "9C-C-R-R", "batch-accel+none",
-                                     "batch-accel+batch-accel", "9C-C-R+9A-G-D"])},
+                                     "batch-accel+batch-accel", "9C-C-R+9A-G-D", ":AtShare"]),
+        # a strategy of one's own (MODULE:CLASS, FILE.py:CLASS) that cannot be used: one case each
+        "missing file": st.just("gone.py:AtShare"), "missing module": st.just("zzmodule_nope:Mine"),
+        "missing class": st.just("mine_strategy.py:Nope"), "not a class": st.just("math:pi"),
+        "not a strategy": st.just("json:JSONDecoder"),
+        "missing parameter": st.just("mine_strategy.py:NeedsN"),
+        "batch-accel on xwhep": st.just("batch-accel+mine_strategy.py:AtShare")},
+    # (with --strategy mine_strategy.py:AtShare: CONTEXT) a parameter it does not take, or cannot take
+    ("simulate spequlos", "strategy_arg"): {
+        "bad spec": st.sampled_from(["at", "=1", "1at=2", "at= "]), "unknown parameter": st.just("zz=1"),
+        "mistyped": st.sampled_from(["workers=x", "workers=1.5"]), "nan": st.just("at=nan"),
+        "refused by the class": st.sampled_from(["at=0", "at=1.5"])},
     ("reproduce thesis-mapping", "sizes"): {"bad spec": st.sampled_from(["512x17", ",", "512x16,zz"])},
     ("reproduce spequlos", "traces"): {"bad spec": st.sampled_from([",", " , "])},
     ("reproduce haizea", "workloads"): {"bad spec": st.just(",")},
@@ -603,6 +625,9 @@ CONTEXT: dict[tuple[str, str], Invocation] = {
     ("run", "args"): ({"job": "math:factorial", "args": "args.json"}, {"args": "args-json"}),
     ("run", "policy_arg"): ({"policy": "mine.py:Mine"}, {"policy": "policy-py"}),
     ("run", "budget"): ({"policy": "a2ha"}, {}),
+    ("simulate spequlos", "strategy"): ({}, {"strategy": "strategy-py"}),
+    ("simulate spequlos", "strategy_arg"): ({"strategy": "mine_strategy.py:AtShare"},
+                                            {"strategy": "strategy-py"}),
     ("run", "seed"): ({"policy": "a2ha"}, {}),
     **dict.fromkeys((("run", "tail_qos"), ("run", "reliable_pool"), ("run", "tail_credits")), (
         {"pools": "two.toml", "pool": "volatile", "tail_qos": "9A-C-D", "reliable_pool": "reliable"},

@@ -870,9 +870,13 @@ def simulate_spequlos_cmd(
     bot: Annotated[str, typer.Option(help="small (1000 x 1 h), big (10000 x 1 min) or random "
                                      "(Table 6 of the paper).")],
     strategy: Annotated[str, typer.Option(help="WHEN-HOWMANY-HOW: WHEN 9C|9A|V, HOWMANY G|C, "
-                                          "HOW F|R|D (e.g. 9A-G-D), or none; BOINC only: "
+                                          "HOW F|R|D (e.g. 9A-G-D), or none; a strategy of "
+                                          "one's own: FILE.py:CLASS or MODULE:CLASS (a "
+                                          "skylease.control.qos.CloudStrategy); BOINC only: "
                                           "batch-accel (BOINC's own batch acceleration) or "
                                           "batch-accel+STRATEGY.")] = "9C-C-R",
+    strategy_arg: Annotated[list[str] | None, typer.Option(
+        help="KEY=VALUE: a parameter of a strategy of one's own (repeatable).")] = None,
     seed: Annotated[int, typer.Option(help="Seed: submission time, BoT draw, node powers, boots.")] = 0,
     credits: Annotated[float | None, typer.Option(help="Credits ordered for the BoT (default: 10 % "
                                                   "of its workload, 15 credits per CPU hour).")] = None,
@@ -901,12 +905,15 @@ def simulate_spequlos_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """SpeQuloS: a bag of tasks on a volatile desktop grid, its tail cut with cloud workers."""
+    from skylease.control.plugins import parse_args
     from skylease.experiments.spequlos import batch_accel, simulate
 
     given = (accel_min_frac_done, accel_max_not_done, accel_period)
     accel = None if given == (None, None, None) else batch_accel(*given)
+    args = parse_args(strategy_arg or [], "--strategy-arg")
     res = simulate(middleware, trace, bot, strategy, seed, credits=credits, alpha=alpha,
-                   arrivals=random_arrivals, epsilon=random_epsilon, cloud_buffer=cloud_buffer, accel=accel)
+                   arrivals=random_arrivals, epsilon=random_epsilon, cloud_buffer=cloud_buffer, accel=accel,
+                   strategy_args=args)
     if as_json:
         print(json.dumps(res, default=float, allow_nan=False) if _all_finite(res)
               else json.dumps(_finite_or_none(res)))

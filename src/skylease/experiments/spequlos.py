@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from skylease.control.env import Policy
 from skylease.control.qos import SpeQuloS, parse_plan
 from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR
 from skylease.control.qos.prediction import AlphaModel
-from skylease.control.qos.strategy import Strategy
+from skylease.control.qos.strategy import CloudStrategy
 from skylease.control.qos.tail import tail_stats
 from skylease.model.errors import UserError
 from skylease.model.limits import check_number, check_seed, check_size, count
@@ -165,12 +165,12 @@ def _middleware(mw: str) -> str:
 IDLE_STOPS = ("all", "greedy")
 
 
-def stop_idle_cw(idle_stop: str, strategy: Strategy | None) -> bool:
+def stop_idle_cw(idle_stop: str, strategy: CloudStrategy | None) -> bool:
     """Whether ``strategy``'s idle cloud workers stop at the next tick under the ``idle_stop`` reading."""
     if idle_stop not in IDLE_STOPS:
         raise UserError(f"unknown idle-stop reading {idle_stop!r}: use {' or '.join(IDLE_STOPS)}",
                         field="idle_stop")
-    return idle_stop == "all" or (strategy is not None and strategy.how_many == "G")
+    return idle_stop == "all" or (strategy is not None and strategy.greedy)
 
 
 def batch_accel(min_frac_done: float | None = None, max_not_done: int | None = None,
@@ -199,12 +199,15 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
              sigma: str = "literal", credits: float | None = None,
              epsilon: float | None = None, arrivals: str | None = None,
              cloud_buffer: int = DEFAULT_CLOUD_BUFFER, accel: BatchAccel | None = None,
-             idle_stop: str = "all",
+             idle_stop: str = "all", strategy_args: Mapping[str, Any] | None = None,
              wrap: Callable[[SpeQuloS], Policy] | None = None) -> dict[str, Any]:
     """One BoT run: the row of metrics an experiment records (times in seconds after submission).
 
-    ``strategy``: a SpeQuloS strategy (``9C-C-R``...) or ``none`` (the policy still predicts,
-    without renting anything); ``alpha``: the prediction's correction factor; ``credits``: the
+    ``strategy``: a SpeQuloS strategy (``9C-C-R``...), ``none`` (the policy still predicts,
+    without renting anything), or a strategy of one's own, ``MODULE:CLASS`` or ``FILE.py:CLASS``
+    (a :class:`~skylease.control.qos.strategy.CloudStrategy`) built with ``strategy_args``
+    (``--strategy-arg KEY=VALUE`` texts parsed by :func:`skylease.control.plugins.parse_args`, or
+    typed values); ``alpha``: the prediction's correction factor; ``credits``: the
     order (default: the spec's 10 % of the BoT's workload); ``arrivals``/``epsilon``: RANDOM's
     reading of its arrivals (:func:`~skylease.sim.dg.workload.resolve_arrivals`: ``quantile`` by
     default, ``iid``, or ``epsilon`` with its cap); ``cloud_buffer``: replicas a BOINC cloud
@@ -216,7 +219,7 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     ``batch-accel+9C-C-R``; ``accel``: its parameters (default BOINC's, :func:`batch_accel`).
     """
     mw, cat = _middleware(middleware), _category(bot)
-    plan = parse_plan(strategy)
+    plan = parse_plan(strategy, strategy_args)
     if plan.accel and mw != "boinc":
         raise UserError("batch-accel is the BOINC server's batch acceleration; XWHEP has none: use "
                         "--middleware boinc", field="--strategy")
@@ -316,7 +319,8 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
              data_dir: str | os.PathLike[str] | None = None, alpha: float = 1.0,
              credits: float | None = None, sigma: str = "literal",
              epsilon: float | None = None, arrivals: str | None = None,
-             cloud_buffer: int = DEFAULT_CLOUD_BUFFER, accel: BatchAccel | None = None) -> dict[str, Any]:
+             cloud_buffer: int = DEFAULT_CLOUD_BUFFER, accel: BatchAccel | None = None,
+             strategy_args: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One strategy's run and its paired baseline (same seed): the CLI's result.
 
     Top-level keys are the strategy's run (:data:`JSON_KEYS` and more); ``baseline`` holds the run
@@ -325,7 +329,8 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     it is not a number. ``credits`` may buy at most 2,097,152 cloud workers at once (the memory
     budget of :mod:`skylease.model.limits`): 31,457,280 credits. ``readings`` is what the run was
     made under (:func:`readings`). ``accel``: batch-acceleration
-    parameters (:func:`batch_accel`), only with a ``batch-accel`` strategy.
+    parameters (:func:`batch_accel`), only with a ``batch-accel`` strategy. ``strategy_args``: the
+    parameters of a strategy of one's own (:func:`run_once`).
     """
     meta = readings(arrivals, epsilon, cloud_buffer, sigma)
     seed = check_seed(seed)
@@ -336,12 +341,13 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
         n_cw = credits / CREDITS_PER_CPU_HOUR
         check_size(n_cw, "cloud workers", CLOUD_WORKER_BYTES, field="--credits",
                    asked=f"{credits:,.6g} credits buy up to {count(n_cw)} at once")
-    if accel is not None and not parse_plan(strategy).accel:
+    plan = parse_plan(strategy, strategy_args)  # (a mistake in the strategy or its arguments: first)
+    if accel is not None and not plan.accel:
         raise UserError("the batch-acceleration options need --strategy batch-accel (or "
                         "batch-accel+STRATEGY)", field="--strategy")
     kw = dict(data_dir=data_dir, alpha=alpha, credits=credits, sigma=sigma, epsilon=epsilon,
               arrivals=arrivals, cloud_buffer=cloud_buffer, accel=accel)
-    row = run_once(middleware, trace, bot, strategy, seed, **kw)
+    row = run_once(middleware, trace, bot, strategy, seed, strategy_args=strategy_args, **kw)
     base = row if row["strategy"] == "none" else run_once(middleware, trace, bot, "none", seed, **kw)
     row["baseline"] = {k: base[k] for k in (*JSON_KEYS, "tail_tasks", "tail_time_share", "completed")}
     row["tre"] = tail_removal(row["completion_s"], base["completion_s"], base["ideal_s"])

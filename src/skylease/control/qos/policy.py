@@ -4,9 +4,11 @@ Delamare, Fedak, Kondo and Lodygensky, Cluster Computing 2013, as resolved by sp
 Algorithms 1 and 2, with the [RC] billing and stop details). Every ``tick`` seconds the scheduler
 runs the bag loop, then the cloud-worker loop:
 
-1. If no cloud worker (CW) was started yet, the order can pay one tick, and the Oracle's WHEN rule
+1. If no cloud worker (CW) was started yet, the order can pay one tick, and the strategy's WHEN rule
    holds: set the HOW usage and rent the HOW MANY count (capped by the credits for one tick). CWs
-   are started once per bag (A24).
+   are started once per bag (A24). The strategy is a
+   :class:`~skylease.control.qos.strategy.CloudStrategy`: one of the paper's 18 (the Oracle's
+   rules) or a user's own.
 2. For every CW: stop it if the bag is complete or the order cannot pay a tick; stop it if it asked
    for work and got none since the last tick and still has no task (``stop_idle_cw``, A4); else
    bill it one tick (the start tick included, so boot is billed).
@@ -19,14 +21,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from skylease.control.env import Environment, Handle, HostView, Policy, TailEnvironment
 from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR, CreditSystem
-from skylease.control.qos.oracle import Oracle, Snapshot
+from skylease.control.qos.oracle import Snapshot
 from skylease.control.qos.prediction import AlphaModel, Prediction
-from skylease.control.qos.strategy import Strategy, parse_strategy
+from skylease.control.qos.strategy import CloudStrategy, Strategy, parse_strategy, strategy_failed
 from skylease.control.qos.tail import rank, t_c
 from skylease.model.host import HostId, HostState
 from skylease.model.task import Task
@@ -47,14 +49,15 @@ class SpeQuloS(Policy):
     """The SpeQuloS scheduler for one bag (spec 003 §2.6).
 
     ``strategy``: ``<WHEN>-<HOWMANY>-<HOW>`` such as ``9C-C-R`` (``none``: never rent, only
-    predict); ``credits``: ordered for the bag from ``bank`` (default: a private bank holding just
+    predict), or a :class:`CloudStrategy` (a user's own); ``credits``: ordered for the bag from
+    ``bank`` (default: a private bank holding just
     that much); ``tick``: monitoring and billing period (s); ``tick_credits``: credits per CW per
     tick (default 15/h, i.e. 1 per 240 s); ``predict_at``: completion ratio at which the completion
-    time is predicted with ``alpha`` (None: never). ``threshold``, ``variance_factor``: the WHEN
-    rules' parameters.
+    time is predicted with ``alpha`` (None: never). ``threshold``, ``variance_factor``: the built-in
+    WHEN rules' parameters (a strategy of one's own has its own).
     """
 
-    def __init__(self, strategy: str | Strategy | None = "9C-C-R", credits: float = 0.0, *,
+    def __init__(self, strategy: str | CloudStrategy | None = "9C-C-R", credits: float = 0.0, *,
                  tick: float = 240.0, stop_idle_cw: bool = True, tick_credits: float | None = None,
                  pool: str = "cloud", predict_at: float | None = 0.5, alpha: AlphaModel | None = None,
                  threshold: float = 0.9, variance_factor: float = 2.0, bank: CreditSystem | None = None,
@@ -67,9 +70,11 @@ class SpeQuloS(Policy):
             raise ValueError(f"credits must be >= 0, got {credits!r}")
         if predict_at is not None and not 0 < predict_at <= 1:
             raise ValueError(f"predict_at must be in (0, 1], got {predict_at!r}")
-        self.strategy = strategy
-        self.oracle = (Oracle(strategy.when, strategy.how_many, threshold, variance_factor)
-                       if strategy is not None else None)
+        if isinstance(strategy, Strategy):  # the built-ins' thresholds are this scheduler's
+            strategy = replace(strategy, threshold=threshold, variance_factor=variance_factor)
+        elif strategy is not None and not isinstance(strategy, CloudStrategy):
+            raise TypeError(f"strategy must be a name or a CloudStrategy, got {type(strategy).__name__}")
+        self.strategy: CloudStrategy | None = strategy
         self.credits, self.tick = float(credits), float(tick)
         self.stop_idle_cw, self.pool = stop_idle_cw, pool
         self.tick_credits = (CREDITS_PER_CPU_HOUR * self.tick / 3600.0 if tick_credits is None
@@ -107,7 +112,7 @@ class SpeQuloS(Policy):
         self.ordered = self.bank.order(self.user, self.bot, self.credits)
         if env.pending() == 0:
             self._complete()
-        elif self.oracle is not None and self.ordered:
+        elif self.strategy is not None and self.ordered:
             self._schedule()
 
     def on_host_idle(self, host: HostView) -> None:
@@ -146,38 +151,43 @@ class SpeQuloS(Policy):
 
     def _on_tick(self) -> None:
         env = self.env
-        assert env is not None and self.oracle is not None
+        assert env is not None and self.strategy is not None
         self._timer = None
         if self.completed_at is not None:
             return
         if self.started_at is None:
-            self._monitor_bot(env, self.oracle)
+            self._monitor_bot(env, self.strategy)
         self._monitor_cloud_workers(env)
         # keep ticking while CWs run (the next tick stops or bills them) or may still be started
         if self._alive or (self.started_at is None and self.bank.has_credits(self.bot, self.tick_credits)):
             self._schedule()
 
-    def _snapshot(self, env: TailEnvironment, oracle: Oracle) -> Snapshot:
+    def _snapshot(self, env: TailEnvironment, strategy: CloudStrategy) -> Snapshot:
         pr = env.progress()
-        if oracle.needs_times:
+        if strategy.needs_times:
             return Snapshot(env.now - self._t0, pr.submitted, pr.assigned, pr.completed,
                             env.completion_times(), env.assignment_times())
         return Snapshot(env.now - self._t0, pr.submitted, pr.assigned, pr.completed)
 
-    def _monitor_bot(self, env: TailEnvironment, oracle: Oracle) -> None:
+    def _monitor_bot(self, env: TailEnvironment, strategy: CloudStrategy) -> None:
         """Algorithm 1: start the CWs once, when the WHEN rule holds and credits remain."""
         if env.pending() == 0 or not self.bank.has_credits(self.bot, self.tick_credits):
             return
-        snap = self._snapshot(env, oracle)
-        if not oracle.should_use_cloud(snap):
-            return
+        snap = self._snapshot(env, strategy)
         remaining = self.bank.get(self.bot).remaining
-        n = min(oracle.cloud_workers_to_start(snap, remaining), int(remaining // self.tick_credits))
+        try:
+            if not strategy.should_use_cloud(snap):
+                return
+            wanted = int(strategy.cloud_workers_to_start(snap, remaining))
+        except Exception as e:
+            if isinstance(strategy, Strategy):
+                raise
+            raise strategy_failed(strategy, e) from None  # a user's strategy: one line, where it failed
+        n = min(wanted, int(remaining // self.tick_credits))
         if n < 1:
             return  # e.g. C before any completion: look again at the next tick
         if not self._served:
-            assert self.strategy is not None
-            env.serve_cloud(self.strategy.usage)
+            env.serve_cloud(strategy.usage)
             self._served = True
         ids = env.acquire(self.pool, n)
         if not ids:
