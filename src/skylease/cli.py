@@ -1451,7 +1451,8 @@ def run_cmd(
     timeout: Annotated[float | None, typer.Option(help="Seconds before a task is killed (exit 124; "
                                                   "default: the job file's timeout, else none).")]
     = None,
-    tail_qos: Annotated[str | None, typer.Option(help="Cut the tail with a QoS strategy, e.g. 9A-C-D "
+    tail_qos: Annotated[str | None, typer.Option(help="Cut the tail with a QoS strategy, e.g. 9A-C-D, "
+                                                 "or one's own, FILE.py:CLASS or MODULE:CLASS "
                                                  "(needs --reliable-pool).")] = None,
     reliable_pool: Annotated[str | None, typer.Option(help="The pool the QoS policy rents.")] = None,
     tail_credits: Annotated[float | None, typer.Option(help="Credits for the QoS policy (15 per CPU "

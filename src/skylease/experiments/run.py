@@ -294,7 +294,7 @@ def check_options(opts: RunOptions) -> None:
     elif opts.report_token is not None:
         raise UserError("goes with --report URL", field="--report-token")
     if opts.tail_qos is not None:
-        _strategy(opts.tail_qos)
+        _tail_strategy(opts.tail_qos)
         if opts.reliable_pool is None:
             raise UserError("--tail-qos needs --reliable-pool NAME (a pool of the pools file)",
                             field="--reliable-pool")
@@ -353,6 +353,17 @@ def _strategy(spec: str, option: str = "--tail-qos") -> Any:
     return strategy
 
 
+def _tail_strategy(spec: str) -> Any:
+    """``--tail-qos``: a built-in strategy's name or a strategy of one's own (``FILE.py:CLASS``,
+    ``MODULE:CLASS``, built with its defaults); ``none`` is refused."""
+    from skylease.control.qos import load_strategy
+
+    strategy = load_strategy(spec, None, ("--tail-qos", "--tail-qos"))
+    if strategy is None:
+        raise UserError("'none' cuts no tail: leave --tail-qos out", field="--tail-qos")
+    return strategy
+
+
 # -- the run ----------------------------------------------------------------------------------------
 def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] | None = None,
             on_notice: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -366,7 +377,8 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     from skylease.runtime.jobs import load_job
     from skylease.runtime.store import STORE_NAME, ResultStore, store_kind
 
-    opts = replace(opts, policy=resolve_file_spec(opts.policy))  # the same file from any folder (replay)
+    opts = replace(opts, policy=resolve_file_spec(opts.policy),  # the same file from any folder (replay)
+                   tail_qos=None if opts.tail_qos is None else resolve_file_spec(opts.tail_qos))
     check_options(opts)
     job = load_job(job_spec, args=opts.args)
     retries, timeout = job_settings(job, opts)
@@ -521,7 +533,7 @@ def _tail_policy(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> Po
     from skylease.control.qos import SpeQuloS
     from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR
 
-    strategy = _strategy(opts.tail_qos or "")
+    strategy = _tail_strategy(opts.tail_qos or "")
     assert opts.reliable_pool is not None
     it = _itype(opts.reliable_pool, specs[opts.reliable_pool], "pools")
     if opts.tail_credits is not None:
