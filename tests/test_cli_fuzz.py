@@ -458,6 +458,10 @@ DOMAIN: dict[tuple[str, str], Range] = {
     ("simulate a2ha", "orderings"): Range(lo=1, huge=True),
     ("simulate a2ha", "seed"): SEED, ("simulate a2ha", "boot"): NONNEG, ("simulate a2ha", "unit"): POSITIVE,
     ("simulate a2ha", "price"): NONNEG,
+    ("simulate bag", "budget"): Range(lo=0, inf_ok=True),
+    ("simulate bag", "orderings"): Range(lo=1, huge=True),
+    ("simulate bag", "seed"): SEED, ("simulate bag", "boot"): NONNEG, ("simulate bag", "unit"): POSITIVE,
+    ("simulate bag", "price"): NONNEG,
     ("simulate spequlos", "seed"): SEED, ("simulate spequlos", "credits"): Range(lo=0, huge=True),
     ("simulate spequlos", "alpha"): POSITIVE,
     ("simulate spequlos", "random_epsilon"): Range(lo=0, lo_open=True, inf_ok=True),  # inf: no cap
@@ -485,6 +489,7 @@ READS: dict[tuple[str, str], tuple[str, ...]] = {
     ("plan hybrid", "config"): ("plan-hybrid",), ("plan mapreduce", "config"): ("plan-mapreduce",),
     ("plan multi", "config"): ("plan-multi",), ("plan pareto", "config"): ("plan-hybrid",),
     ("simulate a2ha", "workload"): ("a2ha-csv", "a2ha-json"),
+    ("simulate bag", "workload"): ("a2ha-csv", "a2ha-json"),
     ("simulate spequlos", "trace"): ("fta", "spot", "swf", "tr-dir"),
     ("leases simulate", "workload"): ("lwf", "lwf-xml", "swf-leases"),
     ("leases simulate", "inject"): ("lwf",),
@@ -559,6 +564,11 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
     ("reproduce haizea", "configs"): {"bad spec": st.just(",")},
 }
 
+# simulate bag loads its policy with run's loader and reads simulate a2ha's workloads
+SPECS[("simulate bag", "policy")] = SPECS[("run", "policy")]
+SPECS[("simulate bag", "policy_arg")] = SPECS[("run", "policy_arg")]
+SPECS[("simulate bag", "workload")] = SPECS[("simulate a2ha", "workload")]
+
 # A valid, fast invocation of each command: values by parameter, and the kind of file each
 # file-taking parameter is given (written in the case's folder under the kind's name).
 Invocation = tuple[dict[str, str | None], dict[str, str]]
@@ -576,6 +586,7 @@ BASE: dict[str, Invocation] = {
     "plan hybrid": ({}, {}), "plan mapreduce": ({}, {}), "plan multi": ({}, {}),
     "plan pareto": ({"model": "hybrid"}, {}),
     "simulate a2ha": ({"workload": "constant:10:100", "orderings": "2"}, {}),
+    "simulate bag": ({"workload": "constant:10:100", "policy": "a2ha", "orderings": "2"}, {}),
     "simulate spequlos": ({"middleware": "xwhep", "trace": "nd", "bot": "small"}, {}),
     "simulate replay": ({"out_dir": "prev"}, {"out_dir": "store"}),
     "export": ({"out_dir": "prev", "output": "tasks.csv"}, {"out_dir": "store"}),
@@ -603,6 +614,7 @@ CONTEXT: dict[tuple[str, str], Invocation] = {
     ("run", "args"): ({"job": "math:factorial", "args": "args.json"}, {"args": "args-json"}),
     ("run", "policy_arg"): ({"policy": "mine.py:Mine"}, {"policy": "policy-py"}),
     ("run", "budget"): ({"policy": "a2ha"}, {}),
+    ("simulate bag", "policy_arg"): ({"policy": "mine.py:Mine"}, {"policy": "policy-py"}),
     ("run", "seed"): ({"policy": "a2ha"}, {}),
     **dict.fromkeys((("run", "tail_qos"), ("run", "reliable_pool"), ("run", "tail_credits")), (
         {"pools": "two.toml", "pool": "volatile", "tail_qos": "9A-C-D", "reliable_pool": "reliable"},

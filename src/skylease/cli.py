@@ -862,6 +862,51 @@ def simulate_a2ha_cmd(
                   f"(on average {res['unfinished']['mean']:.1f}): the budget could not buy another unit")
 
 
+@simulate_app.command("bag")
+def simulate_bag_cmd(
+    workload: Annotated[str, typer.Option(help="What `simulate a2ha --workload` takes: image | synthetic "
+                                          "| outsystems | long, a WfCommons .json(.gz), a .csv of "
+                                          "runtimes, normal|gamma|lognormal:N:MEAN:SD, constant:N:SECONDS.")],
+    policy: Annotated[str, typer.Option(help="As `skylease run --policy`: fixed:N | a2ha[:PRESET] | "
+                                        "dask-adaptive[:MAX] | MODULE:CLASS | FILE.py:CLASS | an "
+                                        "installed policy's name.")],
+    policy_arg: Annotated[list[str] | None, typer.Option("--policy-arg", help="KEY=VALUE: a parameter of "
+                                                         "a MODULE:CLASS policy (repeatable).")] = None,
+    budget: Annotated[float | None, typer.Option(help="Hard cap on money, given to a policy that "
+                                                 "takes `budget`.")] = None,
+    orderings: Annotated[int, typer.Option(help="Runs (A2HA: random task orders; redrawn workloads: "
+                                           "new task times).")] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the runs: the same seed gives every policy the "
+                                      "same bags.")] = 0,
+    boot: Annotated[float, typer.Option(help="Host boot time, seconds (charged, no work).")] = 300.0,
+    unit: Annotated[float, typer.Option(help="Billing unit, seconds.")] = 3600.0,
+    price: Annotated[float, typer.Option("--price", "--hosts-price", help="Price of a host per billing "
+                                         "unit.")] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Any bag policy (a built-in or your own class) on the simulated cloud of `simulate a2ha`."""
+    import os
+
+    from skylease.experiments.bag import study
+
+    if os.getcwd() not in sys.path:  # `--policy module:Class` is found as `skylease run` finds it
+        sys.path.insert(0, os.getcwd())
+    res = study(workload, policy, policy_arg or (), budget=budget, orderings=orderings, seed=seed,
+                boot_s=boot, unit_s=unit, price=price)
+    if as_json:
+        print(json.dumps(res))
+        return
+    out.print(f"{res['workload']}: {res['tasks']} tasks, {res['orderings']} run(s), {res['order']} order",
+              markup=False, highlight=False, soft_wrap=True)
+    out.print(f"policy: {res['policy_class']}", markup=False, highlight=False, soft_wrap=True)
+    table = Table("mean ± sd", "value")
+    for k, f, label in (("wall_s", 1 / 60, "makespan (min)"), ("cost", 1, "cost"), ("hosts", 1, "hosts"),
+                        ("charged_hours", 1, "charged (h)"), ("speedup", 1, "speedup"),
+                        ("interrupted_tasks", 1, "interrupted tasks"), ("unfinished", 1, "unfinished tasks")):
+        table.add_row(label, f"{res[k]['mean'] * f:.1f} ± {res[k]['std'] * f:.1f}")
+    out.print(table)
+
+
 @simulate_app.command("spequlos")
 def simulate_spequlos_cmd(
     middleware: Annotated[str, typer.Option(help="boinc or xwhep.")],
