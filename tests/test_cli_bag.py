@@ -51,6 +51,29 @@ def test_a_builtin_is_the_simulator_run_of_the_same_policy(capsys):
     assert res["policy_class"] == "skylease.control.fixed:FixedPool(n=5, pool='cloud')"
 
 
+def test_a2ha_by_name_is_simulate_a2ha_run_for_run(capsys):
+    """The loader's A2HA (the one `skylease run` builds) on the same seeds: every metric equal."""
+    answers = []
+    for argv in (["a2ha"], ["bag", "--policy", "a2ha"]):
+        code, out, _ = run(capsys, "simulate", *argv, "--workload", "synthetic", "--orderings", "5", "--json")
+        assert code == 0
+        answers.append(json.loads(out))
+    a2ha, bag = answers
+    assert bag["order"] == "random"
+    for k in ("hosts", "wall_s", "speedup", "charged_hours", "cost", "interrupted_tasks", "wasted_s",
+              "continued_hosts", "unfinished"):
+        assert bag[k] == a2ha[k], k
+
+
+def test_runs_left_unfinished_are_said(tmp_path, monkeypatch, capsys):
+    (tmp_path / "idle.py").write_text("from skylease.control.env import Policy\n\n\nclass Idle(Policy):\n"
+                                      "    pass\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "simulate", "bag", "--workload", "constant:4:100", "--policy", "idle.py:Idle")
+    assert code == 0
+    assert "1 of 1 run(s) ended with tasks unfinished (on average 4.0)" in out
+
+
 def test_the_table_shows_makespan_cost_hosts_and_describe(capsys):
     code, out, _ = run(capsys, "simulate", "bag", "--workload", "constant:12:1800", "--policy", "fixed:3",
                        "--hosts-price", "0.5", "--boot", "0")

@@ -905,6 +905,10 @@ def simulate_bag_cmd(
                         ("interrupted_tasks", 1, "interrupted tasks"), ("unfinished", 1, "unfinished tasks")):
         table.add_row(label, f"{res[k]['mean'] * f:.1f} ± {res[k]['std'] * f:.1f}")
     out.print(table)
+    if res["unfinished_runs"]:
+        out.print(f"{res['unfinished_runs']} of {res['orderings']} run(s) ended with tasks unfinished (on "
+                  f"average {res['unfinished']['mean']:.1f}): no host was left to run them", markup=False,
+                  highlight=False, soft_wrap=True)
 
 
 @simulate_app.command("spequlos")
