@@ -23,7 +23,7 @@ from skylease.experiments.a2ha import (
     METRICS,
     UNIT_S,
     Workload,
-    _check_time,
+    check_time,
     cloud_pool,
     optimal_hosts,
     run_metrics,
@@ -97,7 +97,7 @@ def study(spec: str, policy: str, policy_args: Sequence[str] = (), *, budget: fl
     seeds = [tuple(int(x) for x in ss.generate_state(2))
              for ss in np.random.SeedSequence(seed).spawn(orderings)]
     first = wl.bag(seeds[0][1])
-    _check_time(len(first.tasks), optimal_hosts(first, pool.boot_time, pool.billing_unit), orderings, False)
+    check_time(len(first.tasks), optimal_hosts(first, pool.boot_time, pool.billing_unit), orderings, False)
     rows = []
     for i, (order_seed, draw_seed) in enumerate(seeds):
         bag = first if i == 0 else wl.bag(draw_seed)
