@@ -6,7 +6,7 @@ index of every task. Its answer is checked (:class:`BadAnswer` says what is wron
 like the built-ins' (makespan, SPT flowtime, energy with ``voltages``). The built-ins are
 :class:`Builtin` objects that call the functions of :data:`~.heuristics.HEURISTICS` unchanged, so
 their schedules (mapping order, λ) are exactly what those functions return. Pure: no I/O; the loading of a
-class is the caller's (``skylease.experiments.mapping``).
+class is the caller's (``skylease.experiments.mapping``). Why so: ``docs/decisions/map-place-plugins.md``.
 """
 
 from __future__ import annotations

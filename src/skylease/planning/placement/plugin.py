@@ -7,7 +7,7 @@ Its answer is checked (:class:`BadAnswer`: not one entry per VM, a desktop that 
 desktop given more cores than it has free) and every VM it leaves out gets its reason, as the
 built-ins' do. The built-ins are :class:`Builtin` objects that call
 :func:`~.algorithms.place` unchanged. Pure: no I/O; the loading of a class is the caller's
-(``skylease.experiments.placement``).
+(``skylease.experiments.placement``). Why so: ``docs/decisions/map-place-plugins.md``.
 """
 
 from __future__ import annotations
