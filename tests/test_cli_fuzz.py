@@ -362,6 +362,29 @@ KINDS["policy-py"] = _kind("mine.py", _lines(
     "from skylease.control.fixed import FixedPool", "", "", "class Mine(FixedPool):",
     "    def __init__(self, n: int = 1, pool: str | None = None, factor: float = 1.0) -> None:",
     "        super().__init__(n, pool)", "        self.factor = factor"), truncate=None, lines=False)
+# A mapping heuristic and a placement algorithm of one's own (`map --heuristic rr.py:RoundRobin`,
+# `place --algorithm roomiest.py:Roomiest`), each beside classes whose answers are wrong.
+KINDS["heuristic-py"] = _kind("rr.py", _lines(
+    "from skylease.planning.mapping.plugin import MappingHeuristic", "", "",
+    "class RoundRobin(MappingHeuristic):", "    def __init__(self, start: int = 0) -> None:",
+    "        if start < 0:", "            raise ValueError(f'start must be >= 0, got {start}')",
+    "        self.start = start", "", "    def assign(self, etc):",
+    "        return [(self.start + i) % etc.shape[1] for i in range(etc.shape[0])]", "", "",
+    "class Short(MappingHeuristic):", "    def assign(self, etc):", "        return [0]", "", "",
+    "class Boom(MappingHeuristic):", "    def assign(self, etc):", "        return 1 / 0"),
+    truncate=None, lines=False)
+KINDS["placement-py"] = _kind("roomiest.py", _lines(
+    "from skylease.planning.placement.plugin import PlacementAlgorithm", "", "",
+    "class Roomiest(PlacementAlgorithm):", "    def __init__(self, min_free: int = 0) -> None:",
+    "        if min_free < 0:", "            raise ValueError(f'min_free must be >= 0, got {min_free}')",
+    "        self.min_free = min_free", "", "    def assign(self, vms, desktops, free, has_vm):",
+    "        out = []", "        for cores in vms.cores:", "            j = int(free.argmax())",
+    "            ok = free[j] - cores >= self.min_free", "            free[j] -= cores if ok else 0",
+    "            out.append(j if ok else -1)", "        return out", "", "",
+    "class AllOnFirst(PlacementAlgorithm):", "    def assign(self, vms, desktops, free, has_vm):",
+    "        return [0] * len(vms)", "", "",
+    "class Nowhere(PlacementAlgorithm):", "    def assign(self, vms, desktops, free, has_vm):",
+    "        return [-2] * len(vms)"), truncate=None, lines=False)
 KINDS["swf-leases"] = replace(KINDS["swf"], huge=None)  # lease workloads run on their own cluster size
 KINDS["lwf-xml"] = replace(KINDS["lwf-xml"], truncate=(1, len(KINDS["lwf-xml"].valid.rstrip()) - 1))
 KINDS["args-json"] = replace(KINDS["args-json"], truncate=(1, len(b"[1, 2, 3]") - 1))
@@ -540,6 +563,27 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
         "bad spec": st.sampled_from(["n", "=1", "1n=2", "n= "]), "unknown parameter": st.just("zz=1"),
         "mistyped": st.sampled_from(["n=x", "n=1.5"]), "nan": st.just("factor=nan"),
         "refused by the class": st.sampled_from(["n=0", "n=-3"])},
+    # a heuristic / a placement algorithm that cannot be used, or whose answer is wrong (CONTEXT: the
+    # files rr.py and roomiest.py are there)
+    ("map", "heuristic"): {
+        "missing file": st.just("gone.py:RoundRobin"), "missing module": st.just("zzmodule_nope:X"),
+        "missing class": st.just("rr.py:Nope"), "not a class": st.just("math:pi"),
+        "not a heuristic": st.just("json:JSONDecoder"), "bad spec": st.sampled_from(["zz:", ":RoundRobin"]),
+        "missing parameter": st.just("skylease.planning.mapping.plugin:Builtin"),
+        "wrong answer": st.sampled_from(["rr.py:Short", "rr.py:Boom"])},
+    ("map", "heuristic_arg"): {
+        "bad spec": st.sampled_from(["start", "=1", "1s=2"]), "unknown parameter": st.just("zz=1"),
+        "mistyped": st.sampled_from(["start=x", "start=1.5"]), "refused by the class": st.just("start=-1")},
+    ("place", "algorithm"): {
+        "missing file": st.just("gone.py:Roomiest"), "missing module": st.just("zzmodule_nope:X"),
+        "missing class": st.just("roomiest.py:Nope"), "not a class": st.just("math:pi"),
+        "not an algorithm": st.just("json:JSONDecoder"), "bad spec": st.sampled_from(["zz:", ":Roomiest"]),
+        "missing parameter": st.just("skylease.planning.placement.plugin:Builtin"),
+        "wrong answer": st.sampled_from(["roomiest.py:AllOnFirst", "roomiest.py:Nowhere"])},
+    ("place", "algorithm_arg"): {
+        "bad spec": st.sampled_from(["min_free", "=1"]), "unknown parameter": st.just("zz=1"),
+        "mistyped": st.sampled_from(["min_free=x", "min_free=0.5"]),
+        "refused by the class": st.just("min_free=-1")},
     ("run", "tail_qos"): {"bad spec": st.sampled_from(["9X-C-D", "9A-C", "9A-Q-D", "9A-C-D-E"])},
     ("run", "qos_strategy"): {"bad spec": st.sampled_from(["9X-C-D", "9A-C", "9A-Q-D", "9A-C-D-E", "none"])},
     ("run", "qos"): {"bad spec": st.sampled_from(["ftp://host", "http://", "http://127.0.0.1:99999",
@@ -613,6 +657,10 @@ BASE: dict[str, Invocation] = {
 CONTEXT: dict[tuple[str, str], Invocation] = {
     ("run", "args"): ({"job": "math:factorial", "args": "args.json"}, {"args": "args-json"}),
     ("run", "policy_arg"): ({"policy": "mine.py:Mine"}, {"policy": "policy-py"}),
+    ("map", "heuristic"): ({"heuristic": "rr.py:RoundRobin"}, {"heuristic": "heuristic-py"}),
+    ("map", "heuristic_arg"): ({"heuristic": "rr.py:RoundRobin"}, {"heuristic": "heuristic-py"}),
+    ("place", "algorithm"): ({"algorithm": "roomiest.py:Roomiest"}, {"algorithm": "placement-py"}),
+    ("place", "algorithm_arg"): ({"algorithm": "roomiest.py:Roomiest"}, {"algorithm": "placement-py"}),
     ("run", "budget"): ({"policy": "a2ha"}, {}),
     ("simulate bag", "policy_arg"): ({"policy": "mine.py:Mine"}, {"policy": "policy-py"}),
     ("run", "seed"): ({"policy": "a2ha"}, {}),

@@ -393,7 +393,13 @@ def data_path(name: str, data_dir: DirOption = None) -> None:
 def map_cmd(
     etc_file: Annotated[Path, typer.Argument(help="ETC file in the Braun format.")],
     heuristic: Annotated[str, typer.Option(help="min-min, max-min, sufferage, mct, met, olb, luo1, "
-                                           "luo2, luo2b, low1, low2, low3 or best.")] = "min-min",
+                                           "luo2, luo2b, low1, low2, low3 or best; or MODULE:CLASS | "
+                                           "FILE.py:CLASS (a MappingHeuristic subclass of your own) | an "
+                                           "installed heuristic's name.")] = "min-min",
+    heuristic_arg: Annotated[list[str] | None, typer.Option("--heuristic-arg", help="KEY=VALUE: a parameter "
+                                                            "of a MODULE:CLASS heuristic, converted by its "
+                                                            "constructor's annotations (repeatable).")]
+    = None,
     lam: Annotated[float | None, typer.Option("--lambda", help="λ of low1/low2/low3 (default: "
                                               "best of 0, 0.1, ..., 1).")] = None,
     voltages: Annotated[int | None, typer.Option(help="Seed drawing each machine's voltage set; "
@@ -404,7 +410,8 @@ def map_cmd(
     """Map the tasks of an ETC instance onto its machines with one heuristic."""
     from skylease.experiments.mapping import map_file
 
-    res = map_file(etc_file, heuristic, lam=lam, voltage_seed=voltages)
+    res = map_file(etc_file, heuristic, lam=lam, voltage_seed=voltages,
+                   heuristic_args=list(heuristic_arg or []))
     if as_json:
         print(json.dumps(res))
         return
@@ -431,7 +438,13 @@ def place_cmd(
     = None,
     algorithm: Annotated[str, typer.Option(help="ff, ffd, bf (Best-Fit Decreasing), sorting (Alg. 11), "
                                            "similar (Alg. 12); also rr (Round Robin = ff) and "
-                                           "bf-trace (Best-Fit in request order).")] = "sorting",
+                                           "bf-trace (Best-Fit in request order); or MODULE:CLASS | "
+                                           "FILE.py:CLASS (a PlacementAlgorithm subclass of your own) | "
+                                           "an installed algorithm's name.")] = "sorting",
+    algorithm_arg: Annotated[list[str] | None, typer.Option("--algorithm-arg", help="KEY=VALUE: a parameter "
+                                                            "of a MODULE:CLASS algorithm, converted by its "
+                                                            "constructor's annotations (repeatable).")]
+    = None,
     energy_model: Annotated[str, typer.Option(help="Energy accounting: c (incremental, desktop state "
                                               "at placement; the default), b (incremental while the "
                                               "user is there) or a (Eqs. 6.2-6.11 literally).")] = "c",
@@ -445,7 +458,7 @@ def place_cmd(
     from skylease.experiments.placement import place_request
 
     res = place_request(desktops, vms, algorithm=algorithm, users=users, energy_model=energy_model,
-                        seed=seed, secondary=secondary)
+                        seed=seed, secondary=secondary, algorithm_args=list(algorithm_arg or []))
     if as_json:
         print(json.dumps(res))
         return
