@@ -373,6 +373,29 @@ KINDS["strategy-py"] = _kind("mine_strategy.py", _lines(
     "    def cloud_workers_to_start(self, s, credits):", "        return self.workers", "", "",
     "class NeedsN(AtShare):", "    def __init__(self, n: int) -> None:", "        super().__init__()"),
     truncate=None, lines=False)
+# A mapping heuristic and a placement algorithm of one's own (`map --heuristic rr.py:RoundRobin`,
+# `place --algorithm roomiest.py:Roomiest`), each beside classes whose answers are wrong.
+KINDS["heuristic-py"] = _kind("rr.py", _lines(
+    "from skylease.planning.mapping.plugin import MappingHeuristic", "", "",
+    "class RoundRobin(MappingHeuristic):", "    def __init__(self, start: int = 0) -> None:",
+    "        if start < 0:", "            raise ValueError(f'start must be >= 0, got {start}')",
+    "        self.start = start", "", "    def assign(self, etc):",
+    "        return [(self.start + i) % etc.shape[1] for i in range(etc.shape[0])]", "", "",
+    "class Short(MappingHeuristic):", "    def assign(self, etc):", "        return [0]", "", "",
+    "class Boom(MappingHeuristic):", "    def assign(self, etc):", "        return 1 / 0"),
+    truncate=None, lines=False)
+KINDS["placement-py"] = _kind("roomiest.py", _lines(
+    "from skylease.planning.placement.plugin import PlacementAlgorithm", "", "",
+    "class Roomiest(PlacementAlgorithm):", "    def __init__(self, min_free: int = 0) -> None:",
+    "        if min_free < 0:", "            raise ValueError(f'min_free must be >= 0, got {min_free}')",
+    "        self.min_free = min_free", "", "    def assign(self, vms, desktops, free, has_vm):",
+    "        out = []", "        for cores in vms.cores:", "            j = int(free.argmax())",
+    "            ok = free[j] - cores >= self.min_free", "            free[j] -= cores if ok else 0",
+    "            out.append(j if ok else -1)", "        return out", "", "",
+    "class AllOnFirst(PlacementAlgorithm):", "    def assign(self, vms, desktops, free, has_vm):",
+    "        return [0] * len(vms)", "", "",
+    "class Nowhere(PlacementAlgorithm):", "    def assign(self, vms, desktops, free, has_vm):",
+    "        return [-2] * len(vms)"), truncate=None, lines=False)
 KINDS["swf-leases"] = replace(KINDS["swf"], huge=None)  # lease workloads run on their own cluster size
 KINDS["lwf-xml"] = replace(KINDS["lwf-xml"], truncate=(1, len(KINDS["lwf-xml"].valid.rstrip()) - 1))
 KINDS["args-json"] = replace(KINDS["args-json"], truncate=(1, len(b"[1, 2, 3]") - 1))
@@ -469,6 +492,10 @@ DOMAIN: dict[tuple[str, str], Range] = {
     ("simulate a2ha", "orderings"): Range(lo=1, huge=True),
     ("simulate a2ha", "seed"): SEED, ("simulate a2ha", "boot"): NONNEG, ("simulate a2ha", "unit"): POSITIVE,
     ("simulate a2ha", "price"): NONNEG,
+    ("simulate bag", "budget"): Range(lo=0, inf_ok=True),
+    ("simulate bag", "orderings"): Range(lo=1, huge=True),
+    ("simulate bag", "seed"): SEED, ("simulate bag", "boot"): NONNEG, ("simulate bag", "unit"): POSITIVE,
+    ("simulate bag", "price"): NONNEG,
     ("simulate spequlos", "seed"): SEED, ("simulate spequlos", "credits"): Range(lo=0, huge=True),
     ("simulate spequlos", "alpha"): POSITIVE,
     ("simulate spequlos", "random_epsilon"): Range(lo=0, lo_open=True, inf_ok=True),  # inf: no cap
@@ -496,6 +523,7 @@ READS: dict[tuple[str, str], tuple[str, ...]] = {
     ("plan hybrid", "config"): ("plan-hybrid",), ("plan mapreduce", "config"): ("plan-mapreduce",),
     ("plan multi", "config"): ("plan-multi",), ("plan pareto", "config"): ("plan-hybrid",),
     ("simulate a2ha", "workload"): ("a2ha-csv", "a2ha-json"),
+    ("simulate bag", "workload"): ("a2ha-csv", "a2ha-json"),
     ("simulate spequlos", "trace"): ("fta", "spot", "swf", "tr-dir"),
     ("leases simulate", "workload"): ("lwf", "lwf-xml", "swf-leases"),
     ("leases simulate", "inject"): ("lwf",),
@@ -549,6 +577,27 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
     ("run", "tail_qos"): {"bad spec": st.sampled_from(["9X-C-D", "9A-C", "9A-Q-D", "9A-C-D-E"]),
                           "missing file": st.just("gone.py:Mine"),
                           "not a strategy": st.just("json:JSONDecoder")},
+    # a heuristic / a placement algorithm that cannot be used, or whose answer is wrong (CONTEXT: the
+    # files rr.py and roomiest.py are there)
+    ("map", "heuristic"): {
+        "missing file": st.just("gone.py:RoundRobin"), "missing module": st.just("zzmodule_nope:X"),
+        "missing class": st.just("rr.py:Nope"), "not a class": st.just("math:pi"),
+        "not a heuristic": st.just("json:JSONDecoder"), "bad spec": st.sampled_from(["zz:", ":RoundRobin"]),
+        "missing parameter": st.just("skylease.planning.mapping.plugin:Builtin"),
+        "wrong answer": st.sampled_from(["rr.py:Short", "rr.py:Boom"])},
+    ("map", "heuristic_arg"): {
+        "bad spec": st.sampled_from(["start", "=1", "1s=2"]), "unknown parameter": st.just("zz=1"),
+        "mistyped": st.sampled_from(["start=x", "start=1.5"]), "refused by the class": st.just("start=-1")},
+    ("place", "algorithm"): {
+        "missing file": st.just("gone.py:Roomiest"), "missing module": st.just("zzmodule_nope:X"),
+        "missing class": st.just("roomiest.py:Nope"), "not a class": st.just("math:pi"),
+        "not an algorithm": st.just("json:JSONDecoder"), "bad spec": st.sampled_from(["zz:", ":Roomiest"]),
+        "missing parameter": st.just("skylease.planning.placement.plugin:Builtin"),
+        "wrong answer": st.sampled_from(["roomiest.py:AllOnFirst", "roomiest.py:Nowhere"])},
+    ("place", "algorithm_arg"): {
+        "bad spec": st.sampled_from(["min_free", "=1"]), "unknown parameter": st.just("zz=1"),
+        "mistyped": st.sampled_from(["min_free=x", "min_free=0.5"]),
+        "refused by the class": st.just("min_free=-1")},
     ("run", "qos_strategy"): {"bad spec": st.sampled_from(["9X-C-D", "9A-C", "9A-Q-D", "9A-C-D-E", "none"])},
     ("run", "qos"): {"bad spec": st.sampled_from(["ftp://host", "http://", "http://127.0.0.1:99999",
                                                   "127.0.0.1:8642", "http://:8642"])},
@@ -583,6 +632,11 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
     ("reproduce haizea", "configs"): {"bad spec": st.just(",")},
 }
 
+# simulate bag loads its policy with run's loader and reads simulate a2ha's workloads
+SPECS[("simulate bag", "policy")] = SPECS[("run", "policy")]
+SPECS[("simulate bag", "policy_arg")] = SPECS[("run", "policy_arg")]
+SPECS[("simulate bag", "workload")] = SPECS[("simulate a2ha", "workload")]
+
 # A valid, fast invocation of each command: values by parameter, and the kind of file each
 # file-taking parameter is given (written in the case's folder under the kind's name).
 Invocation = tuple[dict[str, str | None], dict[str, str]]
@@ -600,6 +654,7 @@ BASE: dict[str, Invocation] = {
     "plan hybrid": ({}, {}), "plan mapreduce": ({}, {}), "plan multi": ({}, {}),
     "plan pareto": ({"model": "hybrid"}, {}),
     "simulate a2ha": ({"workload": "constant:10:100", "orderings": "2"}, {}),
+    "simulate bag": ({"workload": "constant:10:100", "policy": "a2ha", "orderings": "2"}, {}),
     "simulate spequlos": ({"middleware": "xwhep", "trace": "nd", "bot": "small"}, {}),
     "simulate replay": ({"out_dir": "prev"}, {"out_dir": "store"}),
     "export": ({"out_dir": "prev", "output": "tasks.csv"}, {"out_dir": "store"}),
@@ -626,10 +681,15 @@ BASE: dict[str, Invocation] = {
 CONTEXT: dict[tuple[str, str], Invocation] = {
     ("run", "args"): ({"job": "math:factorial", "args": "args.json"}, {"args": "args-json"}),
     ("run", "policy_arg"): ({"policy": "mine.py:Mine"}, {"policy": "policy-py"}),
+    ("map", "heuristic"): ({"heuristic": "rr.py:RoundRobin"}, {"heuristic": "heuristic-py"}),
+    ("map", "heuristic_arg"): ({"heuristic": "rr.py:RoundRobin"}, {"heuristic": "heuristic-py"}),
+    ("place", "algorithm"): ({"algorithm": "roomiest.py:Roomiest"}, {"algorithm": "placement-py"}),
+    ("place", "algorithm_arg"): ({"algorithm": "roomiest.py:Roomiest"}, {"algorithm": "placement-py"}),
     ("run", "budget"): ({"policy": "a2ha"}, {}),
     ("simulate spequlos", "strategy"): ({}, {"strategy": "strategy-py"}),
     ("simulate spequlos", "strategy_arg"): ({"strategy": "mine_strategy.py:AtShare"},
                                             {"strategy": "strategy-py"}),
+    ("simulate bag", "policy_arg"): ({"policy": "mine.py:Mine"}, {"policy": "policy-py"}),
     ("run", "seed"): ({"policy": "a2ha"}, {}),
     **dict.fromkeys((("run", "tail_qos"), ("run", "reliable_pool"), ("run", "tail_credits")), (
         {"pools": "two.toml", "pool": "volatile", "tail_qos": "9A-C-D", "reliable_pool": "reliable"},

@@ -393,7 +393,13 @@ def data_path(name: str, data_dir: DirOption = None) -> None:
 def map_cmd(
     etc_file: Annotated[Path, typer.Argument(help="ETC file in the Braun format.")],
     heuristic: Annotated[str, typer.Option(help="min-min, max-min, sufferage, mct, met, olb, luo1, "
-                                           "luo2, luo2b, low1, low2, low3 or best.")] = "min-min",
+                                           "luo2, luo2b, low1, low2, low3 or best; or MODULE:CLASS | "
+                                           "FILE.py:CLASS (a MappingHeuristic subclass of your own) | an "
+                                           "installed heuristic's name.")] = "min-min",
+    heuristic_arg: Annotated[list[str] | None, typer.Option("--heuristic-arg", help="KEY=VALUE: a parameter "
+                                                            "of a MODULE:CLASS heuristic, converted by its "
+                                                            "constructor's annotations (repeatable).")]
+    = None,
     lam: Annotated[float | None, typer.Option("--lambda", help="λ of low1/low2/low3 (default: "
                                               "best of 0, 0.1, ..., 1).")] = None,
     voltages: Annotated[int | None, typer.Option(help="Seed drawing each machine's voltage set; "
@@ -404,7 +410,8 @@ def map_cmd(
     """Map the tasks of an ETC instance onto its machines with one heuristic."""
     from skylease.experiments.mapping import map_file
 
-    res = map_file(etc_file, heuristic, lam=lam, voltage_seed=voltages)
+    res = map_file(etc_file, heuristic, lam=lam, voltage_seed=voltages,
+                   heuristic_args=list(heuristic_arg or []))
     if as_json:
         print(json.dumps(res))
         return
@@ -431,7 +438,13 @@ def place_cmd(
     = None,
     algorithm: Annotated[str, typer.Option(help="ff, ffd, bf (Best-Fit Decreasing), sorting (Alg. 11), "
                                            "similar (Alg. 12); also rr (Round Robin = ff) and "
-                                           "bf-trace (Best-Fit in request order).")] = "sorting",
+                                           "bf-trace (Best-Fit in request order); or MODULE:CLASS | "
+                                           "FILE.py:CLASS (a PlacementAlgorithm subclass of your own) | "
+                                           "an installed algorithm's name.")] = "sorting",
+    algorithm_arg: Annotated[list[str] | None, typer.Option("--algorithm-arg", help="KEY=VALUE: a parameter "
+                                                            "of a MODULE:CLASS algorithm, converted by its "
+                                                            "constructor's annotations (repeatable).")]
+    = None,
     energy_model: Annotated[str, typer.Option(help="Energy accounting: c (incremental, desktop state "
                                               "at placement; the default), b (incremental while the "
                                               "user is there) or a (Eqs. 6.2-6.11 literally).")] = "c",
@@ -445,7 +458,7 @@ def place_cmd(
     from skylease.experiments.placement import place_request
 
     res = place_request(desktops, vms, algorithm=algorithm, users=users, energy_model=energy_model,
-                        seed=seed, secondary=secondary)
+                        seed=seed, secondary=secondary, algorithm_args=list(algorithm_arg or []))
     if as_json:
         print(json.dumps(res))
         return
@@ -860,6 +873,55 @@ def simulate_a2ha_cmd(
     if res["unfinished_runs"]:
         out.print(f"{res['unfinished_runs']} of {res['orderings']} runs stopped with tasks unfinished "
                   f"(on average {res['unfinished']['mean']:.1f}): the budget could not buy another unit")
+
+
+@simulate_app.command("bag")
+def simulate_bag_cmd(
+    workload: Annotated[str, typer.Option(help="What `simulate a2ha --workload` takes: image | synthetic "
+                                          "| outsystems | long, a WfCommons .json(.gz), a .csv of "
+                                          "runtimes, normal|gamma|lognormal:N:MEAN:SD, constant:N:SECONDS.")],
+    policy: Annotated[str, typer.Option(help="As `skylease run --policy`: fixed:N | a2ha[:PRESET] | "
+                                        "dask-adaptive[:MAX] | MODULE:CLASS | FILE.py:CLASS | an "
+                                        "installed policy's name.")],
+    policy_arg: Annotated[list[str] | None, typer.Option("--policy-arg", help="KEY=VALUE: a parameter of "
+                                                         "a MODULE:CLASS policy (repeatable).")] = None,
+    budget: Annotated[float | None, typer.Option(help="Hard cap on money, given to a policy that "
+                                                 "takes `budget`.")] = None,
+    orderings: Annotated[int, typer.Option(help="Runs (A2HA: random task orders; redrawn workloads: "
+                                           "new task times).")] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the runs: the same seed gives every policy the "
+                                      "same bags.")] = 0,
+    boot: Annotated[float, typer.Option(help="Host boot time, seconds (charged, no work).")] = 300.0,
+    unit: Annotated[float, typer.Option(help="Billing unit, seconds.")] = 3600.0,
+    price: Annotated[float, typer.Option("--price", "--hosts-price", help="Price of a host per billing "
+                                         "unit.")] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Any bag policy (a built-in or your own class) on the simulated cloud of `simulate a2ha`."""
+    import os
+
+    from skylease.experiments.bag import study
+
+    if os.getcwd() not in sys.path:  # `--policy module:Class` is found as `skylease run` finds it
+        sys.path.insert(0, os.getcwd())
+    res = study(workload, policy, policy_arg or (), budget=budget, orderings=orderings, seed=seed,
+                boot_s=boot, unit_s=unit, price=price)
+    if as_json:
+        print(json.dumps(res))
+        return
+    out.print(f"{res['workload']}: {res['tasks']} tasks, {res['orderings']} run(s), {res['order']} order",
+              markup=False, highlight=False, soft_wrap=True)
+    out.print(f"policy: {res['policy_class']}", markup=False, highlight=False, soft_wrap=True)
+    table = Table("mean ± sd", "value")
+    for k, f, label in (("wall_s", 1 / 60, "makespan (min)"), ("cost", 1, "cost"), ("hosts", 1, "hosts"),
+                        ("charged_hours", 1, "charged (h)"), ("speedup", 1, "speedup"),
+                        ("interrupted_tasks", 1, "interrupted tasks"), ("unfinished", 1, "unfinished tasks")):
+        table.add_row(label, f"{res[k]['mean'] * f:.1f} ± {res[k]['std'] * f:.1f}")
+    out.print(table)
+    if res["unfinished_runs"]:
+        out.print(f"{res['unfinished_runs']} of {res['orderings']} run(s) ended with tasks unfinished (on "
+                  f"average {res['unfinished']['mean']:.1f}): no host was left to run them", markup=False,
+                  highlight=False, soft_wrap=True)
 
 
 @simulate_app.command("spequlos")

@@ -1,9 +1,10 @@
 """One loader for every plug-in class a user names: ``MODULE:CLASS``, ``path/to/file.py:CLASS``, an
 installed package's name (an entry point), with keyword parameters checked against the class.
 
-The users: ``skylease run --policy`` (bag policies, :class:`skylease.control.env.Policy`) and the
-lease scheduler's policies (:mod:`skylease.control.leases.policies`). Each names its built-ins; a
-name that is none of them is looked for here:
+The users: ``skylease run --policy`` (bag policies, :class:`skylease.control.env.Policy`), the
+lease scheduler's policies (:mod:`skylease.control.leases.policies`), ``skylease map --heuristic``
+and ``skylease place --algorithm`` (``skylease.experiments.mapping`` and ``.placement``). Each
+names its built-ins; a name that is none of them is looked for here:
 
 * ``MODULE:CLASS``: the module is imported with importlib (``CLASS`` may be dotted).
 * ``FILE.py:CLASS`` (a spec whose module part ends in ``.py`` or holds a ``/``): the file is loaded

@@ -178,7 +178,7 @@ def analytic_baselines(bag: Bag, unit_s: float = UNIT_S) -> dict[str, dict[str, 
     }
 
 
-def _check_time(tasks: int, hosts: int, orderings: int, compare: bool) -> None:
+def check_time(tasks: int, hosts: int, orderings: int, compare: bool) -> None:
     """Refuse a study that would take more than the time budget (:mod:`skylease.model.limits`)."""
     visits = orderings * tasks * max(1, hosts) * (4 if compare else 1)
     most = int(TIME_BUDGET_S / HOST_VISIT_S)
@@ -227,7 +227,7 @@ def study(spec: str, *, preset: str | None = None, creation_ratio: float | None 
     first = wl.bag(int(np.random.SeedSequence(seed).spawn(1)[0].generate_state(2)[1]))
     policy = factory()
     assert isinstance(policy, A2HA)
-    _check_time(len(first.tasks), optimal_hosts(first, boot_s, unit_s), orderings, compare)
+    check_time(len(first.tasks), optimal_hosts(first, boot_s, unit_s), orderings, compare)
     rows = run_orderings(factory, wl, orderings, seed, pool=pool, progress=progress)
     result: dict[str, Any] = {
         "workload": wl.name, "tasks": len(first.tasks), "fixed_trace": wl.fixed,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,31 +20,39 @@ def heuristic_names() -> list[str]:
     return list(HEURISTICS)
 
 
+HEURISTIC_GROUP = "skylease.heuristics"  # the entry-point group of installed mapping heuristics
+
+
 def map_file(path: str | Path, heuristic: str, *, lam: float | None = None,
-             voltage_seed: int | None = None) -> dict[str, Any]:
-    """Read an ETC file, run one heuristic, return the JSON-ready result."""
+             voltage_seed: int | None = None, heuristic_args: Sequence[str] = ()) -> dict[str, Any]:
+    """Read an ETC file, run one heuristic (a built-in name, or a
+    :class:`~skylease.planning.mapping.plugin.MappingHeuristic` subclass named ``MODULE:CLASS``,
+    ``FILE.py:CLASS`` or by an installed package, built with ``heuristic_args``), return the
+    JSON-ready result. A plug-in's answer is checked before it is evaluated."""
     from skylease.planning.mapping import HEURISTICS, energy, random_voltages
+    from skylease.planning.mapping.plugin import LOW, Builtin
     from skylease.traces.etc import read_etc
 
-    if heuristic not in HEURISTICS:
-        raise UserError(f"unknown heuristic {heuristic!r}; choose from {', '.join(HEURISTICS)}",
-                        field="--heuristic")
+    builtin = heuristic in HEURISTICS
+    if builtin and heuristic_args:
+        raise UserError(f"the built-in heuristic {heuristic} takes no parameters (--heuristic-arg goes "
+                        "with a MODULE:CLASS or FILE.py:CLASS heuristic)", field="--heuristic-arg")
     if lam is not None:
         if not 0.0 <= lam <= 1.0:
             raise UserError(f"lambda must be in [0, 1], got {lam}", field="--lambda")
-        if heuristic not in ("low1", "low2", "low3"):
+        if heuristic not in LOW:
             raise UserError(f"--lambda applies to low1, low2 and low3, not {heuristic}",
                             field="--lambda")
     if voltage_seed is not None:
         check_seed(voltage_seed, "--voltages")
+    h = Builtin(heuristic, lam) if builtin else load_heuristic(heuristic, heuristic_args)
     etc = read_etc(path)
     voltages = None if voltage_seed is None else random_voltages(etc.shape[1], voltage_seed)
-    fn = HEURISTICS[heuristic]
-    sched = fn(etc, lam, voltages=voltages) if lam is not None else fn(etc, voltages=voltages)
+    sched = h.schedule(etc, voltages=voltages) if builtin else _run_plugin(h, heuristic, etc, voltages)
     e = sched.energy
     if voltages is not None and e is None:
         e = energy(etc, sched.assignment, voltages)
-    return {
+    res: dict[str, Any] = {
         "heuristic": heuristic,
         "tasks": int(etc.shape[0]),
         "machines": int(etc.shape[1]),
@@ -53,6 +62,54 @@ def map_file(path: str | Path, heuristic: str, *, lam: float | None = None,
         "lambda": sched.lam,
         "assignment": np.asarray(sched.assignment).tolist(),
     }
+    if not builtin:  # (the built-ins' output is as it was)
+        from skylease.control.plugins import describe
+
+        res["heuristic_class"] = describe(h)
+    return res
+
+
+def load_heuristic(spec: str, args: Sequence[str] = ()) -> Any:
+    """The :class:`~skylease.planning.mapping.plugin.MappingHeuristic` ``spec`` names, built with
+    ``args`` (``KEY=VALUE``); every mistake one line on ``--heuristic`` or ``--heuristic-arg``."""
+    from skylease.control import plugins
+    from skylease.planning.mapping import HEURISTICS
+    from skylease.planning.mapping.plugin import MappingHeuristic
+
+    text = spec.strip()
+    params: dict[str, Any] = plugins.parse_args(args, "--heuristic-arg")
+    installed = [] if plugins.is_spec(text) else plugins.entry_point_names(HEURISTIC_GROUP)
+    if not plugins.is_spec(text) and (":" in text or text not in installed):
+        listed = f"; installed: {', '.join(installed)}" if installed else ""
+        raise UserError(f"unknown heuristic {spec!r}; choose from {', '.join(HEURISTICS)}, or give "
+                        f"MODULE:CLASS or FILE.py:CLASS{listed}", field="--heuristic")
+    try:
+        return plugins.load(text, params, base=MappingHeuristic, group=HEURISTIC_GROUP,
+                            what="mapping heuristic")
+    except plugins.PluginError as e:
+        field = "--heuristic-arg" if e.param in params else "--heuristic"
+        raise UserError(e.message, file=e.file, line=e.line, field=field) from None
+
+
+def _run_plugin(h: Any, spec: str, etc: np.ndarray, voltages: np.ndarray | None) -> Any:
+    """A plug-in's schedule; its wrong answer or its failure as one line naming it."""
+    from skylease.control import plugins
+    from skylease.planning.mapping.plugin import BadAnswer, MappingHeuristic
+
+    name = plugins.class_path(type(h))
+    try:  # (the base's schedule, even if the class overrides it: its answer is always checked)
+        return MappingHeuristic.schedule(h, etc, voltages=voltages)
+    except BadAnswer as e:
+        raise UserError(f"{name}.assign(etc) {e}", field="--heuristic") from None
+    except Exception as e:  # the plug-in's own bug: where it is, in one line
+        where = plugins.failure(e, name)
+        raise UserError(f"{name}.assign(etc) fails: {type(e).__name__}: {_first_line(e)}",
+                        file=where.file, line=where.line, field="--heuristic") from None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else "(no message)"
 
 
 def generate_file(out: str | Path, *, tasks: int, machines: int, method: str = "cvb",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from skylease.model.errors import UserError
 THESIS_LAB = "thesis-lab"
 SYNTHETIC = "synthetic:"
 CLI_ALGORITHMS = ("ff", "ffd", "bf", "sorting", "similar", "rr", "bf-trace")
+ALGORITHM_GROUP = "skylease.placements"  # the entry-point group of installed placement algorithms
 
 
 def load_desktops(spec: str, rng: np.random.Generator) -> Desktops:
@@ -42,18 +44,25 @@ def load_vms(spec: str, rng: np.random.Generator, desktops: Desktops) -> VMs:
 
 
 def place_request(desktops: str, vms: str, *, algorithm: str = "sorting", users: float | None = None,
-                  energy_model: str = "c", seed: int = 0, secondary: str = "time_desc") -> dict[str, Any]:
+                  energy_model: str = "c", seed: int = 0, secondary: str = "time_desc",
+                  algorithm_args: Sequence[str] = ()) -> dict[str, Any]:
     """What ``skylease place`` prints: the placement, the unplaced VMs and why, desktops used, energy.
 
     One ``seed`` draws, in turn, the thesis lab's order, the synthetic VMs and the users. ``users``
     (a share of desktops, 0-1) replaces the desktops file's users; ``None`` keeps them.
+    ``algorithm`` is a built-in name or a
+    :class:`~skylease.planning.placement.plugin.PlacementAlgorithm` subclass (``MODULE:CLASS``,
+    ``FILE.py:CLASS`` or an installed package's name) built with ``algorithm_args``; a plug-in's
+    answer is checked before it is costed.
     """
-    from skylease.planning.placement import ENERGY_MODELS, SECONDARY_KEYS, energy, place
+    from skylease.planning.placement import ENERGY_MODELS, SECONDARY_KEYS, energy
+    from skylease.planning.placement.plugin import Builtin
     from skylease.traces.lab import draw_users
 
-    if algorithm not in CLI_ALGORITHMS:
-        raise UserError(f"unknown algorithm {algorithm!r}; choose from {', '.join(CLI_ALGORITHMS)}",
-                        field="--algorithm")
+    builtin = algorithm in CLI_ALGORITHMS
+    if builtin and algorithm_args:
+        raise UserError(f"the built-in algorithm {algorithm} takes no parameters (--algorithm-arg goes "
+                        "with a MODULE:CLASS or FILE.py:CLASS algorithm)", field="--algorithm-arg")
     model = energy_model.lower()
     if model not in ENERGY_MODELS:
         raise UserError(f"unknown energy model {energy_model!r}; choose from {', '.join(ENERGY_MODELS)}",
@@ -64,15 +73,16 @@ def place_request(desktops: str, vms: str, *, algorithm: str = "sorting", users:
     if users is not None and not (math.isfinite(users) and 0.0 <= users <= 1.0):
         raise UserError(f"the share of desktops with a user must be in [0, 1], got {users:g}",
                         field="--users")
+    planner = Builtin(algorithm, secondary) if builtin else load_algorithm(algorithm, algorithm_args)
     rng = np.random.default_rng(seed)
     lab = load_desktops(desktops, rng)
     requests = load_vms(vms, rng, lab)
     if users is not None:
         lab = lab.with_users(draw_users(len(lab), users, rng))
-    p = place(algorithm, requests, lab, secondary=secondary)
+    p = planner.placement(requests, lab) if builtin else _run_plugin(planner, requests, lab)
     e = energy(p, requests, lab, model)
     used = np.unique(p.desktop[p.placed])
-    return {
+    res: dict[str, Any] = {
         "algorithm": algorithm,
         "energy_model": model,
         "desktops": len(lab),
@@ -90,3 +100,47 @@ def place_request(desktops: str, vms: str, *, algorithm: str = "sorting", users:
                          "used_cores": int(requests.cores[p.vms_on(j)].sum()),
                          "energy_wh": float(e.per_desktop_wh[j])} for j in used.tolist()],
     }
+    if not builtin:  # (the built-ins' output is as it was)
+        from skylease.control.plugins import describe
+
+        res["algorithm_class"] = describe(planner)
+    return res
+
+
+def load_algorithm(spec: str, args: Sequence[str] = ()) -> Any:
+    """The :class:`~skylease.planning.placement.plugin.PlacementAlgorithm` ``spec`` names, built
+    with ``args`` (``KEY=VALUE``); every mistake one line on ``--algorithm`` or ``--algorithm-arg``."""
+    from skylease.control import plugins
+    from skylease.planning.placement.plugin import PlacementAlgorithm
+
+    text = spec.strip()
+    params: dict[str, Any] = plugins.parse_args(args, "--algorithm-arg")
+    installed = [] if plugins.is_spec(text) else plugins.entry_point_names(ALGORITHM_GROUP)
+    if not plugins.is_spec(text) and (":" in text or text not in installed):
+        listed = f"; installed: {', '.join(installed)}" if installed else ""
+        raise UserError(f"unknown algorithm {spec!r}; choose from {', '.join(CLI_ALGORITHMS)}, or give "
+                        f"MODULE:CLASS or FILE.py:CLASS{listed}", field="--algorithm")
+    try:
+        return plugins.load(text, params, base=PlacementAlgorithm, group=ALGORITHM_GROUP,
+                            what="placement algorithm")
+    except plugins.PluginError as e:
+        field = "--algorithm-arg" if e.param in params else "--algorithm"
+        raise UserError(e.message, file=e.file, line=e.line, field=field) from None
+
+
+def _run_plugin(planner: Any, requests: VMs, lab: Desktops) -> Any:
+    """A plug-in's checked placement; its wrong answer or its failure as one line naming it."""
+    from skylease.control import plugins
+    from skylease.planning.placement.plugin import BadAnswer, PlacementAlgorithm
+
+    name = plugins.class_path(type(planner))
+    try:  # (the base's placement, even if the class overrides it: its answer is always checked)
+        return PlacementAlgorithm.placement(planner, requests, lab)
+    except BadAnswer as e:
+        raise UserError(f"{name}.assign() {e}", field="--algorithm") from None
+    except Exception as e:  # the plug-in's own bug: where it is, in one line
+        where = plugins.failure(e, name)
+        text = str(e).strip()
+        raise UserError(f"{name}.assign() fails: {type(e).__name__}: "
+                        f"{text.splitlines()[0] if text else '(no message)'}",
+                        file=where.file, line=where.line, field="--algorithm") from None
