@@ -416,6 +416,27 @@ def load(spec: str, params: Mapping[str, Any] | None = None, *, base: type | Non
     return instantiate(cls, dict(params or {}), spec.strip())
 
 
+def load_option(spec: str, args: Sequence[str], *, base: type, group: str, what: str,
+                builtins: Sequence[str], option: str) -> Any:
+    """A command's plug-in option (``--heuristic``, ``--algorithm``...) that is not a built-in name:
+    ``spec`` (``MODULE:CLASS``, ``FILE.py:CLASS`` or a name installed in ``group``) built with
+    ``args`` (``KEY=VALUE`` from ``{option}-arg``). Every mistake is one line on ``option`` or, for a
+    parameter at fault, on ``{option}-arg``; an unknown name lists ``builtins`` and the installed."""
+    text = spec.strip()
+    arg_option = f"{option}-arg"
+    params: dict[str, Any] = parse_args(args, arg_option)
+    installed = [] if is_spec(text) else entry_point_names(group)
+    if not is_spec(text) and (":" in text or text not in installed):
+        listed = f"; installed: {', '.join(installed)}" if installed else ""
+        raise UserError(f"unknown {what.split()[-1]} {spec!r}; choose from {', '.join(builtins)}, or give "
+                        f"MODULE:CLASS or FILE.py:CLASS{listed}", field=option)
+    try:
+        return load(text, params, base=base, group=group, what=what)
+    except PluginError as e:
+        field = arg_option if e.param in params else option
+        raise UserError(e.message, file=e.file, line=e.line, field=field) from None
+
+
 def describe(obj: object) -> str:
     """``module:Class(k=v, ...)``: the class path and the constructor's parameters the object keeps
     as attributes of the same name (its state otherwise, such as an environment, is left out)."""

@@ -192,6 +192,20 @@ def check_time(tasks: int, hosts: int, orderings: int, compare: bool) -> None:
             f"give fewer --orderings or a smaller --workload", field="--orderings")
 
 
+def check_cloud(boot_s: float, unit_s: float, price: float, budget: float | None) -> InstanceType:
+    """The simulated cloud of ``simulate a2ha`` and ``simulate bag``, its options checked."""
+    unit_s = check_number(unit_s, "--unit", above=0)
+    boot_s = check_number(boot_s, "--boot", minimum=0, below=unit_s,
+                          hint=f"a host must have time to work in its first unit of {unit_s:g} s")
+    price = check_number(price, "--price", minimum=0)
+    if budget is not None:
+        check_number(budget, "--budget", minimum=0, hint="leave it out for no cap")
+        if budget < price:
+            raise UserError(f"${budget:g} does not buy one billing unit (${price:g}): no host could "
+                            "be rented and no task would run", field="--budget")
+    return cloud_pool(boot_s, unit_s, price)
+
+
 def study(spec: str, *, preset: str | None = None, creation_ratio: float | None = None,
           increase_ratio: float | None = None, budget: float | None = None, budget_factor: float = 1.0,
           initial_hosts: int = 1, orderings: int = 200, seed: int = 0, boot_s: float = BOOT_S,
@@ -210,17 +224,9 @@ def study(spec: str, *, preset: str | None = None, creation_ratio: float | None 
     check_size(orderings, "orderings", ORDERING_BYTES, field="--orderings")
     check_size(initial_hosts, "initial hosts", HOST_BYTES, field="--initial-hosts")
     check_number(budget_factor, "--budget-factor", minimum=1)
-    unit_s = check_number(unit_s, "--unit", above=0)
-    boot_s = check_number(boot_s, "--boot", minimum=0, below=unit_s,
-                          hint=f"a host must have time to work in its first unit of {unit_s:g} s")
-    price = check_number(price, "--price", minimum=0)
-    if budget is not None:
-        check_number(budget, "--budget", minimum=0, hint="leave it out for no cap")
-        if budget < price:
-            raise UserError(f"${budget:g} does not buy one billing unit (${price:g}): no host could "
-                            "be rented and no task would run", field="--budget")
+    pool = check_cloud(boot_s, unit_s, price, budget)
+    boot_s, unit_s = float(boot_s), float(unit_s)
     wl = workload(spec)
-    pool = cloud_pool(boot_s, unit_s, price)
     name = f"a2ha:{preset or 'conservative'}"
     factory = make_policy(name, creation_ratio=creation_ratio, increase_ratio=increase_ratio, budget=budget,
                           budget_factor=budget_factor, initial_hosts=initial_hosts)

@@ -23,8 +23,8 @@ from skylease.experiments.a2ha import (
     METRICS,
     UNIT_S,
     Workload,
+    check_cloud,
     check_time,
-    cloud_pool,
     optimal_hosts,
     run_metrics,
     summarize,
@@ -33,7 +33,7 @@ from skylease.experiments.a2ha import (
 from skylease.experiments.run_policies import describe_policy, parse_policy
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
-from skylease.model.limits import check_number, check_seed, check_size
+from skylease.model.limits import check_seed, check_size
 from skylease.model.task import Bag
 from skylease.sim.env import simulate
 
@@ -64,20 +64,6 @@ def run_once(policy: Policy, bag: Bag, pool: InstanceType, order: str, seed: int
         raise UserError(f"{type(policy).__qualname__} failed in simulation: {type(e).__name__}: {text}",
                         file=where.file, line=where.line, field="--policy") from None
     return run_metrics(r, bag, pool.billing_unit)
-
-
-def check_cloud(boot_s: float, unit_s: float, price: float, budget: float | None) -> InstanceType:
-    """The simulated cloud's options, checked as ``simulate a2ha`` checks them."""
-    unit_s = check_number(unit_s, "--unit", above=0)
-    boot_s = check_number(boot_s, "--boot", minimum=0, below=unit_s,
-                          hint=f"a host must have time to work in its first unit of {unit_s:g} s")
-    price = check_number(price, "--price", minimum=0)
-    if budget is not None:
-        check_number(budget, "--budget", minimum=0, hint="leave it out for no cap")
-        if budget < price:
-            raise UserError(f"${budget:g} does not buy one billing unit (${price:g}): no host could "
-                            "be rented and no task would run", field="--budget")
-    return cloud_pool(boot_s, unit_s, price)
 
 
 def study(spec: str, policy: str, policy_args: Sequence[str] = (), *, budget: float | None = None,

@@ -76,19 +76,8 @@ def load_heuristic(spec: str, args: Sequence[str] = ()) -> Any:
     from skylease.planning.mapping import HEURISTICS
     from skylease.planning.mapping.plugin import MappingHeuristic
 
-    text = spec.strip()
-    params: dict[str, Any] = plugins.parse_args(args, "--heuristic-arg")
-    installed = [] if plugins.is_spec(text) else plugins.entry_point_names(HEURISTIC_GROUP)
-    if not plugins.is_spec(text) and (":" in text or text not in installed):
-        listed = f"; installed: {', '.join(installed)}" if installed else ""
-        raise UserError(f"unknown heuristic {spec!r}; choose from {', '.join(HEURISTICS)}, or give "
-                        f"MODULE:CLASS or FILE.py:CLASS{listed}", field="--heuristic")
-    try:
-        return plugins.load(text, params, base=MappingHeuristic, group=HEURISTIC_GROUP,
-                            what="mapping heuristic")
-    except plugins.PluginError as e:
-        field = "--heuristic-arg" if e.param in params else "--heuristic"
-        raise UserError(e.message, file=e.file, line=e.line, field=field) from None
+    return plugins.load_option(spec, args, base=MappingHeuristic, group=HEURISTIC_GROUP,
+                               what="mapping heuristic", builtins=HEURISTICS, option="--heuristic")
 
 
 def _run_plugin(h: Any, spec: str, etc: np.ndarray, voltages: np.ndarray | None) -> Any:

@@ -113,19 +113,8 @@ def load_algorithm(spec: str, args: Sequence[str] = ()) -> Any:
     from skylease.control import plugins
     from skylease.planning.placement.plugin import PlacementAlgorithm
 
-    text = spec.strip()
-    params: dict[str, Any] = plugins.parse_args(args, "--algorithm-arg")
-    installed = [] if plugins.is_spec(text) else plugins.entry_point_names(ALGORITHM_GROUP)
-    if not plugins.is_spec(text) and (":" in text or text not in installed):
-        listed = f"; installed: {', '.join(installed)}" if installed else ""
-        raise UserError(f"unknown algorithm {spec!r}; choose from {', '.join(CLI_ALGORITHMS)}, or give "
-                        f"MODULE:CLASS or FILE.py:CLASS{listed}", field="--algorithm")
-    try:
-        return plugins.load(text, params, base=PlacementAlgorithm, group=ALGORITHM_GROUP,
-                            what="placement algorithm")
-    except plugins.PluginError as e:
-        field = "--algorithm-arg" if e.param in params else "--algorithm"
-        raise UserError(e.message, file=e.file, line=e.line, field=field) from None
+    return plugins.load_option(spec, args, base=PlacementAlgorithm, group=ALGORITHM_GROUP,
+                               what="placement algorithm", builtins=CLI_ALGORITHMS, option="--algorithm")
 
 
 def _run_plugin(planner: Any, requests: VMs, lab: Desktops) -> Any:
