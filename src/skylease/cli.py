@@ -1606,8 +1606,14 @@ def _print_next(res: dict) -> None:
     if not (res["failed"] or res["left"]):
         return
     lines = []
+    out_of = res.get("budget_ran_out")
+    if out_of:
+        out.print(f"The budget ran out: {out_of['spent']:,.2f} spent of the {out_of['budget']:,.2f} allowed "
+                  f"(a worker costs at least {out_of['least_charge']:,.2f}); {res['left']} task(s) not run.",
+                  markup=False, highlight=False, soft_wrap=True)
     if "resume" in nxt:
-        lines.append(f"finish the run ({res['left']} task(s) not run): {nxt['resume']}")
+        bigger = " with a larger --budget" if out_of else ""
+        lines.append(f"finish the run ({res['left']} task(s) not run){bigger}: {nxt['resume']}")
     if "retry_failed" in nxt:
         lines.append(f"run the failed tasks again once fixed: {nxt['retry_failed']}")
     if "export" in nxt:

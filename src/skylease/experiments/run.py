@@ -472,7 +472,8 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
         report = None
         if reporter is not None:
             report, reporter = _close_reporter(reporter, store, res.outcome), None
-        summary = _summary(store, res, opts, job_spec, job, segment, spent_before, time.time() - started, qos)
+        summary = _summary(store, res, opts, job_spec, job, segment, spent_before, time.time() - started, qos,
+                           least_charge(itype0))
         summary["policy_class"] = described
         if report is not None:
             summary["report"] = report
@@ -509,6 +510,12 @@ def _check_out_folder(out: Path) -> None:
         raise UserError(f"cannot create the output folder: {p} is not a folder", file=out, field="--out")
     if not os.access(p, os.W_OK | os.X_OK):
         raise UserError(f"cannot create the output folder: {p} is not writable", file=out, field="--out")
+
+
+def least_charge(it: InstanceType | Mapping[str, Any]) -> float:
+    """The least a worker of a pool is charged: its price times its minimum units (at least one)."""
+    b = _billing_of(it) if isinstance(it, InstanceType) else it
+    return float(b["price"]) * max(1, int(b["min_units"]))
 
 
 def _billing_of(it: InstanceType) -> dict[str, float]:
@@ -635,12 +642,16 @@ def _volatility(opts: RunOptions, specs: Mapping[str, Any], main_pool: str) -> A
 
 
 def _summary(store: Any, res: Any, opts: RunOptions, job_spec: str, job: Any, segment: int,
-             spent_before: float, wall_s: float, qos: Policy | None) -> dict[str, Any]:
+             spent_before: float, wall_s: float, qos: Policy | None, least: float) -> dict[str, Any]:
     counts = store.counts()
     pools: dict[str, int] = {}
     for h in res.host_table:
         pools[h.pool] = pools.get(h.pool, 0) + 1
     outcome = res.outcome if counts["left"] == 0 or res.outcome != "done" else "incomplete"
+    spent = spent_before + res.cost
+    ran_out = counts["left"] > 0 and budget_ran_out(opts, spent, least)
+    if ran_out and outcome == "stalled":  # nothing could rent a worker: the budget is why
+        outcome = "budget spent"
     s = {
         "job": job.source, "out": str(opts.out), "policy": opts.policy, "policy_args": list(opts.policy_args),
         "tail_qos": opts.tail_qos,
@@ -651,8 +662,10 @@ def _summary(store: Any, res: Any, opts: RunOptions, job_spec: str, job: Any, se
         "hosts_per_pool": pools, "peak_hosts": res.peak_hosts, "lost": res.lost, "retried": res.retried,
         "duplicate_races": res.duplicates_won, "max_release_lag_s": res.max_release_lag_s,
         "failed_tasks": failed_tasks(store, FAILED_IN_SUMMARY),
-        "next": next_steps(job_spec, opts, counts),
+        "next": next_steps(job_spec, opts, counts, spent=spent, least_charge=least),
     }
+    if ran_out:
+        s["budget_ran_out"] = {"spent": spent, "budget": opts.budget, "least_charge": least}
     if qos is not None:
         s["qos"] = qos.summary()  # type: ignore[attr-defined]
     return s
@@ -691,13 +704,38 @@ def resume_command(job_spec: str, opts: RunOptions, *, retry_failed: bool = Fals
     return " ".join(shlex.quote(w) for w in words)
 
 
-def next_steps(job_spec: str, opts: RunOptions, counts: Mapping[str, int]) -> dict[str, str]:
-    """What the user can do next with a run: finish it, rerun its failed tasks, export, read."""
+def budget_ran_out(opts: RunOptions, spent: float, least_charge: float) -> bool:
+    """The run's ``--budget`` cannot rent one more worker: what is left of it is under the least
+    charge of a worker of the main pool (its price times its minimum billed units, at least one)."""
+    return opts.budget is not None and opts.budget - spent < least_charge - 1e-9
+
+
+def budget_to_finish(spent: float, counts: Mapping[str, int], least_charge: float,
+                     budget: float) -> float:
+    """A ``--budget`` that can finish a run whose budget ran out: what was spent, plus the tasks left
+    at the run's cost per finished task so far, plus one more worker's least charge (the margin a
+    budget-watching policy needs to rent at all), rounded up to the cent; at least twice the old
+    budget when no task finished (there is nothing to estimate from)."""
+    finished = counts["ok"] + counts["failed"]
+    more = spent / finished * counts["left"] + least_charge if finished else max(budget, least_charge)
+    return math.ceil((spent + more) * 100 - 1e-6) / 100
+
+
+def next_steps(job_spec: str, opts: RunOptions, counts: Mapping[str, int], *, spent: float = 0.0,
+               least_charge: float = 0.0) -> dict[str, str]:
+    """What the user can do next with a run: finish it, rerun its failed tasks, export, read.
+
+    When the budget ran out (:func:`budget_ran_out`), resuming with the same ``--budget`` would stop
+    again at once: the command to finish the run then gives a larger one (:func:`budget_to_finish`)."""
     steps = {}
+    finish = opts
+    if opts.budget is not None and (counts["left"] or counts["failed"]) \
+            and budget_ran_out(opts, spent, least_charge):
+        finish = replace(opts, budget=budget_to_finish(spent, counts, least_charge, opts.budget))
     if counts["left"]:
-        steps["resume"] = resume_command(job_spec, opts)
+        steps["resume"] = resume_command(job_spec, finish)
     if counts["failed"]:
-        steps["retry_failed"] = resume_command(job_spec, opts, retry_failed=True)
+        steps["retry_failed"] = resume_command(job_spec, finish, retry_failed=True)
     steps["export"] = f"skylease export {shlex.quote(str(opts.out))}"
     steps["report"] = str(Path(opts.out) / "report.md")
     return steps
@@ -733,7 +771,11 @@ def status(out: str | Path) -> dict[str, Any]:
               "budget": opts.budget, "workers": {r["pool"]: r["n"] for r in live}}
         if registered and state != "running" and meta.get("options"):
             opts.out = Path(out)
-            st["next"] = next_steps(str(meta["job"]), opts, counts)
+            billing = (meta.get("billing") or {}).get(str(last.get("segment"))) or {}
+            main = opts.pool if opts.pool in billing else next(
+                (n for n in billing if n != opts.reliable_pool), None)
+            least = least_charge(billing[main]) if main is not None else 0.0
+            st["next"] = next_steps(str(meta["job"]), opts, counts, spent=spent, least_charge=least)
         return st
     finally:
         store.close()

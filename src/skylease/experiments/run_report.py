@@ -63,6 +63,11 @@ def write_run_report(out: Path, store: Any, summary: dict[str, Any]) -> None:
         segs = [(r["segment"], r["outcome"], r["spent"]) for r in seg]
         lines += [f"The run was resumed {len(seg) - 1} time(s); segments:", "",
                   md_rows(segs, ["segment", "outcome", "spent"], digits=3), ""]
+    out_of = summary.get("budget_ran_out")
+    if out_of:
+        lines += [f"**The budget ran out**: {out_of['spent']:.2f} spent of the {out_of['budget']:.2f} "
+                  f"allowed (a worker costs at least {out_of['least_charge']:.2f}), with "
+                  f"{summary.get('left')} task(s) not run.", ""]
     lines += _next_lines(summary)
     if "run" in figs:
         title = "Tasks finished, workers rented and money charged over time"
@@ -73,7 +78,9 @@ def write_run_report(out: Path, store: Any, summary: dict[str, Any]) -> None:
 
 def _next_lines(summary: dict[str, Any]) -> list[str]:
     nxt = summary.get("next") or {}
-    steps = [(key, what) for key, what in (("resume", "Finish the run (the tasks not run yet)"),
+    finish = "Finish the run (the tasks not run yet" + (", with a larger budget)" if summary.get(
+        "budget_ran_out") else ")")
+    steps = [(key, what) for key, what in (("resume", finish),
                                            ("retry_failed", "Run the failed tasks again, once fixed"),
                                            ("export", "Every task's result, one row per task"))
              if key in nxt and (key != "export" or summary.get("failed") or summary.get("left"))]
