@@ -403,6 +403,9 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     itype0 = _itype(main_pool, specs[main_pool], "pools")
     policy, order = parse_policy(opts.policy, main_pool, opts.budget, itype0.billing_unit, opts.policy_args)
     _check_policy_fits(policy, itype0, opts)
+    warnings = _policy_capped(policy, main_pool, itype0, opts)
+    for w in warnings:
+        (on_notice or _stderr)(f"warning: {w}")
     described = describe_policy(policy)
     qos = _tail_policy(opts, specs) if opts.tail_qos else None
     remote = None
@@ -475,6 +478,8 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
         summary = _summary(store, res, opts, job_spec, job, segment, spent_before, time.time() - started, qos,
                            least_charge(itype0))
         summary["policy_class"] = described
+        if warnings:
+            summary["warnings"] = warnings
         if report is not None:
             summary["report"] = report
         atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=float))
@@ -498,6 +503,25 @@ def _check_policy_fits(policy: Policy, itype: InstanceType, opts: RunOptions) ->
             else {"field": "--billing-unit"}
         raise UserError(f"A2HA needs a billing unit longer than the pool's boot time "
                         f"({itype.boot_time:g} s), got {itype.billing_unit:g} s", **where)
+
+
+def _policy_capped(policy: Policy, pool: str, itype: InstanceType, opts: RunOptions) -> list[str]:
+    """``fixed:N`` with N over the pool's most workers: the run rents only that many. Said (one
+    line, also in ``summary.json``) rather than refused: the cap is a default (the machine's cores)
+    as often as a choice, and the run is still worth having (docs/howto/run.md)."""
+    from skylease.control.fixed import FixedPool
+
+    most = itype.max_count
+    if not isinstance(policy, FixedPool) or most is None or policy.n <= most:
+        return []
+    if opts.pools_file is not None:
+        why = f"its max_count in {opts.pools_file}"
+    elif opts.max_workers is not None:
+        why = "--workers"
+    else:
+        why = f"this machine's cores; --workers {policy.n} raises it"
+    return [f"--policy {opts.policy} asks for {policy.n} workers, but pool {pool!r} has at most {most} "
+            f"({why}): the run uses {most}"]
 
 
 def _check_out_folder(out: Path) -> None:
