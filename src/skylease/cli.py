@@ -1566,7 +1566,8 @@ def run_cmd(
                       qos_infrastructure=qos_infrastructure, report=report, report_token=report_token)
     res = _with_live_display(lambda on_progress: run_job(job, opts, on_progress=on_progress,
                                                          on_notice=_notice), budget)
-    table = Table("", "value", title=f"{res['job']} ({res['outcome']})")
+    segments = f", {res['segments']} segments" if res.get("segments", 1) > 1 else ""
+    table = Table("", "value", title=f"{res['job']} ({res['outcome']}{segments})")
     for k, label in (("tasks", "tasks"), ("ok", "succeeded"), ("failed", "failed"), ("left", "not run"),
                      ("wall_s", "wall time (s)"), ("cost", "cost"), ("hosts", "workers rented"),
                      ("peak_hosts", "most at once"), ("lost", "tasks interrupted"), ("retried", "retries")):

@@ -45,6 +45,7 @@ from pydantic import Field
 from skylease.control.env import Environment, HostView, Policy
 from skylease.experiments.run_policies import describe_policy, parse_policy
 from skylease.experiments.run_results import FAILED_IN_SUMMARY, failed_tasks, open_run
+from skylease.experiments.run_segments import record_segment, whole_run
 from skylease.experiments.store import atomic_write_text, out_folder
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
@@ -468,6 +469,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
             except KeyboardInterrupt:  # Ctrl-C: env.run released the workers; the run is a stop
                 res = env.result()
             store.end_segment(res.cost, res.outcome)
+            record_segment(store, segment, res)
         finally:
             close_backends(backends)
             if remote is not None:
@@ -688,6 +690,12 @@ def _summary(store: Any, res: Any, opts: RunOptions, job_spec: str, job: Any, se
         "failed_tasks": failed_tasks(store, FAILED_IN_SUMMARY),
         "next": next_steps(job_spec, opts, counts, spent=spent, least_charge=least),
     }
+    # the whole run, over its segments (a resume's summary is not its last segment's alone)
+    this = {k: s[k] for k in ("segment", "outcome", "wall_s", "elapsed_s", "cost_this_segment", "hosts",
+                              "hosts_per_pool", "peak_hosts", "lost", "retried", "duplicate_races",
+                              "max_release_lag_s")}
+    s.update(whole_run(store, segment, {**this, "hosts_per_pool": dict(pools)}))
+    s["this_segment"] = this
     if ran_out:
         s["budget_ran_out"] = {"spent": spent, "budget": opts.budget, "least_charge": least}
     if qos is not None:

@@ -59,10 +59,14 @@ def write_run_report(out: Path, store: Any, summary: dict[str, Any]) -> None:
             "cost", "budget", "hosts", "peak_hosts", "lost", "retried", "max_release_lag_s")
     rows = [(k, summary.get(k)) for k in keys]
     lines = [f"# Run of {summary.get('job')}", "", md_rows(rows, ["", "value"], digits=2), ""]
-    if len(seg) > 1:
-        segs = [(r["segment"], r["outcome"], r["spent"]) for r in seg]
-        lines += [f"The run was resumed {len(seg) - 1} time(s); segments:", "",
-                  md_rows(segs, ["segment", "outcome", "spent"], digits=3), ""]
+    per = summary.get("per_segment") or [{"segment": r["segment"], "outcome": r["outcome"], "wall_s": None,
+                                          "spent": r["spent"], "hosts": None} for r in seg]
+    if len(per) > 1:
+        segs = [(r["segment"], r["outcome"], r["wall_s"], r["spent"], r["hosts"]) for r in per]
+        lines += [f"The run was resumed {len(per) - 1} time(s); the figures above are the whole run's "
+                  "(wall time, workers and retries added up over its segments, the peak the most of any "
+                  "segment). Segments:", "",
+                  md_rows(segs, ["segment", "outcome", "wall_s", "spent", "workers rented"], digits=3), ""]
     out_of = summary.get("budget_ran_out")
     if out_of:
         lines += [f"**The budget ran out**: {out_of['spent']:.2f} spent of the {out_of['budget']:.2f} "
