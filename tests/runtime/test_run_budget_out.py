@@ -30,6 +30,8 @@ def test_a_spent_budget_is_said_and_its_finish_command_finishes(tmp_path, capsys
     budget = float(finish[finish.index("--budget") + 1])
     assert budget >= 2.0  # room for one more worker, at least
     assert s["next"]["resume"] in text
+    assert main(["status", "o", "--json"]) == 0  # status gives the same command
+    assert json.loads(capsys.readouterr().out)["next"]["resume"] == s["next"]["resume"]
     # the command given finishes the run
     assert main(finish[1:]) == 0, capsys.readouterr().err
     s2 = json.loads((tmp_path / "o" / "summary.json").read_text())
