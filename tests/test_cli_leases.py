@@ -150,6 +150,24 @@ def test_duplicate_ids_in_an_xml_workload_are_an_error_naming_the_line(capsys, t
     assert re.search(r"dup\.lwf:\d+: id: lease id 1 is already used on line \d+", err)
 
 
+@pytest.mark.parametrize(("start", "kind"), [("00:30:00", "advance-reservation"), ("now", "immediate")])
+def test_a_preemptible_reservation_is_refused_as_the_server_refuses_it(capsys, tmp_path, start, kind):
+    """`leases simulate` and `skylease serve` read a <lease> with one check (issue 36, item 8)."""
+    from skylease.service.bodies import BadBody, lease_request_from_xml
+
+    when = "<now/>" if start == "now" else f'<exact time="{start}"/>'
+    lease = (f'<lease id="1" preemptible="true"><nodes><node-set numnodes="1"><res amount="100" type="CPU"/>'
+             f'<res amount="1024" type="Memory"/></node-set></nodes><start>{when}</start>'
+             '<duration time="00:10:00"/></lease>')
+    why = f"an {kind} lease cannot be preemptible (only best-effort leases are)"
+    f = xml_workload(tmp_path / "pre.lwf", [f'<lease-request arrival="00:00:00">{lease}</lease-request>'])
+    err = one_line_error(capsys, "--workload", f)
+    assert re.search(r"pre\.lwf:\d+: preemptible: " + re.escape(why), err), err
+    with pytest.raises(BadBody) as exc:
+        lease_request_from_xml(lease)
+    assert exc.value.field == "preemptible" and exc.value.message == why
+
+
 @pytest.mark.parametrize(
     ("name", "text", "needle"),
     [

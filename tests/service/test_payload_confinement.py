@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -39,6 +40,7 @@ import pytest
 from tests.runtime.leases.test_local import until
 
 import skylease
+from skylease.cli import main
 from skylease.service.auth import add_user
 from skylease.service.db import create_schema, engine_for
 from skylease.service.demo import _START
@@ -228,7 +230,7 @@ def ended_payloads(srv: Served, user: str, lease: int) -> list[dict]:
     return view["ended_payloads"]
 
 
-def test_a_payload_reaches_nothing_of_the_server_and_its_own_work_runs(served):
+def test_a_payload_reaches_nothing_of_the_server_and_its_own_work_runs(served, capsys, monkeypatch):
     srv = served
     bob_secret = f"bob-{secrets.token_hex(8)}"
     bob = srv.call("POST", "/leases", "bob", json={
@@ -250,6 +252,15 @@ def test_a_payload_reaches_nothing_of_the_server_and_its_own_work_runs(served):
 
     ended = until(lambda: ended_payloads(srv, "alice", lid), 60, 0.2)
     assert ended and ended[0]["exit_code"] == 3 and ended[0]["state"] == "exited", ended
+    # its lease says that its payload failed, in the API and in `leases show` (issue 36, item 4)
+    assert srv.call("GET", f"/leases/{lid}", "alice").json()["failed_payloads"] == 1
+    monkeypatch.setenv("COLUMNS", "200")  # (rich's tables: no column cut short)
+    capsys.readouterr()
+    assert main(["leases", "show", str(lid), "--server", srv.url, "--token", srv.tokens["alice"]]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"failed payloads\s*│\s*1\b", out), out
+    ended_table = out.split("payloads that ended")[1]
+    assert re.search(r"exit_code[\s\S]*│ exited +│ 3 +│ exited by itself", ended_table), out
     log = (srv.data / "payloads" / f"{lid}-0.log").read_text()
     (line,) = [x for x in log.splitlines() if x.startswith("ATTACK ")]
     results = json.loads(line.removeprefix("ATTACK "))

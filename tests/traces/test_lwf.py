@@ -99,7 +99,7 @@ def test_xml_fields(shared_data):
     assert ar["nodes"] == 4 and ar["cpu"] == 1.0 and ar["memory"] == 1024 and not ar["preemptible"]
 
 
-_LEASE = ('<lease-request arrival="{arrival}"><lease id="{id}" preemptible="true"><nodes>'
+_LEASE = ('<lease-request arrival="{arrival}"><lease id="{id}" preemptible="{pre}"><nodes>'
           '<node-set numnodes="1"><res type="CPU" amount="100"/><res type="Memory" amount="1024"/>'
           '</node-set></nodes>{start}<duration time="{dur}"/></lease></lease-request>')
 
@@ -110,7 +110,9 @@ def _xml(*leases: str) -> str:
 
 
 def _one(arrival: str = "00:00:00", lid: int = 1, start: str = "<start/>", dur: str = "01:00:00") -> str:
-    return _LEASE.format(arrival=arrival, id=lid, start=start, dur=dur)
+    # (only a best-effort lease, one without a start, may be preemptible)
+    pre = "true" if start == "<start/>" else "false"
+    return _LEASE.format(arrival=arrival, id=lid, start=start, dur=dur, pre=pre)
 
 
 def test_xml_immediate_and_day_times(tmp_path):

@@ -10,6 +10,7 @@ from typing import Any
 
 from skylease.model.errors import UserError
 from skylease.model.files import KeyLines, parse_json, validate
+from skylease.model.lease_types import LWF_TYPES
 from skylease.runtime.leases.api import LeaseRequest
 from skylease.traces.lwf import parse_lease_xml
 
@@ -49,7 +50,7 @@ def lease_request_from_json(text: str, source: str | Path = BODY) -> LeaseReques
         raise BadBody(exc.message, file=exc.file, line=exc.line, field=exc.field) from None
 
 
-_XML_TYPES = {"BE": "best-effort", "AR": "advance-reservation", "IM": "immediate"}
+_XML_TYPES = LWF_TYPES
 
 
 def lease_request_from_xml(text: str, source: str | Path = BODY) -> LeaseRequest:

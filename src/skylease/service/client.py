@@ -299,7 +299,7 @@ def leases_table(views: list[dict[str, Any]], title: str | None = None) -> Table
 #: The payload tables of a lease's view, by key.
 _PAYLOADS = {"payloads": "payloads", "ended_payloads": "payloads that ended"}
 _SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requested_duration", "nodes", "image",
-          "start", "end", "reason", "running_on")
+          "start", "end", "reason", "failed_payloads", "running_on")
 
 
 def lease_detail(v: dict[str, Any]) -> list[Table]:

@@ -280,17 +280,32 @@ def payload_sandbox(cfg: ServeConfig, data_dir: Path) -> Any:
     return probe(data_dir, payload_user=cfg.payload_user, hidden=secret_paths(cfg))
 
 
+#: The journal setting holding each default-site node's disk, MB (fixed at the first start).
+DEFAULT_SITE_DISK = "default_site_disk_mb"
+
+
+def fixed_default_site(engine: Engine, data_dir: Path) -> Any:
+    """The default site with each node's disk as the server's first start on this database found it
+    (the data folder's free space then): the journal's replay at a restart must see the capacities
+    its stored events (a rejection's reason) were computed with (docs/decisions/serve-default-site.md)."""
+    from skylease.runtime.leases.journal import Journal
+    from skylease.runtime.leases.site import default_site
+
+    now = default_site(data_dir)
+    disk = Journal(engine).init_settings({DEFAULT_SITE_DISK: now.nodes[0].capacity.disk})[DEFAULT_SITE_DISK]
+    return default_site(data_dir, disk_mb=int(disk))
+
+
 def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path, sandbox: Any = None, *,
                   nodes_factory: Callable[..., Any] | None = None) -> LeaseManager:
     """The real lease manager on this machine's nodes (runtime/leases/manager.py), started; its
     payloads confined by ``sandbox`` (default: :func:`payload_sandbox`); ``nodes_factory`` makes
     its enactment (default: LocalNodes; see LocalLeaseManager)."""
     from skylease.runtime.leases.manager import LocalLeaseManager
-    from skylease.runtime.leases.site import default_site
 
     scheduler, site = _local_parts(cfg)
     if site is None:
-        site = default_site(data_dir)
+        site = fixed_default_site(engine, data_dir)
     if sandbox is None:
         sandbox = payload_sandbox(cfg, data_dir)
     manager = LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from xml.parsers import expat
 
 from skylease.model.errors import UserError
+from skylease.model.lease_types import LWF_TYPES, preemptible_refusal
 from skylease.traces.textio import read_text
 
 if TYPE_CHECKING:  # pandas (0.2 s to import) only once a reader makes its DataFrame
@@ -241,6 +242,8 @@ def _lease_row(lease: _El, req: _El | None, path: Path | str, default_id: int) -
     if pre not in ("true", "false"):
         raise UserError(f"must be true or false, got {pre!r}", file=path, line=lease.line,
                         field="preemptible")
+    if (refused := preemptible_refusal(LWF_TYPES[kind], pre == "true")) is not None:
+        raise UserError(refused, file=path, line=lease.line, field="preemptible")
     return {"id": lid, "kind": kind, "start": start, "duration": duration, "real_duration": real,
             "nodes": numnodes, "cpu": res.get("CPU", 100.0) / 100, "memory": int(res.get("Memory", 0)),
             "disk": int(res.get("Disk", 0)), "net": res.get("Net-in", 0.0), "image": image,

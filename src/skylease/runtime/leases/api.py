@@ -125,6 +125,9 @@ class LeaseView(BaseModel):
     #: The payloads that ended, in order: vnode, node, pid, state (exited, killed, lost), exit_code
     #: (the payload's own; 128 + N when signal N ended it) and reason.
     ended_payloads: list[dict[str, Any]] = []
+    #: How many of those exited by themselves with a non-zero exit code: the lease's ``state`` is the
+    #: scheduler's (``done``: its time is over), not whether its work succeeded.
+    failed_payloads: int = 0
     #: The scheduler's plan not begun yet: ``kind`` (vm, suspend, resume, shutdown), ``nodes`` (indices),
     #: ``start``, ``end`` in lease time; it may still move (a preemption, a premature end).
     planned: list[dict[str, Any]] = []

@@ -62,6 +62,7 @@ from skylease.control.leases.config import HAIZEA10_KEYS, POLICY_KEYS
 from skylease.control.leases.policies import describe
 from skylease.control.leases.records import Event, Run, TransferRun, lease_record
 from skylease.model.errors import UserError
+from skylease.model.lease_types import preemptible_refusal
 from skylease.runtime.changes import Changes
 from skylease.runtime.health import Unavailable, Vital
 from skylease.runtime.leases.api import (
@@ -625,8 +626,8 @@ class LocalLeaseManager:
     # -- requests ----------------------------------------------------------------------------------
     def _lease_body(self, lid: int, req: LeaseRequest, now: int) -> dict[str, Any]:
         kind = _KINDS[req.type]
-        if kind is not LeaseKind.BEST_EFFORT and req.preemptible:
-            raise LeaseRefused(f"an {req.type} lease cannot be preemptible (only best-effort leases are)")
+        if (refused := preemptible_refusal(req.type, req.preemptible)) is not None:
+            raise LeaseRefused(refused)
         start = None
         if kind is LeaseKind.ADVANCE_RESERVATION:
             start = req.start if req.start is not None else now + (req.start_in or 0)

@@ -18,7 +18,9 @@ A site file is TOML (every mistake is one line naming the file, the line and the
     memory = 2048
 
 Without a site file, :func:`default_site` gives one node per core of this machine (the CPUs this
-process may run on), 1 CPU each, the machine's memory and the data folder's free disk split evenly.
+process may run on), 1 CPU each, the machine's memory and the data folder's free disk split evenly
+(the free disk at the server's first start, stored with its journal: see
+docs/decisions/serve-default-site.md).
 
 The nodes are the scheduler's node ids 0..n-1 in file order; :attr:`Site.capacity` is what the
 slot table gets. Each node's payloads are pinned to some of the machine's CPUs (:meth:`Site.cpus`):
@@ -44,7 +46,7 @@ from pydantic import Field, field_validator
 from skylease.control.leases.lease import ResourceTuple
 from skylease.model.files import FileModel, load_toml
 
-__all__ = ["MAX_NODES", "Site", "SiteNode", "default_site", "load_site", "machine_cpus"]
+__all__ = ["MAX_NODES", "Site", "SiteNode", "default_site", "free_disk_mb", "load_site", "machine_cpus"]
 
 #: The most nodes a site may have (the most a lease request may ask for, too).
 MAX_NODES = 100_000
@@ -183,16 +185,23 @@ def load_site(path: Path, *, machine: Sequence[int] | None = None) -> Site:
                 tuple(sorted(machine)) if machine is not None else machine_cpus())
 
 
-def default_site(data: Path, *, machine: Sequence[int] | None = None) -> Site:
+def default_site(data: Path, *, machine: Sequence[int] | None = None, disk_mb: int | None = None) -> Site:
     """One node per CPU of ``machine`` (default: the CPUs this process may run on), 1 CPU each,
-    the machine's memory (``MemTotal`` of /proc/meminfo) and the free space of the data folder
-    ``data`` split evenly; the repository is ``<data>/images`` (absent: stand-in images)."""
+    the machine's memory (``MemTotal`` of /proc/meminfo) and ``disk_mb`` of disk each (default: the
+    free space of the data folder ``data`` now, split evenly: a server fixes it at its first start,
+    docs/decisions/serve-default-site.md); the repository is ``<data>/images`` (absent: stand-in
+    images)."""
     cpus = tuple(sorted(machine)) if machine is not None else machine_cpus()
     n = len(cpus)
     memory = _mem_total_mb() // n
-    disk = shutil.disk_usage(_existing(data)).free // 2**20 // n
+    disk = free_disk_mb(data) // n if disk_mb is None else disk_mb
     cap = ResourceTuple(1.0, memory, disk, UNBOUNDED_NET)
     return Site(tuple(SiteNode(f"node{i}", cap) for i in range(n)), data / "images", 100.0, cpus)
+
+
+def free_disk_mb(data: Path) -> int:
+    """The free space of the data folder ``data`` (or of its nearest existing parent), MB."""
+    return shutil.disk_usage(_existing(data)).free // 2**20
 
 
 def _mem_total_mb() -> int:
