@@ -469,7 +469,8 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
             except KeyboardInterrupt:  # Ctrl-C: env.run released the workers; the run is a stop
                 res = env.result()
             store.end_segment(res.cost, res.outcome)
-            record_segment(store, segment, res)
+            wall_s = time.time() - started  # (the figure the summary and a later resume both use)
+            record_segment(store, segment, res, wall_s)
         finally:
             close_backends(backends)
             if remote is not None:
@@ -477,7 +478,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
         report = None
         if reporter is not None:
             report, reporter = _close_reporter(reporter, store, res.outcome), None
-        summary = _summary(store, res, opts, job_spec, job, segment, spent_before, time.time() - started, qos,
+        summary = _summary(store, res, opts, job_spec, job, segment, spent_before, wall_s, qos,
                            least_charge(itype0))
         summary["policy_class"] = described
         if warnings:

@@ -48,8 +48,10 @@ def whole_run(store: Any, segment: int, this: dict[str, Any]) -> dict[str, Any]:
             rows.append({"segment": k, "outcome": this["outcome"], "wall_s": this["wall_s"],
                          "spent": this["cost_this_segment"], "hosts": this["hosts"]})
             continue
+        got = stats.get(str(k)) or {}
         last = s["ended_unix"] if s["ended_unix"] is not None else s["heartbeat_unix"]
         dur = max(0.0, float(last if last is not None else s["started_unix"]) - float(s["started_unix"]))
+        dur = float(got.get("wall_s", dur))  # a segment that ended says its own; a killed one its heartbeat
         rows.append({"segment": k, "outcome": s["outcome"] or "killed", "wall_s": dur, "spent": s["spent"],
                      "hosts": len(mine)})
         total["wall_s"] += dur
@@ -58,7 +60,6 @@ def whole_run(store: Any, segment: int, this: dict[str, Any]) -> dict[str, Any]:
         for h in mine:
             total["hosts_per_pool"][h["pool"]] = total["hosts_per_pool"].get(h["pool"], 0) + 1
         total["peak_hosts"] = max(total["peak_hosts"], _peak(mine, dur))
-        got = stats.get(str(k)) or {}
         total["duplicate_races"] += int(got.get("duplicate_races", 0))
         total["max_release_lag_s"] = max(total["max_release_lag_s"], float(got.get("max_release_lag_s", 0.0)))
     # a try that stopped with its worker is recorded with why (lost, released, interrupted...)
@@ -72,8 +73,10 @@ def whole_run(store: Any, segment: int, this: dict[str, Any]) -> dict[str, Any]:
     return total
 
 
-def record_segment(store: Any, segment: int, res: Any) -> None:
-    """Keep what the store's tables do not hold of a segment (read back by :func:`whole_run`)."""
+def record_segment(store: Any, segment: int, res: Any, wall_s: float | None = None) -> None:
+    """Keep what the store's tables do not hold of a segment (read back by :func:`whole_run`): its
+    duplicate races, longest release lag, and the wall time its own summary gave (``wall_s``)."""
     stats = store.meta().get("segment_stats") or {}
-    stats[str(segment)] = {"duplicate_races": res.duplicates_won, "max_release_lag_s": res.max_release_lag_s}
+    stats[str(segment)] = {"duplicate_races": res.duplicates_won, "max_release_lag_s": res.max_release_lag_s,
+                           **({} if wall_s is None else {"wall_s": float(wall_s)})}
     store.set_meta({"segment_stats": stats})
