@@ -73,7 +73,8 @@ EXEMPT = {
 }
 # Parameters of EXEMPT commands that the command checks before any work (before it calls the
 # server): every case of theirs runs, not only those click refuses.
-CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits"), ("login", "server")}
+CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits"), ("login", "server"),
+                 ("leases request", "duration")}
 # The commands that list a server's list route (src/skylease/service/paging.py): each takes --limit
 # (click's bounds: the server's page, so its wrong values are fuzzed as any number's) and --all (a
 # flag); tests/service/test_serve.py and test_qos_cli.py run them against a server.
@@ -626,6 +627,10 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
         "bad spec": st.sampled_from(["at", "=1", "1at=2", "at= "]), "unknown parameter": st.just("zz=1"),
         "mistyped": st.sampled_from(["workers=x", "workers=1.5"]), "nan": st.just("at=nan"),
         "refused by the class": st.sampled_from(["at=0", "at=1.5"])},
+    # minutes and seconds past 59 are a typo, not a longer lease (issue 36: 1:99:99 was 9,639 s)
+    ("leases request", "duration"): {"minutes past 59": st.just("1:99:00"),
+                                     "seconds past 59": st.just("1:00:60"),
+                                     "bad spec": st.sampled_from(["-1", "1:2", "nan:00:00", "1:2:3:4:5"])},
     ("reproduce thesis-mapping", "sizes"): {"bad spec": st.sampled_from(["512x17", ",", "512x16,zz"])},
     ("reproduce spequlos", "traces"): {"bad spec": st.sampled_from([",", " , "])},
     ("reproduce haizea", "workloads"): {"bad spec": st.just(",")},
@@ -703,6 +708,7 @@ CONTEXT: dict[tuple[str, str], Invocation] = {
     ("run", "time_scale"): ({"volatility": "nd"}, {}),
     ("run", "trace_start"): ({"volatility": "nd"}, {}),
     ("traces stats", "traces"): ({"nodes": None, "days": None}, {}),  # a file trace's own size
+    ("leases request", "duration"): ({"file": None}, {}),  # with a FILE, any option is refused first
     ("etc generate", "r_task"): ({"method": "range"}, {}),  # read by the range method only
     ("etc generate", "r_mach"): ({"method": "range"}, {}),
 }
