@@ -824,6 +824,9 @@ def _output_cases(p: Param, what: str) -> Iterator[Case]:
         yield Case(p, "is a file", st.just("taken"), early=p.command not in NEEDS_DATA | {"data fetch"})
         if p.command == "run":
             yield Case(p, "holds a run", st.just("prev"))
+        if p.label == "--out":  # "" is the working folder, " " a folder named by a space (issue 36)
+            yield Case(p, "empty", st.just(""), early=True)
+            yield Case(p, "blank", st.sampled_from([" ", "  ", "\t"]), early=True)
         return
     suffix = ".png" if what == "plot" else ".etc"
     yield Case(p, "is a folder", st.just(f"folder{suffix}"))
