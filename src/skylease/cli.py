@@ -642,7 +642,8 @@ def plan_pareto(
 
 @reproduce_app.command("ilp")
 def reproduce_ilp_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir, help="Folder for tables, plots and report.md.")],
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Folder for tables, plots and report.md.")],
 ) -> None:
     """ILP provisioning paper: R11-R14, the 91 % / 11.4 % comparisons, MapReduce points, fronts."""
     from skylease.experiments.ilp_report import reproduce_ilp
@@ -660,7 +661,8 @@ def reproduce_ilp_cmd(
 
 @reproduce_app.command("a2ha")
 def reproduce_a2ha_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir, help="Folder for tables, plots and report.md.")],
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Folder for tables, plots and report.md.")],
     quick: Annotated[bool, typer.Option(help="20 orderings and a smaller grid (seconds, not minutes).")]
     = False,
     orderings: Annotated[int | None, typer.Option(min=1, help="Orderings per configuration (default: "
@@ -692,7 +694,8 @@ def reproduce_a2ha_cmd(
 
 @reproduce_app.command("spequlos")
 def reproduce_spequlos_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir, help="Folder for runs.csv, tables, plots and report.md.")],
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Folder for runs.csv, tables, plots and report.md.")],
     quick: Annotated[bool, typer.Option(help="Two traces (nd, spot10) and 2 seeds: seconds, not minutes.")]
     = False,
     seeds: Annotated[int | None, typer.Option(min=1, help="Runs per environment (default 10; 2 with "
@@ -724,7 +727,8 @@ def reproduce_spequlos_cmd(
 
 @reproduce_app.command("haizea")
 def reproduce_haizea_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir, help="Folder for runs.csv, tables, plots and report.md.")],
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Folder for runs.csv, tables, plots and report.md.")],
     quick: Annotated[bool, typer.Option(help="The three Table 1 workloads only, one image draw "
                                         "(about 2.5 minutes instead of about 31 on 2 cores).")] = False,
     workloads: Annotated[str | None, typer.Option(help="Comma-separated RHO/DELTA/SIZE workloads, e.g. "
@@ -802,7 +806,8 @@ def reproduce_thesis_mapping_cmd(
 
 @reproduce_app.command("thesis-placement")
 def reproduce_thesis_placement_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir, help="Folder for CSVs, plots and report.md "
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Folder for CSVs, plots and report.md "
                                           "(re-running resumes).")],
     quick: Annotated[bool, typer.Option(help="5 instances, 4 sizes, a short online study (seconds).")]
     = False,
@@ -1495,7 +1500,8 @@ def serve_user_remove_cmd(
 def run_cmd(
     job: Annotated[str, typer.Argument(help="A text file (one shell command per line), a .toml job "
                                        "(command template + grid or CSV), or package.module:function.")],
-    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir, help="Output folder: results.sqlite, summary.json, "
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Output folder: results.sqlite, summary.json, "
                                           "report.md and plots.")] = Path("skylease-out"),
     policy: Annotated[str, typer.Option(help="fixed:N | a2ha[:conservative|aggressive] | "
                                         "dask-adaptive[:MAX] | MODULE:CLASS | FILE.py:CLASS (a Policy "
