@@ -631,6 +631,10 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
     ("leases request", "duration"): {"minutes past 59": st.just("1:99:00"),
                                      "seconds past 59": st.just("1:00:60"),
                                      "bad spec": st.sampled_from(["-1", "1:2", "nan:00:00", "1:2:3:4:5"])},
+    # (with the base's --bot small) RANDOM's options: only that bag's tasks arrive over time
+    ("simulate spequlos", "random_epsilon"): {"not a RANDOM bag": st.just("5")},
+    ("simulate spequlos", "random_arrivals"): {"not a RANDOM bag": st.sampled_from(["iid", "quantile",
+                                                                                   "epsilon"])},
     ("reproduce thesis-mapping", "sizes"): {"bad spec": st.sampled_from(["512x17", ",", "512x16,zz"])},
     ("reproduce spequlos", "traces"): {"bad spec": st.sampled_from([",", " , "])},
     ("reproduce haizea", "workloads"): {"bad spec": st.just(",")},
@@ -846,6 +850,8 @@ def _cases_of(p: Param) -> Iterator[Case]:
             return
     if p.type in ("int", "float"):
         yield from _number_cases(p)
+        for what, values in SPECS.get(key, {}).items():  # a number wrong only beside other options
+            yield Case(p, what, values)
         return
     for kind_name in READS.get(key, ()):
         yield from _file_cases(p, kind_name)
