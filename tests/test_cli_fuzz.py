@@ -631,6 +631,8 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
     ("leases request", "duration"): {"minutes past 59": st.just("1:99:00"),
                                      "seconds past 59": st.just("1:00:60"),
                                      "bad spec": st.sampled_from(["-1", "1:2", "nan:00:00", "1:2:3:4:5"])},
+    # a suffix that names no format (issue 36: x.xlsx got CSV)
+    ("export", "output"): {"suffix of no format": st.sampled_from(["tasks.xlsx", "tasks.tsv", "t.csv.gz"])},
     # (with the base's --bot small) RANDOM's options: only that bag's tasks arrive over time
     ("simulate spequlos", "random_epsilon"): {"not a RANDOM bag": st.just("5")},
     ("simulate spequlos", "random_arrivals"): {"not a RANDOM bag": st.sampled_from(["iid", "quantile",
