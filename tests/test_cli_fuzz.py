@@ -307,7 +307,9 @@ KINDS: dict[str, Kind] = {
                         shapes=(_lines('scenaro = "B"'), _lines("scenario = 7"), _lines('scenario = "Q"')),
                         latin1='# café\nscenario = "B"\n'.encode("latin-1"), latin1_strict=False),
     "a2ha-csv": _kind("runs.csv", _lines("runtime", "100", "200", "300"),
-                      shapes=(_lines("name,host", "a,b", "c,d"), _lines("runtime", "-5")),
+                      shapes=(_lines("name,host", "a,b", "c,d"), _lines("runtime", "-5"),
+                              # ragged rows (issue 36: a cell missing picked the other column)
+                              _lines("a,b", "1,2", "3"), _lines("runtime", "10", "20,30")),
                       latin1="runtime\n100\n2é0\n".encode("latin-1")),
     "a2ha-json": _kind("wf.json", lines=False, valid=json.dumps({"workflow": {"tasks": [
         {"name": f"t_ID{i:06d}", "runtimeInSeconds": 10 + i} for i in range(3)]}}).encode() + b"\n",
