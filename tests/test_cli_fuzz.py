@@ -678,7 +678,7 @@ BASE: dict[str, Invocation] = {
     **{f"reproduce {r}": ({"out_dir": "out"}, {}) for r in ("a2ha", "spequlos", "haizea", "thesis-mapping",
                                                            "thesis-placement")},
 
-    "serve user list": ({"data_dir": "srv"}, {}),
+    "serve user list": ({"data_dir": "srv"}, {"data_dir": "serve-data"}),
     "serve": ({}, {}), "serve user add": ({"name": "alice"}, {}),
     "serve user remove": ({"name": "alice"}, {}),
     **{f"leases {c}": ({}, {}) for c in ("list", "queue", "hosts")},
@@ -832,6 +832,9 @@ def _output_cases(p: Param, what: str) -> Iterator[Case]:
         yield Case(p, "is a file", st.just("taken"), early=p.command not in NEEDS_DATA | {"data fetch"})
         if p.command == "run":
             yield Case(p, "holds a run", st.just("prev"))
+        if (p.command, p.key) in (("serve user list", "data_dir"), ("serve user remove", "data_dir")):
+            # a command that only reads must not create a server there (issue 36)
+            yield Case(p, "no server there", st.sampled_from(["no/such", "empty"]), early=True)
         if p.label == "--out":  # "" is the working folder, " " a folder named by a space (issue 36)
             yield Case(p, "empty", st.just(""), early=True)
             yield Case(p, "blank", st.sampled_from([" ", "  ", "\t"]), early=True)
@@ -898,6 +901,10 @@ def _argv(command: str, values: dict[str, str]) -> list[str]:
 def _write_base(folder: Path, kind_name: str, store: Path, data: Path | None) -> None:
     if kind_name == "store":
         _copy_store(store, folder / "prev")
+    elif kind_name == "serve-data":  # a server's data folder and database, made as `serve` makes them
+        from skylease.service.server import load_serve_config, open_database
+
+        open_database(load_serve_config(None, data_dir=folder / "srv")).dispose()
     elif kind_name == "two-pools":
         (folder / "two.toml").write_bytes(TWO_POOLS)
     elif kind_name == "power-copy":  # a real data set: the import checks its files
@@ -1031,7 +1038,7 @@ def _prepare(case: Case, folder: Path, draw: Draw, store: Path, data: Path | Non
         value = _spoil_file(folder, case, draw, store, taken)
     else:
         value = str(draw(case.values))
-        if case.what == "is a folder":
+        if case.what == "is a folder" or (case.what == "no server there" and value == "empty"):
             (folder / value).mkdir()
         elif case.what == "is a file":
             (folder / value).write_text("not a folder\n")

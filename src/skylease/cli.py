@@ -1439,11 +1439,12 @@ def _serve_warning(text: str) -> None:
     err.print(f"skylease serve: warning: {text}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _serve_database(config: Path | None, db: str | None, data_dir: Path | None, password_file: Path | None):
+def _serve_database(config: Path | None, db: str | None, data_dir: Path | None, password_file: Path | None,
+                    *, create: bool = True):
     from skylease.service.server import load_serve_config, open_database
 
     return open_database(load_serve_config(config, db=db, data_dir=data_dir, db_password_file=password_file),
-                         _serve_warning)
+                         _serve_warning, create=create)
 
 
 @serve_user_app.command("add")
@@ -1471,7 +1472,7 @@ def serve_user_list_cmd(db: DbOption = None, config: ServeConfigOption = None, d
     """The server's users."""
     from skylease.service.auth import list_users
 
-    users = list_users(_serve_database(config, db, data_dir, db_password_file))
+    users = list_users(_serve_database(config, db, data_dir, db_password_file, create=False))
     if as_json:
         print(json.dumps([{"name": u.name, "admin": u.admin, "created": u.created.isoformat()}
                           for u in users]))
@@ -1491,7 +1492,7 @@ def serve_user_remove_cmd(
     """Remove a user: its token stops working (its leases stay)."""
     from skylease.service.auth import remove_user
 
-    remove_user(_serve_database(config, db, data_dir, db_password_file), name)
+    remove_user(_serve_database(config, db, data_dir, db_password_file, create=False), name)
     out.print(f"user {name!r} removed", markup=False, highlight=False)
 
 
