@@ -73,7 +73,8 @@ EXEMPT = {
 }
 # Parameters of EXEMPT commands that the command checks before any work (before it calls the
 # server): every case of theirs runs, not only those click refuses.
-CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits"), ("login", "server")}
+CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits"), ("login", "server"),
+                 ("leases request", "duration")}
 # The commands that list a server's list route (src/skylease/service/paging.py): each takes --limit
 # (click's bounds: the server's page, so its wrong values are fuzzed as any number's) and --all (a
 # flag); tests/service/test_serve.py and test_qos_cli.py run them against a server.
@@ -306,7 +307,9 @@ KINDS: dict[str, Kind] = {
                         shapes=(_lines('scenaro = "B"'), _lines("scenario = 7"), _lines('scenario = "Q"')),
                         latin1='# café\nscenario = "B"\n'.encode("latin-1"), latin1_strict=False),
     "a2ha-csv": _kind("runs.csv", _lines("runtime", "100", "200", "300"),
-                      shapes=(_lines("name,host", "a,b", "c,d"), _lines("runtime", "-5")),
+                      shapes=(_lines("name,host", "a,b", "c,d"), _lines("runtime", "-5"),
+                              # ragged rows (issue 36: a cell missing picked the other column)
+                              _lines("a,b", "1,2", "3"), _lines("runtime", "10", "20,30")),
                       latin1="runtime\n100\n2é0\n".encode("latin-1")),
     "a2ha-json": _kind("wf.json", lines=False, valid=json.dumps({"workflow": {"tasks": [
         {"name": f"t_ID{i:06d}", "runtimeInSeconds": 10 + i} for i in range(3)]}}).encode() + b"\n",
@@ -626,6 +629,16 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
         "bad spec": st.sampled_from(["at", "=1", "1at=2", "at= "]), "unknown parameter": st.just("zz=1"),
         "mistyped": st.sampled_from(["workers=x", "workers=1.5"]), "nan": st.just("at=nan"),
         "refused by the class": st.sampled_from(["at=0", "at=1.5"])},
+    # minutes and seconds past 59 are a typo, not a longer lease (issue 36: 1:99:99 was 9,639 s)
+    ("leases request", "duration"): {"minutes past 59": st.just("1:99:00"),
+                                     "seconds past 59": st.just("1:00:60"),
+                                     "bad spec": st.sampled_from(["-1", "1:2", "nan:00:00", "1:2:3:4:5"])},
+    # a suffix that names no format (issue 36: x.xlsx got CSV)
+    ("export", "output"): {"suffix of no format": st.sampled_from(["tasks.xlsx", "tasks.tsv", "t.csv.gz"])},
+    # (with the base's --bot small) RANDOM's options: only that bag's tasks arrive over time
+    ("simulate spequlos", "random_epsilon"): {"not a RANDOM bag": st.just("5")},
+    ("simulate spequlos", "random_arrivals"): {"not a RANDOM bag": st.sampled_from(["iid", "quantile",
+                                                                                   "epsilon"])},
     ("reproduce thesis-mapping", "sizes"): {"bad spec": st.sampled_from(["512x17", ",", "512x16,zz"])},
     ("reproduce spequlos", "traces"): {"bad spec": st.sampled_from([",", " , "])},
     ("reproduce haizea", "workloads"): {"bad spec": st.just(",")},
@@ -665,7 +678,7 @@ BASE: dict[str, Invocation] = {
     **{f"reproduce {r}": ({"out_dir": "out"}, {}) for r in ("a2ha", "spequlos", "haizea", "thesis-mapping",
                                                            "thesis-placement")},
 
-    "serve user list": ({"data_dir": "srv"}, {}),
+    "serve user list": ({"data_dir": "srv"}, {"data_dir": "serve-data"}),
     "serve": ({}, {}), "serve user add": ({"name": "alice"}, {}),
     "serve user remove": ({"name": "alice"}, {}),
     **{f"leases {c}": ({}, {}) for c in ("list", "queue", "hosts")},
@@ -703,6 +716,7 @@ CONTEXT: dict[tuple[str, str], Invocation] = {
     ("run", "time_scale"): ({"volatility": "nd"}, {}),
     ("run", "trace_start"): ({"volatility": "nd"}, {}),
     ("traces stats", "traces"): ({"nodes": None, "days": None}, {}),  # a file trace's own size
+    ("leases request", "duration"): ({"file": None}, {}),  # with a FILE, any option is refused first
     ("etc generate", "r_task"): ({"method": "range"}, {}),  # read by the range method only
     ("etc generate", "r_mach"): ({"method": "range"}, {}),
 }
@@ -818,6 +832,12 @@ def _output_cases(p: Param, what: str) -> Iterator[Case]:
         yield Case(p, "is a file", st.just("taken"), early=p.command not in NEEDS_DATA | {"data fetch"})
         if p.command == "run":
             yield Case(p, "holds a run", st.just("prev"))
+        if (p.command, p.key) in (("serve user list", "data_dir"), ("serve user remove", "data_dir")):
+            # a command that only reads must not create a server there (issue 36)
+            yield Case(p, "no server there", st.sampled_from(["no/such", "empty"]), early=True)
+        if p.label == "--out":  # "" is the working folder, " " a folder named by a space (issue 36)
+            yield Case(p, "empty", st.just(""), early=True)
+            yield Case(p, "blank", st.sampled_from([" ", "  ", "\t"]), early=True)
         return
     suffix = ".png" if what == "plot" else ".etc"
     yield Case(p, "is a folder", st.just(f"folder{suffix}"))
@@ -837,6 +857,8 @@ def _cases_of(p: Param) -> Iterator[Case]:
             return
     if p.type in ("int", "float"):
         yield from _number_cases(p)
+        for what, values in SPECS.get(key, {}).items():  # a number wrong only beside other options
+            yield Case(p, what, values)
         return
     for kind_name in READS.get(key, ()):
         yield from _file_cases(p, kind_name)
@@ -879,6 +901,10 @@ def _argv(command: str, values: dict[str, str]) -> list[str]:
 def _write_base(folder: Path, kind_name: str, store: Path, data: Path | None) -> None:
     if kind_name == "store":
         _copy_store(store, folder / "prev")
+    elif kind_name == "serve-data":  # a server's data folder and database, made as `serve` makes them
+        from skylease.service.server import load_serve_config, open_database
+
+        open_database(load_serve_config(None, data_dir=folder / "srv")).dispose()
     elif kind_name == "two-pools":
         (folder / "two.toml").write_bytes(TWO_POOLS)
     elif kind_name == "power-copy":  # a real data set: the import checks its files
@@ -1012,7 +1038,7 @@ def _prepare(case: Case, folder: Path, draw: Draw, store: Path, data: Path | Non
         value = _spoil_file(folder, case, draw, store, taken)
     else:
         value = str(draw(case.values))
-        if case.what == "is a folder":
+        if case.what == "is a folder" or (case.what == "no server there" and value == "empty"):
             (folder / value).mkdir()
         elif case.what == "is a file":
             (folder / value).write_text("not a folder\n")

@@ -73,6 +73,15 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _out_dir(text: str | Path) -> Path:
+    """An --out folder as typed: "" would be the working folder (Path("") is "."), and " " a folder
+    named by a space, so a blank name is refused before anything is written."""
+    if not str(text).strip():
+        raise UserError(f"{str(text)!r} is not a folder name (give one; . is the working folder)",
+                        field="--out")
+    return Path(text)
+
+
 @app.callback()
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
@@ -84,7 +93,7 @@ def _root(
 # -- demo ------------------------------------------------------------------------------------
 @app.command()
 def demo(
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Keep results in this folder "
+    out_dir: Annotated[Path | None, typer.Option("--out", parser=_out_dir, help="Keep results in this folder "
                                                  "(re-running skips finished cells).")] = None,
     seeds: Annotated[int, typer.Option(min=1, max=100, help="Repetitions per cell.")] = 5,
     inline: Annotated[bool, typer.Option("--inline", help="Run in this process, without worker "
@@ -633,7 +642,8 @@ def plan_pareto(
 
 @reproduce_app.command("ilp")
 def reproduce_ilp_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for tables, plots and report.md.")],
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Folder for tables, plots and report.md.")],
 ) -> None:
     """ILP provisioning paper: R11-R14, the 91 % / 11.4 % comparisons, MapReduce points, fronts."""
     from skylease.experiments.ilp_report import reproduce_ilp
@@ -651,7 +661,8 @@ def reproduce_ilp_cmd(
 
 @reproduce_app.command("a2ha")
 def reproduce_a2ha_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for tables, plots and report.md.")],
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Folder for tables, plots and report.md.")],
     quick: Annotated[bool, typer.Option(help="20 orderings and a smaller grid (seconds, not minutes).")]
     = False,
     orderings: Annotated[int | None, typer.Option(min=1, help="Orderings per configuration (default: "
@@ -683,7 +694,8 @@ def reproduce_a2ha_cmd(
 
 @reproduce_app.command("spequlos")
 def reproduce_spequlos_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for runs.csv, tables, plots and report.md.")],
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Folder for runs.csv, tables, plots and report.md.")],
     quick: Annotated[bool, typer.Option(help="Two traces (nd, spot10) and 2 seeds: seconds, not minutes.")]
     = False,
     seeds: Annotated[int | None, typer.Option(min=1, help="Runs per environment (default 10; 2 with "
@@ -715,7 +727,8 @@ def reproduce_spequlos_cmd(
 
 @reproduce_app.command("haizea")
 def reproduce_haizea_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for runs.csv, tables, plots and report.md.")],
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Folder for runs.csv, tables, plots and report.md.")],
     quick: Annotated[bool, typer.Option(help="The three Table 1 workloads only, one image draw "
                                         "(about 2.5 minutes instead of about 31 on 2 cores).")] = False,
     workloads: Annotated[str | None, typer.Option(help="Comma-separated RHO/DELTA/SIZE workloads, e.g. "
@@ -754,7 +767,7 @@ def reproduce_haizea_cmd(
 
 @reproduce_app.command("thesis-mapping")
 def reproduce_thesis_mapping_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for tables, plots and "
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir, help="Folder for tables, plots and "
                                           "report.md (re-running resumes).")],
     quick: Annotated[bool, typer.Option(help="A few instances per cell (minutes, not days).")]
     = False,
@@ -793,7 +806,8 @@ def reproduce_thesis_mapping_cmd(
 
 @reproduce_app.command("thesis-placement")
 def reproduce_thesis_placement_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for CSVs, plots and report.md "
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Folder for CSVs, plots and report.md "
                                           "(re-running resumes).")],
     quick: Annotated[bool, typer.Option(help="5 instances, 4 sizes, a short online study (seconds).")]
     = False,
@@ -1425,11 +1439,12 @@ def _serve_warning(text: str) -> None:
     err.print(f"skylease serve: warning: {text}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _serve_database(config: Path | None, db: str | None, data_dir: Path | None, password_file: Path | None):
+def _serve_database(config: Path | None, db: str | None, data_dir: Path | None, password_file: Path | None,
+                    *, create: bool = True):
     from skylease.service.server import load_serve_config, open_database
 
     return open_database(load_serve_config(config, db=db, data_dir=data_dir, db_password_file=password_file),
-                         _serve_warning)
+                         _serve_warning, create=create)
 
 
 @serve_user_app.command("add")
@@ -1457,7 +1472,7 @@ def serve_user_list_cmd(db: DbOption = None, config: ServeConfigOption = None, d
     """The server's users."""
     from skylease.service.auth import list_users
 
-    users = list_users(_serve_database(config, db, data_dir, db_password_file))
+    users = list_users(_serve_database(config, db, data_dir, db_password_file, create=False))
     if as_json:
         print(json.dumps([{"name": u.name, "admin": u.admin, "created": u.created.isoformat()}
                           for u in users]))
@@ -1477,7 +1492,7 @@ def serve_user_remove_cmd(
     """Remove a user: its token stops working (its leases stay)."""
     from skylease.service.auth import remove_user
 
-    remove_user(_serve_database(config, db, data_dir, db_password_file), name)
+    remove_user(_serve_database(config, db, data_dir, db_password_file, create=False), name)
     out.print(f"user {name!r} removed", markup=False, highlight=False)
 
 
@@ -1486,7 +1501,8 @@ def serve_user_remove_cmd(
 def run_cmd(
     job: Annotated[str, typer.Argument(help="A text file (one shell command per line), a .toml job "
                                        "(command template + grid or CSV), or package.module:function.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Output folder: results.sqlite, summary.json, "
+    out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
+                                          help="Output folder: results.sqlite, summary.json, "
                                           "report.md and plots.")] = Path("skylease-out"),
     policy: Annotated[str, typer.Option(help="fixed:N | a2ha[:conservative|aggressive] | "
                                         "dask-adaptive[:MAX] | MODULE:CLASS | FILE.py:CLASS (a Policy "

@@ -108,6 +108,23 @@ def test_mistakes_are_one_line_in_our_words(text, line, field, message):
     assert (e.file, e.line, e.field, e.message) == ("f.toml", line, field, message)
 
 
+class _Short(FileModel):
+    name: Annotated[str, Field(min_length=1, max_length=8)] = "a"
+    tags: Annotated[list[str], Field(max_length=2)] | None = None
+
+
+@pytest.mark.parametrize(("text", "field", "message"), [
+    ('name = "abcdefghij"', "name", "too long: 10 characters, at most 8"),
+    ('tags = ["a", "b", "c"]', "tags", "too long: 3 items, at most 2"),
+    ('name = ""', "name", "must be a non-empty string, got ''"),
+])
+def test_too_long_says_so_with_the_limit(text, field, message):
+    """issue 36: a 5,000-character lease command was "must be a non-empty string"."""
+    with pytest.raises(UserError) as e:
+        validate(_Short, parse_toml(text, "f.toml"), KeyLines(text, "f.toml"))
+    assert (e.value.field, e.value.message) == (field, message)
+
+
 def test_load_toml_reads_and_checks_a_file(tmp_path):
     p = tmp_path / "f.toml"
     p.write_text("count = 3\n[[inner]]\nn = 2\n")

@@ -111,16 +111,32 @@ def test_parquet_needs_pyarrow(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("argv", "field"), [(["--format", "xml"], "--format"),
-                                             (["--output", "missing/dir/t.csv"], "--output")])
+                                             (["--output", "missing/dir/t.csv"], "--output"),
+                                             # issue 36: x.xlsx got CSV; a name must not lie
+                                             (["--output", "t.xlsx"], "--output"),
+                                             (["--format", "csv", "--output", "t.json"], "--output"),
+                                             (["--format", "json", "--output", "t.csv"], "--output")])
 def test_export_mistakes_are_one_line(tmp_path, capsys, argv, field):
     (tmp_path / "j.txt").write_text("true\n")
     out = tmp_path / "o"
     assert main(["run", str(tmp_path / "j.txt"), "--out", str(out), "--policy", "fixed:1"]) == 0
     capsys.readouterr()
-    argv = [a if a != "missing/dir/t.csv" else str(tmp_path / a) for a in argv]
+    argv = [str(tmp_path / a) if a.startswith(("missing/", "t.")) else a for a in argv]
     assert main(["export", str(out), *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and field in err
+    assert not list(tmp_path.glob("t.*")), "nothing written"
+
+
+def test_export_format_from_a_plain_name_or_an_explicit_format(tmp_path, capsys):
+    """No suffix: CSV; --format with a suffix that names no format: the user's choice."""
+    (tmp_path / "j.txt").write_text("true\n")
+    out = tmp_path / "o"
+    assert main(["run", str(tmp_path / "j.txt"), "--out", str(out), "--policy", "fixed:1"]) == 0
+    assert main(["export", str(out), "--output", str(tmp_path / "tasks")]) == 0
+    assert (tmp_path / "tasks").read_text().startswith("id,line,command,")
+    assert main(["export", str(out), "--format", "json", "--output", str(tmp_path / "t.txt")]) == 0
+    assert json.loads((tmp_path / "t.txt").read_text())[0]["state"] == "ok"
 
 
 def test_many_failed_tasks_are_listed_first_and_counted(tmp_path, capsys):

@@ -108,6 +108,9 @@ def test_every_bad_body_case_is_a_4xx_with_a_reason(server):
             "command: must not contain control characters: U+0000")
     refused(http.post("/leases", json={"duration": 60, "command": "echo \x1b[31m"}, headers=alice), 422,
             "command: must not contain control characters: U+001B")
+    # too long: the reason and the limit (issue 36: it was "must be a non-empty string")
+    refused(http.post("/leases", json={"duration": 60, "command": "x" * 5000}, headers=alice), 422,
+            "command: too long: 5,000 characters, at most 4,096")
     assert http.post("/leases", json={"duration": 60, "command": "echo a\n\techo b\r\n"},
                      headers=alice).status_code == 201  # (a command may span lines)
     for path in ["/qos/accounts/al%00ice", "/qos/history/grid%00", "/qos/accounts/%1b", "/leases/1%00",

@@ -57,6 +57,8 @@ def test_accounts_are_their_owners_and_deposits_an_administrators(client, tokens
     r = client.get("/qos/accounts/alice", headers=auth(tokens["bob"]))  # bob cannot read alice's
     assert r.status_code == 404 and "alice" in r.json()["detail"]
     assert client.get("/qos/accounts/alice", headers=auth(tokens["root"])).json()["balance"] == 100
+    r = client.get("/qos/accounts/nosuch", headers=auth(tokens["root"]))  # not an empty account
+    assert r.status_code == 404 and "no user 'nosuch'" in r.json()["detail"]
 
 
 def test_an_order_larger_than_the_balance_is_refused_with_the_reason(client, tokens):

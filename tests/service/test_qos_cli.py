@@ -110,6 +110,8 @@ def test_every_qos_command_prints_a_table_and_json(server, capsys):
     assert account["user"] == "alice" and account["balance"] == before + 55
     assert [m["kind"] for m in account["movements"]][:2] == ["deposit", "deposit"]
     assert as_json(capsys, server, "root", "account", "alice")["balance"] == before + 55  # an admin's
+    code, out, err = qos(capsys, server, "root", "account", "nosuch")  # not an empty account (issue 36)
+    assert code == 2 and out == "" and "no user 'nosuch'" in one_line(err)
 
     bot = bag(server, "alice", completed=5)
     code, out, err = qos(capsys, server, "alice", "order", str(bot), "12.5")
@@ -151,8 +153,8 @@ def test_only_an_administrator_deposits_and_only_to_a_user(server, capsys):
     assert code == 2 and out == "" and "only an administrator may deposit credits" in one_line(err)
     code, _, err = qos(capsys, server, "root", "deposit", "alcie", "10")  # a typo: no account made
     assert code == 2 and "no user 'alcie'" in one_line(err)
-    assert as_json(capsys, server, "root", "account", "alcie") == {"user": "alcie", "balance": 0,
-                                                                   "movements": []}
+    code, out, err = qos(capsys, server, "root", "account", "alcie")  # no account, and not an empty one
+    assert code == 2 and out == "" and "no user 'alcie'" in one_line(err) and "404" in err
 
 
 def test_a_user_reaches_neither_another_s_account_nor_their_bags(server, capsys):

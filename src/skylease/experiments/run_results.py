@@ -130,13 +130,24 @@ def _iso(t: Any) -> str | None:
 
 
 def export_format(fmt: str | None, output: str | Path | None) -> str:
-    """The export format: as given, else from the output file's suffix, else CSV."""
+    """The export format: as given, else from the output file's suffix, else (no suffix) CSV.
+
+    A suffix that names no format is refused without --format (``x.xlsx`` got CSV), and one that
+    names another format than --format is refused (``--format csv --output x.json``): the file's
+    name must not lie about its bytes. With --format, any other suffix is the user's choice
+    (``--format csv --output tasks.txt``)."""
+    suffix = Path(str(output)).suffix.lower().lstrip(".") if output not in (None, "-") else ""
     if fmt is None:
-        suffix = Path(str(output)).suffix.lower().lstrip(".") if output not in (None, "-") else ""
-        fmt = suffix if suffix in FORMATS else "csv"
+        if suffix and suffix not in FORMATS:
+            raise UserError(f"{output}: .{suffix} is not a format skylease writes; name the file "
+                            f".{', .'.join(FORMATS)}, or give --format", field="--output")
+        fmt = suffix or "csv"
     fmt = fmt.lower()
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}", field="--format")
+    if suffix in FORMATS and suffix != fmt:
+        raise UserError(f"{output}: a .{suffix} name for {fmt} data; name it .{fmt} (or leave --format out)",
+                        field="--output")
     if fmt == "parquet":
         if importlib.util.find_spec("pyarrow") is None:
             raise UserError("parquet needs pyarrow, which is not installed: pip install pyarrow "

@@ -345,6 +345,11 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     if accel is not None and not plan.accel:
         raise UserError("the batch-acceleration options need --strategy batch-accel (or "
                         "batch-accel+STRATEGY)", field="--strategy")
+    if _category(bot) != "RANDOM" and (arrivals is not None or epsilon is not None):
+        # only RANDOM's tasks arrive over time: on another bag the option would change nothing
+        raise UserError(f"RANDOM bags only (their arrival times); --bot {bot.strip().lower()} has every "
+                        f"task at the start", field="--random-arrivals" if arrivals is not None
+                        else "--random-epsilon")
     kw = dict(data_dir=data_dir, alpha=alpha, credits=credits, sigma=sigma, epsilon=epsilon,
               arrivals=arrivals, cloud_buffer=cloud_buffer, accel=accel)
     row = run_once(middleware, trace, bot, strategy, seed, strategy_args=strategy_args, **kw)

@@ -279,6 +279,12 @@ def _message(schema: type[BaseModel], err: Mapping[str, Any]) -> str:
         return "required, but not given"
     if kind in ("value_error", "assertion_error"):
         return str(err.get("ctx", {}).get("error", err["msg"]))
+    if kind in ("string_too_long", "too_long") and "max_length" in err.get("ctx", {}):
+        # the reason itself (a 5,000-character command was "must be a non-empty string")
+        what = "characters" if kind == "string_too_long" else "items"
+        got = err.get("input")
+        size = f"{len(got):,} {what}, " if isinstance(got, str | list | tuple | dict) else ""
+        return f"too long: {size}at most {err['ctx']['max_length']:,}"
     where = _field_at(schema, loc)
     expected = _expected(*where) if where is not None else None
     if expected is None:

@@ -62,8 +62,10 @@ def parse_seconds(text: str, option: str) -> int:
         return int(s)
     try:
         return clock_seconds(s)
-    except ValueError:
-        raise UserError(f"{text!r} is not a number of seconds or [D:]HH:MM:SS", field=option) from None
+    except ValueError as exc:
+        why = str(exc).partition("]: ")[2]
+        raise UserError(f"{text!r} is not a number of seconds or [D:]HH:MM:SS" + (f": {why}" if why else ""),
+                        field=option) from None
 
 
 _OPTION_OF = {"type": "--type", "nodes": "--nodes", "duration": "--duration", "start": "--start",

@@ -120,8 +120,14 @@ def private_data_dir(data_dir: Path) -> list[str]:
     return loosened
 
 
-def _url(url: str | None, data_dir: Path) -> URL:
+def _url(url: str | None, data_dir: Path, create: bool = True) -> URL:
     if url is None:
+        if not create:  # a command that only reads: a wrong --data-dir is one line, not a new server
+            check_data_dir(data_dir)
+            if not (data_dir / DB_FILE).is_file():
+                raise UserError(f"no server database here ({DB_FILE}): give the --data-dir (or --db) "
+                                "that `skylease serve` uses", file=data_dir, field="--data-dir")
+            return URL.create("sqlite", database=str((data_dir / DB_FILE).resolve()))
         private_data_dir(data_dir)
         return URL.create("sqlite", database=str((data_dir / DB_FILE).resolve()))
     text = url.strip()
@@ -166,10 +172,12 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
         cur.close()
 
 
-def engine_for(url: str | None, data_dir: Path, password: str | None = None) -> Engine:
+def engine_for(url: str | None, data_dir: Path, password: str | None = None, *,
+               create: bool = True) -> Engine:
     """An engine for ``url`` (None: SQLite in ``data_dir``), connected once to check it works;
-    ``password``: the database's (db_password.py), never part of the URL given."""
-    parsed = _url(url, Path(data_dir))
+    ``password``: the database's (db_password.py), never part of the URL given. ``create=False``:
+    an SQLite database (and its folder) must be there already."""
+    parsed = _url(url, Path(data_dir), create)
     if password is not None and parsed.get_backend_name() != "sqlite":
         parsed = parsed.set(password=password)
     if parsed.get_backend_name() == "sqlite":
@@ -178,6 +186,8 @@ def engine_for(url: str | None, data_dir: Path, password: str | None = None) -> 
             raise UserError("is a folder, not an SQLite database file", file=db_file, field="--db")
         if not db_file.parent.is_dir():
             raise UserError("the folder of the database file does not exist", file=db_file, field="--db")
+        if not create and not db_file.is_file():
+            raise UserError("no such database file", file=db_file, field="--db")
         _private_file(db_file)  # (SQLite gives its WAL and shared-memory files the database's mode)
         engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_MS / 1000,
                                                         "check_same_thread": False})

@@ -190,6 +190,9 @@ def add_qos_routes(app: FastAPI, caller: Any, qos: QoSService, errors: Responses
     @app.get("/qos/accounts/{name}", tags=["qos"], responses={**errors, **not_found("account")})
     def account(name: UserName, user: Caller) -> dict[str, Any]:
         """An account's balance and its last movements (one's own; any for an administrator)."""
+        if user.admin and name not in {u.name for u in list_users(qos.ledger.engine)}:
+            # an empty account of a typo is not an answer (another's account is 404 for a user already)
+            raise HTTPException(404, f"no user {name!r} on this server (`skylease serve user list`)")
         return _plain(qos.account(user.scope, name))
 
     @app.post("/qos/accounts/{name}/deposits", status_code=201, tags=["qos"],

@@ -152,15 +152,17 @@ def data_dir_of(cfg: ServeConfig) -> Path:
     return default_data_dir() / "serve"
 
 
-def open_database(cfg: ServeConfig, warn: Callable[[str], None] | None = None) -> Engine:
-    """The server's database (created where missing), or one line naming ``--db`` or ``--data-dir``;
+def open_database(cfg: ServeConfig, warn: Callable[[str], None] | None = None, *,
+                  create: bool = True) -> Engine:
+    """The server's database (created where missing; with ``create=False``, for a command that only
+    reads, an SQLite database must be there), or one line naming ``--db`` or ``--data-dir``;
     ``warn`` is told of a password file other users may read (once the database works: an error
     stays one line)."""
     from skylease.service.db_password import db_password
 
     notes: list[str] = []
     password = db_password(cfg.db, cfg.db_password_file, warn=notes.append)
-    engine = engine_for(cfg.db, data_dir_of(cfg), password)
+    engine = engine_for(cfg.db, data_dir_of(cfg), password, create=create)
     from skylease.runtime.leases.journal import metadata
     from skylease.runtime.qos.service import METADATA as QOS_METADATA
     from skylease.runtime.runs.registry import METADATA as RUNS_METADATA

@@ -263,8 +263,9 @@ def read_runtimes_csv(path: str | os.PathLike[str], column: str | int | None = N
     The first row is a header when any of its cells is not a number. ``column`` picks a column by
     header name (case-insensitive) or 0-based index; by default the column named ``runtime``,
     ``runtime_s``, ``duration`` or ``seconds``, else the only column, else the only column whose
-    every value is a number. Delimiters ``,``, ``;`` and tab are recognised; blank lines and lines
-    starting with ``#`` are skipped. Values must be finite and >= 0. The bag is named after the file.
+    every value is a number. Every row has the header's (or the first row's) number of fields.
+    Delimiters ``,``, ``;`` and tab are recognised; blank lines and lines starting with ``#`` are
+    skipped. Values must be finite and >= 0. The bag is named after the file.
     """
     path = Path(path)
     text = _read_text(path)
@@ -292,6 +293,13 @@ def read_runtimes_csv(path: str | os.PathLike[str], column: str | int | None = N
     width = len(header) if header is not None else len(rows[0][1])
     names = header if header is not None else [f"column {k + 1}" for k in range(width)]
     listed = ", ".join(repr(n) for n in names)
+    for number, row in rows:  # a ragged row: a column's cells would not line up (nor pick the column)
+        if len(row) < width:
+            raise UserError(f"row has {len(row)} field(s), not {width}: no {names[len(row)]!r}", file=path,
+                            line=number, field=names[len(row)])
+        if len(row) > width:
+            raise UserError(f"row has {len(row)} fields, not {width}: field {width + 1} has no column",
+                            file=path, line=number, field=f"field {width + 1}")
 
     if isinstance(column, int):
         if not 0 <= column < width:
@@ -322,9 +330,6 @@ def read_runtimes_csv(path: str | os.PathLike[str], column: str | int | None = N
     field = names[index]
     runtimes = []
     for number, row in rows:
-        if index >= len(row):
-            raise UserError(f"row has {len(row)} field(s), the runtime is field {index + 1}", file=path,
-                            line=number, field=field)
         runtimes.append(_parse_runtime(path, number, field, row[index]))
     return Bag.from_runtimes(runtimes, name=_stem(path))
 

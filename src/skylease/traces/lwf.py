@@ -156,6 +156,8 @@ def clock_seconds(text: str) -> int:
     nums = [float(p) for p in parts]
     if any(not 0 <= n < 1e12 for n in nums):  # nan and inf too
         raise ValueError(f"{text!r} is not a time [D:]HH:MM:SS[.ss]")
+    if nums[-1] >= 60 or nums[-2] >= 60:  # "1:99:99" is a typo, not 9,639 s
+        raise ValueError(f"{text!r} is not a time [D:]HH:MM:SS[.ss]: minutes and seconds must be below 60")
     secs = nums[-1] + 60 * nums[-2] + 3600 * nums[-3] + (86400 * nums[0] if len(nums) == 4 else 0)
     return int(-(-secs // 1))
 
@@ -163,9 +165,8 @@ def clock_seconds(text: str) -> int:
 def _seconds(text: str, path: Path | str, el: _El, what: str) -> int:
     try:
         return clock_seconds(text)
-    except ValueError:
-        raise UserError(f"{text!r} is not a time [D:]HH:MM:SS[.ss]", file=path, line=el.line,
-                        field=what) from None
+    except ValueError as exc:
+        raise UserError(str(exc), file=path, line=el.line, field=what) from None
 
 
 def _attr(el: _El | None, name: str, path: Path | str, parent: _El, what: str) -> str:
