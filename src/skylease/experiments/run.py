@@ -404,9 +404,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     itype0 = _itype(main_pool, specs[main_pool], "pools")
     policy, order = parse_policy(opts.policy, main_pool, opts.budget, itype0.billing_unit, opts.policy_args)
     _check_policy_fits(policy, itype0, opts)
-    warnings = _policy_capped(policy, main_pool, itype0, opts)
-    for w in warnings:
-        (on_notice or _stderr)(f"warning: {w}")
+    warnings = _policy_capped(policy, main_pool, itype0, opts)  # said once the run starts
     described = describe_policy(policy)
     qos = _tail_policy(opts, specs) if opts.tail_qos else None
     remote = None
@@ -426,6 +424,8 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
         if reporter is not None:
             on_progress = _observing(reporter, on_progress)
         backends = make_backends(opts, specs)
+        for w in warnings:  # (after every check that can refuse the run: a refusal stays one line)
+            (on_notice or _stderr)(f"warning: {w}")
         try:
             if store is None:
                 out_folder(out)
