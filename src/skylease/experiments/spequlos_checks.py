@@ -57,7 +57,7 @@ def gate(claims: pd.DataFrame | Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def baseline_checks(sd: pd.DataFrame, t1: pd.DataFrame,
                     base: pd.DataFrame | None = None) -> list[dict[str, Any]]:
-    """Fig. 2 and Table 1 (spec §7.2 as amended by D2 and D4).
+    """Fig. 2 and Table 1, as decisions D2 and D4 gate them.
 
     Gated: the median (<= 1.33) and P(slowdown >= 2) on SMALL + BIG per middleware, the tail-task
     share and desktop grids' tail-time share. [R] P(>= 2) is gated as at most the paper's value:
@@ -334,7 +334,7 @@ def performance_checks(f8: pd.DataFrame, stab: pd.DataFrame) -> list[dict[str, A
 
 
 def prediction_checks(t7: pd.DataFrame, pr: pd.DataFrame) -> list[dict[str, Any]]:
-    """Table 7 (spec §7.5 as amended by D5). Gated: success >= 85 % pooled over the runs of seti,
+    """Table 7, as decision D5 gates it. Gated: success >= 85 % pooled over the runs of seti,
     nd, spot10 and spot100 (:data:`PREDICTION_TRACES`). Reported: the overall and leave-one-out
     rates, the g5k stand-ins ("data not available", with their measured success), SMALL and BIG
     >= 95 %, RANDOM the hardest, and the rate without RANDOM."""

@@ -1,4 +1,4 @@
-"""``skylease reproduce spequlos``: the SpeQuloS evaluation (spec 003 §4-§5) beside the paper's numbers.
+"""``skylease reproduce spequlos``: the SpeQuloS paper's evaluation beside the paper's numbers.
 
 One campaign on :func:`~skylease.experiments.sweep.run_campaign`: every environment (middleware x
 trace x BoT category) at every seed runs the baseline (no QoS) and the 18 strategies, paired on

@@ -1,4 +1,4 @@
-"""The tables of ``skylease reproduce spequlos`` (spec 003 §5), derived from the campaign's rows: Table 1
+"""The tables of ``skylease reproduce spequlos``, derived from the campaign's rows: Table 1
 and Fig. 2 (baseline tails), Figs. 6-7 (the 18 strategies), Figs. 8-9 (9C-C-R), Table 7 (prediction),
 Tables 2-3 (the traces), and the variants (RANDOM's arrivals, A4's idle workers, one-wave bags).
 The paper's own values the tables sit beside are here too."""
@@ -30,7 +30,7 @@ KIND = {
 }
 
 
-#: Table 1 (spec §5.1): % of BoT in tail (BOINC, XWHEP), % of time in tail (BOINC, XWHEP).
+#: Table 1 of the paper: % of BoT in tail (BOINC, XWHEP), % of time in tail (BOINC, XWHEP).
 PAPER_TABLE1 = {
     "Desktop Grids": (4.65, 5.11, 51.8, 45.2),
     "Best Effort Grids": (3.74, 6.40, 27.4, 16.5),
@@ -38,7 +38,7 @@ PAPER_TABLE1 = {
 }
 
 
-#: Table 7 (spec §5.4): success % per trace: SMALL B, SMALL X, BIG B, BIG X, RANDOM B, RANDOM X, Mixed.
+#: Table 7 of the paper: success % per trace: SMALL B, SMALL X, BIG B, BIG X, RANDOM B, RANDOM X, Mixed.
 PAPER_TABLE7 = {
     "seti": (100, 100, 100, 82.8, 100, 87.0, 94.1),
     "nd": (100, 100, 100, 100, 100, 96.0, 99.4),

@@ -1,7 +1,7 @@
 """SpeQuloS strategies: when to start cloud workers, how many, and how the middleware uses them.
 
-A strategy is a :class:`CloudStrategy` (the three decisions of the paper's strategies, spec 003
-§2.2-§2.4). The paper's 18 are instances of one built-in class, :class:`Strategy`, named
+A strategy is a :class:`CloudStrategy` (the three decisions of the paper's strategies: when,
+how many, how). The paper's 18 are instances of one built-in class, :class:`Strategy`, named
 ``<WHEN>-<HOWMANY>-<HOW>`` (e.g. ``9C-C-R``); a strategy of one's own is a subclass loaded from
 ``MODULE:CLASS`` or ``FILE.py:CLASS`` with keyword parameters (:func:`load_strategy`, through the
 one plug-in loader :mod:`skylease.control.plugins`). Run plans add BOINC's own batch acceleration
