@@ -1,6 +1,7 @@
 """`skylease plan` from the command line."""
 
 import json
+import re
 
 import pytest
 
@@ -87,7 +88,7 @@ def test_json_stdout_is_clean_in_a_fresh_process():
 def one_line(capsys, *argv) -> str:
     code, _, err = run(capsys, *argv)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    return err.removeprefix("skylease: error: ").strip()
+    return re.sub(r"^skylease plan \w+: error: ", "", err).strip()
 
 
 def test_a_binary_config_is_one_line(capsys, tmp_path):

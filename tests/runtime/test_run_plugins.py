@@ -77,7 +77,8 @@ def test_a_policy_file_drives_real_workers_and_replay_loads_the_same_class(lab, 
     assert main(["simulate", "replay", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert err.startswith(f"skylease: error: {out}: cannot load the run's policy '{spec}': "), err
+    assert err.startswith(f"skylease simulate replay: error: {out}: cannot load the run's policy '{spec}': "
+                          ), err
     assert "stepup.py: --policy: no such file" in err
     # a resume command repeats the parameters
     opts = RunOptions(out=out, policy=spec, policy_args=["more=2", "label=trial 1"])
@@ -111,7 +112,7 @@ BROKEN = {
                    "        return 1 / 0\n",
 }
 
-#: argv after `run jobs.txt --out OUT` -> the start of the line's text after "skylease: error: ".
+#: argv after `run jobs.txt --out OUT` -> the start of the line's text after "skylease run: error: ".
 BAD = [
     (["--policy", "gone.py:P"], "{lab}/gone.py: --policy: no such file"),
     (["--policy", "nosuch_module_zz:P"], "--policy: no module named 'nosuch_module_zz'"),
@@ -146,7 +147,7 @@ def test_a_bad_plug_in_is_one_line_exit_2_and_nothing_written(lab, tmp_path, cap
     assert time.monotonic() - t0 < 10
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert err.startswith("skylease: error: " + line.format(lab=lab.resolve())), err
+    assert err.startswith("skylease run: error: " + line.format(lab=lab.resolve())), err
     assert not (tmp_path / "new").exists()
 
 

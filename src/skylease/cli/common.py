@@ -16,6 +16,14 @@ from skylease.model.errors import UserError
 out = Console(emoji=False)
 err = Console(stderr=True, emoji=False)
 
+#: The command being run, as errors and warnings name it ("skylease leases list"; set by main).
+PROG = "skylease"
+
+
+def error_line(text: object) -> None:
+    """Print ``PROG: error: TEXT`` on stderr, one line (docs/cli.md)."""
+    err.print(f"{PROG}: error: {' '.join(str(text).split())}", markup=False, highlight=False, soft_wrap=True)
+
 
 def _out_dir(text: str | Path) -> Path:
     """An --out folder as typed: "" would be the working folder (Path("") is "."), and " " a folder
@@ -59,7 +67,7 @@ def _ask(server: str | None, token: str | None, as_json: bool, call, render) -> 
     try:
         answer = call(c)
     except sc.ServiceError as e:
-        err.print(f"skylease: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        error_line(e)
         raise typer.Exit(1) from None
     if token is not None:  # (after the answer: an error stays one line)
         _token_warning("--token")
@@ -76,7 +84,8 @@ _ID_SETTINGS = {"ignore_unknown_options": True}
 
 
 # -- login: the client's token file -----------------------------------------------------------
-def _token_warning(option: str, prefix: str = "skylease") -> None:
+def _token_warning(option: str, prefix: str | None = None) -> None:
     from skylease.runtime.credentials import option_warning
 
-    err.print(f"{prefix}: warning: {option_warning(option)}", markup=False, highlight=False, soft_wrap=True)
+    err.print(f"{prefix or PROG}: warning: {option_warning(option)}", markup=False, highlight=False,
+              soft_wrap=True)
