@@ -56,7 +56,7 @@ def lab(tmp_path: Path, monkeypatch) -> Path:
 def test_a_policy_file_drives_real_workers_and_replay_loads_the_same_class(lab, tmp_path, capsys,
                                                                           monkeypatch):
     out = tmp_path / "out"
-    code = main(["run", "jobs.txt", "--out", str(out), "--workers", "3", "--policy", "stepup.py:StepUp",
+    code = main(["run", "jobs.txt", "--out", str(out), "--max-workers", "3", "--policy", "stepup.py:StepUp",
                  "--policy-arg", "more=2", "--policy-arg", "label=trial 1"])
     assert code == 0, capsys.readouterr().err
     capsys.readouterr()
@@ -88,7 +88,7 @@ def test_a_policy_file_drives_real_workers_and_replay_loads_the_same_class(lab, 
 
 def test_a_module_class_runs_with_its_parameters(lab, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["run", "jobs.txt", "--out", str(out), "--workers", "2", "--policy",
+    assert main(["run", "jobs.txt", "--out", str(out), "--max-workers", "2", "--policy",
                  "skylease.control.fixed:FixedPool", "--policy-arg", "n=2"]) == 0, capsys.readouterr().err
     s = json.loads((out / "summary.json").read_text())
     assert (s["ok"], s["hosts"]) == (6, 2)
@@ -97,7 +97,7 @@ def test_a_module_class_runs_with_its_parameters(lab, tmp_path, capsys):
 
 def test_a_built_in_policy_records_its_class_too(lab, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["run", "jobs.txt", "--out", str(out), "--workers", "1", "--policy", "fixed:1"]) == 0
+    assert main(["run", "jobs.txt", "--out", str(out), "--max-workers", "1", "--policy", "fixed:1"]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert (s["policy"], s["policy_args"]) == ("fixed:1", [])
     assert s["policy_class"] == "skylease.control.fixed:FixedPool(n=1, pool='local')"

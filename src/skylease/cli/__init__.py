@@ -34,12 +34,17 @@ def click_command(group: str | None = None) -> click.Command:
     """The app as a click command, built once (typer rebuilds it at every call: 0.06 s). With
     ``group`` (a command group's name, such as ``simulate``), the root holds that group alone: a call
     under it converts only its commands (the whole tree costs 0.03 s)."""
+    from skylease.cli.examples import add_examples
+
     if group is None:
-        return typer.main.get_command(app)
-    pruned = copy.copy(app)
-    pruned.registered_commands = []
-    pruned.registered_groups = [g for g in app.registered_groups if g.name == group]
-    return typer.main.get_command(pruned)
+        root = typer.main.get_command(app)
+    else:
+        pruned = copy.copy(app)
+        pruned.registered_commands = []
+        pruned.registered_groups = [g for g in app.registered_groups if g.name == group]
+        root = typer.main.get_command(pruned)
+    add_examples(root)  # every --help ends with an example (docs/cli.md)
+    return root
 
 
 def _command_for(argv: list[str] | None) -> click.Command:

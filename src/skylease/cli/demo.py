@@ -25,12 +25,16 @@ def demo(
     seeds: Annotated[int, typer.Option(min=1, max=100, help="Repetitions per cell.")] = 5,
     inline: Annotated[bool, typer.Option("--inline", help="Run in this process, without worker "
                                          "processes.")] = False,
-    workers: Annotated[int, typer.Option(min=1, help="Local worker processes.")] = 2,
+    workers: Annotated[int | None, typer.Option("--processes", min=1, help="Local processes the "
+                                                "simulations are spread over (default: one per core).")]
+    = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler "
                                                   "(e.g. tcp://host:8786) to use instead of a "
                                                   "local cluster.")] = None,
 ) -> None:
     """A short tour: a campaign of fixed-size pools on the simulator, on Dask."""
+    import os
+
     from skylease.experiments.demo import (
         DEMO_MEAN_S,
         DEMO_SD_S,
@@ -42,6 +46,7 @@ def demo(
     from skylease.experiments.store import out_folder
     from skylease.experiments.sweep import check_cluster
 
+    workers = workers or os.cpu_count() or 1
     check_cluster(scheduler, workers)
     if out_dir is not None:
         out_folder(out_dir)  # before anything is shown: a bad --out is one line, not a half demo

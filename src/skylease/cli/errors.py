@@ -45,7 +45,7 @@ def usage_message(e: Any) -> str:
     kind = type(e).__name__
     ctx = getattr(e, "ctx", None)
     if kind == "NoSuchOption":
-        return _no_such_option(e, ctx)
+        return _no_such_option(getattr(e, "option_name", "") or "", ctx)
     if kind == "MissingParameter":
         return _missing(e, ctx)
     if kind == "BadParameter":
@@ -61,7 +61,10 @@ def usage_message(e: Any) -> str:
     msg = getattr(e, "message", None) or str(e)
     m = re.match(r"Got unexpected extra arguments?(?:\(s\))? \((.*)\)", msg)
     if m:
-        return f"{m.group(1)}: unexpected argument{_see_help(ctx, 'says what it takes')}"
+        extra = m.group(1)
+        if extra.startswith("-"):  # a command that reads "-5" as a value takes "--typo" as one too
+            return _no_such_option(extra.split()[0], ctx)
+        return f"{extra}: unexpected argument{_see_help(ctx, 'says what it takes')}"
     m = re.match(r"No such command '(.*?)'", msg)
     if m:
         return _no_such_command(m.group(1), ctx)
@@ -130,8 +133,7 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def _no_such_option(e: Any, ctx: Any) -> str:
-    name = getattr(e, "option_name", "") or ""
+def _no_such_option(name: str, ctx: Any) -> str:
     names: list[str] = []
     cmd = getattr(ctx, "command", None)
     for p in getattr(cmd, "params", []):

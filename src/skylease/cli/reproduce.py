@@ -41,7 +41,9 @@ def reproduce_a2ha_cmd(
     = False,
     orderings: Annotated[int | None, typer.Option(min=1, help="Orderings per configuration (default: "
                                                   "200, the paper's; 20 with --quick).")] = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes for the grid.")] = None,
+    workers: Annotated[int | None, typer.Option("--processes", min=1, help="Local processes the "
+                                                "simulations are spread over (a local Dask cluster; "
+                                                "default: one per core).")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
 ) -> None:
     """A2HA paper: Figures 9-12, Tables 1-2, Figures 4b/6b and what billing awareness buys."""
@@ -75,7 +77,9 @@ def reproduce_spequlos_cmd(
     seeds: Annotated[int | None, typer.Option(min=1, help="Runs per environment (default 10; 2 with "
                                               "--quick; the paper's scale is about 37).")] = None,
     traces: Annotated[str | None, typer.Option(help="Comma-separated traces (default: all six).")] = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes.")] = None,
+    workers: Annotated[int | None, typer.Option("--processes", min=1, help="Local processes the "
+                                                "simulations are spread over (a local Dask cluster; "
+                                                "default: one per core).")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
     cloud_buffer: Annotated[int, typer.Option(min=1, help="BOINC: replicas a cloud worker asks for per "
                                               "request (its work buffer; 3 as a BOINC client).")] = 3,
@@ -113,7 +117,9 @@ def reproduce_haizea_cmd(
     image_seeds: Annotated[int | None, typer.Option(min=1, help="Image draws for the Table 1 rows of the "
                                                     "image configurations (default 5; 1 with --quick).")]
     = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes.")] = None,
+    workers: Annotated[int | None, typer.Option("--processes", min=1, help="Local processes the "
+                                                "simulations are spread over (a local Dask cluster; "
+                                                "default: one per core).")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
 ) -> None:
     """Haizea paper: the no-AR baseline, Table 1 and Figure 2 (72 workloads x 6 configurations)."""
@@ -149,7 +155,9 @@ def reproduce_thesis_mapping_cmd(
                                                   "3 with --quick, else the thesis's 1000).")]
     = None,
     sizes: Annotated[str, typer.Option(help="Comma-separated sizes.")] = "512x16,1024x32,2048x64",
-    workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes.")] = None,
+    workers: Annotated[int | None, typer.Option("--processes", min=1, help="Local processes the "
+                                                "simulations are spread over (a local Dask cluster; "
+                                                "default: one per core).")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")]
     = None,
 ) -> None:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from skylease.cli.app import app
 from skylease.cli.common import _out_dir, err, out
+from skylease.cli.format import duration_option
 from skylease.cli.live import _with_live_display
 
 
@@ -23,9 +24,10 @@ def run_cmd(
     out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
                                           help="Output folder: results.sqlite, summary.json, "
                                           "report.md and plots.")] = Path("skylease-out"),
-    policy: Annotated[str, typer.Option(help="fixed:N | a2ha[:conservative|aggressive] | "
-                                        "dask-adaptive[:MAX] | MODULE:CLASS | FILE.py:CLASS (a Policy "
-                                        "subclass of your own) | an installed policy's name.")] = "fixed:2",
+    policy: Annotated[str | None, typer.Option(help="fixed:N | a2ha[:conservative|aggressive] | "
+                                               "dask-adaptive[:MAX] | MODULE:CLASS | FILE.py:CLASS (a Policy "
+                                               "subclass of your own) | an installed policy's name.",
+                                               show_default="fixed:CORES, one worker per core")] = None,
     policy_arg: Annotated[list[str] | None, typer.Option("--policy-arg", help="KEY=VALUE: a parameter of "
                                                          "a MODULE:CLASS policy, converted by its "
                                                          "constructor's annotations (repeatable).")]
@@ -37,16 +39,23 @@ def run_cmd(
                                                "or address for other Dask clusters).")] = None,
     pool: Annotated[str | None, typer.Option(help="The pool the policy rents (default: the first).")]
     = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="Most workers of the default local pool "
-                                                "(default: the cores).")] = None,
-    price: Annotated[float, typer.Option(min=0, help="Price per billing unit of the default pool.")] = 0.0,
-    billing_unit: Annotated[float, typer.Option(help="Billing unit of the default pool, seconds.")] = 60.0,
-    budget: Annotated[float | None, typer.Option(help="Hard cap on money (A2HA): the charged cost "
+    max_workers: Annotated[int | None, typer.Option("--max-workers", min=1, help="Most workers of the "
+                                                    "default local pool (its max_count; default: the "
+                                                    "cores).")] = None,
+    price: Annotated[float, typer.Option(min=0, help="Price ($) per billing unit of the default pool.")]
+    = 0.0,
+    billing_unit: Annotated[float, typer.Option(metavar="DURATION", parser=duration_option(positive=True),
+                                                help="Billing unit of the default pool: a duration "
+                                                "(60, 90s, 15m, 1h).")]
+    = 60.0,
+    budget: Annotated[float | None, typer.Option(help="Hard cap on money, $ (A2HA): the charged cost "
                                                  "never exceeds it.")] = None,
     retries: Annotated[int | None, typer.Option(min=0, help="Retries of a task that exits non-zero "
                                                 "(default: the job file's retries, else 0).")] = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds before a task is killed (exit 124; "
-                                                  "default: the job file's timeout, else none).")]
+    timeout: Annotated[float | None, typer.Option(metavar="DURATION", parser=duration_option(positive=True),
+                                                  help="How long before a task is killed, a duration "
+                                                  "(exit 124; default: the job file's timeout, else "
+                                                  "none).")]
     = None,
     tail_qos: Annotated[str | None, typer.Option(help="Cut the tail with a QoS strategy, e.g. 9A-C-D, "
                                                  "or one's own, FILE.py:CLASS or MODULE:CLASS "
@@ -73,9 +82,12 @@ def run_cmd(
     volatility: Annotated[str | None, typer.Option(help="Kill and restart workers following an "
                                                    "availability trace (name or file).")] = None,
     volatile_pool: Annotated[str | None, typer.Option(help="The pool --volatility plays on.")] = None,
-    time_scale: Annotated[float, typer.Option(help="Trace seconds per real second for --volatility.")]
-    = 60.0,
-    trace_start: Annotated[float | None, typer.Option(help="Trace second at which the run starts "
+    trace_scale: Annotated[float, typer.Option("--trace-scale", help="Trace seconds per real "
+                                               "second for --volatility (60: a trace hour per real "
+                                               "minute).")] = 60.0,
+    trace_start: Annotated[float | None, typer.Option(metavar="DURATION", parser=duration_option(),
+                                                      help="Where in the trace the run starts, a "
+                                                      "duration from its beginning "
                                                       "(default: drawn from --seed).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the task order (A2HA) and of the trace offset.")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Finish a run that stopped: only tasks "
@@ -90,15 +102,17 @@ def run_cmd(
 
     if os.getcwd() not in sys.path:  # `package.module:function` is found as `python -m` finds it
         sys.path.insert(0, os.getcwd())
-    opts = RunOptions(out=out_dir, policy=policy, policy_args=list(policy_arg or []), pools_file=pools,
-                      pool=pool, max_workers=workers,
+    opts = RunOptions(out=out_dir, policy_args=list(policy_arg or []), pools_file=pools,
+                      pool=pool, max_workers=max_workers,
                       price=price, billing_unit=billing_unit, budget=budget, retries=retries,
                       task_timeout_s=timeout, tail_qos=tail_qos, reliable_pool=reliable_pool,
                       tail_credits=tail_credits, volatility=volatility, volatile_pool=volatile_pool,
-                      time_scale=time_scale, trace_start=trace_start, seed=seed, resume=resume,
+                      time_scale=trace_scale, trace_start=trace_start, seed=seed, resume=resume,
                       retry_failed=retry_failed, args=args, qos=qos, qos_token=qos_token,
                       qos_credits=qos_credits, qos_strategy=qos_strategy,
                       qos_infrastructure=qos_infrastructure, report=report, report_token=report_token)
+    if policy is not None:
+        opts.policy = policy
     res = _with_live_display(lambda on_progress: run_job(job, opts, on_progress=on_progress,
                                                          on_notice=_notice), budget)
     segments = f", {res['segments']} segments" if res.get("segments", 1) > 1 else ""

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from skylease.cli.app import serve_app, serve_user_app
 from skylease.cli.common import JsonOption, err, out
+from skylease.cli.format import duration_option
 
 # -- serve ------------------------------------------------------------------------------------
 ServeConfigOption = Annotated[Path | None, typer.Option("--config", help="The server's TOML file "
@@ -43,8 +44,9 @@ def serve_cmd(
     scheduler: Annotated[str | None, typer.Option(help="Scheduler configuration: NOVM-SR (default), "
                                                   "NOVM-NOSR, ... or a TOML file, as `leases simulate "
                                                   "--config`.")] = None,
-    grace: Annotated[float | None, typer.Option(help="Seconds from SIGTERM to SIGKILL of a payload that "
-                                                "ends (default 5).")] = None,
+    grace: Annotated[float | None, typer.Option(metavar="DURATION", parser=duration_option(),
+                                                help="Time from SIGTERM to SIGKILL of a payload that ends, "
+                                                "a duration (default 5 s).")] = None,
     allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow an address other than "
                                                "loopback (with --tls-cert and --tls-key).")] = False,
     tls_cert: Annotated[Path | None, typer.Option(help="TLS certificate (PEM): serve HTTPS.")] = None,

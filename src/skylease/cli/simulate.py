@@ -13,6 +13,7 @@ from rich.table import Table
 
 from skylease.cli.app import simulate_app
 from skylease.cli.common import err, out
+from skylease.cli.format import duration_option
 
 
 # -- simulate -------------------------------------------------------------------------------
@@ -32,9 +33,12 @@ def simulate_a2ha_cmd(
     initial_hosts: Annotated[int, typer.Option(help="Hosts rented at t = 0.")] = 1,
     orderings: Annotated[int, typer.Option(help="Random task orderings (runs).")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of the orderings (and of redrawn task times).")] = 0,
-    boot: Annotated[float, typer.Option(help="Host boot time, seconds (charged, no work).")] = 300.0,
-    unit: Annotated[float, typer.Option(help="Billing unit, seconds.")] = 3600.0,
-    price: Annotated[float, typer.Option(help="Price per billing unit.")] = 1.0,
+    boot: Annotated[float, typer.Option("--boot-time", metavar="DURATION", parser=duration_option(),
+                                        help="Host boot time (charged, no work): 300, 5m.")] = 300.0,
+    unit: Annotated[float, typer.Option("--billing-unit", metavar="DURATION",
+                                        parser=duration_option(positive=True),
+                                        help="Billing unit: 3600, 1h.")] = 3600.0,
+    price: Annotated[float, typer.Option(help="Price ($) per billing unit.")] = 1.0,
     compare: Annotated[bool, typer.Option("--compare", help="Also run a fixed pool of the optimal "
                                           "size and Dask's adaptive rule on the same orderings.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
@@ -88,10 +92,12 @@ def simulate_bag_cmd(
                                            "new task times).")] = 1,
     seed: Annotated[int, typer.Option(help="Seed of the runs: the same seed gives every policy the "
                                       "same bags.")] = 0,
-    boot: Annotated[float, typer.Option(help="Host boot time, seconds (charged, no work).")] = 300.0,
-    unit: Annotated[float, typer.Option(help="Billing unit, seconds.")] = 3600.0,
-    price: Annotated[float, typer.Option("--price", "--hosts-price", help="Price of a host per billing "
-                                         "unit.")] = 1.0,
+    boot: Annotated[float, typer.Option("--boot-time", metavar="DURATION", parser=duration_option(),
+                                        help="Host boot time (charged, no work): 300, 5m.")] = 300.0,
+    unit: Annotated[float, typer.Option("--billing-unit", metavar="DURATION",
+                                        parser=duration_option(positive=True),
+                                        help="Billing unit: 3600, 1h.")] = 3600.0,
+    price: Annotated[float, typer.Option("--price", help="Price ($) of a host per billing unit.")] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
     """Any bag policy (a built-in or your own class) on the simulated cloud of `simulate a2ha`."""
@@ -160,7 +166,8 @@ def simulate_spequlos_cmd(
         help="batch-accel: ... or once fewer than this many jobs are not done "
              "(BATCH_ACCEL_MAX_NOT_DONE, default 20).")] = None,
     accel_period: Annotated[float | None, typer.Option(
-        help="batch-accel: seconds between two runs of BOINC's batch_accel.php (default 300).")] = None,
+        metavar="DURATION", parser=duration_option(positive=True),
+        help="batch-accel: time between two runs of BOINC's batch_accel.php (default 300, 5m).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """SpeQuloS: a bag of tasks on a volatile desktop grid, its tail cut with cloud workers."""

@@ -63,7 +63,8 @@ class RunOptions:
     """Everything ``skylease run`` takes besides the job."""
 
     out: Path = Path("skylease-out")
-    policy: str = "fixed:2"
+    # one worker per core, as xargs -P 0 and GNU parallel (docs/cli.md)
+    policy: str = field(default_factory=lambda: f"fixed:{os.cpu_count() or 1}")
     policy_args: list[str] = field(default_factory=list)  # KEY=VALUE for a MODULE:CLASS policy
     pools_file: Path | None = None
     pool: str | None = None
@@ -263,9 +264,9 @@ def check_options(opts: RunOptions) -> None:
     number(opts.tail_credits, "--tail-credits")
     number(opts.qos_credits, "--qos-credits")
     number(opts.tail_tick_s, "tail_tick_s", positive=True)
-    number(opts.time_scale, "--time-scale", positive=True)
+    number(opts.time_scale, "--trace-scale", positive=True)
     number(opts.trace_start, "--trace-start")
-    for value, name, least in ((opts.max_workers, "--workers", 1), (opts.min_units, "min_units", 0),
+    for value, name, least in ((opts.max_workers, "--max-workers", 1), (opts.min_units, "min_units", 0),
                                (opts.seed, "--seed", 0), (opts.retries, "--retries", 0)):
         if value is not None and value < least:
             raise UserError(f"must be an integer >= {least}, got {value}", field=name)
@@ -520,9 +521,9 @@ def _policy_capped(policy: Policy, pool: str, itype: InstanceType, opts: RunOpti
     if opts.pools_file is not None:
         why = f"its max_count in {opts.pools_file}"
     elif opts.max_workers is not None:
-        why = "--workers"
+        why = "--max-workers"
     else:
-        why = f"this machine's cores; --workers {policy.n} raises it"
+        why = f"this machine's cores; --max-workers {policy.n} raises it"
     return [f"--policy {opts.policy} asks for {policy.n} workers, but pool {pool!r} has at most {most} "
             f"({why}): the run uses {most}"]
 
@@ -708,14 +709,14 @@ def _summary(store: Any, res: Any, opts: RunOptions, job_spec: str, job: Any, se
 #: --qos-token: a command shown or saved in a report must not hold a secret; $SKYLEASE_TOKEN is
 #: read when it is left out.)
 _FLAGS = (("args", "--args"), ("policy", "--policy"), ("pools_file", "--pools"), ("pool", "--pool"),
-          ("max_workers", "--workers"), ("price", "--price"), ("billing_unit", "--billing-unit"),
+          ("max_workers", "--max-workers"), ("price", "--price"), ("billing_unit", "--billing-unit"),
           ("budget", "--budget"), ("retries", "--retries"), ("task_timeout_s", "--timeout"),
           ("tail_qos", "--tail-qos"), ("reliable_pool", "--reliable-pool"),
           ("tail_credits", "--tail-credits"), ("qos", "--qos"), ("qos_credits", "--qos-credits"),
           ("qos_strategy", "--qos-strategy"), ("qos_infrastructure", "--qos-infrastructure"),
           ("report", "--report"),
           ("volatility", "--volatility"),
-          ("volatile_pool", "--volatile-pool"), ("time_scale", "--time-scale"),
+          ("volatile_pool", "--volatile-pool"), ("time_scale", "--trace-scale"),
           ("trace_start", "--trace-start"), ("seed", "--seed"))
 
 
