@@ -80,8 +80,8 @@ def test_the_table_shows_makespan_cost_hosts_and_describe(capsys):
     assert code == 0
     assert "policy: skylease.control.fixed:FixedPool(n=3, pool='cloud')" in out
     # 12 tasks of 30 min on 3 hosts: 4 tasks each, 2 h of work, 2 units of $0.50 per host
-    assert re.search(r"makespan \(min\)\s*│ 120\.0 ± 0\.0", out), out
-    assert re.search(r"cost\s*│ 3\.0 ± 0\.0", out) and re.search(r"hosts\s*│ 3\.0 ± 0\.0", out), out
+    assert re.search(r"makespan\s*│ 2h 00m ± 0 s", out), out
+    assert re.search(r"cost\s*│ \$3\.00 ± \$0\.00", out) and re.search(r"hosts\s*│ 3\.0 ± 0\.0", out), out
 
 
 def test_the_same_seed_gives_every_policy_the_same_bag(capsys):

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from skylease.cli import format as fmt
 from skylease.cli.app import leases_app
@@ -63,7 +62,7 @@ def leases_simulate_cmd(
     out.print(f"{s['workload']} ({s['format']}, {s['nodes']} nodes) under {s['configuration']}: "
               f"{s['leases']:,} leases, simulated in {s['wall_s']:.2f} s", markup=False, highlight=False,
               soft_wrap=True)
-    table = Table("metric", "value")
+    table = fmt.table("metric", "value")
     table.add_row("all best-effort done", f"{s['all_best_effort_s']:,} s ({clock(s['all_best_effort_s'])})")
     for key, label in (("mean_wait_s", "mean wait (s)"), ("mean_bounded_slowdown", "mean bounded slowdown")):
         v = s[key]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-
+from skylease.cli import format as fmt
 from skylease.cli.common import err
 
 
@@ -17,11 +16,11 @@ def _with_live_display(run, budget: float | None) -> dict:
         return run(lambda env: live.update(_run_progress(env, budget)))
 
 
-def _run_progress(env, budget: float | None) -> Table:
+def _run_progress(env, budget: float | None):
     """The live display of a real run."""
     pr = env.progress()
     running = sum(1 for h in env.hosts() if h.task is not None)
-    t = Table("", "now", title=f"skylease run, {env.now:,.0f} s")
+    t = fmt.table("", "now", title=f"skylease run, {fmt.duration(env.now)}")
     t.add_row("tasks done / running / left", f"{pr.completed} / {running} / {env.pending() - running}")
     for p in env.pools():
         hs = env.hosts(p)
@@ -29,10 +28,10 @@ def _run_progress(env, budget: float | None) -> Table:
         t.add_row(f"workers {p} (up / rented)", f"{up} / {len(hs)}")
     spent = env.spent()
     t.add_row("spent" + (" / budget" if budget is not None else ""),
-              f"{spent:,.2f}" + (f" / {budget:,.2f}" if budget is not None else ""))
+              fmt.money(spent) + (f" / {fmt.money(budget)}" if budget is not None else ""))
     pred = _predicted(env.policy)
     if pred is not None:
-        t.add_row("predicted completion (QoS oracle)", f"{pred:,.0f} s")
+        t.add_row("predicted completion (QoS oracle)", fmt.duration(pred))
     for p in getattr(env.policy, "policies", (env.policy,)):
         last = getattr(p, "last", None)  # a run served by a QoS service: its last answer
         if last is not None:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import reproduce_app
 from skylease.cli.common import _out_dir, err, out
 from skylease.model.errors import UserError
@@ -23,7 +23,7 @@ def reproduce_ilp_cmd(
     from skylease.experiments.ilp_report import reproduce_ilp
 
     rep = reproduce_ilp(out_dir)
-    table = Table("claim", "paper", "ours (plan)", "ours (simulated)", title="Watershed points")
+    table = fmt.table("claim", "paper", "ours (plan)", "ours (simulated)", title="Watershed points")
     for r in rep.points.itertuples(index=False):
         table.add_row(r.claim, f"{r.paper_min:g} min, ${r.paper_cost:.2f}",
                       f"{r.ours_min:g} min, ${r.ours_cost:.2f}", f"{r.sim_min:g} min, ${r.sim_cost:.2f}")
@@ -59,7 +59,7 @@ def reproduce_a2ha_cmd(
                                  **kwargs)
     else:
         rep = reproduce_a2ha(out_dir, **kwargs)
-    table = Table("claim", "paper", "ours", "holds", title=f"A2HA, {rep['orderings']} orderings per "
+    table = fmt.table("claim", "paper", "ours", "holds", title=f"A2HA, {rep['orderings']} orderings per "
                   f"configuration ({rep['seconds']:.0f} s)")
     for c in rep["claims"]:
         table.add_row(c["claim"], str(c["paper"]), str(c["ours"]), "yes" if c["holds"] else "no")
@@ -92,7 +92,7 @@ def reproduce_spequlos_cmd(
         raise UserError("no trace given", field="--traces")
     rep = reproduce_spequlos(out_dir, quick=quick, seeds=seeds, traces=chosen, workers=workers,
                              scheduler=scheduler, progress=err.is_terminal, cloud_buffer=cloud_buffer)
-    table = Table("claim", "paper", "ours", "holds", "gated", title=f"SpeQuloS, {rep['runs']} runs "
+    table = fmt.table("claim", "paper", "ours", "holds", "gated", title=f"SpeQuloS, {rep['runs']} runs "
                   f"({rep['seconds']:.0f} s)")
     for c in rep["claims"]:
         table.add_row(c["claim"], str(c["paper"]), str(c["ours"]), "yes" if c["holds"] else "no",
@@ -136,7 +136,7 @@ def reproduce_haizea_cmd(
     rep = reproduce_haizea(out_dir, quick=quick, workloads=split(workloads, "--workloads"),
                            configs=split(configs, "--configs"), image_seeds=image_seeds, workers=workers,
                            scheduler=scheduler, progress=err.is_terminal)
-    table = Table("claim", "paper", "ours", "holds",
+    table = fmt.table("claim", "paper", "ours", "holds",
                   title=f"Haizea, {rep['runs']} runs ({rep['seconds']:.0f} s)")
     for c in rep["claims"]:
         table.add_row(c["claim"], str(c["paper"]), str(c["ours"]), "yes" if c["holds"] else "no")
@@ -173,7 +173,7 @@ def reproduce_thesis_mapping_cmd(
                                    workers=workers, scheduler=scheduler,
                                    progress=sys.stderr.isatty())
     oc = rep.gains[(rep.gains["consistency"] == "oc")].dropna(subset=["thesis_gain"])
-    table = Table("heuristic", "makespan", "thesis", title="Section 3.4 example (λ = 0.8)")
+    table = fmt.table("heuristic", "makespan", "thesis", title="Section 3.4 example (λ = 0.8)")
     for r in rep.example.itertuples(index=False):
         table.add_row(r.heuristic, f"{r.makespan:,.0f}", f"{r.thesis_makespan:,.0f}")
     out.print(table)
@@ -202,7 +202,7 @@ def reproduce_thesis_placement_cmd(
 
     rep = reproduce_thesis_placement(out_dir, quick=quick, instances=instances, online=online,
                                      progress=err.is_terminal)
-    table = Table("claim", "thesis", "ours", "holds",
+    table = fmt.table("claim", "thesis", "ours", "holds",
                   title=f"Thesis ch. 6, {rep.instances} instances per cell (grid {rep.grid_s:.1f} s)")
     for c in rep.claims:
         table.add_row(c["claim"], c["thesis"], c["ours"], "yes" if c["holds"] else "no")

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import app
 from skylease.cli.common import _out_dir, err, out
 from skylease.cli.format import duration_option
@@ -116,12 +116,12 @@ def run_cmd(
     res = _with_live_display(lambda on_progress: run_job(job, opts, on_progress=on_progress,
                                                          on_notice=_notice), budget)
     segments = f", {res['segments']} segments" if res.get("segments", 1) > 1 else ""
-    table = Table("", "value", title=f"{res['job']} ({res['outcome']}{segments})")
+    table = fmt.table("", "value", title=f"{res['job']} ({res['outcome']}{segments})")
+    shown = {"wall_s": fmt.duration, "cost": fmt.money}
     for k, label in (("tasks", "tasks"), ("ok", "succeeded"), ("failed", "failed"), ("left", "not run"),
-                     ("wall_s", "wall time (s)"), ("cost", "cost"), ("hosts", "workers rented"),
+                     ("wall_s", "wall time"), ("cost", "cost"), ("hosts", "workers rented"),
                      ("peak_hosts", "most at once"), ("lost", "tasks interrupted"), ("retried", "retries")):
-        v = res[k]
-        table.add_row(label, f"{v:,.2f}" if isinstance(v, float) else str(v))
+        table.add_row(label, shown.get(k, fmt.number)(res[k]))
     out.print(table)
     out.print(f"Results: {Path(res['out']) / 'results.sqlite'}; report: {Path(res['out']) / 'report.md'}",
               markup=False, highlight=False, soft_wrap=True)
@@ -158,8 +158,9 @@ def _print_next(res: dict) -> None:
     lines = []
     out_of = res.get("budget_ran_out")
     if out_of:
-        out.print(f"The budget ran out: {out_of['spent']:,.2f} spent of the {out_of['budget']:,.2f} allowed "
-                  f"(a worker costs at least {out_of['least_charge']:,.2f}); {res['left']} task(s) not run.",
+        spent, allowed, least = (fmt.money(out_of[k]) for k in ("spent", "budget", "least_charge"))
+        out.print(f"The budget ran out: {spent} spent of the {allowed} allowed (a worker costs at least "
+                  f"{least}); {res['left']} task(s) not run.",
                   markup=False, highlight=False, soft_wrap=True)
     if "resume" in nxt:
         bigger = " with a larger --budget" if out_of else ""
@@ -193,9 +194,10 @@ def status_cmd(
     if as_json:
         print(json.dumps(st))
         return
-    t = Table("", "value", title=f"{st['out']}: {st['state']}")
+    t = fmt.table("", "value", title=f"{st['out']}: {st['state']}")
+    shown = {"cost": fmt.money, "budget": lambda b: fmt.money(b, none="no budget")}
     for k in ("job", "tasks", "ok", "failed", "left", "cost", "budget", "segments"):
-        t.add_row(k, str(st[k]))
+        t.add_row(k, shown.get(k, fmt.number)(st[k]))
     for p, n in st["workers"].items():
         t.add_row(f"workers {p}", str(n))
     out.print(t)

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import serve_app, serve_user_app
 from skylease.cli.common import JsonOption, err, out
 from skylease.cli.format import duration_option
@@ -108,7 +108,7 @@ def serve_user_list_cmd(db: DbOption = None, config: ServeConfigOption = None, d
         print(json.dumps([{"name": u.name, "admin": u.admin, "created": u.created.isoformat()}
                           for u in users]))
         return
-    t = Table("user", "admin", "created", title=f"{len(users)} user(s)")
+    t = fmt.table("user", "admin", "created", title=f"{len(users)} user(s)")
     for u in users:
         t.add_row(u.name, "yes" if u.admin else "no", u.created.isoformat(timespec="seconds"))
     out.print(t)
