@@ -19,8 +19,9 @@ from skylease.cli.live import _with_live_display
 # -- run (real workers) ---------------------------------------------------------------------
 @app.command("run")
 def run_cmd(
-    job: Annotated[str, typer.Argument(help="A text file (one shell command per line), a .toml job "
-                                       "(command template + grid or CSV), or package.module:function.")],
+    job: Annotated[str, typer.Argument(metavar="JOB", help="A text file (one shell command per line), a "
+                                       ".toml job (command template + grid or CSV), or "
+                                       "package.module:function.")],
     out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
                                           help="Output folder: results.sqlite, summary.json, "
                                           "report.md and plots.")] = Path("skylease-out"),

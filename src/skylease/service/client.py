@@ -26,7 +26,7 @@ from rich.table import Table
 
 from skylease.model.errors import UserError
 from skylease.model.files import read_text
-from skylease.model.units import clock
+from skylease.model.units import clock, duration
 from skylease.runtime.credentials import read_login, token_for, token_path
 from skylease.runtime.leases.api import LeaseRequest
 from skylease.service.bodies import is_xml, lease_request_from_json, lease_request_from_xml
@@ -370,12 +370,21 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+#: SpeQuloS fields that are durations in seconds (since a bag was registered): printed as durations.
+_DURATIONS = ("t", "t_c_r", "p", "t_p", "low", "high", "t_pred", "completion_time")
+
+
+def _value(key: str, v: Any) -> str:
+    return duration(v) if key in _DURATIONS and isinstance(v, int | float) and not isinstance(v, bool) \
+        else _cell(v)
+
+
 def record_table(title: str, record: dict[str, Any], skip: tuple[str, ...] = ()) -> Table:
     """One record (an account, a prediction, an order) as a two-column table."""
     t = _table("", "value", title=title)
     for k, v in record.items():
         if k not in skip and not isinstance(v, list | dict):
-            t.add_row(k.replace("_", " "), _cell(v))
+            t.add_row(k.replace("_", " "), _value(k, v))
     return t
 
 
@@ -395,5 +404,5 @@ def rows_table(title: str, rows: list[dict[str, Any]], columns: tuple[str, ...])
     """Records as rows (bags, history, ledger movements), the given columns in order."""
     t = _table(*(c.replace("_", " ") for c in columns), title=title)
     for r in rows:
-        t.add_row(*((_when if c in _WHEN else _cell)(r.get(c)) for c in columns))
+        t.add_row(*(_when(r.get(c)) if c in _WHEN else _value(c, r.get(c)) for c in columns))
     return t
