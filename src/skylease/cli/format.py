@@ -41,11 +41,12 @@ def duration_option(*, positive: bool = False, most: float | None = None):
 
 
 def table(*columns: str, title: str | None = None, **kwargs: Any):
-    """A rich table whose cells never lose text: a long name folds onto the next line instead of
-    being cut to ``batch-ac…`` on a narrow terminal."""
+    """A rich table whose cells never lose text: the first column (names) is kept whole while the
+    others can wrap, and a cell still too long folds onto the next line instead of being cut to
+    ``batch-ac…`` on a narrow terminal."""
     from rich.table import Table
 
     t = Table(title=title, **kwargs)
-    for c in columns:
-        t.add_column(c, overflow="fold")
+    for i, c in enumerate(columns):
+        t.add_column(c, overflow="fold", no_wrap=i == 0)
     return t
