@@ -30,8 +30,8 @@ def test_every_paper_file_is_shipped_as_package_data():
 def _glob_match(path: str, pattern: str) -> bool:
     """As setuptools' package-data globs match: ``*`` stays within one folder."""
     parts, pats = path.split("/"), pattern.split("/")
-    return len(parts) == len(pats) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, pats,
-    strict=True))
+    return len(parts) == len(pats) and all(
+        fnmatch.fnmatchcase(a, b) for a, b in zip(parts, pats, strict=True))
 
 
 def test_haizea_numbers_are_the_papers():
