@@ -1500,7 +1500,9 @@ def serve_user_remove_cmd(
 @app.command("run")
 def run_cmd(
     job: Annotated[str, typer.Argument(help="A text file (one shell command per line), a .toml job "
-                                       "(command template + grid or CSV), or package.module:function.")],
+                                       "(command template + grid or CSV), package.module:function, or - "
+                                       "for shell commands on standard input (one per line, as a text "
+                                       "file; kept in --out, so --resume needs nothing piped in).")],
     out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
                                           help="Output folder: results.sqlite, summary.json, "
                                           "report.md and plots.")] = Path("skylease-out"),
@@ -1563,8 +1565,13 @@ def run_cmd(
                                          "without a recorded result run again.")] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="With --resume: run the failed "
                                                "tasks again too (the ok ones are not rerun).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would run (tasks, first commands, "
+                                          "policy, pools, limits, output folder) and exit: nothing is "
+                                          "started or written.")] = False,
 ) -> None:
-    """Run a bag of tasks on real Dask workers, with the same policies as the simulator."""
+    """Run a bag of tasks on real Dask workers, with the same policies as the simulator.
+
+    Example: skylease run jobs.txt --out runs/f --policy fixed:4; seq 3 | sed 's/^/echo /' | skylease run -"""
     import os
 
     from skylease.experiments.run import RunOptions, run_job
@@ -1580,8 +1587,13 @@ def run_cmd(
                       retry_failed=retry_failed, args=args, qos=qos, qos_token=qos_token,
                       qos_credits=qos_credits, qos_strategy=qos_strategy,
                       qos_infrastructure=qos_infrastructure, report=report, report_token=report_token)
+    if dry_run:
+        from skylease.experiments.run_dry import dry_run as plan
+
+        _print_dry_run(plan(job, opts, stdin=sys.stdin))
+        return
     res = _with_live_display(lambda on_progress: run_job(job, opts, on_progress=on_progress,
-                                                         on_notice=_notice), budget)
+                                                         on_notice=_notice, stdin=sys.stdin), budget)
     segments = f", {res['segments']} segments" if res.get("segments", 1) > 1 else ""
     table = Table("", "value", title=f"{res['job']} ({res['outcome']}{segments})")
     for k, label in (("tasks", "tasks"), ("ok", "succeeded"), ("failed", "failed"), ("left", "not run"),
@@ -1602,6 +1614,57 @@ def run_cmd(
 
 #: Failed tasks listed on the terminal (all are in report.md's table up to 50, and in the export).
 FAILED_SHOWN = 10
+
+
+def _duration(seconds: float | None) -> str:
+    """A duration as a person reads it: 0.25 s, 42 s, 3m 05s, 2h 07m; "-" when unknown."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    if seconds < 10:
+        return f"{seconds:.2f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    m, s = divmod(round(seconds), 60)
+    if m < 60:
+        return f"{m}m {s:02d}s"
+    h, m = divmod(m, 60)
+    return f"{h}h {m:02d}m"
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def _print_dry_run(d: dict) -> None:
+    """`skylease run --dry-run`: what would run, and that nothing was done."""
+    t = Table("", "value", title=f"dry run: {d['job']} (nothing started or written)")
+    t.add_row("output folder", d["out"] + (" (would be created)" if d["creates_out"] else
+                                           " (resumed)" if d["resume"] else ""))
+    t.add_row("tasks to run", f"{d['to_run']:,} of {d['tasks']:,}" if d["resume"] else f"{d['to_run']:,}")
+    t.add_row("policy", d["policy"] + "".join(f" --policy-arg {a}" for a in d["policy_args"]))
+    t.add_row("task order", "random (from --seed)" if d["order"] == "random" else "job order")
+    t.add_row("most workers", "no limit" if d["workers"] is None else str(d["workers"]))
+    t.add_row("budget", "none" if d["budget"] is None else _money(d["budget"]))
+    if d["spent"]:
+        t.add_row("already spent", _money(d["spent"]))
+    t.add_row("retries / task timeout", f"{d['retries']} / " + ("none" if d["timeout_s"] is None
+                                                                  else _duration(d["timeout_s"])))
+    for name, p in d["pools"].items():
+        most = "no limit" if p["max_count"] is None else str(p["max_count"])
+        main = " (the policy's)" if name == d["pool"] else ""
+        t.add_row(f"pool {name}{main}", f"{_money(p['price'])} per {_duration(p['billing_unit'])} "
+                  f"(at least {p['min_units']} unit(s)), boot {_duration(p['boot_time'])}, at most {most} "
+                  f"workers, {p['workers_from']}")
+    for key, label in (("tail_qos", "tail QoS strategy"), ("reliable_pool", "reliable pool"),
+                       ("qos", "QoS service"), ("report", "reported to"), ("volatility", "volatility trace")):
+        if d[key] is not None:
+            t.add_row(label, str(d[key]))
+    out.print(t)
+    out.print(f"First {len(d['first'])} command(s):", markup=False)
+    for c in d["first"]:
+        out.print(f"  {c}", markup=False, highlight=False, soft_wrap=True)
+    for w in d["warnings"]:
+        out.print(f"warning: {w}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_failed(failed: list[dict], total: int) -> None:
@@ -1671,6 +1734,9 @@ def _run_progress(env, budget: float | None) -> Table:
     spent = env.spent()
     t.add_row("spent" + (" / budget" if budget is not None else ""),
               f"{spent:,.2f}" + (f" / {budget:,.2f}" if budget is not None else ""))
+    from skylease.experiments.run_eta import run_eta
+
+    t.add_row("time left (ETA)", _duration(run_eta(env)))
     pred = _predicted(env.policy)
     if pred is not None:
         t.add_row("predicted completion (QoS oracle)", f"{pred:,.0f} s")
@@ -1715,22 +1781,99 @@ def status_cmd(
 def export_cmd(
     out_dir: Annotated[Path, typer.Argument(help="The output folder of a run.")],
     fmt: Annotated[str | None, typer.Option("--format", help="csv | json | parquet (parquet needs "
-                                            "pyarrow); default: from --output's suffix, else csv.")]
+                                            "pyarrow) | jobs (a job file `skylease run` takes back); "
+                                            "default: from --output's suffix, else csv.")]
     = None,
     output: Annotated[str | None, typer.Option("--output", help="The file to write (default: "
-                                               "OUT/tasks.FORMAT; - for standard output).")] = None,
+                                               "OUT/tasks.FORMAT, tasks.txt for jobs; - for standard "
+                                               "output).")] = None,
+    failed: Annotated[bool, typer.Option("--failed", help="Only the tasks that failed or have no "
+                                         "result.")] = False,
 ) -> None:
     """Write every task's result, one row per task: line, command, state, exit code, attempts,
-    times, worker, cost share."""
+    times, worker, cost share, stdout and stderr tails, result, and one param_NAME column per
+    parameter of a grid or CSV job.
+
+    Example: skylease export runs/f --format json --output f.json"""
     from skylease.experiments.run_results import export_run
 
-    where, n, data = export_run(out_dir, fmt=fmt, output=output)
+    where, n, data = export_run(out_dir, fmt=fmt, output=output, failed=failed)
     if data is not None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
     out.print(f"{n} task(s) written to {where}", markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command("show")
+def show_cmd(
+    out_dir: Annotated[Path, typer.Argument(help="The output folder of a run.")],
+    task: Annotated[str, typer.Argument(help="The task: its id (the id column of `skylease export`, "
+                                        "0-based) or line:N (the task of line N of the job file).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Show one task of a run: its command, parameters, state and exit code, attempts, worker,
+    times, stdout and stderr tails, and a callable's result (read-only).
+
+    Example: skylease show runs/f 3; skylease show runs/f line:12"""
+    from skylease.experiments.run_show import show_task
+
+    t = show_task(out_dir, task)
+    if as_json:
+        print(json.dumps(t))
+        return
+    line = f", line {t['line']}" if t["line"] is not None else ""
+    table = Table("", "value", title=f"{t['out']}: task {t['id']}{line}")
+    table.add_row("command" if t["kind"] == "shell" else "call", t["command"])
+    for name, value in t["params"].items():
+        table.add_row(f"parameter {name}", str(value))
+    exit_code = "" if t["exit_code"] is None else f", exit code {t['exit_code']}"
+    table.add_row("state", f"{t['state']}{exit_code}")
+    table.add_row("attempts", str(t["attempts"]))
+    if t["worker"] is not None:
+        table.add_row("worker", f"{t['worker']} on {t['machine']}")
+    if t["started_at"] is not None:
+        table.add_row("started / ended (UTC)", f"{t['started_at']} / {t['ended_at']}")
+        table.add_row("duration (runtime)", f"{_duration(t['duration_s'])} ({_duration(t['runtime_s'])})")
+    if t.get("result") is not None:
+        table.add_row("result", t["result"])
+    for a in t["earlier_attempts"]:
+        code = "" if a["exit_code"] is None else f", exit code {a['exit_code']}"
+        table.add_row(f"attempt {a['attempt']}", f"{a['outcome']}{code} at {a['at']}")
+    out.print(table)
+    for stream in ("stdout", "stderr"):
+        tail = t[f"{stream}_tail"]
+        out.print(f"--- {stream} (last 2 KiB)" + ("" if tail else ": empty") + " ---", markup=False)
+        if tail:
+            out.print(tail.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command("failed")
+def failed_cmd(
+    out_dir: Annotated[Path, typer.Argument(help="The output folder of a run.")],
+    failed_only: Annotated[bool, typer.Option("--failed-only", help="Leave out the tasks with no result "
+                                              "(not run, or running when the run stopped).")] = False,
+) -> None:
+    """Print the run's failed tasks, and those with no result, as a job file `skylease run` takes
+    back (one shell command a line, a comment before each saying why; a callable's: the JSON list
+    of --args). Fix the commands, then run the file.
+
+    Example: skylease failed runs/f > fixed.txt; skylease run fixed.txt --out runs/fixed"""
+    from skylease.experiments.run_show import failed_job
+
+    f = failed_job(out_dir, failed_only=failed_only)
+    sys.stdout.write(f["text"])
+    sys.stdout.flush()
+    if not f["text"]:
+        what = "failed" if failed_only else "failed or without a result"
+        err.print(f"skylease failed: no task of {out_dir} is {what}", markup=False, highlight=False,
+                  soft_wrap=True)
+        return
+    how = f"skylease run {f['target']} --args FILE" if f["kind"] == "python" else "skylease run FILE"
+    err.print(f"skylease failed: {f['failed']} failed and {f['not_run']} not run of {f['tasks']} task(s); "
+              f"saved to FILE and fixed, run them with `{how} --out NEW_DIR`", markup=False,
+              highlight=False, soft_wrap=True)
 
 
 @simulate_app.command("replay")
