@@ -39,7 +39,8 @@ if TYPE_CHECKING:  # pandas is imported where a table is built: 0.2 s a run woul
 FAILED_IN_SUMMARY = 1000
 #: The formats a file's suffix names; ``jobs`` (:data:`JOBS`) is given with --format only.
 FORMATS = ("csv", "json", "parquet")
-#: ``--format jobs``: the tasks as a job ``skylease run`` takes back (:mod:`skylease.experiments.run_show`).
+#: ``--format jobs``: the tasks as a job ``skylease run`` takes back
+#: (:mod:`skylease.experiments.run_jobfile`).
 JOBS = "jobs"
 COLUMNS = ("id", "line", "command", "state", "exit_code", "attempts", "started_at", "ended_at",
            "runtime_s", "pool", "worker", "machine", "cost_share", "stdout_tail", "stderr_tail", "result")
@@ -231,14 +232,14 @@ def export_run(out: str | Path, *, fmt: str | None = None, output: str | Path | 
     """``skylease export``: the per-task results of the run in ``out`` written to ``output``
     (default ``OUT/tasks.FMT``; ``-`` returns the bytes for standard output instead); ``failed``:
     only the tasks that failed or have no result. Format ``jobs`` writes those tasks as a job
-    ``skylease run`` takes (:func:`skylease.experiments.run_show.job_text`; default file
+    ``skylease run`` takes (:func:`skylease.experiments.run_jobfile.job_text`; default file
     ``OUT/tasks.txt``, ``.json`` for the ``--args`` list of a job of Python calls). Returns where
     they went, the number of rows (tasks), and the bytes when ``output`` is ``-``."""
     fmt = export_format(fmt, output)
     store = open_run(out)
     try:
         if fmt == JOBS:
-            from skylease.experiments.run_show import job_text, unfinished_tasks
+            from skylease.experiments.run_jobfile import job_text, unfinished_tasks
 
             if failed:
                 tasks = unfinished_tasks(store)
