@@ -258,3 +258,20 @@ def test_the_output_commands_end_to_end(tmp_path, capsys):
     assert p.returncode == 1, p.stderr  # `exit 3` still fails; the marker's task now succeeds
     assert main(["export", str(tmp_path / "o"), "--failed", "--format", "csv", "--output", "-"]) == 0
     assert [r["id"] for r in csv.DictReader(io.StringIO(capsys.readouterr().out))] == ["1"]
+
+
+@pytest.mark.parametrize(("extra", "names"), [
+    (["--policy", "fixed:0"], "--policy"), (["--pools", "gone.toml"], "gone.toml"),
+    (["--budget", "1"], "--budget"), (["--retry-failed"], "--retry-failed"),
+    (["--out", "taken"], "taken")])
+def test_dry_run_refuses_what_run_refuses(extra, names, tmp_path, capsys):
+    from skylease.cli import main
+
+    (tmp_path / "jobs.txt").write_text("echo a\n")
+    (tmp_path / "taken").write_text("a file\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["run", str(tmp_path / "jobs.txt"), "--out", str(tmp_path / "o"), "--dry-run",
+                 *[str(tmp_path / x) if x in ("gone.toml", "taken") else x for x in extra]]) == 2
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and said[0].startswith("skylease") and names in said[0], said
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
