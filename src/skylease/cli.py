@@ -1617,9 +1617,11 @@ FAILED_SHOWN = 10
 
 
 def _duration(seconds: float | None) -> str:
-    """A duration as a person reads it: 0.25 s, 42 s, 3m 05s, 2h 07m; "-" when unknown."""
+    """A duration as a person reads it: 12.3 ms, 2.50 s, 42 s, 3m 05s, 2h 07m; "-" when unknown."""
     if seconds is None or not math.isfinite(seconds):
         return "-"
+    if seconds < 1:
+        return f"{seconds * 1000:.3g} ms"
     if seconds < 10:
         return f"{seconds:.2f} s"
     if seconds < 60:

@@ -275,3 +275,12 @@ def test_dry_run_refuses_what_run_refuses(extra, names, tmp_path, capsys):
     said = capsys.readouterr().err.splitlines()
     assert len(said) == 1 and said[0].startswith("skylease") and names in said[0], said
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_parameter_columns_keep_one_type_or_become_text():
+    from skylease.experiments.run_results import param_columns
+
+    specs = [{"params": {"n": 1, "s": "x", "m": 1, "l": [1, 2]}}, {"params": {"n": 2.5, "s": "y", "m": "a"}},
+             {}]
+    assert param_columns(specs) == {"param_n": [1, 2.5, None], "param_s": ["x", "y", None],
+                                    "param_m": ["1", "a", None], "param_l": ["[1, 2]", None, None]}

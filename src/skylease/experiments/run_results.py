@@ -118,16 +118,16 @@ def task_rows(store: Any) -> pd.DataFrame:
 
 def param_columns(specs: list[Mapping[str, Any]]) -> dict[str, list[Any]]:
     """``param_NAME`` -> each task's value of the parameter NAME (None where a task has none), in
-    the order the job names them. A column of one type keeps it (numbers stay numbers); one that
-    mixes types, or holds lists or tables (a callable's grid), is written as text (JSON for those),
-    so that every format, Parquet too, can hold it."""
+    the order the job names them. A column of one type keeps it (numbers stay numbers, 1 and 2.5
+    alike); one that mixes types, or holds lists or tables (a callable's grid), is written as text
+    (JSON for those), so that every format, Parquet too, can hold it."""
     names: dict[str, None] = {}
     for spec in specs:
         names.update(dict.fromkeys(spec.get("params") or {}))
     columns = {}
     for name in names:
         values = [(spec.get("params") or {}).get(name) for spec in specs]
-        kinds = {type(v) for v in values if v is not None}
+        kinds = {float if type(v) is int else type(v) for v in values if v is not None}  # 1 and 2.5: numbers
         if len(kinds) > 1 or kinds & {list, dict}:
             values = [v if v is None else v if isinstance(v, str) else json.dumps(v) for v in values]
         columns[PARAM_PREFIX + name] = values
