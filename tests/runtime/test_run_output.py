@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -284,3 +285,22 @@ def test_parameter_columns_keep_one_type_or_become_text():
              {}]
     assert param_columns(specs) == {"param_n": [1, 2.5, None], "param_s": ["x", "y", None],
                                     "param_m": ["1", "a", None], "param_l": ["[1, 2]", None, None]}
+
+
+def test_the_live_display_shows_the_eta(tmp_path):
+    from rich.console import Console
+
+    from skylease.cli.live import _run_progress
+
+    (tmp_path / "jobs.txt").write_text("sleep 0.2\n" * 4)
+    rows: list[str] = []
+
+    def shown(env) -> None:
+        console = Console(width=120, record=True, file=io.StringIO())
+        console.print(_run_progress(env, None))
+        rows.append(next(ln for ln in console.export_text().splitlines() if "time left (ETA)" in ln))
+
+    run_job(str(tmp_path / "jobs.txt"), RunOptions(out=tmp_path / "o", policy="fixed:1", max_workers=1),
+            on_progress=shown)
+    assert rows[0].split("│")[2].strip() == "-"  # nothing finished yet
+    assert any(re.search(r"│ \d+(\.\d+)? (ms|s) +│", r) for r in rows), rows
