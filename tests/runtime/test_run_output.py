@@ -116,7 +116,7 @@ def test_export_failed_filters_and_jobs_format(shell_run, tmp_path):
     rows = json.loads(export_run(shell_run, fmt="json", output="-", failed=True)[2])
     assert [r["id"] for r in rows] == [1, 2]
     where, n, _ = export_run(shell_run, fmt="jobs", failed=True)
-    assert (Path(where).name, n) == ("tasks.txt", 2)
+    assert (Path(where).name, n) == ("jobs.txt", 2)
     assert Path(where).read_text() == failed_job(shell_run)["text"].split("\n", 1)[1]  # (no header)
     Path(where).unlink()
     everything = export_run(shell_run, fmt="jobs", output="-")[2].decode()

@@ -241,7 +241,7 @@ def export_cmd(
                                             "default: from --output's suffix, else csv.")]
     = None,
     output: Annotated[str | None, typer.Option("--output", help="The file to write (default: "
-                                               "OUT/tasks.FORMAT, tasks.txt for jobs; - for standard "
+                                               "OUT/tasks.FORMAT, OUT/jobs.txt for jobs; - for standard "
                                                "output).")] = None,
     failed: Annotated[bool, typer.Option("--failed", help="Only the tasks that failed or have no "
                                          "result.")] = False,

@@ -233,7 +233,8 @@ def export_run(out: str | Path, *, fmt: str | None = None, output: str | Path | 
     (default ``OUT/tasks.FMT``; ``-`` returns the bytes for standard output instead); ``failed``:
     only the tasks that failed or have no result. Format ``jobs`` writes those tasks as a job
     ``skylease run`` takes (:func:`skylease.experiments.run_jobfile.job_text`; default file
-    ``OUT/tasks.txt``, ``.json`` for the ``--args`` list of a job of Python calls). Returns where
+    ``OUT/jobs.txt``, ``OUT/jobs.json`` for the ``--args`` list of a job of Python calls: never a
+    ``tasks.json`` export's name). Returns where
     they went, the number of rows (tasks), and the bytes when ``output`` is ``-``."""
     fmt = export_format(fmt, output)
     store = open_run(out)
@@ -247,16 +248,16 @@ def export_run(out: str | Path, *, fmt: str | None = None, output: str | Path | 
                 tasks = [{"id": int(r["id"]), "spec": json.loads(r["spec"])}
                          for r in store.query("SELECT id, spec FROM tasks ORDER BY id")]
             text, kind = job_text(tasks) if tasks else ("", "shell")
-            data, n, suffix = text.encode("utf-8"), len(tasks), "json" if kind == "python" else "txt"
+            data, n, name = text.encode("utf-8"), len(tasks), "jobs.json" if kind == "python" else "jobs.txt"
         else:
             df = task_rows(store)
             if failed:
                 df = df[df["state"] != "ok"]
-            data, n, suffix = export_bytes(df, fmt), len(df), fmt
+            data, n, name = export_bytes(df, fmt), len(df), f"tasks.{fmt}"
     finally:
         store.close()
     if output == "-":
         return "-", n, data
-    target = Path(out) / f"tasks.{suffix}" if output is None else Path(output)
+    target = Path(out) / name if output is None else Path(output)
     write_export(data, target)
     return str(target), n, None
