@@ -227,6 +227,7 @@ def test_the_output_commands_end_to_end(tmp_path, capsys):
     p = _skylease("run", "-", "--out", "o", "--workers", "1", "--policy", "fixed:1", cwd=tmp_path, stdin=job)
     assert p.returncode == 1, p.stderr
     assert "skylease run - --out o --policy fixed:1 --workers 1 --resume --retry-failed" in p.stdout
+    assert "skylease failed o > fixed.txt" in p.stdout  # (its Next: lines say so)
     # one task whole
     assert main(["show", str(tmp_path / "o"), "line:2"]) == 0
     shown = capsys.readouterr().out

@@ -197,6 +197,8 @@ def _print_next(res: dict) -> None:
         lines.append(f"finish the run ({res['left']} task(s) not run){bigger}: {nxt['resume']}")
     if "retry_failed" in nxt:
         lines.append(f"run the failed tasks again once fixed: {nxt['retry_failed']}")
+    if "failed" in nxt:
+        lines.append(f"or fix their commands in a job file of them: {nxt['failed']}")
     if "export" in nxt:
         lines.append(f"every task's result, one row each: {nxt['export']}")
     if "report" in nxt:

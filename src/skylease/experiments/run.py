@@ -794,7 +794,8 @@ def budget_to_finish(spent: float, counts: Mapping[str, int], least_charge: floa
 
 def next_steps(job_spec: str, opts: RunOptions, counts: Mapping[str, int], *, spent: float = 0.0,
                least_charge: float = 0.0) -> dict[str, str]:
-    """What the user can do next with a run: finish it, rerun its failed tasks, export, read.
+    """What the user can do next with a run: finish it, rerun its failed tasks (or write them as a
+    job file to fix: ``skylease failed``), export, read.
 
     When the budget ran out (:func:`budget_ran_out`), resuming with the same ``--budget`` would stop
     again at once: the command to finish the run then gives a larger one (:func:`budget_to_finish`)."""
@@ -807,6 +808,7 @@ def next_steps(job_spec: str, opts: RunOptions, counts: Mapping[str, int], *, sp
         steps["resume"] = resume_command(job_spec, finish)
     if counts["failed"]:
         steps["retry_failed"] = resume_command(job_spec, finish, retry_failed=True)
+        steps["failed"] = f"skylease failed {shlex.quote(str(opts.out))} > fixed.txt"
     steps["export"] = f"skylease export {shlex.quote(str(opts.out))}"
     steps["report"] = str(Path(opts.out) / "report.md")
     return steps
