@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from skylease.cli.common import err
+from skylease.cli.common import _duration, err
 
 
 def _with_live_display(run, budget: float | None) -> dict:
@@ -30,6 +30,9 @@ def _run_progress(env, budget: float | None) -> Table:
     spent = env.spent()
     t.add_row("spent" + (" / budget" if budget is not None else ""),
               f"{spent:,.2f}" + (f" / {budget:,.2f}" if budget is not None else ""))
+    from skylease.experiments.run_eta import run_eta
+
+    t.add_row("time left (ETA)", _duration(run_eta(env)))
     pred = _predicted(env.policy)
     if pred is not None:
         t.add_row("predicted completion (QoS oracle)", f"{pred:,.0f} s")
