@@ -532,7 +532,7 @@ READS: dict[tuple[str, str], tuple[str, ...]] = {
     ("leases simulate", "inject"): ("lwf",),
     ("leases simulate", "config"): ("leases-toml",),
     ("status", "out_dir"): ("store",), ("simulate replay", "out_dir"): ("store",),
-    ("export", "out_dir"): ("store",),
+    ("export", "out_dir"): ("store",), ("show", "out_dir"): ("store",), ("failed", "out_dir"): ("store",),
     ("data import", "path"): ("dataset",),
     **{(c, "config"): ("serve-toml",) for c in SERVE_DB_COMMANDS},
     **{(c, "db_password_file"): ("password",) for c in SERVE_DB_COMMANDS},
@@ -672,6 +672,8 @@ BASE: dict[str, Invocation] = {
     "simulate spequlos": ({"middleware": "xwhep", "trace": "nd", "bot": "small"}, {}),
     "simulate replay": ({"out_dir": "prev"}, {"out_dir": "store"}),
     "export": ({"out_dir": "prev", "output": "tasks.csv"}, {"out_dir": "store"}),
+    "show": ({"out_dir": "prev", "task": "0"}, {"out_dir": "store"}),
+    "failed": ({"out_dir": "prev"}, {"out_dir": "store"}),
     "leases simulate": ({"workload": "ars.lwf"}, {"workload": "lwf"}),
     # exempt: never run as they are
     "demo": ({}, {}), "data fetch": ({"name": "power"}, {}),
@@ -1324,10 +1326,13 @@ def test_every_help_shows_an_example_that_parses(path, capsys):
 
     assert main([*path.split(), "--help"]) == 0
     out = capsys.readouterr().out
-    examples = re.findall(r"^  (?:Example|Examples):\n((?:    skylease .*\n?)+)", out, re.M)
+    examples = re.findall(r"^  (?:Example|Examples):\n((?:    \S.*\n?)+)", out, re.M)
     assert examples, f"skylease {path} --help has no example:\n{out[-400:]}"
-    for line in examples[0].splitlines():
-        args = [a if "$(" not in a else "x.lwf" for a in shlex.split(line.strip())[1:]]
+    calls = [part.strip() for line in examples[0].splitlines() for part in re.split(r"\||;|&&", line)
+             if part.strip().startswith("skylease ")]
+    assert any(f"{c} ".startswith(f"skylease {path} ".replace("  ", " ")) for c in calls), calls  # its own
+    for call in calls:
+        args = [a if "$(" not in a else "x.lwf" for a in shlex.split(call.partition(" > ")[0])[1:]]
         ctx = click_command().make_context("skylease", list(args))  # click raises if it does not parse
         while hasattr(ctx.command, "resolve_command"):
             rest = [*getattr(ctx, "_protected_args", getattr(ctx, "protected_args", [])), *ctx.args]

@@ -23,7 +23,7 @@ __all__ = ["app", "click_command", "console_main", "main"]
 #: The modules that add the commands to ``app``, in the order ``skylease --help`` lists them (typer
 #: keeps the order in which commands are added).
 COMMAND_MODULES = ("demo", "data", "mapping", "plan", "reproduce", "simulate", "leases", "qos", "login",
-                   "serve", "run")
+                   "serve", "run", "tasks")
 for _name in COMMAND_MODULES:
     importlib.import_module(f"skylease.cli.{_name}")
 

@@ -17,9 +17,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "logout": ("skylease logout",),
     "run": ("skylease run examples/sleep-jobs.txt --out runs/sleep",
             "skylease run examples/sweep.toml --out runs/a2ha --policy a2ha --price 0.01 --billing-unit 1m "
-            "--budget 1"),
+            "--budget 1",
+            "seq 3 | sed 's/^/echo /' | skylease run - --out runs/echo --dry-run"),
     "status": ("skylease status runs/sleep",),
-    "export": ("skylease export runs/sleep --output tasks.csv",),
+    "export": ("skylease export runs/sleep --output tasks.csv", "skylease export runs/sleep --format json "
+               "--output tasks.json"),
+    "show": ("skylease show runs/sleep 0", "skylease show runs/sleep line:3"),
+    "failed": ("skylease failed runs/sleep > fixed.txt", "skylease run fixed.txt --out runs/fixed"),
     "data": ("skylease data",),
     "data fetch": ("skylease data fetch braun",),
     "data import": ("skylease data import power ~/Downloads/power",),

@@ -29,6 +29,9 @@ def _run_progress(env, budget: float | None):
     spent = env.spent()
     t.add_row("spent" + (" / budget" if budget is not None else ""),
               fmt.money(spent) + (f" / {fmt.money(budget)}" if budget is not None else ""))
+    from skylease.experiments.run_eta import run_eta
+
+    t.add_row("time left (ETA)", fmt.duration(run_eta(env)))
     pred = _predicted(env.policy)
     if pred is not None:
         t.add_row("predicted completion (QoS oracle)", fmt.duration(pred))
