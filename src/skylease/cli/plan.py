@@ -10,7 +10,7 @@ import typer
 
 from skylease.cli import format as fmt
 from skylease.cli.app import plan_app
-from skylease.cli.common import out
+from skylease.cli.common import error_line, out
 from skylease.model.errors import UserError
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file overriding the "
@@ -28,9 +28,13 @@ def _plan_cmd(model: str, config: Path | None, deadline: float | None, budget: f
     plan = solve_mode(problem, deadline=deadline, budget=budget, weight=weight)
     if as_json:
         print(json.dumps(plan.to_json()))
-    elif not plan.ok:
-        raise UserError(plan.detail.get("message", f"no plan ({plan.status})"))
-    else:
+    if plan.status == "infeasible":  # an impossible request: bad input, exit 2, with --json too
+        raise UserError(plan.detail.get("message", "no plan meets this request"))
+    if not plan.ok:  # the solver failed: the work failed, exit 1 (docs/cli.md)
+        if not as_json:
+            error_line(plan.detail.get("message", f"no plan ({plan.status})"))
+        raise typer.Exit(1)
+    if not as_json:
         table = fmt.table("type", "instances (per phase or interval)", "billed units")
         for name, counts in plan.instances.items():
             if any(counts):
@@ -41,8 +45,6 @@ def _plan_cmd(model: str, config: Path | None, deadline: float | None, budget: f
                   f"(solved in {fmt.duration(plan.solve_ms / 1000)})")
         if "summary" in plan.detail:
             out.print(plan.detail["summary"])
-    if not plan.ok:
-        raise typer.Exit(1)
 
 
 Deadline = Annotated[float | None, typer.Option(metavar="DURATION", parser=fmt.duration_option(positive=True),
