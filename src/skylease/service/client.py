@@ -295,11 +295,18 @@ def _lt(key: str, v: Any) -> str:
     return clock(v) if key in _LEASE_TIMES and isinstance(v, int | float) else _t(v)
 
 
+#: Columns of names and words kept whole (``advance-reservation``, ``local-grid``): the others wrap
+#: first on a narrow terminal.
+_WHOLE = ("id", "owner", "type", "state", "infrastructure", "strategy", "node", "user", "event", "kind",
+          "time")
+
+
 def _table(*columns: str, title: str | None = None) -> Table:
-    """A table whose cells never lose text (a long name folds onto the next line, not ``batch-ac…``)."""
+    """A table whose cells never lose text: names stay whole, and a cell still too long folds onto
+    the next line instead of being cut to ``batch-ac…`` (docs/cli.md)."""
     t = Table(title=title)
-    for c in columns:
-        t.add_column(c, overflow="fold")
+    for i, c in enumerate(columns):
+        t.add_column(c, overflow="fold", no_wrap=i == 0 or c in _WHOLE)
     return t
 
 
