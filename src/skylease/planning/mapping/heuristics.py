@@ -1,4 +1,6 @@
-"""Batch-mode mapping heuristics of C. O. Diaz's thesis, chapter 3 (decisions A4 in docs/decisions/thesis.md).
+"""Batch-mode mapping heuristics of C. O. Diaz's thesis, chapter 3.
+
+Decisions A4.1-A4.8 in docs/decisions/thesis.md.
 
 - Low_1/Low_2/Low_3 (Min-/Max-/Mean-Max-Min): Framework 1 with the score function Eq. 3.1 (A4.1, A4.2).
 - Min-min (A4.3); Max-min, Sufferage, MCT, MET, OLB (A4.7, optional baselines).
