@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -25,7 +23,7 @@ from skylease.experiments.thesis.mapping_study import (
     study_cell,
     study_grid,
 )
-from skylease.experiments.thesis.mapping_text import report_text
+from skylease.experiments.thesis.mapping_text import MappingReproduction, report_text
 
 QUICK_INSTANCES = 3
 QUICK_ENERGY_INSTANCES = 5
@@ -33,17 +31,6 @@ FULL_INSTANCES = 1000
 FULL_ENERGY_INSTANCES = 100
 
 
-@dataclass
-class MappingReproduction:
-    out: Path
-    instances: int
-    example: pd.DataFrame
-    gains: pd.DataFrame
-    counts: pd.DataFrame
-    ratios: pd.DataFrame
-    energy: pd.DataFrame
-    claims: list[dict[str, Any]] = field(default_factory=list)
-    failed: int = 0
 
 
 def reproduce_thesis_mapping(

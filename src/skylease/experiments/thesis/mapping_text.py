@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from skylease.experiments.report import md_table
 from skylease.experiments.thesis.paper_mapping import STUDY_HEURISTICS
 
-if TYPE_CHECKING:
-    from skylease.experiments.thesis.mapping_report import MappingReproduction
+
+@dataclass
+class MappingReproduction:
+    """What one run of the reproduction found: the tables the report and the CLI show."""
+
+    out: Path
+    instances: int
+    example: pd.DataFrame
+    gains: pd.DataFrame
+    counts: pd.DataFrame
+    ratios: pd.DataFrame
+    energy: pd.DataFrame
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    failed: int = 0
 
 
 def report_text(rep: MappingReproduction, figures: dict[str, str], n_energy: int) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ from skylease.experiments.thesis.placement_study import (
     study_grid,
     summary_table,
 )
-from skylease.experiments.thesis.placement_text import report_text
+from skylease.experiments.thesis.placement_text import PlacementReproduction, report_text
 
 QUICK_INSTANCES = 5
 QUICK_N_VMS = (40, 70, 100, 130)
@@ -48,21 +47,6 @@ QUICK_ONLINE_INSTANCES = 2
 QUICK_ONLINE_DAYS = 4.0
 
 
-@dataclass
-class PlacementReproduction:
-    out: Path
-    instances: int
-    example: pd.DataFrame
-    summary: pd.DataFrame
-    claims: list[dict[str, Any]]
-    models: pd.DataFrame
-    online: pd.DataFrame
-    survival: pd.DataFrame
-    grid_s: float
-    online_s: float
-    online_days: float = ONLINE_DAYS
-    done_when: dict[str, Any] = field(default_factory=dict)
-    failed: int = 0
 
 
 def reproduce_thesis_placement(

@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from skylease.experiments.report import md_table
 from skylease.experiments.thesis.paper_placement import ENERGY_SAVED_50, STUDY_ALGORITHMS
-from skylease.experiments.thesis.placement_online import ONLINE_PER_DAY
+from skylease.experiments.thesis.placement_online import ONLINE_DAYS, ONLINE_PER_DAY
 from skylease.experiments.thesis.placement_study import DONE_WHEN_SAVING, LABELS, USERS
 
-if TYPE_CHECKING:
-    from skylease.experiments.thesis.placement_report import PlacementReproduction
+
+@dataclass
+class PlacementReproduction:
+    """What one run of the reproduction found: the tables the report and the CLI show."""
+
+    out: Path
+    instances: int
+    example: pd.DataFrame
+    summary: pd.DataFrame
+    claims: list[dict[str, Any]]
+    models: pd.DataFrame
+    online: pd.DataFrame
+    survival: pd.DataFrame
+    grid_s: float
+    online_s: float
+    online_days: float = ONLINE_DAYS
+    done_when: dict[str, Any] = field(default_factory=dict)
+    failed: int = 0
 
 
 def _pivot(summary: pd.DataFrame, users: float, metric: str, scale: float = 1.0) -> pd.DataFrame:
