@@ -1,6 +1,6 @@
 """The A2HA reproduction's claim checks: each a row of claim / paper / ours / holds.
 
-The paper's side comes from :mod:`skylease.experiments.a2ha_paper` (the published values); the
+The paper's side comes from :mod:`skylease.experiments.a2ha_numbers` (the published values); the
 readings behind each check are the decisions of ``docs/decisions/a2ha.md`` (ACCEPT lists them).
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from skylease.experiments.a2ha_paper import (
+from skylease.experiments.a2ha_numbers import (
     GRID_WORKLOADS,
     PAPER_FIG4B,
     PAPER_FIG6B,

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from skylease.experiments.a2ha_paper import GRID_WORKLOADS, PAPER_OPTIMUM, PAPER_TABLE2, SEED
+from skylease.experiments.a2ha_numbers import GRID_WORKLOADS, PAPER_OPTIMUM, PAPER_TABLE2, SEED
 from skylease.experiments.report import save_figure
 
 

@@ -4,7 +4,7 @@ The experiments E1/E3 (Figs. 4b and 6b, one ordering of the image trace), E4 (Fi
 cr0 x ir grid), E5 (Fig. 12, speedup against hosts), E6 (Table 1), E7 (Table 2, long tasks) and
 the acceptance checks ACCEPT, all defined in ``docs/decisions/a2ha.md``; plus what billing awareness
 buys against a fixed pool and Dask's adaptive rule. This module runs them; the paper's values are
-in :mod:`~skylease.experiments.a2ha_paper`, the checks in :mod:`~skylease.experiments.a2ha_checks`,
+in :mod:`~skylease.experiments.a2ha_numbers`, the checks in :mod:`~skylease.experiments.a2ha_checks`,
 the figures in :mod:`~skylease.experiments.a2ha_figures` and the text in
 :mod:`~skylease.experiments.a2ha_text`. Every random choice is seeded (:data:`SEED`); a run of the
 full version takes about two minutes on one core, ``quick=True`` (20 orderings, a smaller grid)
@@ -40,7 +40,7 @@ from skylease.experiments.a2ha_figures import (
     table2_figure,
     trajectory_figure,
 )
-from skylease.experiments.a2ha_paper import (
+from skylease.experiments.a2ha_numbers import (
     FULL_ORDERINGS,
     GRID_CR0,
     GRID_IR,

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from skylease.experiments.a2ha_checks import grid_checks, table2_checks
-from skylease.experiments.a2ha_paper import (
+from skylease.experiments.a2ha_numbers import (
     GRID_WORKLOADS,
     PAPER_FIG4B,
     PAPER_FIG6B,

@@ -4,7 +4,7 @@ The paper's claims as labelled in ``docs/decisions/ilp.md``: the Watershed point
 the 91 % and 11.4 % comparisons, the incremental-vs-ILP and naive-vs-ILP ratios, the MapReduce
 points R7-R9, and the cost/time Pareto fronts with the baselines. Every Watershed plan is also
 replayed in the event simulator, whose cost and time are reported beside the plan's. The paper's
-values come from :mod:`~skylease.experiments.ilp_paper`, the text from
+values come from :mod:`~skylease.experiments.ilp_numbers`, the text from
 :mod:`~skylease.experiments.ilp_text`; the fronts are drawn by
 :func:`~skylease.experiments.provisioning.plot_front`.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from skylease.experiments.ilp_paper import LITERAL_MAPREDUCE, MAPREDUCE, MULTIMODEL, RATIOS, WATERSHED
+from skylease.experiments.ilp_numbers import LITERAL_MAPREDUCE, MAPREDUCE, MULTIMODEL, RATIOS, WATERSHED
 from skylease.experiments.ilp_text import report_text
 from skylease.experiments.provisioning import plot_front, replay_watershed
 from skylease.experiments.report import write_report

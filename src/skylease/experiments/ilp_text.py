@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from skylease.experiments.ilp_paper import MULTIMODEL
+from skylease.experiments.ilp_numbers import MULTIMODEL
 from skylease.experiments.report import md_table
 
 
