@@ -140,7 +140,7 @@ class BotProgress:
     completed: int
 
 
-#: How a tail environment feeds rented cloud workers (SpeQuloS's HOW; spec 003 §2.4).
+#: How a tail environment feeds rented cloud workers (SpeQuloS's HOW; :mod:`skylease.control.qos.strategy`).
 CLOUD_USAGE = ("flat", "reschedule", "duplicate")
 
 
