@@ -20,10 +20,10 @@ Statistics (the SpeQuloS paper's Tables 2 and 3)
 
 Which intervals count (our decision; the paper does not say): an availability duration is every
 availability interval clipped to the window (so an interval cut by the window edge counts with its
-clipped length); an unavailability duration is every gap *between two availability intervals of
-the same node* inside the window. Gaps before a node's first or after its last interval are not counted: for real traces they mean
-"not in the trace yet / any more" rather than "down", and a node that is never available
-contributes no duration at all.
+clipped length); an unavailability duration is every gap *between two availability intervals of the
+same node* inside the window. Gaps before a node's first or after its last interval are not counted:
+for real traces they mean "not in the trace yet / any more" rather than "down", and a node that is
+never available contributes no duration at all.
 
 :func:`format_stats_table` prints rows of these statistics as a fixed-width text table, and
 :data:`PAPER_TABLES` holds the paper's values for comparison.
