@@ -290,7 +290,7 @@ def test_nan_metrics_are_null_in_json(capsys, tmp_path):
 
 
 def test_the_demo_part_tells_the_preemption_story(capsys):
-    from skylease.cli import _demo_leases
+    from skylease.cli.demo import _demo_leases
 
     _demo_leases()
     out = capsys.readouterr().out

@@ -17,7 +17,7 @@ pytestmark = [
 
 
 def test_the_service_part_of_the_demo_tells_the_suspension_story(capsys, monkeypatch):
-    from skylease.cli import _demo_serve
+    from skylease.cli.demo import _demo_serve
 
     monkeypatch.setenv("COLUMNS", "250")
     _demo_serve()

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 from pydantic import Field
 
@@ -367,24 +367,38 @@ def _tail_strategy(spec: str) -> Any:
 
 
 # -- the run ----------------------------------------------------------------------------------------
-def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] | None = None,
-            on_notice: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run (or resume) a job; returns the summary also written to ``OUT/summary.json``.
+@dataclass
+class PreparedRun:
+    """What a run is, checked and built before anything starts or is written (:func:`prepare_run`):
+    its options (policy files resolved), job, retries and timeout, pools, main pool and policy."""
 
-    Ctrl-C (KeyboardInterrupt) during the run is a stop: the summary comes back with outcome
-    ``interrupted`` and the run can be finished with ``--resume``.
-    """
+    opts: RunOptions
+    job: Any  # a skylease.runtime.jobs.Job
+    retries: int
+    timeout: float | None
+    specs: dict[str, dict[str, Any]]
+    main_pool: str
+    itype: InstanceType
+    policy: Policy
+    order: str
+    warnings: list[str]
+    described: str
+
+
+def prepare_run(job_spec: str, opts: RunOptions, stdin: IO[Any] | None = None) -> PreparedRun:
+    """Every check of a run that starts nothing and writes nothing: the options, the job (read from
+    ``stdin`` when ``job_spec`` is ``-``: :func:`~skylease.experiments.run_stdin.load_run_job`), the
+    output folder, the pools and the policy. ``skylease run`` and ``skylease run --dry-run`` share it."""
     from skylease.control.plugins import resolve_file_spec
-    from skylease.runtime.env import WorkerEnvironment
-    from skylease.runtime.jobs import load_job
-    from skylease.runtime.store import STORE_NAME, ResultStore, store_kind
+    from skylease.experiments.run_stdin import load_run_job
+    from skylease.runtime.store import STORE_NAME, store_kind
 
     opts = replace(opts, policy=resolve_file_spec(opts.policy),  # the same file from any folder (replay)
                    tail_qos=None if opts.tail_qos is None else resolve_file_spec(opts.tail_qos))
     check_options(opts)
-    job = load_job(job_spec, args=opts.args)
-    retries, timeout = job_settings(job, opts)
     out = Path(opts.out)
+    job = load_run_job(job_spec, opts.args, out, resume=opts.resume, stdin=stdin)
+    retries, timeout = job_settings(job, opts)
     store_path = out / STORE_NAME
     if store_path.exists():
         store_kind(store_path)  # a file skylease did not make is named as such, and never opened
@@ -406,12 +420,35 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     policy, order = parse_policy(opts.policy, main_pool, opts.budget, itype0.billing_unit, opts.policy_args)
     _check_policy_fits(policy, itype0, opts)
     warnings = _policy_capped(policy, main_pool, itype0, opts)  # said once the run starts
-    described = describe_policy(policy)
-    qos = _tail_policy(opts, specs) if opts.tail_qos else None
+    return PreparedRun(opts, job, retries, timeout, specs, main_pool, itype0, policy, order, warnings,
+                       describe_policy(policy))
+
+
+def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] | None = None,
+            on_notice: Callable[[str], None] | None = None, stdin: IO[Any] | None = None) -> dict[str, Any]:
+    """Run (or resume) a job; returns the summary also written to ``OUT/summary.json``.
+
+    ``job_spec`` ``-`` reads the job's shell lines from ``stdin`` (a copy is kept in the output
+    folder, which ``--resume`` reads: :mod:`skylease.experiments.run_stdin`).
+
+    Ctrl-C (KeyboardInterrupt) during the run is a stop: the summary comes back with outcome
+    ``interrupted`` and the run can be finished with ``--resume``.
+    """
+    from skylease.experiments.run_stdin import keep_stdin_job
+    from skylease.runtime.env import WorkerEnvironment
+    from skylease.runtime.store import STORE_NAME, ResultStore
+
+    prep = prepare_run(job_spec, opts, stdin)
+    opts, job, retries, timeout = prep.opts, prep.job, prep.retries, prep.timeout
+    specs, main_pool, itype0, policy, order = prep.specs, prep.main_pool, prep.itype, prep.policy, prep.order
+    warnings, described = prep.warnings, prep.described
+    out = Path(opts.out)
+    store_path = out / STORE_NAME
+    qos = tail_policy(opts, specs) if opts.tail_qos else None
     remote = None
     if opts.qos is not None:  # registered (and its credits ordered) before any work: a refusal stops here
         qos, remote = _qos_relay(opts, len(job.tasks), on_notice or _stderr)
-    volatility = _volatility(opts, specs, main_pool) if opts.volatility else None
+    volatility = volatility_of(opts, specs, main_pool) if opts.volatility else None
 
     # A resumed run is checked before anything starts; a new run's folder and store are made only
     # once its pools are up, so a pool that cannot start leaves nothing behind to --resume.
@@ -419,7 +456,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     reporter = None
     try:
         if store is not None:
-            _check_resume(store, job.fingerprint(), out, opts.budget if hasattr(policy, "budget") else None)
+            check_resume(store, job.fingerprint(), out, opts.budget if hasattr(policy, "budget") else None)
         # registered before any work (a refused token stops here); a resume continues its run
         reporter = _reporter(opts, job_spec, job, store_path, store, remote, on_notice or _stderr)
         if reporter is not None:
@@ -430,6 +467,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
         try:
             if store is None:
                 out_folder(out)
+                keep_stdin_job(job, out)  # (before the store: a run from stdin can always resume)
                 store = ResultStore(store_path)
             store.adopt()  # a store of the previous format, resumed: marked as ours from now on
             if "fingerprint" not in store.meta():  # a new run, or one killed before it registered its tasks
@@ -550,7 +588,7 @@ def _billing_of(it: InstanceType) -> dict[str, float]:
     return {"price": it.price, "billing_unit": it.billing_unit, "min_units": it.min_units}
 
 
-def _check_resume(store: Any, fingerprint: str, out: Path, budget: float | None) -> None:
+def check_resume(store: Any, fingerprint: str, out: Path, budget: float | None) -> None:
     """A resumed run must be the same job, with money left under its budget."""
     meta = store.meta()
     if "fingerprint" in meta and meta["fingerprint"] != fingerprint:
@@ -564,7 +602,7 @@ def _jsonable(d: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
 
 
-def _tail_policy(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> Policy:
+def tail_policy(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> Policy:
     from skylease.control.qos import SpeQuloS
     from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR
 
@@ -659,7 +697,7 @@ def _stderr(text: str) -> None:
     print(f"skylease run: {text}", file=sys.stderr, flush=True)
 
 
-def _volatility(opts: RunOptions, specs: Mapping[str, Any], main_pool: str) -> Any:
+def volatility_of(opts: RunOptions, specs: Mapping[str, Any], main_pool: str) -> Any:
     from skylease.runtime.volatility import Volatility
 
     pool = opts.volatile_pool or main_pool
@@ -757,7 +795,8 @@ def budget_to_finish(spent: float, counts: Mapping[str, int], least_charge: floa
 
 def next_steps(job_spec: str, opts: RunOptions, counts: Mapping[str, int], *, spent: float = 0.0,
                least_charge: float = 0.0) -> dict[str, str]:
-    """What the user can do next with a run: finish it, rerun its failed tasks, export, read.
+    """What the user can do next with a run: finish it, rerun its failed tasks (or write them as a
+    job file to fix: ``skylease failed``), export, read.
 
     When the budget ran out (:func:`budget_ran_out`), resuming with the same ``--budget`` would stop
     again at once: the command to finish the run then gives a larger one (:func:`budget_to_finish`)."""
@@ -770,6 +809,7 @@ def next_steps(job_spec: str, opts: RunOptions, counts: Mapping[str, int], *, sp
         steps["resume"] = resume_command(job_spec, finish)
     if counts["failed"]:
         steps["retry_failed"] = resume_command(job_spec, finish, retry_failed=True)
+        steps["failed"] = f"skylease failed {shlex.quote(str(opts.out))} > fixed.txt"
     steps["export"] = f"skylease export {shlex.quote(str(opts.out))}"
     steps["report"] = str(Path(opts.out) / "report.md")
     return steps

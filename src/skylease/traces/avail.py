@@ -28,8 +28,8 @@ never available contributes no duration at all.
 :func:`format_stats_table` prints rows of these statistics as a fixed-width text table, and
 :data:`PAPER_TABLES` holds the paper's values for comparison.
 
-``.tr`` directories (the layout of the SpeQuloS traces)
------------------------------------------------------
+``.tr`` directories (decision S19 in docs/decisions/spequlos.md)
+---------------------------------------------------------------
 :func:`read_tr_dir` reads one file per node, ``<node>.tr``, with whitespace-separated lines
 ``start end state``; only ``state == 1`` lines (available) are used. Blank lines and lines
 starting with ``#`` are skipped. Files are read in name order; ``.tr.gz`` files are gunzipped.
@@ -280,13 +280,13 @@ def load_trace(
 ) -> AvailabilityTrace:
     """Resolve a trace name or path to an :class:`AvailabilityTrace`.
 
-    Names (the SpeQuloS paper's traces, and what stands in for them here):
+    Names (the SpeQuloS traces, decision S19, and what stands in for them here):
 
     * ``seti``, ``nd`` -- :func:`~skylease.traces.dg.seti_like` / :func:`~skylease.traces.dg.nd_like`
       with ``seed``; ``n_nodes`` and ``duration_s`` override their paper-sized defaults.
     * ``spot10``, ``spot100`` -- :func:`~skylease.traces.spot.bid_ladder` with S = $10/h or $100/h
       on ``spot/c1.xlarge-us-east-1a.json.gz`` (the c1 type closest to the paper's), its prices
-      scaled to the paper's level (:func:`~skylease.traces.spot.calibrated_prices`, fitted to Table
+      scaled to the paper's level (:func:`~skylease.traces.spot.calibrated_prices`, decision S18: Table
       2's maxima of 87 and 877 nodes), the whole 60 days.
     * ``g5klyo`` -- :func:`~skylease.traces.swf.best_effort_availability` on the Blue Horizon log
       ``swf/blue_30days.swf`` (144 nodes of 8 processors, 30 days): a busy machine whose free-node

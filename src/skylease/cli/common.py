@@ -1,0 +1,104 @@
+"""What the command modules share: the consoles, the --out folder check and the client's
+options and call (``_ask``) for the commands that talk to a `skylease serve` server."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from skylease.model.errors import UserError
+
+# no emoji codes: a user's text such as 'nonsense:abc:' must print as typed
+out = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
+
+
+def _duration(seconds: float | None) -> str:
+    """A duration as a person reads it: 12.3 ms, 2.50 s, 42 s, 3m 05s, 2h 07m; "-" when unknown."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    if seconds < 1:
+        return f"{seconds * 1000:.3g} ms"
+    if seconds < 10:
+        return f"{seconds:.2f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    m, s = divmod(round(seconds), 60)
+    if m < 60:
+        return f"{m}m {s:02d}s"
+    h, m = divmod(m, 60)
+    return f"{h}h {m:02d}m"
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def _out_dir(text: str | Path) -> Path:
+    """An --out folder as typed: "" would be the working folder (Path("") is "."), and " " a folder
+    named by a space, so a blank name is refused before anything is written."""
+    if not str(text).strip():
+        raise UserError(f"{str(text)!r} is not a folder name (give one; . is the working folder)",
+                        field="--out")
+    return Path(text)
+
+
+# -- leases on a server (the client of `skylease serve`) -------------------------------------------
+ServerOption = Annotated[str | None, typer.Option("--server", help="The server's URL (default: "
+                                                  "$SKYLEASE_SERVER, else the server of `skylease login`, "
+                                                  "else http://127.0.0.1:8642).")]
+TokenOption = Annotated[str | None, typer.Option("--token", help="Your token (default: $SKYLEASE_TOKEN, else "
+                                                "the token file of `skylease login`; here, other local "
+                                                "users can read it: a warning says so).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the server's JSON answer.")]
+# a list's page (src/skylease/service/paging.py: its MAX_LIMIT and DEFAULT_LIMIT; not imported here,
+# it would load the server's libraries into every command's start)
+LimitOption = Annotated[int | None, typer.Option("--limit", min=1, max=1000, help="At most this many (the "
+                                                 "server's page: default 100, at most 1000); with --all, "
+                                                 "the size of each page asked for.")]
+AllOption = Annotated[bool, typer.Option("--all", help="All of them: the client asks for page after page "
+                                         "until the last.")]
+
+
+def _listed(what: str, items: list) -> str:
+    """A list's title: how many, and how to see the rest when the server has more."""
+    more = "; more on the server: --all (or a larger --limit)" if getattr(items, "more", False) else ""
+    return f"{len(items)} {what}{more}"
+
+
+def _ask(server: str | None, token: str | None, as_json: bool, call, render) -> None:
+    """Send ``call(client)`` to the server and print its answer: JSON with ``--json``, else the
+    tables ``render(client module, answer)`` makes. A failing or unreachable server is one line
+    and exit status 1 (a refusal, 4xx, is a UserError: exit 2)."""
+    from skylease.service import client as sc
+
+    c = sc.Client.from_options(server, token)
+    try:
+        answer = call(c)
+    except sc.ServiceError as e:
+        err.print(f"skylease: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    if token is not None:  # (after the answer: an error stays one line)
+        _token_warning("--token")
+    if as_json:
+        print(json.dumps(answer, allow_nan=False))
+        return
+    for table in render(sc, answer):
+        out.print(table)
+
+
+
+# a lease's or bag's id is parsed by the command, so that "-5" is a wrong value, not an unknown option
+_ID_SETTINGS = {"ignore_unknown_options": True}
+
+
+# -- login: the client's token file -----------------------------------------------------------
+def _token_warning(option: str, prefix: str = "skylease") -> None:
+    from skylease.runtime.credentials import option_warning
+
+    err.print(f"{prefix}: warning: {option_warning(option)}", markup=False, highlight=False, soft_wrap=True)

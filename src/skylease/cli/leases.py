@@ -1,0 +1,188 @@
+"""`skylease leases`: lease workloads simulated, and leases on a `skylease serve` server."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from skylease.cli.app import leases_app
+from skylease.cli.common import (
+    _ID_SETTINGS,
+    AllOption,
+    JsonOption,
+    LimitOption,
+    ServerOption,
+    TokenOption,
+    _ask,
+    _listed,
+    out,
+)
+from skylease.model.errors import UserError
+
+
+# -- leases ----------------------------------------------------------------------------------
+@leases_app.command("simulate")
+def leases_simulate_cmd(
+    workload: Annotated[Path, typer.Option(help="Lease workload: SWF (best-effort leases, e.g. "
+                                           "blue_30days.swf), plain LWF (advance reservations) or XML LWF "
+                                           "(Haizea 1.0, with its site).")],
+    inject: Annotated[Path | None, typer.Option(help="Plain LWF file of advance reservations to add "
+                                                "(as the Haizea experiments inject them).")] = None,
+    config: Annotated[str, typer.Option(help="NOVM-NOSR, NOVM-SR, VM-PREDEPLOY, VM-MULT, VM-REUSE-UNIFORM, "
+                                        "VM-REUSE-SKEWED (the paper's), haizea-1.0, haizea-1.0-transfers, "
+                                        "haizea-1.0-transfers-reuse (Haizea 1.0's test configurations), "
+                                        "or a TOML file of scheduler options.")]
+    = "NOVM-NOSR",
+    image_seed: Annotated[int | None, typer.Option(min=0, help="Seed of the image draw (configurations "
+                                                   "that move images; default: the TOML's seed, or 0).")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document: leases and summary.")]
+    = False,
+    gantt: Annotated[Path | None, typer.Option(help="Also draw a Gantt chart (.png, .pdf or .svg).")] = None,
+) -> None:
+    """Simulate a lease workload: what happened to each lease, and the paper's metrics."""
+    from skylease.experiments.leases import clock, simulate_workload
+
+    if gantt is not None:
+        from skylease.experiments.report import check_output  # pandas: only with a chart
+
+        check_output(gantt, "--gantt")  # before a long run
+    sim = simulate_workload(workload, inject, config, image_seed)
+    if gantt is not None:
+        sim.gantt(gantt)
+    if as_json:
+        print(json.dumps(sim.to_json(), allow_nan=False))
+        return
+    s = sim.summary()
+    out.print(f"{s['workload']} ({s['format']}, {s['nodes']} nodes) under {s['configuration']}: "
+              f"{s['leases']:,} leases, simulated in {s['wall_s']:.2f} s", markup=False, highlight=False,
+              soft_wrap=True)
+    table = Table("metric", "value")
+    table.add_row("all best-effort done", f"{s['all_best_effort_s']:,} s ({clock(s['all_best_effort_s'])})")
+    for key, label in (("mean_wait_s", "mean wait (s)"), ("mean_bounded_slowdown", "mean bounded slowdown")):
+        v = s[key]
+        table.add_row(label, "-" if math.isnan(v) else f"{v:,.2f}")
+    table.add_row("advance reservations accepted / rejected", f"{s['ar_accepted']} / {s['ar_rejected']}")
+    if s["transfers"]:
+        table.add_row("image transfers", f"{s['transfers']:,}")
+    out.print(table)
+    out.print("Leases by state: " + (", ".join(f"{k} {v:,}" for k, v in s["states"].items()) or "none"))
+    if s["leases"] <= 12:  # every lease's story, rejected ones with their reason
+        for line in sim.timeline():
+            out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    rejected = sim.rejected()
+    if rejected and s["leases"] > 12:
+        out.print(f"Rejected ({len(rejected)}):")
+        for lid, why in rejected[:10]:
+            out.print(f"  lease {lid}: {why}", markup=False, highlight=False, soft_wrap=True)
+        if len(rejected) > 10:
+            out.print(f"  and {len(rejected) - 10} more")
+    if gantt is not None:
+        out.print(f"Gantt chart: {gantt}", markup=False, highlight=False, soft_wrap=True)
+
+
+
+@leases_app.command("request")
+def leases_request_cmd(
+    file: Annotated[Path | None, typer.Argument(help="A lease request: JSON, or a Haizea XML <lease> element "
+                                                "(- reads standard input). Or give the options below.")]
+    = None,
+    nodes: Annotated[int | None, typer.Option(min=1, help="Nodes (VMs) of the lease (default 1).")] = None,
+    duration: Annotated[str | None, typer.Option(help="How long: seconds, or [D:]HH:MM:SS.")] = None,
+    start: Annotated[str | None, typer.Option(help="Start of an advance reservation, in lease time "
+                                              "(seconds or [D:]HH:MM:SS since the server's epoch).")] = None,
+    start_in: Annotated[str | None, typer.Option(help="Start of an advance reservation, from now "
+                                                 "(seconds or [D:]HH:MM:SS).")] = None,
+    lease_type: Annotated[str | None, typer.Option("--type", help="best-effort, advance-reservation or "
+                                                   "immediate (default: best-effort; with a start, "
+                                                   "advance-reservation).")] = None,
+    cpu: Annotated[float | None, typer.Option(help="CPUs per node (default 1).")] = None,
+    memory: Annotated[int | None, typer.Option(min=0, help="Memory per node, MB (default 1024).")] = None,
+    disk: Annotated[int | None, typer.Option(min=0, help="Disk per node, MB (default 0).")] = None,
+    image: Annotated[str | None, typer.Option(help="Disk image name (from the site's repository).")] = None,
+    image_size: Annotated[int | None, typer.Option(min=0, help="Disk image size, MB.")] = None,
+    preemptible: Annotated[bool | None, typer.Option("--preemptible/--not-preemptible", help="Whether an "
+                                                     "advance reservation may preempt it (default: "
+                                                     "best-effort leases are).")] = None,
+    command: Annotated[str | None, typer.Option(help="Payload of each VM, a shell line (default: one that "
+                                                "lasts the lease's duration).")] = None,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """Request a lease from a server: it is scheduled, reserved, queued, or refused with the reason."""
+    from skylease.service.client import parse_seconds, read_request_file, request_from_options
+
+    options = {"nodes": nodes, "type": lease_type, "cpu": cpu, "memory": memory, "disk": disk, "image": image,
+               "image_size": image_size, "preemptible": preemptible, "command": command,
+               "duration": None if duration is None else parse_seconds(duration, "--duration"),
+               "start": None if start is None else parse_seconds(start, "--start"),
+               "start_in": None if start_in is None else parse_seconds(start_in, "--start-in")}
+    if file is not None:
+        extra = [f"--{k.replace('_', '-')}" for k, v in options.items() if v is not None]
+        if extra:
+            raise UserError(f"give a FILE or options, not both ({', '.join(extra)} with FILE)",
+                            field=extra[0])
+        body, content_type = read_request_file(file)
+    else:
+        body = request_from_options(**options).model_dump_json(exclude_unset=True).encode()
+        content_type = "application/json"
+    _ask(server, token, as_json, lambda c: c.request(body, content_type),
+         lambda sc, v: [sc.leases_table([v])])
+
+
+# parsed here, so that "-5" is a wrong id (not an unknown option) and the error shows the value
+LeaseIdArgument = Annotated[str, typer.Argument(metavar="ID", help="The lease's id.")]
+
+
+
+def _lease_id(text: str) -> int:
+    if not text.strip().isdigit() or len(text.strip()) > 16:
+        raise UserError(f"{text!r} is not a lease id (a whole number >= 0)", field="ID")
+    return int(text)
+
+
+@leases_app.command("cancel", context_settings=_ID_SETTINGS)
+def leases_cancel_cmd(
+    lease_id: LeaseIdArgument,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """Cancel a lease on a server: it leaves the queue or its reservations, its payloads are stopped."""
+    lid = _lease_id(lease_id)
+    _ask(server, token, as_json, lambda c: c.cancel(lid), lambda sc, v: [sc.leases_table([v])])
+
+
+@leases_app.command("list")
+def leases_list_cmd(server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+                    limit: LimitOption = None, every: AllOption = False) -> None:
+    """Your leases on a server (an administrator's: every lease), by id: the first page, or --all."""
+    _ask(server, token, as_json, lambda c: c.leases(limit, every),
+         lambda sc, vs: [sc.leases_table(vs, title=_listed("lease(s)", vs))])
+
+
+@leases_app.command("show", context_settings=_ID_SETTINGS)
+def leases_show_cmd(
+    lease_id: LeaseIdArgument,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """One lease on a server: its state, events, reservations, where it runs and its payloads."""
+    lid = _lease_id(lease_id)
+    _ask(server, token, as_json, lambda c: c.lease(lid), lambda sc, v: sc.lease_detail(v))
+
+
+@leases_app.command("queue")
+def leases_queue_cmd(server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+                     limit: LimitOption = None, every: AllOption = False) -> None:
+    """The best-effort leases waiting on a server, in queue order: the first page, or --all."""
+    _ask(server, token, as_json, lambda c: c.queue(limit, every),
+         lambda sc, vs: [sc.leases_table(vs, title="queue: " + _listed("lease(s)", vs))])
+
+
+@leases_app.command("hosts")
+def leases_hosts_cmd(server: ServerOption = None, token: TokenOption = None,
+                     as_json: JsonOption = False) -> None:
+    """A server's nodes: capacity, leases running now, cached images (administrators only)."""
+    _ask(server, token, as_json, lambda c: c.hosts(), lambda sc, hs: [sc.hosts_table(hs)])

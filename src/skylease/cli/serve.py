@@ -1,0 +1,125 @@
+"""`skylease serve`: the lease manager as a server, and its users."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from skylease.cli.app import serve_app, serve_user_app
+from skylease.cli.common import JsonOption, err, out
+
+# -- serve ------------------------------------------------------------------------------------
+ServeConfigOption = Annotated[Path | None, typer.Option("--config", help="The server's TOML file "
+                                                        "(options given here win over it).")]
+DbOption = Annotated[str | None, typer.Option("--db", help="Database URL: sqlite:///FILE or "
+                                              "postgresql://USER@HOST/DB, without a password (default: "
+                                              "SQLite in the data folder).")]
+DbPasswordFileOption = Annotated[Path | None, typer.Option("--db-password-file", help="A file holding the "
+                                                           "PostgreSQL password (default: "
+                                                           "$SKYLEASE_DB_PASSWORD).")]
+DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="The server's data folder (default: "
+                                                    "$SKYLEASE_DATA/serve, ~/.local/share/skylease/serve).")]
+
+
+@serve_app.callback()
+def serve_cmd(
+    ctx: typer.Context,
+    config: ServeConfigOption = None,
+    db: DbOption = None,
+    db_password_file: DbPasswordFileOption = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1; another than "
+                                             "loopback needs --allow-remote and TLS).")] = None,
+    port: Annotated[int | None, typer.Option(min=0, max=65535, help="Port (default 8642; 0: a free one).")]
+    = None,
+    time_scale: Annotated[float | None, typer.Option(help="Lease seconds per real second (default 1; 60 runs "
+                                                     "an hour of leases in a minute).")] = None,
+    data_dir: DataDirOption = None,
+    site: Annotated[Path | None, typer.Option(help="Site file (TOML: nodes, image repository; default: one "
+                                              "node per core).")] = None,
+    scheduler: Annotated[str | None, typer.Option(help="Scheduler configuration: NOVM-SR (default), "
+                                                  "NOVM-NOSR, ... or a TOML file, as `leases simulate "
+                                                  "--config`.")] = None,
+    grace: Annotated[float | None, typer.Option(help="Seconds from SIGTERM to SIGKILL of a payload that "
+                                                "ends (default 5).")] = None,
+    allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow an address other than "
+                                               "loopback (with --tls-cert and --tls-key).")] = False,
+    tls_cert: Annotated[Path | None, typer.Option(help="TLS certificate (PEM): serve HTTPS.")] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="TLS private key (PEM).")] = None,
+) -> None:
+    """Run the lease manager as a server until SIGTERM or Ctrl-C."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from skylease.service.server import load_serve_config, serve
+
+    cfg = load_serve_config(config, host=host, port=port, db=db, db_password_file=db_password_file,
+                            data_dir=data_dir, time_scale=time_scale, site=site, scheduler=scheduler,
+                            grace=grace, tls_cert=tls_cert, tls_key=tls_key,
+                            allow_remote=allow_remote or None)
+    served = serve(cfg, announce=lambda s: out.print(s.line(), markup=False, highlight=False,
+                                                     soft_wrap=True), warn=_serve_warning)
+    out.print(f"skylease serve: stopped ({served.url})", markup=False, highlight=False, soft_wrap=True)
+
+
+def _serve_warning(text: str) -> None:
+    err.print(f"skylease serve: warning: {text}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _serve_database(config: Path | None, db: str | None, data_dir: Path | None, password_file: Path | None,
+                    *, create: bool = True):
+    from skylease.service.server import load_serve_config, open_database
+
+    return open_database(load_serve_config(config, db=db, data_dir=data_dir, db_password_file=password_file),
+                         _serve_warning, create=create)
+
+
+@serve_user_app.command("add")
+def serve_user_add_cmd(
+    name: Annotated[str, typer.Argument(help="The user's name (letters, digits, . _ @ -).")],
+    admin: Annotated[bool, typer.Option("--admin", help="An administrator: sees and cancels every lease, "
+                                        "lists the hosts.")] = False,
+    db: DbOption = None, config: ServeConfigOption = None, data_dir: DataDirOption = None,
+    db_password_file: DbPasswordFileOption = None,
+) -> None:
+    """Add a user to the server's database and print its token (once: only a hash is kept)."""
+    from skylease.service.auth import add_user, check_name
+
+    check_name(name)  # before the database is opened (or created)
+    token = add_user(_serve_database(config, db, data_dir, db_password_file), name, admin)
+    print(token)
+    err.print(f"user {name!r}{' (admin)' if admin else ''} added; the line above is its token, shown only "
+              "now: its user saves it with `skylease login` (or sets SKYLEASE_TOKEN)", markup=False,
+              highlight=False, soft_wrap=True)
+
+
+@serve_user_app.command("list")
+def serve_user_list_cmd(db: DbOption = None, config: ServeConfigOption = None, data_dir: DataDirOption = None,
+                        db_password_file: DbPasswordFileOption = None, as_json: JsonOption = False) -> None:
+    """The server's users."""
+    from skylease.service.auth import list_users
+
+    users = list_users(_serve_database(config, db, data_dir, db_password_file, create=False))
+    if as_json:
+        print(json.dumps([{"name": u.name, "admin": u.admin, "created": u.created.isoformat()}
+                          for u in users]))
+        return
+    t = Table("user", "admin", "created", title=f"{len(users)} user(s)")
+    for u in users:
+        t.add_row(u.name, "yes" if u.admin else "no", u.created.isoformat(timespec="seconds"))
+    out.print(t)
+
+
+@serve_user_app.command("remove")
+def serve_user_remove_cmd(
+    name: Annotated[str, typer.Argument(help="The user's name.")],
+    db: DbOption = None, config: ServeConfigOption = None, data_dir: DataDirOption = None,
+    db_password_file: DbPasswordFileOption = None,
+) -> None:
+    """Remove a user: its token stops working (its leases stay)."""
+    from skylease.service.auth import remove_user
+
+    remove_user(_serve_database(config, db, data_dir, db_password_file, create=False), name)
+    out.print(f"user {name!r} removed", markup=False, highlight=False)

@@ -1,0 +1,254 @@
+"""`skylease simulate`: provisioning policies on simulated bags of tasks, and a real run replayed."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from skylease.cli.app import simulate_app
+from skylease.cli.common import err, out
+
+
+# -- simulate -------------------------------------------------------------------------------
+@simulate_app.command("a2ha")
+def simulate_a2ha_cmd(
+    workload: Annotated[str, typer.Option(help="image | synthetic | outsystems | long (the paper's), "
+                                          "a WfCommons .json(.gz), a .csv of runtimes, or "
+                                          "normal|gamma|lognormal:N:MEAN:SD, constant:N:SECONDS.")],
+    preset: Annotated[str | None, typer.Option(help="conservative (0.5/0.5, default) or aggressive "
+                                               "(0.75/0.75).")] = None,
+    creation_ratio: Annotated[float | None, typer.Option(help="Initial creationRatio, 0..1.")] = None,
+    increase_ratio: Annotated[float | None, typer.Option(help="increaseRatio, 0..1.")] = None,
+    budget: Annotated[float | None, typer.Option(help="Hard cap on money: the charged cost never "
+                                                 "exceeds it.")] = None,
+    budget_factor: Annotated[float, typer.Option(help="The paper's soft budget: beta x the minimum "
+                                                 "cost (hosts work (unit - boot)/beta).")] = 1.0,
+    initial_hosts: Annotated[int, typer.Option(help="Hosts rented at t = 0.")] = 1,
+    orderings: Annotated[int, typer.Option(help="Random task orderings (runs).")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of the orderings (and of redrawn task times).")] = 0,
+    boot: Annotated[float, typer.Option(help="Host boot time, seconds (charged, no work).")] = 300.0,
+    unit: Annotated[float, typer.Option(help="Billing unit, seconds.")] = 3600.0,
+    price: Annotated[float, typer.Option(help="Price per billing unit.")] = 1.0,
+    compare: Annotated[bool, typer.Option("--compare", help="Also run a fixed pool of the optimal "
+                                          "size and Dask's adaptive rule on the same orderings.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """A2HA: budget-aware adaptive host allocation for a bag of tasks with unknown task times."""
+    from rich.progress import Progress
+
+    from skylease.experiments.a2ha import study
+
+    kwargs = dict(preset=preset, creation_ratio=creation_ratio, increase_ratio=increase_ratio,
+                  budget=budget, budget_factor=budget_factor, initial_hosts=initial_hosts,
+                  orderings=orderings, seed=seed, boot_s=boot, unit_s=unit, price=price, compare=compare)
+    if as_json or not err.is_terminal:
+        res = study(workload, **kwargs)
+        if as_json:
+            print(json.dumps(res))
+            return
+    else:
+        with Progress(console=err, transient=True) as bar:
+            task = bar.add_task("orderings", total=orderings)
+            res = study(workload, progress=lambda i: bar.update(task, completed=i), **kwargs)
+    out.print(f"{res['workload']}: {res['tasks']} tasks, {res['orderings']} orderings, "
+              f"{res['policy']}; optimal hosts {res['optimal_hosts']}")
+    cols = [("hosts", 1, "hosts created"), ("wall_s", 1 / 60, "wall time (min)"), ("speedup", 1, "speedup"),
+            ("charged_hours", 1, "charged (h)"), ("cost", 1, "cost"),
+            ("interrupted_tasks", 1, "interrupted tasks"), ("wasted_s", 1 / 60, "wasted (min)"),
+            ("continued_hosts", 1, "continued hosts")]
+    runs = [("A2HA", res), *res.get("baselines", {}).items()]
+    table = Table("mean ± sd", *(label for label, _ in runs))
+    for k, f, label in cols:
+        table.add_row(label, *(f"{r[k]['mean'] * f:.1f} ± {r[k]['std'] * f:.1f}" for _, r in runs))
+    out.print(table)
+    if res["unfinished_runs"]:
+        out.print(f"{res['unfinished_runs']} of {res['orderings']} runs stopped with tasks unfinished "
+                  f"(on average {res['unfinished']['mean']:.1f}): the budget could not buy another unit")
+
+
+@simulate_app.command("bag")
+def simulate_bag_cmd(
+    workload: Annotated[str, typer.Option(help="What `simulate a2ha --workload` takes: image | synthetic "
+                                          "| outsystems | long, a WfCommons .json(.gz), a .csv of "
+                                          "runtimes, normal|gamma|lognormal:N:MEAN:SD, constant:N:SECONDS.")],
+    policy: Annotated[str, typer.Option(help="As `skylease run --policy`: fixed:N | a2ha[:PRESET] | "
+                                        "dask-adaptive[:MAX] | MODULE:CLASS | FILE.py:CLASS | an "
+                                        "installed policy's name.")],
+    policy_arg: Annotated[list[str] | None, typer.Option("--policy-arg", help="KEY=VALUE: a parameter of "
+                                                         "a MODULE:CLASS policy (repeatable).")] = None,
+    budget: Annotated[float | None, typer.Option(help="Hard cap on money, given to a policy that "
+                                                 "takes `budget`.")] = None,
+    orderings: Annotated[int, typer.Option(help="Runs (A2HA: random task orders; redrawn workloads: "
+                                           "new task times).")] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of the runs: the same seed gives every policy the "
+                                      "same bags.")] = 0,
+    boot: Annotated[float, typer.Option(help="Host boot time, seconds (charged, no work).")] = 300.0,
+    unit: Annotated[float, typer.Option(help="Billing unit, seconds.")] = 3600.0,
+    price: Annotated[float, typer.Option("--price", "--hosts-price", help="Price of a host per billing "
+                                         "unit.")] = 1.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Any bag policy (a built-in or your own class) on the simulated cloud of `simulate a2ha`."""
+    import os
+
+    from skylease.experiments.bag import study
+
+    if os.getcwd() not in sys.path:  # `--policy module:Class` is found as `skylease run` finds it
+        sys.path.insert(0, os.getcwd())
+    res = study(workload, policy, policy_arg or (), budget=budget, orderings=orderings, seed=seed,
+                boot_s=boot, unit_s=unit, price=price)
+    if as_json:
+        print(json.dumps(res))
+        return
+    out.print(f"{res['workload']}: {res['tasks']} tasks, {res['orderings']} run(s), {res['order']} order",
+              markup=False, highlight=False, soft_wrap=True)
+    out.print(f"policy: {res['policy_class']}", markup=False, highlight=False, soft_wrap=True)
+    table = Table("mean ± sd", "value")
+    for k, f, label in (("wall_s", 1 / 60, "makespan (min)"), ("cost", 1, "cost"), ("hosts", 1, "hosts"),
+                        ("charged_hours", 1, "charged (h)"), ("speedup", 1, "speedup"),
+                        ("interrupted_tasks", 1, "interrupted tasks"), ("unfinished", 1, "unfinished tasks")):
+        table.add_row(label, f"{res[k]['mean'] * f:.1f} ± {res[k]['std'] * f:.1f}")
+    out.print(table)
+    if res["unfinished_runs"]:
+        out.print(f"{res['unfinished_runs']} of {res['orderings']} run(s) ended with tasks unfinished (on "
+                  f"average {res['unfinished']['mean']:.1f}): no host was left to run them", markup=False,
+                  highlight=False, soft_wrap=True)
+
+
+@simulate_app.command("spequlos")
+def simulate_spequlos_cmd(
+    middleware: Annotated[str, typer.Option(help="boinc or xwhep.")],
+    trace: Annotated[str, typer.Option(help="seti, nd, g5klyo, g5kgre, spot10, spot100, lanl, or a "
+                                       "trace file (FTA .tab, spot .json, SWF .swf, .tr directory).")],
+    bot: Annotated[str, typer.Option(help="small (1000 x 1 h), big (10000 x 1 min) or random "
+                                     "(Table 6 of the paper).")],
+    strategy: Annotated[str, typer.Option(help="WHEN-HOWMANY-HOW: WHEN 9C|9A|V, HOWMANY G|C, "
+                                          "HOW F|R|D (e.g. 9A-G-D), or none; a strategy of "
+                                          "one's own: FILE.py:CLASS or MODULE:CLASS (a "
+                                          "skylease.control.qos.CloudStrategy); BOINC only: "
+                                          "batch-accel (BOINC's own batch acceleration) or "
+                                          "batch-accel+STRATEGY.")] = "9C-C-R",
+    strategy_arg: Annotated[list[str] | None, typer.Option(
+        help="KEY=VALUE: a parameter of a strategy of one's own (repeatable).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed: submission time, BoT draw, node powers, boots.")] = 0,
+    credits: Annotated[float | None, typer.Option(help="Credits ordered for the BoT (default: 10 % "
+                                                  "of its workload, 15 credits per CPU hour).")] = None,
+    alpha: Annotated[float, typer.Option(help="Correction factor of the completion-time "
+                                         "prediction (fitted from past runs).")] = 1.0,
+    random_arrivals: Annotated[str | None, typer.Option(help="RANDOM only: quantile (default: task i of n "
+                                                        "at the (i - 1/2)/n quantile of the Weibull), "
+                                                        "iid (i.i.d. Weibull offsets) or epsilon "
+                                                        "(iid with every gap capped, 60 s unless "
+                                                        "--random-epsilon says).")] = None,
+    random_epsilon: Annotated[float | None, typer.Option(help="RANDOM only: the epsilon reading's cap on "
+                                                         "the gap between two arrivals, in seconds "
+                                                         "(the paper's epsilon, typically 60); alone, "
+                                                         "it implies --random-arrivals epsilon.")]
+    = None,
+    cloud_buffer: Annotated[int, typer.Option(min=1, help="BOINC: replicas a cloud worker asks for per "
+                                              "request (its work buffer; 3 as a BOINC client).")] = 3,
+    accel_min_frac_done: Annotated[float | None, typer.Option(
+        help="batch-accel: accelerate once more than this fraction of the jobs is done "
+             "(BOINC's BATCH_ACCEL_MIN_FRAC_DONE, default 0.85).")] = None,
+    accel_max_not_done: Annotated[int | None, typer.Option(
+        help="batch-accel: ... or once fewer than this many jobs are not done "
+             "(BATCH_ACCEL_MAX_NOT_DONE, default 20).")] = None,
+    accel_period: Annotated[float | None, typer.Option(
+        help="batch-accel: seconds between two runs of BOINC's batch_accel.php (default 300).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """SpeQuloS: a bag of tasks on a volatile desktop grid, its tail cut with cloud workers."""
+    from skylease.control.plugins import parse_args
+    from skylease.experiments.spequlos import batch_accel, simulate
+
+    given = (accel_min_frac_done, accel_max_not_done, accel_period)
+    accel = None if given == (None, None, None) else batch_accel(*given)
+    args = parse_args(strategy_arg or [], "--strategy-arg")
+    res = simulate(middleware, trace, bot, strategy, seed, credits=credits, alpha=alpha,
+                   arrivals=random_arrivals, epsilon=random_epsilon, cloud_buffer=cloud_buffer, accel=accel,
+                   strategy_args=args)
+    if as_json:
+        print(json.dumps(res, default=float, allow_nan=False) if _all_finite(res)
+              else json.dumps(_finite_or_none(res)))
+        return
+    base = res["baseline"]
+
+    def t(x: float) -> str:
+        return f"{x:,.0f}" if math.isfinite(x) else "not finished"
+
+    def ratio(x: float) -> str:
+        return f"{x:.2f}" if math.isfinite(x) else "-"
+
+    rd = res["readings"]
+    arrivals = "" if res["bot"] != "RANDOM" else f"; arrivals: {rd['random_arrivals']}" + (
+        f" (gaps capped at {rd['random_epsilon_s']:g} s)" if rd["random_epsilon_s"] is not None else "")
+    out.print(f"{res['middleware']} on {res['trace']}: {res['n_tasks']} {res['bot']} tasks submitted at "
+              f"{res['submit_s'] / 86400:.2f} days into the trace{arrivals}; strategy {res['strategy']}, "
+              f"{res['credits_ordered']:.0f} credits ordered")
+    table = Table("", "without QoS", res["strategy"])
+    table.add_row("completion (s)", t(base["completion_s"]), t(res["completion_s"]))
+    table.add_row("ideal time (s)", t(base["ideal_s"]), t(res["ideal_s"]))
+    table.add_row("tail slowdown", ratio(base["tail_slowdown"]), ratio(res["tail_slowdown"]))
+    table.add_row("tasks in tail", f"{base['tail_task_share']:.1%}", f"{res['tail_task_share']:.1%}")
+    table.add_row("credits used", "0", f"{res['credits_used']:.0f} ({res['credits_share']:.0%})")
+    table.add_row("cloud workers", "0", str(res["cws"]))
+    table.add_row("tasks done in the cloud", "0", f"{res['cloud_work_share']:.1%}")
+    if res["strategy"].startswith("batch-accel"):
+        table.add_row("batch accelerated at (s)", "-", t(res["accel_at_s"]) if res["accel_at_s"] is not None
+                      else "never")
+        table.add_row("extra results created", "0", f"{res['extra_results']:,}")
+    table.add_row("predicted at 50 % (s)", t(base["predicted_s"]) if base["predicted_s"] else "-",
+                  t(res["predicted_s"]) if res["predicted_s"] else "-")
+    out.print(table)
+    if res["tre_note"] is not None:
+        out.print(res["tre_note"], markup=False, highlight=False, soft_wrap=True)
+    else:
+        out.print(f"Tail removal efficiency {res['tre']:.0%}; completion {res['speedup']:.2f}x as fast "
+                  "as without QoS.")
+
+
+def _all_finite(d: dict) -> bool:
+    return all(not isinstance(v, float) or math.isfinite(v) for v in d.values()) and all(
+        _all_finite(v) for v in d.values() if isinstance(v, dict))
+
+
+def _finite_or_none(d: dict) -> dict:
+    return {k: (_finite_or_none(v) if isinstance(v, dict) else
+                None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+
+@simulate_app.command("replay")
+def simulate_replay_cmd(
+    out_dir: Annotated[Path, typer.Argument(help="The output folder of a finished real run.")],
+    seeds: Annotated[int, typer.Option(min=1, help="Task orderings to simulate (A2HA).")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Simulate a finished real run again: its measured task times, its policy and pools."""
+    import os
+
+    from skylease.experiments.run import replay
+
+    if os.getcwd() not in sys.path:  # a run's `--policy module:Class` is found as `skylease run` found it
+        sys.path.insert(0, os.getcwd())
+    res = replay(out_dir, seeds=range(seeds))
+    if as_json:
+        print(json.dumps(res))
+        return
+    t = Table("", "real", *(f"sim seed {s['seed']}" for s in res["simulated"]),
+              title=f"{res['policy']}: {res['tasks']} tasks, boot {res['boot_s']:.1f} s")
+    real = res["real"]
+
+    def num(v: float | None, spec: str) -> str:  # "-" where summary.json is gone
+        return "-" if v is None else format(v, spec)
+
+    t.add_row("workers rented", num(real["hosts"], "d"), *(str(s["hosts"]) for s in res["simulated"]))
+    t.add_row("cost", num(real["cost"], ".2f"), *(f"{s['cost']:.2f}" for s in res["simulated"]))
+    t.add_row("makespan (s)", num(real["elapsed_s"], ".1f"),
+              *(f"{s['makespan_s']:.1f}" for s in res["simulated"]))
+    out.print(t)
