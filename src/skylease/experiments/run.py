@@ -1,4 +1,5 @@
-"""``skylease run``: a real bag of tasks on Dask workers, driven by the same policies as the simulator.
+"""``skylease run``: a real bag of tasks on real workers (local processes, a Dask cluster or Slurm
+jobs), driven by the same policies as the simulator.
 
 :func:`run_job` builds the pools (a local pool by default, or those of a pools file), the policy
 (``fixed:N``, ``a2ha[:conservative|aggressive]``, ``dask-adaptive``, or a ``Policy`` subclass of
