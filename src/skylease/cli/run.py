@@ -94,7 +94,8 @@ def run_cmd(
     Example: skylease run jobs.txt --out runs/f --policy fixed:4; seq 3 | sed 's/^/echo /' | skylease run -"""
     import os
 
-    from skylease.experiments.run import RunOptions, run_job
+    from skylease.experiments.run import run_job
+    from skylease.experiments.run_options import RunOptions
 
     if os.getcwd() not in sys.path:  # `package.module:function` is found as `python -m` finds it
         sys.path.insert(0, os.getcwd())
@@ -220,7 +221,7 @@ def status_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Show a running or finished run: tasks done, failed and left, money, workers (read-only)."""
-    from skylease.experiments.run import status
+    from skylease.experiments.run_status import status
 
     st = status(out_dir)
     if as_json:

@@ -154,7 +154,8 @@ def real_run_demo(folder: str | Path, tasks: int = 40, seed: int = 0,
     """A real bag of ``sleep`` commands (about 30 s of work on 2 cores) run by A2HA on local workers."""
     import numpy as np
 
-    from skylease.experiments.run import RunOptions, run_job
+    from skylease.experiments.run import run_job
+    from skylease.experiments.run_options import RunOptions
 
     folder = out_folder(folder)
     rng = np.random.default_rng(seed)
