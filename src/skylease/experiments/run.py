@@ -42,7 +42,7 @@ from skylease.experiments.run_pools import (
     pool_itype,
     volatility_of,
 )
-from skylease.experiments.run_prepare import check_resume, prepare_run
+from skylease.experiments.run_prepare import PreparedRun, check_resume, prepare_run
 from skylease.experiments.run_qos import Policies, qos_relay, tail_policy
 from skylease.experiments.run_reporter import close_reporter, observing, start_reporter
 from skylease.experiments.run_results import FAILED_IN_SUMMARY, failed_tasks
@@ -71,12 +71,6 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     warnings, described = prep.warnings, prep.described
     out = Path(opts.out)
     store_path = out / STORE_NAME
-    qos = tail_policy(opts, specs) if opts.tail_qos else None
-    remote = None
-    if opts.qos is not None:  # registered (and its credits ordered) before any work: a refusal stops here
-        qos, remote = qos_relay(opts, len(job.tasks), on_notice or _stderr)
-    volatility = volatility_of(opts, specs, main_pool) if opts.volatility else None
-
     # A resumed run is checked before anything starts; a new run's folder and store are made only
     # once its pools are up, so a pool that cannot start leaves nothing behind to --resume.
     store = ResultStore(store_path) if opts.resume else None
@@ -84,6 +78,14 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     try:
         if store is not None:
             check_resume(store, job.fingerprint(), out, opts.budget if hasattr(policy, "budget") else None)
+            finished = _finished_run(store, prep, job_spec)
+            if finished is not None:  # nothing to run: no service told, no worker rented
+                return finished
+        qos = tail_policy(opts, specs) if opts.tail_qos else None
+        remote = None
+        if opts.qos is not None:  # registered (and its credits ordered) before any work: a refusal stops here
+            qos, remote = qos_relay(opts, len(job.tasks), on_notice or _stderr)
+        volatility = volatility_of(opts, specs, main_pool) if opts.volatility else None
         # registered before any work (a refused token stops here); a resume continues its run
         reporter = start_reporter(opts, job_spec, job, store_path, store, remote, on_notice or _stderr)
         if reporter is not None:
@@ -162,6 +164,45 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
         if store is not None:
             store.close()
 
+
+
+def _finished_run(store: Any, prep: PreparedRun, job_spec: str) -> dict[str, Any] | None:
+    """A resume with nothing to run (every task has a result; the failed ones are rerun only with
+    ``--retry-failed``): the run's summary as it stands, marked ``nothing_to_run``; None otherwise.
+
+    Nothing is started and nothing is written, except when ``summary.json`` does not describe the
+    store (the driver died between the last result and the summary): it and ``report.md`` are
+    then written from the store, as if a segment had run and rented nothing."""
+    opts = prep.opts
+    counts = store.counts()
+    if "fingerprint" not in store.meta() or counts["left"] or (opts.retry_failed and counts["failed"]):
+        return None
+    segments = int(store.query("SELECT COALESCE(MAX(segment), -1) + 1 AS n FROM segments")[0]["n"])
+    path = Path(opts.out) / "summary.json"
+    summary = json.loads(path.read_text()) if path.exists() else {}
+    if any(summary.get(k) != v for k, v in counts.items()) or summary.get("segments", 1) != segments:
+        summary = _write_summary_of_store(store, prep, job_spec, segments)
+    return {**summary, "nothing_to_run": True}
+
+
+def _write_summary_of_store(store: Any, prep: PreparedRun, job_spec: str, segments: int) -> dict[str, Any]:
+    """``summary.json`` and ``report.md`` of a run from its store alone: a segment numbered after
+    the last that ran nothing adds nothing to the whole run's figures (:func:`whole_run`)."""
+    from skylease.experiments.run_report import write_run_report
+    from skylease.runtime.env import RealResult
+
+    nothing = RealResult(outcome="done", elapsed_s=0.0, cost=0.0, done=0, failed=0, unfinished=(), hosts=0,
+                         peak_hosts=0, lost=0, retried=0, duplicates_won=0, max_release_lag_s=0.0,
+                         host_table=())
+    opts = prep.opts
+    summary = _summary(store, nothing, opts, job_spec, prep.job, segments, store.spent_before(), 0.0, None,
+                       least_charge(prep.itype))
+    summary["segment"] = segments - 1  # (the last that ran: the empty one is not in the store)
+    del summary["this_segment"]
+    summary["policy_class"] = prep.described
+    atomic_write_text(Path(opts.out) / "summary.json", json.dumps(summary, indent=2, default=float))
+    write_run_report(Path(opts.out), store, summary)
+    return summary
 
 
 def _stderr(text: str) -> None:
