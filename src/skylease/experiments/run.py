@@ -18,6 +18,9 @@ Decisions of ours (the issue is silent):
   (with the command that finishes it). A second Ctrl-C while that is written aborts it.
 * ``--retry-failed`` (with ``--resume``) moves each failed result to the attempts (outcome
   ``failed``) so that the task runs again; the tasks with an ``ok`` result are never rerun.
+* A ``--resume`` with nothing to run (every task has a result, and no ``--retry-failed`` of a
+  failed one) starts nothing: no segment, no worker, no service told; it returns the run's summary
+  marked ``nothing_to_run`` (rebuilt from the store if the driver died before writing it).
 """
 
 from __future__ import annotations
