@@ -229,7 +229,8 @@ def real_run_demo(folder: str | Path, tasks: int = 40, seed: int = 0,
     sleeps, the background process (if the tour started one) computes part 10."""
     import numpy as np
 
-    from skylease.experiments.run import RunOptions, run_job
+    from skylease.experiments.run import run_job
+    from skylease.experiments.run_options import RunOptions
 
     folder = out_folder(folder)
     if _BACKGROUND is not None:
