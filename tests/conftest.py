@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The project's real traces in ``../shared/data`` (skips when that folder is absent)."""
+    """The project's real traces in the data folder beside the repository, ``shared/data`` (skips when that
+    folder is absent)."""
     path = ROOT.parent / "shared" / "data"
     if not path.is_dir():
         pytest.skip(f"real data not available: {path} is missing (see docs/howto/data.md)")
@@ -21,7 +22,7 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_oracles(shared_data: Path) -> Path:
-    """Reference results of other programs in ``../shared/oracles``, beside the real data (skips
+    """Reference results of other programs in the ``oracles`` folder beside the data (skips
     when that folder is absent)."""
     path = shared_data.parent / "oracles"
     if not path.is_dir():
