@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from skylease.experiments.run import RunOptions, run_job
+from skylease.experiments.run import run_job
 from skylease.experiments.run_dry import dry_run
 from skylease.experiments.run_eta import eta_s, run_eta
+from skylease.experiments.run_options import RunOptions
 from skylease.experiments.run_results import export_run
 from skylease.experiments.run_show import failed_job, show_task
 from skylease.experiments.run_stdin import STDIN_COPY

@@ -94,7 +94,8 @@ def run_cmd(
     Example: skylease run jobs.txt --out runs/f --policy fixed:4; seq 3 | sed 's/^/echo /' | skylease run -"""
     import os
 
-    from skylease.experiments.run import RunOptions, run_job
+    from skylease.experiments.run import run_job
+    from skylease.experiments.run_options import RunOptions
 
     if os.getcwd() not in sys.path:  # `package.module:function` is found as `python -m` finds it
         sys.path.insert(0, os.getcwd())
@@ -114,6 +115,9 @@ def run_cmd(
         return
     res = _with_live_display(lambda on_progress: run_job(job, opts, on_progress=on_progress,
                                                          on_notice=_notice, stdin=sys.stdin), budget)
+    if res.get("nothing_to_run"):  # a resume of a run that has every task's result: one line
+        _print_nothing_to_run(res)
+        raise typer.Exit(1 if res["failed"] else 0)
     segments = f", {res['segments']} segments" if res.get("segments", 1) > 1 else ""
     table = Table("", "value", title=f"{res['job']} ({res['outcome']}{segments})")
     for k, label in (("tasks", "tasks"), ("ok", "succeeded"), ("failed", "failed"), ("left", "not run"),
@@ -168,6 +172,18 @@ def _print_dry_run(d: dict) -> None:
         out.print(f"warning: {w}", markup=False, highlight=False, soft_wrap=True)
 
 
+def _print_nothing_to_run(res: dict) -> None:
+    """`run --resume` of a run with nothing left to run (no worker was rented): where it stands."""
+    where = f"results: {Path(res['out']) / 'results.sqlite'}, report: {Path(res['out']) / 'report.md'}"
+    if res["failed"]:
+        retry = (res.get("next") or {}).get("retry_failed", "the same command with --retry-failed")
+        said = (f"every task has a result ({res['ok']} ok, {res['failed']} failed), nothing to resume; "
+                f"run the failed ones again with: {retry}; {where}")
+    else:
+        said = f"the run is complete ({res['ok']} of {res['tasks']} tasks ok), nothing to resume; {where}"
+    out.print(f"{res['out']}: {said}", markup=False, highlight=False, soft_wrap=True)
+
+
 def _print_failed(failed: list[dict], total: int) -> None:
     if not total:
         return
@@ -220,7 +236,7 @@ def status_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Show a running or finished run: tasks done, failed and left, money, workers (read-only)."""
-    from skylease.experiments.run import status
+    from skylease.experiments.run_status import status
 
     st = status(out_dir)
     if as_json:

@@ -232,7 +232,7 @@ def simulate_replay_cmd(
     """Simulate a finished real run again: its measured task times, its policy and pools."""
     import os
 
-    from skylease.experiments.run import replay
+    from skylease.experiments.run_replay import replay
 
     if os.getcwd() not in sys.path:  # a run's `--policy module:Class` is found as `skylease run` found it
         sys.path.insert(0, os.getcwd())

@@ -16,14 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from skylease.experiments.run import (
-    PreparedRun,
-    RunOptions,
-    check_resume,
-    prepare_run,
-    tail_policy,
-    volatility_of,
-)
+from skylease.experiments.run_options import RunOptions
+from skylease.experiments.run_pools import volatility_of
+from skylease.experiments.run_prepare import PreparedRun, check_resume, prepare_run
+from skylease.experiments.run_qos import tail_policy
 from skylease.experiments.run_results import open_run, task_text
 
 #: Commands a dry run lists (the first ones the run would dispatch).

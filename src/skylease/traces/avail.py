@@ -18,18 +18,18 @@ Statistics (the SpeQuloS paper's Tables 2 and 3)
   (available node-seconds over ``n_nodes * length``) and ``churn_per_node_day`` (state changes
   strictly inside the window, per node and day).
 
-Which intervals count [R]: an availability duration is every availability interval clipped to the
-window (so an interval cut by the window edge counts with its clipped length); an unavailability
-duration is every gap *between two availability intervals of the same node* inside the window.
-Gaps before a node's first or after its last interval are not counted: for real traces they mean
-"not in the trace yet / any more" rather than "down", and a node that is never available
-contributes no duration at all.
+Which intervals count (our decision; the paper does not say): an availability duration is every
+availability interval clipped to the window (so an interval cut by the window edge counts with its
+clipped length); an unavailability duration is every gap *between two availability intervals of the
+same node* inside the window. Gaps before a node's first or after its last interval are not counted:
+for real traces they mean "not in the trace yet / any more" rather than "down", and a node that is
+never available contributes no duration at all.
 
 :func:`format_stats_table` prints rows of these statistics as a fixed-width text table, and
 :data:`PAPER_TABLES` holds the paper's values for comparison.
 
-``.tr`` directories (decision S19 [RC])
--------------------------------------
+``.tr`` directories (decision S19 in docs/decisions/spequlos.md)
+---------------------------------------------------------------
 :func:`read_tr_dir` reads one file per node, ``<node>.tr``, with whitespace-separated lines
 ``start end state``; only ``state == 1`` lines (available) are used. Blank lines and lines
 starting with ``#`` are skipped. Files are read in name order; ``.tr.gz`` files are gunzipped.

@@ -22,9 +22,9 @@ pandas (0.2 s to import: the lease simulator reads its SWF workloads so, with
 
 Best-effort availability (:func:`best_effort_availability`)
 ------------------------------------------------------------
-SpeQuloS's Grid5000 traces (``g5klyo``/``g5kgre``, decision S19 in docs/decisions/spequlos.md) count a node
-as available exactly
-when no regular job runs on it. SWF logs do not say which nodes a job ran on, so [R]:
+SpeQuloS's Grid5000 traces (``g5klyo``/``g5kgre``, decision S19 in docs/decisions/spequlos.md) count
+a node as available exactly when no regular job runs on it. SWF logs do not say which nodes a job ran
+on, so we decided:
 
 * a job runs from ``submit_time + max(wait_time, 0)`` for ``run_time`` seconds; jobs with
   ``run_time <= 0`` or no processor count are skipped;
@@ -298,9 +298,9 @@ def best_effort_availability(
 
 def blue_horizon_filter(df: pd.DataFrame, *, days: float = 30.0, procs_per_node: int = 8) -> pd.DataFrame:
     """The Haizea paper's cut of a raw Blue Horizon log (decision H15 in docs/decisions/haizea.md): queues
-    1-4, submit times
-    rebased to the first kept job, requested processors turned into nodes (÷ ``procs_per_node``),
-    the first ``days`` days. The shipped ``blue_*.swf`` files are already cut this way."""
+    1-4, submit times rebased to the first kept job, requested processors turned into nodes
+    (÷ ``procs_per_node``), the first ``days`` days. The shipped ``blue_*.swf`` files are already cut
+    this way."""
     kept = df[df["queue_number"].isin([1, 2, 3, 4])].copy()
     if kept.empty:
         return kept
