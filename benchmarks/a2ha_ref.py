@@ -6,17 +6,17 @@ skylease's own implementation. It deliberately does NOT import skylease: pure Py
 It implements the consolidated event-driven algorithm of decision ALG
 (``docs/decisions/a2ha.md``) with the default decisions:
 
-* floor p_h (2.2.1), window W_h = c + BOOT + (max(k, kplan)*U - BOOT)/beta, measured from the start of
+* floor p_h (A2), window W_h = c + BOOT + (max(k, kplan)*U - BOOT)/beta, measured from the start of
   the running task (or max(now, boot end) when idle / booting);
 * pooled Fig. 7 mean (A1); periodic allocation on every tick (A5), ticks at PERIOD, 2*PERIOD, ... (A27);
 * round half away from zero (A3); creationRatio advanced only when n_nec >= 0 (A4), also when n_nec = 0;
-* boundary rule 2.5 with alpha = 1.0 (A6, A7); interrupted tasks requeued at the head (A10);
-* N/2 rule on alive hosts with kplan extension (2.6, A8); starvation guard (2.8, A9);
+* boundary rule with alpha = 1.0 (A6, A7); interrupted tasks requeued at the head (A10);
+* N/2 rule on alive hosts with kplan extension (A8); starvation guard (A9);
 * tie order DONE < BOUNDARY < READY < PERIODIC at equal times (A24), FIFO among equal kinds;
 * payment = sum over all created hosts of their k units (A25); wall time from t = 0 (A23);
 * wasted time = elapsed time of interrupted tasks; continued hosts = hosts charged > 1 unit.
 
-Decisions where 2.9 leaves room (documented so a cross-check can align):
+Decisions where ALG leaves room (documented so a cross-check can align):
 
 * A task requeued by an interruption is handed to an idle, ready, alive host whose next boundary is
   strictly later than now (a host at its own boundary is about to be released), preferring the host
@@ -69,7 +69,7 @@ def run_a2ha(
 ) -> dict:
     """Simulate one A2HA run (decision ALG). ``order`` is the pending-queue order (head first).
 
-    ``possible`` in {'floor', 'fractional'} (2.2.1) and ``periodic_alloc`` in {'always', 'updated'}
+    ``possible`` in {'floor', 'fractional'} (A2) and ``periodic_alloc`` in {'always', 'updated'}
     (A5) are the decisions' flags; the defaults are the reference decisions.
     """
     d = [float(x) for x in durations]
@@ -101,7 +101,7 @@ def run_a2ha(
     h_kplan: list[int] = []  # planned units
     h_task: list[int] = []  # running task or -1
     h_tstart: list[float] = []
-    h_W: list[float] = []  # end of planned work window W_h (2.2.1), cached
+    h_W: list[float] = []  # end of planned work window W_h (A2), cached
     h_ready: list[bool] = []
     h_alive: list[bool] = []
     alive: list[int] = []  # ids of alive hosts (creation order)

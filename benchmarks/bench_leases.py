@@ -5,9 +5,9 @@ the full Table 1 + Figure 2 campaign (72 workloads x 6 configurations, plus 4 mo
 the Table 1 workloads) under 45 minutes on this 2-core machine (``--campaign``).
 
 The reference is the same scheduler on a plain slot table that answers every query by scanning
-(``benchmarks/leases_ref.py``, a direct transcription of spec 001 §4): both give the same runs
-(checked here: the same all-best-effort time and event count). Each run happens in this process,
-one after the other, so each is one core's time.
+(``benchmarks/leases_ref.py``, a direct transcription of decisions H3-H4 in docs/decisions/haizea.md): both
+give the same runs (checked here: the same all-best-effort time and event count). Each run happens in this
+process, one after the other, so each is one core's time.
 
     python benchmarks/bench_leases.py [--quick] [--no-reference] [--slow-reference] [--campaign]
 

@@ -10,8 +10,8 @@ configuration ``NOVM-NOSR``: no VMs, no suspension, aggressive backfilling (one 
 future reservation), the closest to AccaSim's ``EASYBackfilling`` + ``FirstFit``
 (``benchmarks/accasim_easy.py``). Both see 144 nodes of one CPU and jobs asking for their
 requested-processors field in nodes. Model differences: ours drops the jobs cancelled while queued
-(437 of 5,545) and clamps a run time to ``[1, requested]`` (spec 001 §8.1), AccaSim runs every job
-for its logged run time; ours is Haizea's lease model (a slot table of reservations, leases
+(437 of 5,545) and clamps a run time to ``[1, requested]`` (decision H15 in docs/decisions/haizea.md), AccaSim
+runs every job for its logged run time; ours is Haizea's lease model (a slot table of reservations, leases
 preempted by advance reservations, none here), AccaSim's a job queue over a resource manager; ours
 prints the paper's metrics and a per-lease summary, AccaSim (its outputs off) nothing.
 

@@ -1,8 +1,8 @@
 """A plain slot table for the lease-manager benchmark: the same answers by scanning.
 
 It keeps the per-node rows (so that it is a drop-in replacement) but answers every query the way a
-direct transcription of spec 001 §4 would: no caches, no one-VM-per-node shortcut (a usage sweep
-on every node), change points and the next event found by scanning every reservation.
+direct transcription of decisions H3-H4 in docs/decisions/haizea.md would: no caches, no one-VM-per-node
+shortcut (a usage sweep on every node), change points and the next event found by scanning every reservation.
 """
 
 from __future__ import annotations

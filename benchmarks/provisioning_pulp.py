@@ -6,7 +6,7 @@ Every function mirrors the matching builder in ``skylease.planning.provisioning`
 variables, bounds, rows (with the same equation numbers), objective and, for Watershed, the same
 lexicographic tie-break (a second solve minimising the active intervals subject to cost <= cost*).
 The data preparation (index grids, variable boxes, interval capacities) is taken from skylease's own
-helpers so both sides see bit-identical coefficients. The multi-model ILP (§4.3) is not retyped: its
+helpers so both sides see bit-identical coefficients. The multi-model ILP (eqs. 28-37) is not retyped: its
 ``Milp`` from skylease's builder is translated generically (``pulp_from_milp``), the same model.
 
 Each ``pulp_*`` returns ``(optimal cost, n_variables, n_constraints)``; it raises if CBC is not optimal.

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real traces: the data folder ``$SKYLEASE_DATA`` when set, else the project's copy beside
-    this checkout (``<checkout>/../shared/data``); skips with how to get them when neither is there."""
+    this checkout (its sibling folder ``shared/data``); skips with how to get them when neither is there."""
     env = os.environ.get("SKYLEASE_DATA", "").strip()
     path = Path(env).expanduser() if env else ROOT.parent / "shared" / "data"
     if not path.is_dir():
@@ -27,7 +27,7 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_oracles(shared_data: Path) -> Path:
-    """Reference results of other programs in ``../shared/oracles``, beside the real data (skips
+    """Reference results of other programs in the ``oracles`` folder beside the data (skips
     when that folder is absent)."""
     path = shared_data.parent / "oracles"
     if not path.is_dir():

@@ -82,3 +82,36 @@ def test_the_papers_numbers_load_from_the_package():
     assert paper_mapping.EXAMPLE_ETC.shape == (8, 4)
     assert len(paper_mapping.TABLE_3_8) == 16 and all(len(r) == 9 for r in paper_mapping.TABLE_3_8.values())
     assert paper_placement.EXAMPLE_WH == {"alg11": 1784.0, "alg12": 1100.0}
+
+
+#: A citation of a document that is not in the repository: the project's private specs and seeds, or
+#: the folder beside the checkout. Spelled with character classes so that this file does not match it.
+OUTSIDE = re.compile(r"spec[ ]00|seed[ ]00|\.\.[/]shared")
+SCANNED = ("src", "docs", "README.md", "tests", "benchmarks")
+
+
+def _scanned_files() -> list[Path]:
+    files: list[Path] = []
+    for name in SCANNED:
+        top = ROOT / name
+        files += [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+    skip = ("__pycache__", ".egg-info", ".pytest_cache", ".ruff_cache")
+    return [p for p in files if not any(part.endswith(skip) for part in p.relative_to(ROOT).parts)]
+
+
+def test_nothing_sends_a_reader_outside_the_repository():
+    """No comment, doc or message cites the private specs ("spec NNN §8"), the seeds or the folder
+    beside the checkout: what the code relies on is written in docs/decisions/, and tests reach the data
+    through the ``shared_data`` fixture."""
+    assert all(OUTSIDE.search(s) for s in ("spec " + "003 §8", "seed " + "002", ".." + "/shared/data"))
+    files = _scanned_files()
+    assert len(files) > 100  # the scan saw the repository (a wrong ROOT would pass vacuously)
+    offenders = []
+    for path in files:
+        data = path.read_bytes()
+        if b"\0" in data:  # a binary file (an image, a compressed trace)
+            continue
+        for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+            if OUTSIDE.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:100]}")
+    assert not offenders, "cites a document outside the repository:\n" + "\n".join(offenders)

@@ -1,4 +1,5 @@
-"""Image preparation: EDF and FIFO transfer channels, piggybacking, pools (spec 001 §6.2, §6.3, §6.7)."""
+"""Image preparation: EDF and FIFO transfer channels, piggybacking, pools (decisions H8, H13 in
+docs/decisions/haizea.md)."""
 
 from __future__ import annotations
 

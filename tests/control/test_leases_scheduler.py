@@ -1,5 +1,5 @@
 """The lease scheduler alone (no simulator): backfilling, slideback, AR admission and preemption,
-immediate leases, rejections (spec 001 §6)."""
+immediate leases, rejections (decisions H6-H12 in docs/decisions/haizea.md)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_aggressive_backfilling_gives_one_future_reservation(run_leases):
 
 def test_the_reservation_counter_is_released_at_the_end_not_the_start(run_leases):
     # Lease 1 reserves [100, 110). While it runs, lease 2 (4 nodes) still cannot reserve; it is
-    # scheduled only when lease 1's reservation ends (spec §6.3 [C][V]).
+    # scheduled only when lease 1's reservation ends (decision H9 in docs/decisions/haizea.md; [C][V]).
     leases = [_be(0, 0, 3, 100), _be(1, 0, 4, 10), _be(2, 0, 4, 10)]
     sched = run_leases(leases, 4)
     assert sched.reserved == 0 and leases[2].history[0] == ("schedule", 110)
@@ -88,7 +88,8 @@ def test_slideback_never_moves_an_advance_reservation(run_leases):
     run_leases(leases, 1)
     assert leases[1].first_start == 100 and not any(w == "slideback" for w, _ in leases[1].history)
     # BE 2 holds the future reservation after the AR; the AR is the next lease on the node, so
-    # nothing slides (spec §6.6 takes only the next lease per node) and BE 2 keeps its slot
+    # nothing slides (decision H12 in docs/decisions/haizea.md takes only the next lease per node) and BE 2
+    # keeps its slot
     assert leases[2].first_start == 150
 
 

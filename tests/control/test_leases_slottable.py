@@ -1,4 +1,5 @@
-"""The slot table: capacity checks, availability windows, change points (spec 001 §2.4, §4)."""
+"""The slot table: capacity checks, availability windows, change points (decisions H3-H4 in
+docs/decisions/haizea.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The Credit System (spec 003 §2.7, A17): orders never spend more than they hold; credits conserve."""
+"""The Credit System (decisions S17, S28 in docs/decisions/spequlos.md): orders never spend more than they
+hold; credits conserve."""
 
 import pytest
 from hypothesis import given, settings

@@ -1,4 +1,4 @@
-"""The Oracle (spec 003 §2.2, §2.3, §2.5, A2, A3, A5, A15) and strategy names (§2.4)."""
+"""The Oracle (decisions S2, S3, S5, S15, S16 in docs/decisions/spequlos.md) and strategy names."""
 
 import numpy as np
 import pytest

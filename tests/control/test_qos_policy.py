@@ -1,5 +1,5 @@
-"""The SpeQuloS scheduler (spec 003 §2.6, A4, A24) on a toy TailEnvironment: a clock, a timer heap,
-scripted completion and assignment times, and cloud workers that stay busy or go idle on cue."""
+"""The SpeQuloS scheduler (decisions S4, S24 in docs/decisions/spequlos.md) on a toy TailEnvironment: a clock,
+a timer heap, scripted completion and assignment times, and cloud workers that stay busy or go idle on cue."""
 
 from __future__ import annotations
 
@@ -214,7 +214,7 @@ def test_idle_cws_stop_at_the_next_tick(stop_idle):
     else:
         assert all(c.reason == "credits" for c in p.cws.values())
         assert p.spent == 150
-    assert len(env.acquire_calls) == 1  # never restarted (A24)
+    assert len(env.acquire_calls) == 1  # never restarted (decision S24)
 
 
 def test_conservative_count_from_the_remaining_time():

@@ -1,4 +1,4 @@
-"""Tail-effect metrics (spec 003 §1.7, §4.3, A1, A16) against hand-computed values."""
+"""Tail-effect metrics (decisions S1, S16 in docs/decisions/spequlos.md) against hand-computed values."""
 
 import math
 
@@ -49,7 +49,7 @@ def test_rank_is_robust_to_float_noise():
 def test_ideal_slowdown_and_tail_shares_ten():
     assert ideal_time(TEN) == pytest.approx(10.0)
     assert completion_time(TEN) == 30
-    assert tail_slowdown(TEN) == pytest.approx(3.0)  # actual / ideal (A1)
+    assert tail_slowdown(TEN) == pytest.approx(3.0)  # actual / ideal (decision S1)
     assert tail_tasks(TEN) == 1
     assert tail_task_share(TEN) == pytest.approx(0.1)
     assert tail_time_share(TEN) == pytest.approx(2 / 3)

@@ -1,5 +1,5 @@
-"""Spec A4: which idle cloud workers stop at the next tick (every strategy's, or Greedy's only), and
-the reproduction's side-by-side of both readings."""
+"""Decision S4 in docs/decisions/spequlos.md: which idle cloud workers stop at the next tick (every
+strategy's, or Greedy's only), and the reproduction's side-by-side of both readings."""
 
 import pandas as pd
 import pytest

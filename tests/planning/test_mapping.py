@@ -32,7 +32,7 @@ def test_keys_of_heuristics():
 
 def test_optimum_by_exhaustive_search():
     assert _optimum(ETC) == OPT
-    # the optimal assignment quoted in the spec
+    # the optimal assignment of the worked example (decision A7 in docs/decisions/thesis.md)
     s = M.evaluate(ETC, [0, 2, 1, 1, 2, 3, 3, 0])
     assert s.makespan == OPT
     assert s.loads.tolist() == [2100.0, 2130.0, 2100.0, 2000.0]

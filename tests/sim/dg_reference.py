@@ -1,6 +1,6 @@
 """Naive reference simulators for the DG models: every keep-alive, back-off retry, OFF and ON is an
-event. Slow (events grow with simulated time) but obviously faithful to spec 003 §1.5; the fast
-simulators in :mod:`skylease.sim.dg.env` must produce the same histories.
+event. Slow (events grow with simulated time) but obviously faithful to decision S11 in
+docs/decisions/spequlos.md; the fast simulators in :mod:`skylease.sim.dg.env` must produce the same histories.
 
 Ties: work requests (and ON events, which request at once) due at the same instant run after the
 other events of that instant, in node order -- the fast simulators' rule (integer ON offsets and

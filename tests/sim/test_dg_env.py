@@ -1,4 +1,5 @@
-"""Desktop-grid simulators (XWHEP, BOINC) and cloud workers (spec 003 §1.5-1.6, §2.4)."""
+"""Desktop-grid simulators (XWHEP, BOINC) and cloud workers (decisions S6, S7, S11, S12 in
+docs/decisions/spequlos.md)."""
 
 from __future__ import annotations
 

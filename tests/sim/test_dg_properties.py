@@ -68,7 +68,7 @@ def test_spequlos_runs_keep_every_invariant(
     assert res.cw_count == len(pol.cws)
     if strategy == "none" or credits < pol.tick_credits:
         assert res.cw_count == 0 and summ["credits_spent"] == 0
-    # CWs are started once per BoT (A24), all at the same tick
+    # CWs are started once per BoT (decision S24 in docs/decisions/spequlos.md), all at the same tick
     assert len({c.started for c in pol.cws.values()}) <= 1
 
     # fairness: identical to the run without QoS until the first CW is rented

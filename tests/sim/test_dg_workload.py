@@ -1,4 +1,5 @@
-"""SpeQuloS workloads: Table 6 categories, Table 4 powers, credits (spec §1.3-1.8)."""
+"""SpeQuloS workloads: Table 6 categories, Table 4 powers, credits (decisions S8, S9, S28 in
+docs/decisions/spequlos.md)."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def test_random_epsilon_caps_gaps_and_keeps_the_draw() -> None:
     assert capped.nops.tolist() == spec.nops.tolist()  # only the arrivals change
     assert capped.arrival[0] == spec.arrival[0]
     assert np.diff(capped.arrival).max() <= 60.0 + 1e-9
-    assert np.diff(spec.arrival).max() > 60.0  # the spec's reading has longer gaps at this seed
+    assert np.diff(spec.arrival).max() > 60.0  # the i.i.d. reading (S9) has longer gaps at this seed
     assert capped.arrival[-1] < spec.arrival[-1]
     with pytest.raises(ValueError, match="epsilon"):
         make_bot("RANDOM", seed=3, epsilon=0.0)

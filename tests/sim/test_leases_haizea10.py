@@ -1,7 +1,8 @@
 """Haizea 1.0's behaviours (its released code, not the 2008 simulator), each behind a
 :class:`SchedulerConfig` key whose default keeps the 2008 behaviour, and the built-in
 configurations ``haizea-1.0``, ``haizea-1.0-transfers``, ``haizea-1.0-transfers-reuse`` checked
-against Haizea 1.0's own timelines (``../shared/oracles/haizea10``)."""
+against Haizea 1.0's own timelines (the ``oracles/haizea10`` folder beside the data, through the
+``shared_oracles`` fixture)."""
 
 from __future__ import annotations
 

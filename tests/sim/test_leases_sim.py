@@ -1,4 +1,5 @@
-"""The lease scheduler on the simulator: the Haizea paper's baseline, exactly (spec 001 §11)."""
+"""The lease scheduler on the simulator: the Haizea paper's baseline, exactly (decision H20 in
+docs/decisions/haizea.md)."""
 
 from __future__ import annotations
 
@@ -262,9 +263,9 @@ def test_skipping_fits_that_must_fail_changes_no_decision(skip, n_nodes, specs, 
     assert histories[0] == histories[1]
 
 
-# -- Table 1, NOVM-NOSR rows (spec 001 §10.1, tolerances of §11) ----------------------------------------
+# -- Table 1, NOVM-NOSR rows (decision H19 in docs/decisions/haizea.md, tolerances of H20) -------------------
 # (rho, paper: all-BE %, wait ks, slowdown; ours, pinned: all-BE %, wait ks, slowdown). Ours equal the
-# spec's independent re-simulation to its printed precision.
+# independent re-simulation of decision H20 to its printed precision.
 TABLE1_NOVM_NOSR = [
     (10, (3.91, 16.91, 60.48), (3.91, 16.90, 60.33)),
     pytest.param(20, (8.66, 23.91, 71.80), (8.70, 24.04, 71.39), marks=pytest.mark.slow),
@@ -293,7 +294,7 @@ def test_table1_novm_nosr_rows(blue, shared_data, rho, paper, ours):
 
 
 # -- Table 1, NOVM-SR rows ---------------------------------------------------------------------------
-# (rho, option preempt_future_resumptions, paper, ours pinned). The spec's re-simulation gave
+# (rho, option preempt_future_resumptions, paper, ours pinned). The re-simulation of H20 gave
 # -0.84 / 0.35 / 4.11 %, 5.99 / 8.26 / 13.60 ks, 32.36 / 50.86 / 128.72. A lease that must be
 # suspended takes the nodes free longest (the 2008 findPhysNodesForVMs): before we did so, a 140-node
 # suspended lease's planned resumption blocked two ARs of [30 %/3H/medium] and the wait was 17.20 ks
@@ -323,8 +324,8 @@ def test_table1_novm_sr_rows(blue, shared_data, rho, unschedule_resumes, paper, 
 
 
 # -- Table 1, VM-PREDEPLOY rows (VM overheads, mem+vm migration, no image transfers) -----------------
-# The spec's re-simulation gave -0.26 / 1.05 / 7.42 %, 7.81 / 11.80 / 21.04 ks, 39.52 / 60.20 / 124.06.
-# Ours are within the spec's tolerances (with the nodes free longest for a lease that must be suspended;
+# The re-simulation of H20 gave -0.26 / 1.05 / 7.42 %, 7.81 / 11.80 / 21.04 ks, 39.52 / 60.20 / 124.06.
+# Ours are within H20's tolerances (with the nodes free longest for a lease that must be suspended;
 # before, the 10 % slowdown was 35.31, 10.8 % under the paper's).
 TABLE1_VM_PREDEPLOY = [
     (10, (-0.27, 8.05, 39.60), (-0.51, 8.18, 40.61), 0),
@@ -343,7 +344,7 @@ def test_table1_vm_predeploy_rows(blue, shared_data, rho, paper, ours, rejected)
     rel = (run.all_best_effort / 2_674_265 - 1) * 100
     wait, slow = s["mean_wait_s"] / 1000, s["mean_bounded_slowdown"]
     assert (round(rel, 2), round(wait, 2), round(slow, 2)) == ours
-    # with +5 % and +20 s, a few ARs overlap and are rejected (spec §12-N expects a few)
+    # with +5 % and +20 s, a few ARs overlap and are rejected (decision H22 expects a few)
     assert s["ar_rejected"] == rejected
     tol = 0.15 if rho == 30 else 0.10
     assert abs(rel - paper[0]) <= 1.1 and abs(wait / paper[1] - 1) <= tol
@@ -420,9 +421,9 @@ def test_preemption_scenario_timelines(shared_data):
 
 
 # -- Table 1, VM-MULT and VM-REUSE-* rows (image transfers; images drawn with seed 0) ---------------------
-# Pinned at seed 0 (spec §12-M: the original image lists are lost; the spread over seeds is about
-# ±0.5 pp run time, ±5 % wait, ±5 % slowdown). At this seed every cell is within the spec's
-# tolerances (VM-REUSE-* were not re-simulated by the spec: reported, not required, but they hold).
+# Pinned at seed 0 (decision H17 in docs/decisions/haizea.md: the original image lists are lost; the spread
+# over seeds is about ±0.5 pp run time, ±5 % wait, ±5 % slowdown). At this seed every cell is within H20's
+# tolerances (VM-REUSE-* were not re-simulated (H20): reported, not required, but they hold).
 TABLE1_IMAGES = [
     ("vm_mult", "uniform", 10, (0.60, 15.69, 91.94), (0.35, 15.59, 89.19), 1),
     pytest.param("vm_mult", "uniform", 20, (3.95, 34.56, 203.39), (3.22, 36.13, 208.75), 1,
@@ -456,7 +457,7 @@ def test_table1_image_transfer_rows(blue, shared_data, config, images, rho, pape
     rel = (run.all_best_effort / 2_674_265 - 1) * 100
     wait, slow = s["mean_wait_s"] / 1000, s["mean_bounded_slowdown"]
     assert (round(rel, 2), round(wait, 2), round(slow, 2)) == ours
-    assert s["ar_rejected"] == rejected  # EDF: an AR whose image cannot arrive in time (spec §12-N)
+    assert s["ar_rejected"] == rejected  # EDF: an AR whose image cannot arrive in time (decision H22)
     tol = 0.15 if rho == 30 else 0.10
     assert abs(rel - paper[0]) <= 1.1 and abs(wait / paper[1] - 1) <= tol
     assert abs(slow / paper[2] - 1) <= tol

@@ -1,4 +1,5 @@
-"""The AR injection generator (spec 001 §8.2) against the original files' Appendix B counts."""
+"""The AR injection generator (decision H16 in docs/decisions/haizea.md) against the counts of the authors'
+original files."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from skylease.traces.ar_injection import (
 )
 from skylease.traces.lwf import read_plain_lwf
 
-# (rho %, delta h, size): (AR count, nominal interval) from spec 001 Appendix B
+# (rho %, delta h, size): (AR count, nominal interval) counted on the authors' original files (decision H16)
 APPENDIX_B = {
     (5, 1, "small"): (422, 6250), (10, 3, "medium"): (94, 27375), (20, 3, "medium"): (192, 13687),
     (30, 3, "medium"): (291, 9125), (30, 1, "small"): (2499, 1041), (15, 3, "large"): (85, 30249),

@@ -54,8 +54,9 @@ def test_outsystems_trace() -> None:
     w = bag.works
     assert len(w) == 1480
     assert w.mean() == pytest.approx(63.5, abs=1e-9)
-    assert np.median(w) == pytest.approx(30.8, abs=0.1)  # §7: median 30.8 s
-    assert (w > 900).sum() == 3  # §7: 3 tasks over 15 min ("few")
+    # decision W3 in docs/decisions/a2ha.md: median 30.8 s
+    assert np.median(w) == pytest.approx(30.8, abs=0.1)
+    assert (w > 900).sum() == 3  # W3: 3 tasks over 15 min ("few")
     assert w.max() / 60 == pytest.approx(42.2, abs=0.1)
     assert np.all(w > 0)
     assert optimum(bag) == 29

@@ -1,4 +1,4 @@
-"""Plain-text LWF files of the Haizea experiments (spec 001 §8.2)."""
+"""Plain-text LWF files of the Haizea experiments (decision H16 in docs/decisions/haizea.md)."""
 
 import pandas as pd
 import pytest
@@ -36,8 +36,8 @@ def _assert_one_line_error(reader, tmp_path, text: str, needle: str) -> None:
     assert "w.lwf" in msg and needle in msg and "\n" not in msg
 
 
-# Appendix B of spec 001: AR count of every 30-day injection file, rows rho = 5..30 %, columns
-# (duration 1..4 h) x (size small, medium, large)
+# AR count of every one of the authors' 30-day injection files (decision H16 in docs/decisions/haizea.md),
+# rows rho = 5..30 %, columns (duration 1..4 h) x (size small, medium, large)
 APPENDIX_B = {
     5: [422, 144, 85, 203, 71, 43, 137, 47, 29, 105, 36, 22],
     10: [815, 286, 171, 411, 141, 86, 280, 94, 57, 205, 72, 43],
@@ -58,10 +58,10 @@ def test_all_72_injection_files_match_appendix_b(shared_data):
             assert len(d) == n, (rho, hours, size)
             assert d["nodes"].between(lo, hi).all()
             assert d["duration"].between(hours * 3600 - 1800, hours * 3600 + 1800).all()
-            # the ARs' node-seconds are rho % of 144 nodes x 30 days, within about 1 % (spec §8.2)
+            # the ARs' node-seconds are rho % of 144 nodes x 30 days, within about 1 % (H16)
             share = (d["duration"] * d["nodes"]).sum() / (144 * 2_592_000)
             assert abs(share / (rho / 100) - 1) < 0.02
-            # in the past only in the two files the spec names (dropped or rejected)
+            # in the past only in the two files decision H16 names (dropped or rejected)
             past = {(25, 1, "1small"), (30, 1, "1small")}
             assert (d["start"] < 0).sum() == (2 if (rho, hours, size) in past else 0)
 

@@ -115,9 +115,9 @@ def test_real_files(shared_data):
 
 
 def test_named_spot_traces_are_calibrated_to_the_papers_price_level(shared_data):
-    """Spec A18: spot10/spot100 scale the 2016 series so that the ladders' maxima are Table 2's (87 and
-    877 nodes, which hold together only for a lowest price in ($0.113895, $0.114025]); the mean node
-    count then lands within 15 % of Table 2's. The raw file keeps its own level."""
+    """Decision S18 in docs/decisions/spequlos.md: spot10/spot100 scale the 2016 series so that the ladders'
+    maxima are Table 2's (87 and 877 nodes, which hold together only for a lowest price in ($0.113895,
+    $0.114025]); the mean node count then lands within 15 % of Table 2's. The raw file keeps its own level."""
     assert 100 / 878 < PAPER_MIN_PRICE <= 100 / 877 and 10 / 88 < PAPER_MIN_PRICE <= 10 / 87
     for name, most, mean in (("spot10", 87, 82.186), ("spot100", 877, 823.95)):
         tr = load_trace(name, data_dir=shared_data)
