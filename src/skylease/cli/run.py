@@ -84,12 +84,8 @@ def run_cmd(
                                                "tasks again too (the ok ones are not rerun).")] = False,
 ) -> None:
     """Run a bag of tasks on real Dask workers, with the same policies as the simulator."""
-    import os
-
     from skylease.experiments.run import RunOptions, run_job
 
-    if os.getcwd() not in sys.path:  # `package.module:function` is found as `python -m` finds it
-        sys.path.insert(0, os.getcwd())
     opts = RunOptions(out=out_dir, policy=policy, policy_args=list(policy_arg or []), pools_file=pools,
                       pool=pool, max_workers=workers,
                       price=price, billing_unit=billing_unit, budget=budget, retries=retries,

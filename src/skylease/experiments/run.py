@@ -373,11 +373,12 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     Ctrl-C (KeyboardInterrupt) during the run is a stop: the summary comes back with outcome
     ``interrupted`` and the run can be finished with ``--resume``.
     """
-    from skylease.control.plugins import resolve_file_spec
+    from skylease.control.plugins import find_in_working_folder, resolve_file_spec
     from skylease.runtime.env import WorkerEnvironment
     from skylease.runtime.jobs import load_job
     from skylease.runtime.store import STORE_NAME, ResultStore, store_kind
 
+    find_in_working_folder()  # `package.module:function`, `--policy module:Class`: as `python -m` finds them
     opts = replace(opts, policy=resolve_file_spec(opts.policy),  # the same file from any folder (replay)
                    tail_qos=None if opts.tail_qos is None else resolve_file_spec(opts.tail_qos))
     check_options(opts)
@@ -833,8 +834,10 @@ def replay(out: str | Path, seeds: Sequence[int] = (0,)) -> dict[str, Any]:
     A run with tasks left (stopped, interrupted) is refused: its measured times are a part of the
     bag, and its real cost is that of a part, so the comparison would mean nothing.
     """
+    from skylease.control.plugins import find_in_working_folder
     from skylease.sim.env import simulate
 
+    find_in_working_folder()  # the run's `--policy module:Class` is found as `skylease run` found it
     if len(seeds) > MAX_REPLAY_SEEDS:
         raise UserError(f"at most {MAX_REPLAY_SEEDS} (one simulated run, and one column, per seed), "
                         f"got {len(seeds):,}", field="--seeds")
