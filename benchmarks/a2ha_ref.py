@@ -3,8 +3,8 @@
 This is the "plain implementation" side of the A2HA benchmark and an independent cross-check of
 skylease's own implementation. It deliberately does NOT import skylease: pure Python + heapq + numpy.
 
-It implements the consolidated event-driven algorithm of spec section 2.9
-(``shared/specs/000_a2ha.md``) with the default resolutions:
+It implements the consolidated event-driven algorithm of decision ALG
+(``docs/decisions/a2ha.md``) with the default decisions:
 
 * floor p_h (2.2.1), window W_h = c + BOOT + (max(k, kplan)*U - BOOT)/beta, measured from the start of
   the running task (or max(now, boot end) when idle / booting);
@@ -67,10 +67,10 @@ def run_a2ha(
     possible: str = "floor",
     periodic_alloc: str = "always",
 ) -> dict:
-    """Simulate one A2HA run (spec 2.9). ``order`` is the pending-queue order (head first).
+    """Simulate one A2HA run (decision ALG). ``order`` is the pending-queue order (head first).
 
     ``possible`` in {'floor', 'fractional'} (2.2.1) and ``periodic_alloc`` in {'always', 'updated'}
-    (A5) are the spec's flags; the defaults are the reference resolutions.
+    (A5) are the decisions' flags; the defaults are the reference decisions.
     """
     d = [float(x) for x in durations]
     N = len(d)
@@ -337,7 +337,7 @@ def run_orderings(
 
 
 # --------------------------------------------------------------------------------------------------
-# workloads for the self-check (spec 3.2)
+# workloads for the self-check (W1-W4 of docs/decisions/a2ha.md)
 
 
 def w2_durations(seed: int, n: int = 256) -> np.ndarray:
@@ -383,17 +383,19 @@ if __name__ == "__main__":
     res = run_orderings(w2_durations, 100, seed=2, cr0=0.5, ir=0.5)
     _summary("W2 synthetic N(150,30), redrawn, cr0=ir=0.5", res)
     print(
-        "  spec 7: hosts 12.6-13.1, speedup 9.1-10.0, payment 13.1-13.4 h, interrupted 2-4, continued 0.2-0.5"
+        "  prototype (PROTO): hosts 12.6-13.1, speedup 9.1-10.0, payment 13.1-13.4 h, interrupted 2-4, "
+        "continued 0.2-0.5"
     )
     res = run_orderings(w2_durations, 100, seed=2, cr0=0.5, ir=0.5, guard=False)
-    print(f"  without guard: {sum(not r['completed'] for r in res)}/100 runs stalled (spec 7: 2-9%)")
+    print(f"  without guard: {sum(not r['completed'] for r in res)}/100 runs stalled (prototype, A9: 2-9%)")
 
     w1 = w1_trace()
     print(f"\nW1 trace: mean {w1.mean():.1f} sd {w1.std():.1f} min {w1.min():.1f} max {w1.max():.1f} s")
     res = run_orderings(w1, 100, seed=1, cr0=0.5, ir=0.5)
     _summary("W1 gamma trace, cr0=ir=0.5", res)
     print(
-        "  spec 7 (across cr0, ir): hosts 19.0-22.1, wall 68-78 min, speedup 12.2-14.3, payment 21.3-23.8 h,"
+        "  prototype (across cr0, ir): hosts 19.0-22.1, wall 68-78 min, speedup 12.2-14.3, payment "
+        "21.3-23.8 h,"
     )
     print("         interrupted 3.5-6, wasted 6-10 min, continued 1.6-2.3")
 
@@ -406,6 +408,6 @@ if __name__ == "__main__":
     res = run_orderings(w3, 200, seed=3, cr0=0.5, ir=0.5)
     t2 = time.perf_counter()
     _summary("W3 lognormal trace, cr0=ir=0.5", res)
-    print("  spec 7: hosts 32.5-37.9, payment 40-44 h, interrupted ~6-7, continued 5.7-7.6, wasted ~3 min")
+    print("  prototype: hosts 32.5-37.9, payment 40-44 h, interrupted ~6-7, continued 5.7-7.6, wasted ~3 min")
     print(f"  time for 200 orderings of 1480 tasks: {t2 - t1:.2f} s")
     print(f"\ntotal self-check time {time.perf_counter() - t0:.1f} s")

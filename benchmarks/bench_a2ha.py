@@ -1,7 +1,8 @@
 """A2HA speed and agreement: skylease's policy on the event simulator vs a plain reference simulator.
 
 Target (issue 5): a 200-ordering run of the OutSystems-like workload (1480 tasks) in under 10 s on
-one core. The reference (``a2ha_ref.py``) is a standalone heap-based simulator of spec §2.9 written
+one core. The reference (``a2ha_ref.py``) is a standalone heap-based simulator of decision ALG
+(docs/decisions/a2ha.md) written
 independently, without skylease: it is what a researcher would hand-write for one experiment. Ours
 runs the same policy object that drives real workers, through the Environment protocol.
 
@@ -64,7 +65,7 @@ def main() -> None:
     t_ours = min(ours("outsystems", a.orderings, s)[0] for s in range(a.repeat))
     t_ref = min(reference("outsystems", a.orderings, s)[0] for s in range(a.repeat))
     print(f"  skylease (policy via Environment protocol on the event kernel): {t_ours:6.2f} s")
-    print(f"  plain reference simulator (a2ha_ref.py, spec §2.9 only):         {t_ref:6.2f} s")
+    print(f"  plain reference simulator (a2ha_ref.py, decision ALG only):     {t_ref:6.2f} s")
     print(f"  ratio reference/skylease: {t_ref / t_ours:.2f}x")
     print(f"  target < {TARGET_S:.0f} s: {'MET' if t_ours < TARGET_S else 'NOT MET'} ({t_ours:.2f} s)")
 

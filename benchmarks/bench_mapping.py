@@ -1,6 +1,6 @@
 """ETC batch-mapping heuristics: ours (numba) vs pure Python vs plain C, in the same run.
 
-Heuristics (definitions and tie-breaks: /work/shared/specs/004_thesis.md A4.1-A4.3, A4.7):
+Heuristics (definitions and tie-breaks: decisions A4.1-A4.3, A4.7 in docs/decisions/thesis.md):
 Min-min, Sufferage (simple version) and Low_3 (Mean-Max-Min) with its 11-value lambda sweep.
 
 Three implementations of each, on the same random CVB-like gamma ETC instances:
@@ -32,7 +32,7 @@ ours/C ratio, to be fair to C) and an "alt" variant printed for context, both in
 The C and pure-Python twins make the same floating-point operations in the same order; the script
 asserts that they agree exactly (makespan, assignment and order) on every instance, that the
 incremental and rescanning variants agree exactly, and that C and pure Python reproduce the thesis
-example (spec A7). Ours is compared on assignment and makespan (ours sums loads in task-index order,
+example (decision A7). Ours is compared on assignment and makespan (ours sums loads in task-index order,
 the references in mapping order, so the reference makespan is re-summed the same way before the exact
 comparison); any difference is reported, never hidden.
 
@@ -96,7 +96,7 @@ ALGOS = {
     "Low_3": ("low3_fast", "low3", pure.low3_fast, pure.low3, False),
 }
 
-# Thesis example (spec A7, Table 3.3) and its verified results
+# Thesis example (decision A7, Table 3.3) and its verified results
 EX_ETC = EXAMPLE_ETC.tolist()
 EX_MINMIN_ORDER = [7, 6, 5, 4, 3, 1, 2, 0]
 EX_LOW3_SWEEP = [6080, 4530, 3550, 3000, 2700, 2700, 2350, 2350, 2350, 2350, 2350]
@@ -261,7 +261,7 @@ def cold_jit_ms(tmp: Path, n: int, m: int) -> dict[str, float]:
 
 # ---------------------------------------------------------------- checks ------------------------
 def self_test(exe: Path, tmp: Path) -> list[str]:
-    """Thesis example (spec A7): pure Python and C must reproduce it exactly (ties included)."""
+    """Thesis example (decision A7): pure Python and C must reproduce it exactly (ties included)."""
     notes = []
     mm = pure.min_min(EX_ETC)
     assert mm[1] == 3200 and mm[2] == EX_MINMIN_ORDER, f"pure min_min on thesis example: {mm}"
@@ -463,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         for note in self_test(exe, tmp):
             print("thesis example:", note)
-        print("thesis example: C and pure Python reproduce spec A7 (Min-min 3200, Low_3 sweep): ok")
+        print("thesis example: C and pure Python reproduce decision A7 (Min-min 3200, Low_3 sweep): ok")
         print()
 
         for n, m in sizes:

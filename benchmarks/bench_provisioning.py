@@ -10,7 +10,8 @@ for PuLP, median of >= 5 runs. The Pareto front sweeps deadlines 60..180 min in 
 1-minute intervals (with 10-min intervals, 61..69 min all collapse to 60 min, so the 1-minute steps
 would not be meaningful); the 10-minute-interval sweep is printed for reference.
 
-Multi-model Watershed (spec §4.3, scenarios A and B on local + azure-medium, minute billing, tie-break):
+Multi-model Watershed (Sect. V-D, decisions M12-M13, scenarios A and B on local + azure-medium, minute
+billing, tie-break):
 whole-task capacity (the default) at D=150 min and the paper's fluid capacity at D=100 min. CBC needs
 2-50 s on a fluid model, so the fluid PuLP rows are timed once.
 

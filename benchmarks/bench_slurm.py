@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from tests.runtime import slurm_local  # noqa: E402
 
-from skylease.experiments.run import RunOptions, run_job  # noqa: E402
+from skylease.experiments.run import run_job  # noqa: E402
+from skylease.experiments.run_options import RunOptions  # noqa: E402
 
 
 def _pools(folder: Path, partition: str) -> Path:

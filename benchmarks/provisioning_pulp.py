@@ -1,4 +1,5 @@
-"""The skylease provisioning ILPs (spec 002 §4.1-4.3) written again in PuLP, solved by PuLP's bundled CBC.
+"""The skylease provisioning ILPs (eqs. 1-37; decisions M1-M13 in docs/decisions/ilp.md) written again in
+PuLP, solved by PuLP's bundled CBC.
 
 This is how a PuLP-based multi-cloud broker (SkyPilot's optimizer) formulates and solves its models.
 Every function mirrors the matching builder in ``skylease.planning.provisioning`` line by line: same

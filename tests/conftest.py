@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The project's real traces in ``../shared/data`` (skips when that folder is absent)."""
-    path = ROOT.parent / "shared" / "data"
+    """The real traces: the data folder ``$SKYLEASE_DATA`` when set, else the project's copy beside
+    this checkout (``<checkout>/../shared/data``); skips with how to get them when neither is there."""
+    env = os.environ.get("SKYLEASE_DATA", "").strip()
+    path = Path(env).expanduser() if env else ROOT.parent / "shared" / "data"
     if not path.is_dir():
-        pytest.skip(f"real data not available: {path} is missing (see docs/howto/data.md)")
+        where = f"SKYLEASE_DATA={env} is not a folder" if env else "SKYLEASE_DATA is not set"
+        pytest.skip(f"real data not available ({where}): `skylease data fetch NAME` downloads a data set "
+                    "into ~/.local/share/skylease (`skylease data import NAME PATH` takes a copy you "
+                    "have); then set SKYLEASE_DATA to that folder (docs/howto/data.md)")
     return path
 
 

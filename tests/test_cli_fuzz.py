@@ -532,7 +532,7 @@ READS: dict[tuple[str, str], tuple[str, ...]] = {
     ("leases simulate", "inject"): ("lwf",),
     ("leases simulate", "config"): ("leases-toml",),
     ("status", "out_dir"): ("store",), ("simulate replay", "out_dir"): ("store",),
-    ("export", "out_dir"): ("store",),
+    ("export", "out_dir"): ("store",), ("show", "out_dir"): ("store",), ("failed", "out_dir"): ("store",),
     ("data import", "path"): ("dataset",),
     **{(c, "config"): ("serve-toml",) for c in SERVE_DB_COMMANDS},
     **{(c, "db_password_file"): ("password",) for c in SERVE_DB_COMMANDS},
@@ -671,6 +671,8 @@ BASE: dict[str, Invocation] = {
     "simulate spequlos": ({"middleware": "xwhep", "trace": "nd", "bot": "small"}, {}),
     "simulate replay": ({"out_dir": "prev"}, {"out_dir": "store"}),
     "export": ({"out_dir": "prev", "output": "tasks.csv"}, {"out_dir": "store"}),
+    "show": ({"out_dir": "prev", "task": "0"}, {"out_dir": "store"}),
+    "failed": ({"out_dir": "prev"}, {"out_dir": "store"}),
     "leases simulate": ({"workload": "ars.lwf"}, {"workload": "lwf"}),
     # exempt: never run as they are
     "demo": ({}, {}), "data fetch": ({"name": "power"}, {}),

@@ -100,7 +100,7 @@ def skylease_calls(line: str) -> list[list[str]]:
     calls = []
     line = _strip_comment(line)
     for m in SKYLEASE.finditer(line):
-        rest = re.split(r"&&|\|\||[;|)]", line[m.end():], maxsplit=1)[0]
+        rest = re.split(r"&&|\|\||[;|)]|\s\d*[<>]", line[m.end():], maxsplit=1)[0]  # (a redirection ends it)
         calls.append(shlex.split(rest, comments=True))
     return calls
 

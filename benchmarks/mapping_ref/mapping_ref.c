@@ -2,7 +2,7 @@
  * Plain-C reference implementations of three ETC batch-mapping heuristics, for
  * benchmarks/bench_mapping.py only (compiled at benchmark time into a temp folder, never shipped).
  *
- * Definitions and tie-breaks: /work/shared/specs/004_thesis.md A4.1-A4.3, A4.7.
+ * Definitions and tie-breaks: decisions A4.1-A4.3, A4.7 in docs/decisions/thesis.md.
  *   minmin            Min-min, incremental: after loading machine j only tasks whose best machine
  *                     was j are rescanned (ready[j] only grows, so nobody else's best changes); the
  *                     rescan, the selection and the removal of the mapped task share one pass over a

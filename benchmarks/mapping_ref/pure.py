@@ -2,7 +2,7 @@
 
 Benchmark-only twins of ``mapping_ref.c``, written to make exactly the same floating-point operations
 in the same order, so that both produce bit-identical makespans, assignments and orders (the benchmark
-asserts it). Definitions and tie-breaks: /work/shared/specs/004_thesis.md A4.1-A4.3 and A4.7.
+asserts it). Definitions and tie-breaks: decisions A4.1-A4.3 and A4.7 in docs/decisions/thesis.md.
 
 Every function takes ``etc`` as a list of n rows (lists of m floats) and returns
 ``(assignment, makespan, order, extra)``: assignment[i] is task i's machine, order is the mapping

@@ -2,4 +2,5 @@
 
 from skylease.launch import main
 
-main()
+if __name__ == "__main__":  # not when a spawned process imports it (the demo's background process)
+    main()

@@ -1,4 +1,5 @@
-"""A2HA on the simulator: the paper's headline behaviour, the spec's resolutions, the hard budget."""
+"""A2HA on the simulator: the paper's headline behaviour, our decisions (docs/decisions/a2ha.md), the hard
+budget."""
 
 import math
 
@@ -48,7 +49,7 @@ def test_creation_ratio_follows_the_closed_form_and_creates_ceil():
 
 
 def test_starvation_guard_is_needed_and_works():
-    """Spec §2.8: without the guard some runs of the synthetic job never finish."""
+    """Decision A9: without the guard some runs of the synthetic job never finish."""
     bags = [normal_bag(256, 150, 30, seed=2000 + i) for i in range(100)]
     without = _runs(lambda: A2HA(0.5, 0.5, guard=False), bags, range(100))
     stalled = sum(1 for r in without if r.unfinished)
@@ -58,7 +59,7 @@ def test_starvation_guard_is_needed_and_works():
 
 
 def test_half_rule_keeps_long_tasks_from_exploding_host_creation():
-    """Spec §2.2.1: with 90-min tasks every host's possible tasks floor to 0; without the N/2 rule
+    """Decisions A2, A8: with 90-min tasks every host's possible tasks floor to 0; without the N/2 rule
     hosts are created without bound."""
     bag = normal_bag(64, 5400, 1200, seed=5)
     on = simulate(A2HA(1.0, 0.5), bag, POOL, order="random", seed=5)

@@ -30,7 +30,7 @@ def test_optimal_hosts_are_the_papers():
 
 
 def test_table2_analytic_baselines_match_the_paper():
-    """Spec §3.5: serial 384 ± 5 h; optimal speedup 158 ± 8.5, wall 2.43 h; one host per task
+    """Table 2 (decision A18): serial 384 ± 5 h; optimal speedup 158 ± 8.5, wall 2.43 h; one host per task
     512 ± 5.8 h (no boot)."""
     rows = [analytic_baselines(a2ha_workload("long", seed=s)) for s in range(400)]
     serial = np.array([r["serial"]["charged_hours"] for r in rows])

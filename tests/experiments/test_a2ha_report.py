@@ -1,4 +1,4 @@
-"""`skylease reproduce a2ha`: the A2HA paper's figures and tables, quick version (spec 000)."""
+"""`skylease reproduce a2ha`: the A2HA paper's figures and tables, quick version (docs/decisions/a2ha.md)."""
 
 import pandas as pd
 import pytest

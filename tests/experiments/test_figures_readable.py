@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from skylease.experiments import haizea_report, spequlos_figures
+from skylease.experiments import haizea_figures, spequlos_figures
 from skylease.experiments.haizea import DELTAS
 from skylease.experiments.haizea_report import CONFIGS
 from skylease.experiments.spequlos import TRACES
@@ -26,7 +26,7 @@ def drawn(monkeypatch):
         return Path(path).name
 
     monkeypatch.setattr(spequlos_figures, "save_figure", keep)
-    monkeypatch.setattr(haizea_report, "save_figure", keep)
+    monkeypatch.setattr(haizea_figures, "save_figure", keep)
     return figs
 
 
@@ -78,7 +78,7 @@ def test_haizea_fig2_legend_hides_no_title_and_no_panel(drawn, tmp_path, deltas)
     f2 = pd.DataFrame([dict(size=s, delta=d, config=c, rho=r, x=1 + rng.uniform(0, 0.1),
                             paper_x=1 + rng.uniform(0, 0.1))
                        for s in sizes for d in deltas for c in CONFIGS for r in rhos])
-    haizea_report.plot_fig2(f2, tmp_path / "f.png")
+    haizea_figures.plot_fig2(f2, tmp_path / "f.png")
     (fig,) = drawn
     (legend,) = fig.legends
     box = legend.get_window_extent()

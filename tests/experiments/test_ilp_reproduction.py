@@ -1,4 +1,4 @@
-"""`skylease reproduce ilp`: the paper's checkable numbers (spec 002 sections 8-9)."""
+"""`skylease reproduce ilp`: the paper's checkable numbers (R1-R18, CHECKS in docs/decisions/ilp.md)."""
 
 import pytest
 

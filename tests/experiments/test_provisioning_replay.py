@@ -41,7 +41,7 @@ def test_paper_ilp_plans_replay(deadline, interval):
 @pytest.mark.parametrize("n, minutes, cost", [(0, 104.5, 0.0), (9, 78, 2.16), (20, 63, 4.80),
                                               (22, 61.5, 5.28), (24, 60, 2.88)])
 def test_naive_baselines_replay_exactly(n, minutes, cost):
-    """The event simulator reproduces the spec's discrete-task baseline times to the second."""
+    """The event simulator reproduces the discrete-task baseline times (decision BASE) to the second."""
     plan = ws_naive(JOB, n)
     r = replay_watershed(plan, JOB, TYPES)
     assert (r.makespan / 60, r.cost) == (pytest.approx(minutes), pytest.approx(cost))

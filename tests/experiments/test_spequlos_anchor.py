@@ -4,7 +4,7 @@ import numpy as np
 
 from skylease.experiments.spequlos import run_once
 
-PAPER_S = 3195.0  # Cluster Computing 2013, Section 4.3 (spec §5.4): 28818 -> 3195 s
+PAPER_S = 3195.0  # Cluster Computing 2013, Section 4.3 (decision S20): 28818 -> 3195 s
 
 
 def test_boinc_seti_random_9c_c_r_averages_the_papers_3195_s_over_10_seeds():

@@ -1,4 +1,4 @@
-"""Fig. 7 and Fig. 8 as decisions D6 and D7 gate them (docs/decisions/spequlos-gating.md), on small
+"""Fig. 7 and Fig. 8 as decisions D6 and D7 gate them (docs/decisions/spequlos.md), on small
 synthetic inputs: one that passes and one that fails by just over the bound; and D7's list of the
 environments where cloud workers cannot act."""
 

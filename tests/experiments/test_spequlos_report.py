@@ -56,13 +56,13 @@ def test_quick_reproduction_writes_the_report_beside_the_paper(shared_data, tmp_
     assert {"iid", "epsilon (60 s cap)"} <= set(ev.index.get_level_values("reading"))
     # the cap shortens RANDOM's i.i.d. arrival tail, so its median slowdown falls
     assert ev.loc[("epsilon (60 s cap)", "all"), "RANDOM median"] < ev.loc[("iid", "all"), "RANDOM median"]
-    # every reading and the gating are logged in the metadata (spec §7.6)
+    # every reading and the gating are logged in the metadata (decision S27)
     meta = json.loads((tmp_path / "metadata.json").read_text())
     assert meta["readings"]["random_arrivals"] == "quantile" and meta["readings"]["cloud_buffer"] == 3
     assert meta["variant_readings"] == ["epsilon (60 s cap)", "iid"]
     assert set(meta["gating"]) == {"fig2", "fig6c", "table7", "fig7", "fig8"}
-    assert meta["decisions_doc"].startswith("docs/decisions/spequlos-gating.md")
-    # D6 and D7 (docs/decisions/spequlos-gating.md): the gates, the readings and the cannot-act list
+    assert meta["decisions_doc"].startswith("docs/decisions/spequlos.md")
+    # D6 and D7 (docs/decisions/spequlos.md): the gates, the readings and the cannot-act list
     assert "**Credits per deployment (decision D6).**" in text and "(l.198's reading runs in the full" in text
     assert "**Where cloud workers cannot act (decision D7).**" in text
     cannot = pd.read_csv(tmp_path / "fig8_cannot_act.csv")

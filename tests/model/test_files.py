@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
-from skylease.experiments.run import PoolSpec, RunOptions, pool_types
+from skylease.experiments.run_options import RunOptions
+from skylease.experiments.run_pools import PoolSpec, pool_types
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, KeyLines, field_name, load_toml, parse_toml, validate
 from skylease.runtime.jobs import JobFile, load_job

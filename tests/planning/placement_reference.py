@@ -1,4 +1,5 @@
-"""A plain pure-Python reading of the thesis's placement heuristics and energy (spec 004 B3-B4).
+"""A plain pure-Python reading of the thesis's placement heuristics and energy (decisions B3.1-B4 in
+docs/decisions/thesis.md).
 
 Written straight from the pseudo-code, without numpy or skylease: lists, ``sorted`` with tuple
 keys, the PM list literally re-sorted after every Sorting placement, Eq. 6.10 as a loop over each

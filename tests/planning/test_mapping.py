@@ -1,4 +1,5 @@
-"""Golden values of the thesis's numerical example (spec 004 A7) and API behaviour of planning.mapping."""
+"""Golden values of the thesis's numerical example (decision A7 in docs/decisions/thesis.md) and API
+behaviour of planning.mapping."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def test_luo2_golden_row_sd():
 
 
 def test_luo2b_load_sd_reading():
-    assert M.luo2b(ETC).makespan == 2350.0  # the text's reading does not reproduce Table 3.4 (spec A4.6)
+    assert M.luo2b(ETC).makespan == 2350.0  # the text's reading does not reproduce Table 3.4 (decision A4.6)
 
 
 @pytest.mark.parametrize(("fn", "makespan", "order", "assignment"), [

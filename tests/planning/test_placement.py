@@ -1,4 +1,5 @@
-"""VM placement on desktops (thesis ch. 6, spec 004 PART B): the worked example, each heuristic's
+"""VM placement on desktops (thesis ch. 6, decisions B1-B6 in docs/decisions/thesis.md): the worked
+example, each heuristic's
 rule and tie-breaks, power models, and the three energy readings against hand computations."""
 
 import math
@@ -30,7 +31,7 @@ def test_worked_example_alg11_1784_wh_and_alg12_1100_wh():
     assert alg12.desktop.tolist() == [0, 1, 0]  # {VM1, VM3 | VM2}
     assert abs(energy(alg11, vms, lab, "c").total_wh - 1784) <= 1
     assert abs(energy(alg12, vms, lab, "c").total_wh - 1100) <= 1
-    # Alg. 11 with the text's key (cores, then time descending) already pairs VM3 with VM1 (spec C36)
+    # Alg. 11 with the text's key (cores, then time descending) already pairs VM3 with VM1 (decision B4)
     assert place("sorting", vms, lab, secondary="time_desc").desktop.tolist() == [0, 1, 0]
 
 

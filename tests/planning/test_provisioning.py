@@ -1,4 +1,5 @@
-"""Spec 002 §11 "Required unit tests (hard)" and properties of skylease.planning.provisioning."""
+"""The test vectors of decision CHECKS (docs/decisions/ilp.md) and properties of
+skylease.planning.provisioning."""
 
 from __future__ import annotations
 

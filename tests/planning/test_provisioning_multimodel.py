@@ -1,4 +1,5 @@
-"""Spec 002 §4.3 / §6.4 / §9.3: the k-model Watershed ILP with data location, and data co-location."""
+"""Decisions M12, M13, BASE (docs/decisions/ilp.md): the k-model Watershed ILP with data location, and data
+co-location."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from skylease.cli import main
-from skylease.experiments.run import RunOptions, run_job
+from skylease.experiments.run import run_job
+from skylease.experiments.run_options import RunOptions
 from skylease.model.catalog import InstanceType
 from skylease.runtime import env as env_mod
 from skylease.runtime import pools as pools_mod

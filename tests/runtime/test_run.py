@@ -20,7 +20,9 @@ import psutil
 import pytest
 
 from skylease.cli import main
-from skylease.experiments.run import RunOptions, replay, run_job
+from skylease.experiments.run import run_job
+from skylease.experiments.run_options import RunOptions
+from skylease.experiments.run_replay import replay
 from skylease.model.billing import Billing
 
 ROOT = Path(__file__).resolve().parents[2]

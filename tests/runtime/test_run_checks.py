@@ -12,7 +12,8 @@ import time
 import pytest
 
 from skylease.cli import main
-from skylease.experiments.run import RunOptions, check_options, resume_command
+from skylease.experiments.run_next import resume_command
+from skylease.experiments.run_options import RunOptions, check_options
 from skylease.model.errors import UserError
 from skylease.runtime.jobs import load_job
 from skylease.runtime.store import ResultStore

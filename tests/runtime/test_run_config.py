@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from skylease.cli import main
-from skylease.experiments.run import RunOptions, job_settings, run_job
+from skylease.experiments.run import run_job
+from skylease.experiments.run_options import RunOptions, job_settings
 from skylease.model.errors import UserError
 from skylease.runtime.jobs import load_job
 

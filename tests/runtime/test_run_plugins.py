@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from skylease.cli import main
-from skylease.experiments.run import RunOptions, resume_command
+from skylease.experiments.run_next import resume_command
+from skylease.experiments.run_options import RunOptions
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -31,4 +31,4 @@ def test_progress_figures_follow_a_real_run(tmp_path):
         assert p.spent >= 0 and p.predicted_s is None and p.qos == ()  # no QoS policy in this run
     assert max(p.done for p in seen) >= 1 and max(p.running for p in seen) >= 1
     assert [p.now_s for p in seen] == sorted(p.now_s for p in seen)
-    assert tables[-1].row_count == 3  # tasks, the local pool's workers, spent / budget
+    assert tables[-1].row_count == 4  # tasks, the local pool's workers, spent / budget, time left

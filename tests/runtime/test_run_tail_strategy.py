@@ -7,7 +7,8 @@ import sqlite3
 
 import pytest
 
-from skylease.experiments.run import RunOptions, check_options, run_job
+from skylease.experiments.run import run_job
+from skylease.experiments.run_options import RunOptions, check_options
 from skylease.model.errors import UserError
 
 STRATEGY = '''

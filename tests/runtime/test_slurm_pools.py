@@ -19,7 +19,9 @@ import pytest
 from tests.runtime import slurm_local
 
 from skylease.cli import main
-from skylease.experiments.run import RunOptions, replay, run_job
+from skylease.experiments.run import run_job
+from skylease.experiments.run_options import RunOptions
+from skylease.experiments.run_replay import replay
 from skylease.model.billing import Billing
 from skylease.runtime import slurm
 

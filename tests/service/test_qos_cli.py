@@ -262,7 +262,8 @@ def test_the_command_that_resumes_a_served_run_is_served_too(tmp_path, capsys, m
     how the bag is served, so that it passes the option checks; the token is never in it."""
     import shlex
 
-    from skylease.experiments.run import RunOptions, resume_command
+    from skylease.experiments.run_next import resume_command
+    from skylease.experiments.run_options import RunOptions
 
     (tmp_path / "jobs.txt").write_text("true\n")
     opts = RunOptions(out=tmp_path / "out", qos=URL, qos_token="secret-token", reliable_pool="cloud",

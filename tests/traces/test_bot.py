@@ -45,7 +45,7 @@ def test_image_trace() -> None:
     assert w.mean() == pytest.approx(220.0, abs=1e-9)
     assert w.std() == pytest.approx(125.0, abs=1e-9)
     assert w.min() >= 5.0
-    assert w.max() == pytest.approx(691.1, abs=0.1)  # the spec's §7 prototype (seed 7)
+    assert w.max() == pytest.approx(691.1, abs=0.1)  # the reference prototype's (decision PROTO, seed 7)
     assert optimum(a2ha_workload("image")) == 18
 
 

@@ -30,12 +30,12 @@ __all__ = ["COMMANDS", "COMMAND_MODULES", "app", "click_command", "console_main"
 #: The modules that add commands to ``app``, in the order ``skylease --help`` lists the commands
 #: (typer keeps the order in which they are added; the whole tree sorts them by this order).
 COMMAND_MODULES = ("demo", "data", "mapping", "plan", "reproduce", "simulate", "leases", "qos", "login",
-                   "serve", "run")
+                   "serve", "run", "tasks")
 #: The module that adds each top-level command and command group.
 COMMANDS = {"demo": "demo", "map": "mapping", "place": "mapping", "login": "login", "logout": "login",
-            "run": "run", "status": "run", "export": "run", "data": "data", "etc": "mapping",
-            "traces": "data", "plan": "plan", "simulate": "simulate", "reproduce": "reproduce",
-            "leases": "leases", "serve": "serve", "qos": "qos"}
+            "run": "run", "status": "run", "export": "run", "show": "tasks", "failed": "tasks",
+            "data": "data", "etc": "mapping", "traces": "data", "plan": "plan", "simulate": "simulate",
+            "reproduce": "reproduce", "leases": "leases", "serve": "serve", "qos": "qos"}
 
 
 def _load(modules: tuple[str, ...]) -> None:

@@ -4,6 +4,7 @@ options and call (``_ask``) for the commands that talk to a `skylease serve` ser
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +16,27 @@ from skylease.model.errors import UserError
 # no emoji codes: a user's text such as 'nonsense:abc:' must print as typed
 out = Console(emoji=False)
 err = Console(stderr=True, emoji=False)
+
+
+def _duration(seconds: float | None) -> str:
+    """A duration as a person reads it: 12.3 ms, 2.50 s, 42 s, 3m 05s, 2h 07m; "-" when unknown."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    if seconds < 1:
+        return f"{seconds * 1000:.3g} ms"
+    if seconds < 10:
+        return f"{seconds:.2f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    m, s = divmod(round(seconds), 60)
+    if m < 60:
+        return f"{m}m {s:02d}s"
+    h, m = divmod(m, 60)
+    return f"{h}h {m:02d}m"
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
 
 
 def _out_dir(text: str | Path) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from skylease.cli.common import err
+from skylease.cli.common import _duration, err
 
 
 def _with_live_display(run, budget: float | None) -> dict:
@@ -28,6 +28,9 @@ def _run_progress(env, budget: float | None) -> Table:
         t.add_row(f"workers {w.pool} (up / rented)", f"{w.up} / {w.rented}")
     t.add_row("spent" + (" / budget" if budget is not None else ""),
               f"{pr.spent:,.2f}" + (f" / {budget:,.2f}" if budget is not None else ""))
+    from skylease.experiments.run_eta import run_eta
+
+    t.add_row("time left (ETA)", _duration(run_eta(env)))
     if pr.predicted_s is not None:
         t.add_row("predicted completion (QoS oracle)", f"{pr.predicted_s:,.0f} s")
     for q in pr.qos:

@@ -1,4 +1,5 @@
-"""`skylease run`, `status` and `export`: a bag of tasks on real workers, and its results."""
+"""`skylease run`, `status` and `export`: a bag of tasks on real workers, and its results (one task,
+and the failed ones as a job: tasks.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import typer
 from rich.table import Table
 
 from skylease.cli.app import app
-from skylease.cli.common import _out_dir, err, out
+from skylease.cli.common import _duration, _money, _out_dir, err, out
 from skylease.cli.live import _with_live_display
 
 
@@ -19,7 +20,9 @@ from skylease.cli.live import _with_live_display
 @app.command("run")
 def run_cmd(
     job: Annotated[str, typer.Argument(help="A text file (one shell command per line), a .toml job "
-                                       "(command template + grid or CSV), or package.module:function.")],
+                                       "(command template + grid or CSV), package.module:function, or - "
+                                       "for shell commands on standard input (one per line, as a text "
+                                       "file; kept in --out, so --resume needs nothing piped in).")],
     out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
                                           help="Output folder: results.sqlite, summary.json, "
                                           "report.md and plots.")] = Path("skylease-out"),
@@ -82,9 +85,15 @@ def run_cmd(
                                          "without a recorded result run again.")] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="With --resume: run the failed "
                                                "tasks again too (the ok ones are not rerun).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would run (tasks, first commands, "
+                                          "policy, pools, limits, output folder) and exit: nothing is "
+                                          "started or written.")] = False,
 ) -> None:
-    """Run a bag of tasks on real Dask workers, with the same policies as the simulator."""
-    from skylease.experiments.run import RunOptions, run_job
+    """Run a bag of tasks on real Dask workers, with the same policies as the simulator.
+
+    Example: skylease run jobs.txt --out runs/f --policy fixed:4; seq 3 | sed 's/^/echo /' | skylease run -"""
+    from skylease.experiments.run import run_job
+    from skylease.experiments.run_options import RunOptions
 
     opts = RunOptions(out=out_dir, policy=policy, policy_args=list(policy_arg or []), pools_file=pools,
                       pool=pool, max_workers=workers,
@@ -95,8 +104,16 @@ def run_cmd(
                       retry_failed=retry_failed, args=args, qos=qos, qos_token=qos_token,
                       qos_credits=qos_credits, qos_strategy=qos_strategy,
                       qos_infrastructure=qos_infrastructure, report=report, report_token=report_token)
+    if dry_run:
+        from skylease.experiments.run_dry import dry_run as plan
+
+        _print_dry_run(plan(job, opts, stdin=sys.stdin))
+        return
     res = _with_live_display(lambda on_progress: run_job(job, opts, on_progress=on_progress,
-                                                         on_notice=_notice), budget)
+                                                         on_notice=_notice, stdin=sys.stdin), budget)
+    if res.get("nothing_to_run"):  # a resume of a run that has every task's result: one line
+        _print_nothing_to_run(res)
+        raise typer.Exit(1 if res["failed"] else 0)
     segments = f", {res['segments']} segments" if res.get("segments", 1) > 1 else ""
     table = Table("", "value", title=f"{res['job']} ({res['outcome']}{segments})")
     for k, label in (("tasks", "tasks"), ("ok", "succeeded"), ("failed", "failed"), ("left", "not run"),
@@ -117,6 +134,50 @@ def run_cmd(
 
 #: Failed tasks listed on the terminal (all are in report.md's table up to 50, and in the export).
 FAILED_SHOWN = 10
+
+
+def _print_dry_run(d: dict) -> None:
+    """`skylease run --dry-run`: what would run, and that nothing was done."""
+    t = Table("", "value", title=f"dry run: {d['job']} (nothing started or written)")
+    t.add_row("output folder", d["out"] + (" (would be created)" if d["creates_out"] else
+                                           " (resumed)" if d["resume"] else ""))
+    t.add_row("tasks to run", f"{d['to_run']:,} of {d['tasks']:,}" if d["resume"] else f"{d['to_run']:,}")
+    t.add_row("policy", d["policy"] + "".join(f" --policy-arg {a}" for a in d["policy_args"]))
+    t.add_row("task order", "random (from --seed)" if d["order"] == "random" else "job order")
+    t.add_row("most workers", "no limit" if d["workers"] is None else str(d["workers"]))
+    t.add_row("budget", "none" if d["budget"] is None else _money(d["budget"]))
+    if d["spent"]:
+        t.add_row("already spent", _money(d["spent"]))
+    t.add_row("retries / task timeout", f"{d['retries']} / " + ("none" if d["timeout_s"] is None
+                                                                  else _duration(d["timeout_s"])))
+    for name, p in d["pools"].items():
+        most = "no limit" if p["max_count"] is None else str(p["max_count"])
+        main = " (the policy's)" if name == d["pool"] else ""
+        t.add_row(f"pool {name}{main}", f"{_money(p['price'])} per {_duration(p['billing_unit'])} "
+                  f"(at least {p['min_units']} unit(s)), boot {_duration(p['boot_time'])}, at most {most} "
+                  f"workers, {p['workers_from']}")
+    for key, label in (("tail_qos", "tail QoS strategy"), ("reliable_pool", "reliable pool"),
+                       ("qos", "QoS service"), ("report", "reported to"), ("volatility", "volatility trace")):
+        if d[key] is not None:
+            t.add_row(label, str(d[key]))
+    out.print(t)
+    out.print(f"First {len(d['first'])} command(s):", markup=False)
+    for c in d["first"]:
+        out.print(f"  {c}", markup=False, highlight=False, soft_wrap=True)
+    for w in d["warnings"]:
+        out.print(f"warning: {w}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_nothing_to_run(res: dict) -> None:
+    """`run --resume` of a run with nothing left to run (no worker was rented): where it stands."""
+    where = f"results: {Path(res['out']) / 'results.sqlite'}, report: {Path(res['out']) / 'report.md'}"
+    if res["failed"]:
+        retry = (res.get("next") or {}).get("retry_failed", "the same command with --retry-failed")
+        said = (f"every task has a result ({res['ok']} ok, {res['failed']} failed), nothing to resume; "
+                f"run the failed ones again with: {retry}; {where}")
+    else:
+        said = f"the run is complete ({res['ok']} of {res['tasks']} tasks ok), nothing to resume; {where}"
+    out.print(f"{res['out']}: {said}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_failed(failed: list[dict], total: int) -> None:
@@ -148,6 +209,8 @@ def _print_next(res: dict) -> None:
         lines.append(f"finish the run ({res['left']} task(s) not run){bigger}: {nxt['resume']}")
     if "retry_failed" in nxt:
         lines.append(f"run the failed tasks again once fixed: {nxt['retry_failed']}")
+    if "failed" in nxt:
+        lines.append(f"or fix their commands in a job file of them: {nxt['failed']}")
     if "export" in nxt:
         lines.append(f"every task's result, one row each: {nxt['export']}")
     if "report" in nxt:
@@ -169,7 +232,7 @@ def status_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Show a running or finished run: tasks done, failed and left, money, workers (read-only)."""
-    from skylease.experiments.run import status
+    from skylease.experiments.run_status import status
 
     st = status(out_dir)
     if as_json:
@@ -188,16 +251,23 @@ def status_cmd(
 def export_cmd(
     out_dir: Annotated[Path, typer.Argument(help="The output folder of a run.")],
     fmt: Annotated[str | None, typer.Option("--format", help="csv | json | parquet (parquet needs "
-                                            "pyarrow); default: from --output's suffix, else csv.")]
+                                            "pyarrow) | jobs (a job file `skylease run` takes back); "
+                                            "default: from --output's suffix, else csv.")]
     = None,
     output: Annotated[str | None, typer.Option("--output", help="The file to write (default: "
-                                               "OUT/tasks.FORMAT; - for standard output).")] = None,
+                                               "OUT/tasks.FORMAT, OUT/jobs.txt for jobs; - for standard "
+                                               "output).")] = None,
+    failed: Annotated[bool, typer.Option("--failed", help="Only the tasks that failed or have no "
+                                         "result.")] = False,
 ) -> None:
     """Write every task's result, one row per task: line, command, state, exit code, attempts,
-    times, worker, cost share."""
+    times, worker, cost share, stdout and stderr tails, result, and one param_NAME column per
+    parameter of a grid or CSV job.
+
+    Example: skylease export runs/f --format json --output f.json"""
     from skylease.experiments.run_results import export_run
 
-    where, n, data = export_run(out_dir, fmt=fmt, output=output)
+    where, n, data = export_run(out_dir, fmt=fmt, output=output, failed=failed)
     if data is not None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)

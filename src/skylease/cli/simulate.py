@@ -214,7 +214,7 @@ def simulate_replay_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Simulate a finished real run again: its measured task times, its policy and pools."""
-    from skylease.experiments.run import replay
+    from skylease.experiments.run_replay import replay
 
     res = replay(out_dir, seeds=range(seeds))
     if as_json:

@@ -1,11 +1,12 @@
 """A2HA: budget-aware adaptive host allocation for bags of tasks with unknown task times.
 
-Silva, Veiga and Ferreira, J. Internet Serv. Appl. 2 (2011), as resolved by the implementation
-spec ``specs/000_a2ha.md`` (its §2.9 is the algorithm followed here; the Axx tags below are the
-spec's resolutions). The policy acts only through the Environment protocol, so the same object
-runs on the simulator and on real workers. It relies on the environment handing out queued tasks
-in the order they were submitted: submit the bag in a random permutation (A2HA's random task
-selection, ``simulate(order="random")``); interrupted tasks go back to the head of the queue (A10).
+Silva, Veiga and Ferreira, J. Internet Serv. Appl. 2 (2011), Figs. 3, 5 and 7 and Sects. 3.1-3.6,
+as read by the decisions of ``docs/decisions/a2ha.md`` (its section ALG is the algorithm followed
+here; the tags A1-A29 below are the decisions of that file). The policy acts only through the
+Environment protocol, so the same object runs on the simulator and on real workers. It relies on
+the environment handing out queued tasks in the order they were submitted: submit the bag in a
+random permutation (A2HA's random task selection, ``simulate(order="random")``); interrupted tasks
+go back to the head of the queue (A10).
 
 Beyond the paper, ``budget=`` is a hard cap on money: every charged unit is committed in a ledger
 before it is bought (a new host buys one unit, keeping a host past its boundary buys one more),
@@ -59,12 +60,12 @@ class Step:
 
 
 class A2HA(Policy):
-    """Adaptive host allocation for one pool (spec §2.9, with the resolutions of §6).
+    """Adaptive host allocation for one pool (decision ALG in docs/decisions/a2ha.md, with A1-A29).
 
     ``creation_ratio``/``increase_ratio``: damping (Fig. 5); ``budget_factor`` β: hosts work
-    (U - boot)/β per unit (§1.4); ``budget``: a hard cap on money (``None``: none), or
+    (U - boot)/β per unit (A21); ``budget``: a hard cap on money (``None``: none), or
     ``budget_units`` in charge units. ``possible="floor"|"fraction"`` (A2), ``periodic_alloc=
-    "always"|"updated"`` (A5), ``half_rule`` (§2.6), ``guard`` (the starvation guard, §2.8),
+    "always"|"updated"`` (A5), ``half_rule`` (the N/2 rule, A8), ``guard`` (the starvation guard, A9),
     ``alpha`` (long-task mode threshold, A7), ``literal_fig7`` (the printed, dimensionally wrong
     Fig. 7 formula, A1; for comparison only). ``record=True`` keeps every :class:`Step`.
     """
@@ -242,7 +243,7 @@ class A2HA(Policy):
         return True
 
     def _update_window(self, lease: _Lease) -> None:
-        """W_h: the end of the host's planned useful window (§2.2.1)."""
+        """W_h: the end of the host's planned useful window (A2)."""
         units = lease.k if lease.k > lease.kplan else lease.kplan
         lease.window_end = lease.created + self.boot + (units * self.unit - self.boot) / self.beta
 
@@ -289,7 +290,7 @@ class A2HA(Policy):
         self._stall_check()
 
     def _extend_for_long_tasks(self, now: float, mean: float) -> None:
-        """§2.6: instead of more hosts, plan longer ones (at least two units, +1 when short of time)."""
+        """The N/2 rule (Sect. 3.6, A8): longer hosts instead of more (2 units at least, +1 if short)."""
         queued = self.env is not None and self.env.queued() > 0
         for lease in self._leases.values():
             lease.kplan = max(lease.kplan, 2)
@@ -299,7 +300,7 @@ class A2HA(Policy):
                 self._update_window(lease)
 
     def _boundary(self, hid: HostId) -> None:
-        """§2.5 at t = c + k·U: release the host, or keep it one more unit (A6, A7)."""
+        """At t = c + k·U (Sect. 3.5): release the host, or keep it one more unit (A6, A7)."""
         env = self.env
         lease = self._leases.get(hid)
         if env is None or lease is None:

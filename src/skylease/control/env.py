@@ -140,7 +140,8 @@ class BotProgress:
     completed: int
 
 
-#: How a tail environment feeds rented cloud workers (SpeQuloS's HOW; spec 003 §2.4).
+#: How a tail environment feeds rented cloud workers (SpeQuloS's HOW; decisions S13-S14 in
+#: docs/decisions/spequlos.md).
 CLOUD_USAGE = ("flat", "reschedule", "duplicate")
 
 

@@ -83,7 +83,7 @@ def workload(spec: str | Bag) -> Workload:
 
 
 def run_metrics(r: SimResult, bag: Bag, unit_s: float = UNIT_S) -> dict[str, float]:
-    """The paper's observables of one run (§3.4): wall time from t = 0, speedup = serial / wall."""
+    """The paper's observables of one run: wall time from t = 0, speedup = serial / wall (decision A23)."""
     serial = math.fsum(t.work for t in bag.tasks)
     end = r.end_time
     continued = sum(1 for h in r.host_table if h.charged_units(end) > 1)
@@ -161,7 +161,7 @@ def summarize(rows: Sequence[dict[str, float]], keys: Sequence[str] = METRICS) -
 
 
 def optimal_hosts(bag: Bag, boot_s: float = BOOT_S, unit_s: float = UNIT_S) -> int:
-    """The paper's lower bound for short tasks: total work over the usable unit, rounded up (§3.4)."""
+    """The paper's lower bound for short tasks: total work over the usable unit, rounded up (Sect. 4)."""
     return math.ceil(math.fsum(t.work for t in bag.tasks) / (unit_s - boot_s) - 1e-9)
 
 

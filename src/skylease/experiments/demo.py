@@ -1,7 +1,17 @@
-"""``skylease demo``: a short tour of what has landed, on the simulator and the campaign runner."""
+"""``skylease demo``: a short tour of what has landed, on the simulator and the campaign runner.
+
+The tour's parts run one after the other, and most of them keep one core busy. Two cannot be made
+shorter: compiling the mapping heuristics (numba, the first time on a machine) and the real run of
+``sleep`` commands, which keeps the cores idle. So, unless told to stay in this process, the tour
+computes its later parts in one background process while this one does the earlier ones: parts 3,
+4, 5 and 7 while part 2 compiles, part 10 while the real run sleeps. Each part prints what it
+printed before, in the same order; a part whose background result is not there (or was asked for
+with other arguments) is computed here, as before.
+"""
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,10 +45,61 @@ def fixed_pool_cell(pool_size: int, seed: int) -> dict[str, Any]:
 
 def run_fixed_pool_demo(out: str | Path | None, *, seeds: int = 5, mode: str = "processes",
                         workers: int | None = 2, scheduler: str | None = None,
-                        progress: bool = True) -> CampaignResult:
+                        progress: bool = True, prefetch: bool | None = None) -> CampaignResult:
+    """Part 1, the tour's first. ``prefetch`` (default: unless ``mode`` is ``"inline"``, which asks
+    for no other process) starts parts 3, 4, 5 and 7 in the background process first."""
+    if prefetch if prefetch is not None else mode != "inline":
+        _prefetch(("provisioning", ()), ("a2ha", (20, 0)), ("spequlos", (5, "nd", "small")),
+                  ("placement", (130, 0.5, 0)))
     return run_campaign(fixed_pool_cell, DEMO_GRID, seeds=seeds, out=out, mode=mode,
                         workers=workers, scheduler=scheduler, progress=progress,
                         description="fixed pools on the simulator")
+
+
+# -- the background process ---------------------------------------------------------------------
+#: One process (spawned: the tour has threads by then), started by the first prefetch, ended when
+#: the tour takes its last result (part 10's) or when this process exits.
+_BACKGROUND: ProcessPoolExecutor | None = None
+#: (part, its arguments) -> the background's future of what that part computes.
+_PREFETCHED: dict[tuple[str, tuple[Any, ...]], Future[Any]] = {}
+
+
+def _compute(part: str, args: tuple[Any, ...]) -> Any:
+    """What part ``part`` computes, with ``args`` (in the background process, or here)."""
+    if part == "qos":
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="skylease-demo-qos-") as tmp:
+            return _qos_service_rows(tmp, *args)
+    return {"provisioning": _provisioning_table, "a2ha": _a2ha_study, "spequlos": _spequlos_table,
+            "placement": _placement_table}[part](*args)
+
+
+def _prefetch(*parts: tuple[str, tuple[Any, ...]]) -> None:
+    global _BACKGROUND
+    import multiprocessing
+
+    if _BACKGROUND is None:
+        _BACKGROUND = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    for key in parts:
+        _PREFETCHED[key] = _BACKGROUND.submit(_compute, *key)
+
+
+def _take(part: str, args: tuple[Any, ...]) -> Any:
+    """The background's result of ``part`` with ``args``, else that part computed here. An error in
+    the background is raised here, as it would have been had the part run here."""
+    global _BACKGROUND
+    from concurrent.futures.process import BrokenProcessPool
+
+    future = _PREFETCHED.pop((part, args), None)
+    try:
+        result = future.result() if future is not None else _compute(part, args)
+    except BrokenProcessPool:  # the process could not start or died (not the part's error): do it here
+        result = _compute(part, args)
+    if part == "qos" and not _PREFETCHED and _BACKGROUND is not None:  # the tour's last: end it now
+        _BACKGROUND.shutdown(wait=False, cancel_futures=True)
+        _BACKGROUND = None
+    return result
 
 
 def fixed_pool_table(result: CampaignResult) -> pd.DataFrame:
@@ -76,6 +137,10 @@ def mapping_demo(n: int = 1024, m: int = 32, seed: int = 1) -> pd.DataFrame:
 
 def provisioning_demo() -> pd.DataFrame:
     """The ILP paper's Watershed job: ILP plans against naive fleets, each replayed in the simulator."""
+    return _take("provisioning", ())
+
+
+def _provisioning_table() -> pd.DataFrame:
     import pandas as pd
 
     from skylease.experiments.provisioning import replay_watershed
@@ -99,6 +164,10 @@ def provisioning_demo() -> pd.DataFrame:
 
 def a2ha_demo(orderings: int = 20, seed: int = 0) -> dict[str, Any]:
     """A2HA vs a fixed pool of the optimal size vs Dask's adaptive rule on the paper's synthetic job."""
+    return _take("a2ha", (orderings, seed))  # type: ignore[no-any-return]
+
+
+def _a2ha_study(orderings: int, seed: int) -> dict[str, Any]:
     from skylease.experiments.a2ha import study
 
     return study("synthetic", orderings=orderings, seed=seed, compare=True)
@@ -111,6 +180,10 @@ SPEQULOS_DEMO_STRATEGIES = ("none", "9C-C-R", "9A-G-D", "9C-C-F")
 def spequlos_demo(seeds: int = 5, trace: str = "nd", bot: str = "small") -> pd.DataFrame:
     """SpeQuloS strategies vs no QoS on a Notre Dame-like desktop grid, both middlewares, paired seeds;
     on BOINC also its own batch acceleration (``batch-accel``: no cloud, no credits)."""
+    return _take("spequlos", (seeds, trace, bot))
+
+
+def _spequlos_table(seeds: int, trace: str, bot: str) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
@@ -151,25 +224,38 @@ def leases_demo(config: str = "NOVM-SR") -> Any:
 
 def real_run_demo(folder: str | Path, tasks: int = 40, seed: int = 0,
                   on_progress: Any = None) -> dict[str, Any]:
-    """A real bag of ``sleep`` commands (about 30 s of work on 2 cores) run by A2HA on local workers."""
+    """A real bag of ``sleep`` commands (about 50 s of sleeping) run by A2HA on local workers, at most
+    8 at once: a sleeping worker takes no CPU, so more workers than cores finish sooner. While it
+    sleeps, the background process (if the tour started one) computes part 10."""
     import numpy as np
 
-    from skylease.experiments.run import RunOptions, run_job
+    from skylease.experiments.run import run_job
+    from skylease.experiments.run_options import RunOptions
 
     folder = out_folder(folder)
+    if _BACKGROUND is not None:
+        _prefetch(("qos", ("nd", "small")))
     rng = np.random.default_rng(seed)
     job = folder / "sleep-jobs.txt"
     job.write_text("".join(f"sleep {s:.2f}\n" for s in rng.uniform(0.5, 2.0, tasks)))
     # a folder kept from an earlier demo holds this run already: resuming it runs nothing again
     opts = RunOptions(out=folder / "run", policy="a2ha:aggressive", price=0.01, billing_unit=10.0,
-                      budget=0.5, max_workers=2, resume=(folder / "run" / "results.sqlite").exists())
+                      budget=0.5, max_workers=REAL_RUN_WORKERS,
+                      resume=(folder / "run" / "results.sqlite").exists())
     return run_job(str(job), opts, on_progress=on_progress)
+
+#: Workers the real run may rent at once (its tasks sleep: more workers than cores is no overload).
+REAL_RUN_WORKERS = 8
 
 PLACEMENT_DEMO_ALGORITHMS = ("ff", "ffd", "bf", "sorting", "similar")
 
 
 def placement_demo(n_vms: int = 130, users: float = 0.5, seed: int = 0) -> pd.DataFrame:
     """VM placement on the thesis's lab with a user at half the desktops: each heuristic's energy."""
+    return _take("placement", (n_vms, users, seed))
+
+
+def _placement_table(n_vms: int, users: float, seed: int) -> pd.DataFrame:
     import pandas as pd
 
     from skylease.experiments.placement import place_request
@@ -189,7 +275,14 @@ def qos_service_demo(folder: str | Path, trace: str = "nd", bot: str = "small") 
     """SpeQuloS as a service, in process on a database in ``folder``: an administrator deposits
     5,000 credits for alice and for bob; each one's simulated bag (xwhep on a Notre Dame-like grid)
     is served by the service's Scheduler with their own strategy, billed to their own account.
-    Each row: the bag as the service holds it, its completion without QoS, the account after."""
+    Each row: the bag as the service holds it, its completion without QoS, the account after.
+    (A result the background process computed, in a folder of its own, leaves ``folder`` empty.)"""
+    if ("qos", (trace, bot)) in _PREFETCHED:
+        return _take("qos", (trace, bot))  # type: ignore[no-any-return]
+    return _qos_service_rows(folder, trace, bot)
+
+
+def _qos_service_rows(folder: str | Path, trace: str, bot: str) -> list[dict[str, Any]]:
     import sqlalchemy as sa
 
     from skylease.experiments.qos_service import serve_simulated

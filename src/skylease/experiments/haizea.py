@@ -1,4 +1,5 @@
-"""The Haizea experiments (spec 001 §7-§10): the Blue Horizon best-effort trace with injected advance
+"""The Haizea experiments (decisions H14-H22 in docs/decisions/haizea.md): the Blue Horizon best-effort
+trace with injected advance
 reservations, under the paper's six configurations.
 
 One cell is one workload ``[ρ/δH/ν]`` under one configuration with one image draw
@@ -62,7 +63,7 @@ def _swf(data_dir: str | None) -> Path:
 
 
 def injected_ars(label: str, data_dir: str | None = None) -> tuple[pd.DataFrame, int]:
-    """The ARs of a workload and how many were dropped for starting in the past (spec 001 §8.2 [R]:
+    """The ARs of a workload and how many were dropped for starting in the past (decision H16 [R]:
     two ARs in each of [25 %/1H/small] and [30 %/1H/small])."""
     rho, delta, size = parse_workload(label)
     folder = datasets.locate("lwf-injected", None if data_dir is None else Path(data_dir))

@@ -1,9 +1,12 @@
 """``skylease reproduce ilp``: the provisioning paper's checkable numbers, ours beside theirs.
 
-Spec ``002_ilp.md`` sections 8-9: the Watershed points R11-R14 (exact), the 91 % and 11.4 %
-comparisons, the incremental-vs-ILP and naive-vs-ILP ratios, the MapReduce points R7-R9, and the
-cost/time Pareto fronts with the baselines. Every Watershed plan is also replayed in the event
-simulator, whose cost and time are reported beside the plan's.
+The paper's claims as labelled in ``docs/decisions/ilp.md``: the Watershed points R11-R14 (exact),
+the 91 % and 11.4 % comparisons, the incremental-vs-ILP and naive-vs-ILP ratios, the MapReduce
+points R7-R9, and the cost/time Pareto fronts with the baselines. Every Watershed plan is also
+replayed in the event simulator, whose cost and time are reported beside the plan's. The paper's
+values come from :mod:`~skylease.experiments.ilp_numbers`, the text from
+:mod:`~skylease.experiments.ilp_text`; the fronts are drawn by
+:func:`~skylease.experiments.provisioning.plot_front`.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from skylease.experiments.ilp_numbers import LITERAL_MAPREDUCE, MAPREDUCE, MULTIMODEL, RATIOS, WATERSHED
+from skylease.experiments.ilp_text import report_text
 from skylease.experiments.provisioning import plot_front, replay_watershed
-from skylease.experiments.report import md_table, write_report
+from skylease.experiments.report import write_report
 from skylease.experiments.store import out_folder
 from skylease.planning.provisioning import (
     MapReduceJob,
@@ -55,15 +60,16 @@ def watershed_points() -> pd.DataFrame:
     job = WatershedJob()
     types = pick(load_catalog("hybrid"), "local", "azure-small")
     rows = []
-    for claim, plan, pm, pc in [
-        ("R11 naive 20 small", ws_naive(job, 20), 63, 4.80),
-        ("R12 naive 24 small", ws_naive(job, 24), 60, 2.88),  # "just under one hour"
-        ("R13 naive 22 small (61 min mark)", ws_naive(job, 22), 61, 5.28),
-        ("R13 ILP, 1-min intervals, D = 61", solve_watershed(job, types, 61, interval_min=1), 61, 2.76),
-        ("R14 ILP, 10-min intervals, D = 70", solve_watershed(job, types, 70, interval_min=10), 70, 2.16),
-        ("R14 incremental at 78 min", ws_incremental(job, 78), 78, 2.16),
-    ]:
-        rows.append(_row(claim, pm, pc, plan, replay_watershed(plan, job, types)))
+    for point in WATERSHED:
+        kind = point["plan"]
+        if kind == "naive":
+            plan = ws_naive(job, point["small"])
+        elif kind == "ilp":
+            plan = solve_watershed(job, types, point["deadline_min"], interval_min=point["interval_min"])
+        else:
+            plan = ws_incremental(job, point["deadline_min"])
+        rows.append(_row(point["claim"], point["minutes"], point["cost"], plan,
+                         replay_watershed(plan, job, types)))
     return pd.DataFrame(rows)
 
 
@@ -81,23 +87,27 @@ def ratio_checks() -> pd.DataFrame:
         if i.ok and p.ok and p.cost > 0 and i.cost / p.cost > worst_cost:
             worst_cost, at = i.cost / p.cost, d
     rows = [
-        {"claim": "R1/R4/R13 naive costs 91 % more (5.28 vs 2.76)", "paper": 91.0,
-         "ours": 100 * (naive22.cost / ilp61.cost - 1)},
-        {"claim": "R14 incremental 11.4 % slower for the same money (78 vs 70 min)", "paper": 11.4,
-         "ours": 100 * (inc.makespan_s / ilp70.makespan_s - 1)},
-        {"claim": f"R5 incremental up to 38 % more expensive (5-min grid; worst at D = {at} min)",
-         "paper": 38.0, "ours": 100 * (worst_cost - 1)},
+        {"claim": f"R1/R4/R13 naive costs {RATIOS['naive_cost_pct']:g} % more (5.28 vs 2.76)",
+         "paper": RATIOS["naive_cost_pct"], "ours": 100 * (naive22.cost / ilp61.cost - 1)},
+        {"claim": f"R14 incremental {RATIOS['incremental_slower_pct']:g} % slower for the same money "
+                  "(78 vs 70 min)",
+         "paper": RATIOS["incremental_slower_pct"], "ours": 100 * (inc.makespan_s / ilp70.makespan_s - 1)},
+        {"claim": f"R5 incremental up to {RATIOS['incremental_cost_pct']:g} % more expensive (5-min grid; "
+                  f"worst at D = {at} min)",
+         "paper": RATIOS["incremental_cost_pct"], "ours": 100 * (worst_cost - 1)},
     ]
     mr = MapReduceJob()
     emr = load_catalog("emr")
-    # the cheapest plan, and among equally cheap ones the fastest (spec section 5, min_cost)
+    # the cheapest plan, and among equally cheap ones the fastest (min_cost, decision MODES)
     cheapest = modes.min_cost(lambda d: solve_mapreduce(mr, emr, d), 12.0, lo=0.25, step=0.25, unit="h")
     naive = [mr_naive(mr, t, n) for t in emr for n in (10, 20)]
     rows += [
-        {"claim": "R2/R9 MapReduce naive up to 2.6x more expensive than the ILP",
-         "paper": 2.6, "ours": max(p.cost for p in naive) / cheapest.cost},
-        {"claim": "R9 MapReduce naive up to 21x slower than the ILP's cheapest plan",
-         "paper": 21.0, "ours": max(p.makespan_s for p in naive) / cheapest.makespan_s},
+        {"claim": f"R2/R9 MapReduce naive up to {RATIOS['mapreduce_cost_x']:g}x more expensive than the ILP",
+         "paper": RATIOS["mapreduce_cost_x"], "ours": max(p.cost for p in naive) / cheapest.cost},
+        {"claim": f"R9 MapReduce naive up to {RATIOS['mapreduce_slower_x']:g}x slower than the ILP's "
+                  "cheapest plan",
+         "paper": RATIOS["mapreduce_slower_x"],
+         "ours": max(p.makespan_s for p in naive) / cheapest.makespan_s},
     ]
     df = pd.DataFrame(rows)
     df["diff"] = df["ours"] - df["paper"]
@@ -108,15 +118,15 @@ def mapreduce_points() -> pd.DataFrame:
     mr = MapReduceJob()
     emr = load_catalog("emr")
     xl = pick(emr, "c1.xlarge")[0]
-    r7 = solve_mapreduce(mr, emr, 3.0, billing="single_cluster")
+    r7 = solve_mapreduce(mr, emr, 3.0, billing="single_cluster")  # decision M1
+    p7, p8 = MAPREDUCE
     rows = [
-        {**_row("R7 single cluster, D = 3 h: 2 c1.medium + 17 c1.xlarge", 180, 6.30, r7),
-         "mix": r7.detail.get("summary", "")},
-        {**_row("R8 naive 10 c1.xlarge", 315, 7.20, mr_naive(mr, xl, 10)), "mix": "10 c1.xlarge"},
+        {**_row(p7["claim"], p7["minutes"], p7["cost"], r7), "mix": r7.detail.get("summary", "")},
+        {**_row(p8["claim"], p8["minutes"], p8["cost"], mr_naive(mr, xl, 10)), "mix": "10 c1.xlarge"},
     ]
-    for d, cost in ((2.75, 8.40), (3.0, 7.77), (3.5, 6.63), (4.0, 6.33), (5.0, 6.30)):
+    for d, cost in LITERAL_MAPREDUCE:
         p = solve_mapreduce(mr, emr, d)
-        rows.append({**_row(f"spec 9.1 literal ILP, D = {d} h", None, cost, p),
+        rows.append({**_row(f"CHECKS literal ILP, D = {d} h", None, cost, p),
                      "mix": p.detail.get("summary", "")})
     return pd.DataFrame(rows)
 
@@ -129,7 +139,7 @@ def multimodel_elbows() -> pd.DataFrame:
 
     types = pick(load_catalog("hybrid"), "local", "azure-medium")
     rows = []
-    for name, models, paper in (("A", SCENARIO_A, 5.4), ("B", SCENARIO_B, 18.8)):
+    for name, models, paper in (("A", SCENARIO_A, MULTIMODEL["A"]), ("B", SCENARIO_B, MULTIMODEL["B"])):
         colo = [colocation(models, types, n) for n in range(1, 33)]
         elbow = min(colo, key=lambda p: (abs(p.detail["local_min"] - p.detail["azure_min"]), p.cost))
         ilp = solve_multimodel(models, types, elbow.makespan_s / 60, capacity="fluid")
@@ -159,63 +169,6 @@ def reproduce_ilp(out: str | Path) -> IlpReproduction:
                                   [2.75 + 0.25 * k for k in range(14)]))
     plot_front(mr_front, out / "mapreduce_front.png", title="MapReduce: ILP vs naive (n = 10, 20)",
                baselines={"naive": [mr_naive(mr, t, n) for t in emr for n in (10, 20)]})
-    write_report(out / "report.md", _report(points, ratios, mrp, elbows))
+    write_report(out / "report.md", report_text(points, ratios, mrp, elbows))
     return IlpReproduction(points, ratios, mrp, out, elbows)
 
-
-def _report(points: pd.DataFrame, ratios: pd.DataFrame, mrp: pd.DataFrame, elbows: pd.DataFrame) -> str:
-    return "\n".join([
-        "# ILP provisioning reproduced: cost/time plans and the Pareto front",
-        "",
-        "Source: the ILP provisioning paper (seed 002); implementation spec `002_ilp.md`. Generated "
-        "by `skylease reproduce ilp`. Solver: HiGHS (highspy), exact (zero MIP gap).",
-        "",
-        "## Watershed (hybrid cloud): the paper's points R11-R14",
-        "",
-        "`ours` is the plan (ILP or baseline); `sim` is the same plan replayed in skylease's event "
-        "simulator with whole 90 s tasks, boot delays (local 10 min, Azure 30 min) and hourly "
-        "billing.",
-        "",
-        md_table(points, ["claim", "paper_min", "ours_min", "sim_min", "paper_cost", "ours_cost",
-                          "sim_cost", "exact"]),
-        "",
-        "R12's \"just under one hour\" is 60.0 min for whole tasks (59.5 min in the fluid model); "
-        "R13's \"61 minutes mark\" is 61.5 min for whole tasks (61.05 fluid): the paper reads its "
-        "figure at a coarser grain. Both costs are exact.",
-        "",
-        "## The paper's comparisons",
-        "",
-        md_table(ratios, ["claim", "paper", "ours", "diff"]),
-        "",
-        "The \"38 %\" depends on the deadline grid (spec 9.2): 37.5 % on a 5-min grid, 33 % on a "
-        "10-min grid, 50 % on a 1-min grid.",
-        "",
-        "![watershed](watershed_front.png)",
-        "",
-        "## MapReduce on EMR",
-        "",
-        md_table(mrp, ["claim", "paper_min", "ours_min", "paper_cost", "ours_cost", "exact", "mix"]),
-        "",
-        "R7's $6.30 at 3 h holds only if one cluster runs both phases and is billed for 3 whole "
-        "hours (spec M1); the literal per-phase ILP costs $7.77 at 3 h. Not reproduced, as the spec "
-        "explains: \"45 minutes at $9.62\" and \"5.46x faster\" (R9, R2), which no variant of the "
-        "stated model yields.",
-        "",
-        "![mapreduce](mapreduce_front.png)",
-        "",
-        "## Multiple models with data location (Fig. 3)",
-        "",
-        "Five models of 200 tasks; data placement as in the paper's scenarios A and B; local cores "
-        "plus Azure medium instances, per-minute billing. The per-model task times (1 to 7.5 min, "
-        "evenly spread), data sizes (1 GB) and transfer prices ($0.15/GB out of Azure) are the "
-        "spec's assumptions: the paper does not print them, so only the direction of its claim "
-        "can be checked. Claim: \"data co-location is 5.4 % (A) to 18.8 % (B) more expensive "
-        "(for the same running time)\", at co-location's elbow.",
-        "",
-        md_table(elbows, ["scenario", "colocation_min", "colocation_cost", "ilp_min", "ilp_cost",
-                          "paper_pct", "ours_pct"]),
-        "",
-        "The ILP dominates co-location in both scenarios (no later, cheaper), by less than the "
-        "paper says; the gap depends on the unpublished inputs.",
-        "",
-    ])

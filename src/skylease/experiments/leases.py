@@ -3,15 +3,16 @@
 The workload is a file in one of three formats, told apart by name and content:
 
 * **SWF** (``.swf``, ``.swf.gz``, or 18 numbers a line): best-effort leases, one per job, as the
-  Haizea experiments read the Blue Horizon log (spec 001 §8.1, :func:`best_effort_requests`);
+  Haizea experiments read the Blue Horizon log (decision H15 in docs/decisions/haizea.md,
+  :func:`best_effort_requests`);
 * **XML LWF** (the content starts with ``<``): Haizea 1.0's lease workloads, with their
   ``<site>`` (node count and per-node resources);
 * **plain LWF** (anything else): one advance reservation per line (the ``lwf/injected`` files).
 
 ``inject`` adds the ARs of a plain LWF file, as the paper injects them into the Blue Horizon
 trace (ids after the workload's). A workload without a site runs on the paper's cluster: 144
-nodes of 1 CPU and 1,024 MB. Leases without a VM image get one drawn (uniform or skewed, spec
-§8.3) when the configuration moves images; XML leases keep their own.
+nodes of 1 CPU and 1,024 MB. Leases without a VM image get one drawn (uniform or skewed, decision
+H17) when the configuration moves images; XML leases keep their own.
 
 The configuration is one of the paper's six or Haizea 1.0's three by name
 (:data:`NAMED_CONFIGURATIONS`) or a TOML file: :class:`SchedulerConfig` fields, plus ``base`` (a

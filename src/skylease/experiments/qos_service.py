@@ -169,7 +169,7 @@ def serve_simulated(service: Any, owner: str, middleware: str, trace: str, bot: 
                     seed: int = 0, *, infrastructure: str | None = None,
                     data_dir: str | os.PathLike[str] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """One simulated bag served by ``service`` (a :class:`~skylease.runtime.qos.service.QoSService`)
-    in process, as a real run is over HTTP: registered with ``owner``'s credits (the spec's 10 % of
+    in process, as a real run is over HTTP: registered with ``owner``'s credits (decision S28's 10 % of
     the bag's workload), its cloud workers decided by the service's Scheduler, billed to ``owner``'s
     account. Returns the service's view of the bag (order, prediction) and the simulation's row."""
     infra = infrastructure or f"{middleware}/{trace}"

@@ -86,6 +86,8 @@ def _next_lines(summary: dict[str, Any]) -> list[str]:
         "budget_ran_out") else ")")
     steps = [(key, what) for key, what in (("resume", finish),
                                            ("retry_failed", "Run the failed tasks again, once fixed"),
+                                           ("failed", "Or write them as a job file, fix their commands "
+                                            "and run it (`skylease run fixed.txt --out NEW_DIR`)"),
                                            ("export", "Every task's result, one row per task"))
              if key in nxt and (key != "export" or summary.get("failed") or summary.get("left"))]
     if not steps:

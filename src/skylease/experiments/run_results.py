@@ -37,9 +37,15 @@ if TYPE_CHECKING:  # pandas is imported where a table is built: 0.2 s a run woul
 
 #: Failed tasks named in ``summary.json`` (all of them are in the export).
 FAILED_IN_SUMMARY = 1000
+#: The formats a file's suffix names; ``jobs`` (:data:`JOBS`) is given with --format only.
 FORMATS = ("csv", "json", "parquet")
+#: ``--format jobs``: the tasks as a job ``skylease run`` takes back
+#: (:mod:`skylease.experiments.run_jobfile`).
+JOBS = "jobs"
 COLUMNS = ("id", "line", "command", "state", "exit_code", "attempts", "started_at", "ended_at",
-           "runtime_s", "pool", "worker", "machine", "cost_share")
+           "runtime_s", "pool", "worker", "machine", "cost_share", "stdout_tail", "stderr_tail", "result")
+#: The prefix of the columns of a grid's (or CSV's) parameters: ``param_NAME``, one per parameter.
+PARAM_PREFIX = "param_"
 
 
 def task_text(spec: Mapping[str, Any]) -> str:
@@ -80,10 +86,11 @@ def task_rows(store: Any) -> pd.DataFrame:
                          columns=["id", "spec"])
     res = pd.DataFrame([dict(r) for r in store.query(
         "SELECT r.task AS id, r.status, r.exit_code, r.segment, r.host, r.pool, r.machine, r.runtime_s, "
-        "r.started_s + s.started_unix AS start, r.ended_s + s.started_unix AS end "
+        "r.started_s + s.started_unix AS start, r.ended_s + s.started_unix AS end, "
+        "r.stdout_tail, r.stderr_tail, r.result "
         "FROM results r JOIN segments s ON s.segment = r.segment")],
         columns=["id", "status", "exit_code", "segment", "host", "pool", "machine", "runtime_s", "start",
-                 "end"])
+                 "end", "stdout_tail", "stderr_tail", "result"])
     tries = pd.DataFrame([dict(r) for r in store.query(
         "SELECT task AS id, COUNT(*) AS n FROM attempts WHERE outcome IN ('failed', 'lost') GROUP BY task")],
         columns=["id", "n"])
@@ -103,7 +110,28 @@ def task_rows(store: Any) -> pd.DataFrame:
                     for p, h in zip(df["pool"], df["host"], strict=True)]
     df["cost_share"] = _cost_shares(df, hosts)
     df["id"] = df["id"].astype(int)
-    return df[list(COLUMNS)]
+    params = param_columns(specs)
+    for name, values in params.items():
+        df[name] = pd.Series(values, index=df.index, dtype=object)
+    return df[[*COLUMNS, *params]]
+
+
+def param_columns(specs: list[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """``param_NAME`` -> each task's value of the parameter NAME (None where a task has none), in
+    the order the job names them. A column of one type keeps it (numbers stay numbers, 1 and 2.5
+    alike); one that mixes types, or holds lists or tables (a callable's grid), is written as text
+    (JSON for those), so that every format, Parquet too, can hold it."""
+    names: dict[str, None] = {}
+    for spec in specs:
+        names.update(dict.fromkeys(spec.get("params") or {}))
+    columns = {}
+    for name in names:
+        values = [(spec.get("params") or {}).get(name) for spec in specs]
+        kinds = {float if type(v) is int else type(v) for v in values if v is not None}  # 1 and 2.5: numbers
+        if len(kinds) > 1 or kinds & {list, dict}:
+            values = [v if v is None else v if isinstance(v, str) else json.dumps(v) for v in values]
+        columns[PARAM_PREFIX + name] = values
+    return columns
 
 
 def _cost_shares(df: pd.DataFrame, hosts: pd.DataFrame) -> pd.Series:
@@ -143,8 +171,8 @@ def export_format(fmt: str | None, output: str | Path | None) -> str:
                             f".{', .'.join(FORMATS)}, or give --format", field="--output")
         fmt = suffix or "csv"
     fmt = fmt.lower()
-    if fmt not in FORMATS:
-        raise UserError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}", field="--format")
+    if fmt not in (*FORMATS, JOBS):
+        raise UserError(f"unknown format {fmt!r}; one of {', '.join((*FORMATS, JOBS))}", field="--format")
     if suffix in FORMATS and suffix != fmt:
         raise UserError(f"{output}: a .{suffix} name for {fmt} data; name it .{fmt} (or leave --format out)",
                         field="--output")
@@ -199,20 +227,37 @@ def open_run(out: str | Path) -> Any:
     return ResultStore(Path(out) / STORE_NAME, readonly=True)
 
 
-def export_run(out: str | Path, *, fmt: str | None = None,
-               output: str | Path | None = None) -> tuple[str, int, bytes | None]:
+def export_run(out: str | Path, *, fmt: str | None = None, output: str | Path | None = None,
+               failed: bool = False) -> tuple[str, int, bytes | None]:
     """``skylease export``: the per-task results of the run in ``out`` written to ``output``
-    (default ``OUT/tasks.FMT``; ``-`` returns the bytes for standard output instead). Returns
-    where they went, the number of rows, and the bytes when ``output`` is ``-``."""
+    (default ``OUT/tasks.FMT``; ``-`` returns the bytes for standard output instead); ``failed``:
+    only the tasks that failed or have no result. Format ``jobs`` writes those tasks as a job
+    ``skylease run`` takes (:func:`skylease.experiments.run_jobfile.job_text`; default file
+    ``OUT/jobs.txt``, ``OUT/jobs.json`` for the ``--args`` list of a job of Python calls: never a
+    ``tasks.json`` export's name). Returns where
+    they went, the number of rows (tasks), and the bytes when ``output`` is ``-``."""
     fmt = export_format(fmt, output)
-    target = Path(out) / f"tasks.{fmt}" if output is None else None if output == "-" else Path(output)
     store = open_run(out)
     try:
-        df = task_rows(store)
+        if fmt == JOBS:
+            from skylease.experiments.run_jobfile import job_text, unfinished_tasks
+
+            if failed:
+                tasks = unfinished_tasks(store)
+            else:
+                tasks = [{"id": int(r["id"]), "spec": json.loads(r["spec"])}
+                         for r in store.query("SELECT id, spec FROM tasks ORDER BY id")]
+            text, kind = job_text(tasks) if tasks else ("", "shell")
+            data, n, name = text.encode("utf-8"), len(tasks), "jobs.json" if kind == "python" else "jobs.txt"
+        else:
+            df = task_rows(store)
+            if failed:
+                df = df[df["state"] != "ok"]
+            data, n, name = export_bytes(df, fmt), len(df), f"tasks.{fmt}"
     finally:
         store.close()
-    data = export_bytes(df, fmt)
-    if target is None:
-        return "-", len(df), data
+    if output == "-":
+        return "-", n, data
+    target = Path(out) / name if output is None else Path(output)
     write_export(data, target)
-    return str(target), len(df), None
+    return str(target), n, None

@@ -1,19 +1,20 @@
 """SpeQuloS runs: one bag of tasks on a simulated desktop grid, with and without the QoS policy.
 
-The unit of the evaluation (spec 003 §4.1) is an *environment* (middleware x trace x BoT
+The unit of the evaluation (decision S21) is an *environment* (middleware x trace x BoT
 category) at one *seed*. The seed fixes the submission time, the BoT's draw, the node powers and
 every other random choice of the desktop grid, so the baseline run (no QoS) and each strategy's
 run see the same grid until the policy first acts: the paper's fairness rule, checked by
 ``tests/experiments/test_spequlos.py``.
 
-Decisions where the spec is silent (also written into every report's metadata):
+Decisions where the paper and docs/decisions/spequlos.md are silent (also written into every report's
+metadata):
 
 * Traces are built once per process with seed :data:`TRACE_SEED` (``seti``/``nd`` are generated,
   the others read from the data sets), so every run of a campaign uses the same traces, as the
   paper's fixed traces.
 * Submission times are uniform over ``[0, length - margin]``, where ``margin`` is
   :data:`SUBMIT_MARGIN_S` (or a third of the trace if shorter), so a BoT can finish before the
-  trace ends (A21). Runs that still do not finish are reported with ``completion_s = inf``.
+  trace ends (S21). Runs that still do not finish are reported with ``completion_s = inf``.
 * ``cloud_work_share`` is the share of the BoT's tasks whose first result came from a cloud
   worker (measured), not the paper's proxy of 0.10 x the share of credits spent, which
   :func:`summarize` reports beside it as ``cloud_work_share_paper``.
@@ -66,7 +67,7 @@ __all__ = [
 ]
 
 MIDDLEWARES = ("boinc", "xwhep")
-#: The paper's six BE-DCI traces (spec §1.2), by the names :func:`load_trace` resolves.
+#: The paper's six BE-DCI traces (decision S19), by the names :func:`load_trace` resolves.
 TRACES = ("seti", "nd", "g5klyo", "g5kgre", "spot10", "spot100")
 TRACE_SEED = 2013
 SUBMIT_MARGIN_S = 10 * 86400.0
@@ -105,15 +106,15 @@ def check_readings(arrivals: str | None, epsilon: float | None, cloud_buffer: in
 
 def readings(arrivals: str | None = None, epsilon: float | None = None,
              cloud_buffer: int = DEFAULT_CLOUD_BUFFER, sigma: str = "literal") -> dict[str, Any]:
-    """The readings a run was made under, as logged in its output metadata (spec §7.6)."""
+    """The readings a run was made under, as logged in its output metadata (decision S27)."""
     reading, eps = check_readings(arrivals, epsilon, cloud_buffer, sigma)
     return {
         "random_arrivals": reading,
         "random_arrivals_why": {
             "quantile": "decision D1: task i of n at F^-1((i - 1/2)/n) of weib(91.98 s, 0.57), the "
                         "paper's repartition function of arrival times",
-            "iid": "spec A9b: offsets drawn i.i.d. from weib(91.98 s, 0.57), sorted",
-            "epsilon": "spec A9b offsets with every gap between arrivals capped at epsilon (the paper's "
+            "iid": "decision S9b: offsets drawn i.i.d. from weib(91.98 s, 0.57), sorted",
+            "epsilon": "decision S9b offsets with every gap between arrivals capped at epsilon (the paper's "
                        "maximal gap, Section 4.1)",
         }[reading],
         "random_epsilon_s": eps,
@@ -160,7 +161,7 @@ def _middleware(mw: str) -> str:
     return key
 
 
-#: Which cloud workers stop at the next tick once idle (spec A4): ``all`` ([RC], the default) or
+#: Which cloud workers stop at the next tick once idle (decision S4): ``all`` ([RC], the default) or
 #: ``greedy`` (the paper's l.198 names Greedy only; Conservative's idle workers stay billed).
 IDLE_STOPS = ("all", "greedy")
 
@@ -208,7 +209,7 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     (a :class:`~skylease.control.qos.strategy.CloudStrategy`) built with ``strategy_args``
     (``--strategy-arg KEY=VALUE`` texts parsed by :func:`skylease.control.plugins.parse_args`, or
     typed values); ``alpha``: the prediction's correction factor; ``credits``: the
-    order (default: the spec's 10 % of the BoT's workload); ``arrivals``/``epsilon``: RANDOM's
+    order (default: decision S28's 10 % of the BoT's workload); ``arrivals``/``epsilon``: RANDOM's
     reading of its arrivals (:func:`~skylease.sim.dg.workload.resolve_arrivals`: ``quantile`` by
     default, ``iid``, or ``epsilon`` with its cap); ``cloud_buffer``: replicas a BOINC cloud
     worker asks for per request (decision D3); ``wrap``: the environment runs ``wrap(policy)``
@@ -282,7 +283,7 @@ def environment_cell(middleware: str, trace: str, bot: str, strategies: Sequence
 
 def tail_removal(t_speq: float, t_nospeq: float, t_ideal: float, eps: float = 1.0) -> float | None:
     """TRE ``1 - (t_speq - t_ideal)/(t_nospeq - t_ideal)``, clipped at 1; None when the baseline
-    had no tail (``t_nospeq - t_ideal <= eps`` seconds, spec A16)."""
+    had no tail (``t_nospeq - t_ideal <= eps`` seconds, decision S16)."""
     gap = t_nospeq - t_ideal
     if not (math.isfinite(gap) and gap > eps):
         return None

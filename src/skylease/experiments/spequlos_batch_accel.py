@@ -37,7 +37,7 @@ def batch_accel_table(runs: pd.DataFrame, strategies: Sequence[str] = BATCH_ACCE
     """Side by side per (trace, BoT): each strategy of ``strategies`` and the baseline, on BOINC.
 
     ``runs`` holds the baseline (``none``) and the strategies' runs, paired on ``run_seed``. Columns:
-    mean completion time, mean tail slowdown, mean TRE against the paired baseline (A16), mean extra
+    mean completion time, mean tail slowdown, mean TRE against the paired baseline (S16), mean extra
     results created (``extra_results``, batch acceleration's extra replicas; NaN when the rows do
     not carry it) and mean credits spent.
     """

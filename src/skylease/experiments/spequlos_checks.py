@@ -1,5 +1,5 @@
 """The checks of ``skylease reproduce spequlos``: each claim of the paper, as the decisions D1-D7 of
-``docs/decisions/spequlos-gating.md`` amend them, that the reproduction gates, and the values it
+``docs/decisions/spequlos.md`` amend them, that the reproduction gates, and the values it
 reports beside the paper's without gating them. Pure functions of the tables of
 :mod:`~skylease.experiments.spequlos_tables`."""
 
@@ -12,20 +12,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from skylease.experiments.spequlos_numbers import PAPER_CREDITS_ORDER, PAPER_FIG2, PAPER_FIG8, PAPER_TABLE7
 from skylease.experiments.spequlos_tables import (
     GENERATED_TRACES,
-    PAPER_FIG8,
-    PAPER_TABLE7,
     PREDICTION_TRACES,
     TRACE_TOLERANCE,
     TRACE_VALUES,
     one_wave_table,
     strategy_table,
 )
-
-#: Fig. 2 (text): median <= 1.33; P(slowdown >= 2); 95th percentile.
-PAPER_FIG2 = {"boinc": (1.33, 0.33, 10.0), "xwhep": (1.33, 0.25, 4.0)}
-
 
 PREDICTION_GATE = 85.0
 
@@ -82,7 +77,7 @@ def baseline_checks(sd: pd.DataFrame, t1: pd.DataFrame,
                               f"<= {med} / {p2} / {p95:g}",
                               f"{r['median']:.2f} / {r['P(>=2)']:.2f} / {r['p95']:.1f}",
                               r["median"] <= med and abs(r["P(>=2)"] - p2) <= 0.10, gated=False))
-            out.append(_claim(f"{mw}: tail-task share within Table 1's range (§7.2: 3-6.4 %)", "2.94-6.40 %",
+            out.append(_claim(f"{mw}: tail-task share within Table 1's range (S26: 3-6.4 %)", "2.94-6.40 %",
                               f"{r['tail tasks %']:.2f} %", 2.94 <= r["tail tasks %"] <= 6.40))
         if "RANDOM" in rows.index:
             r = rows.loc["RANDOM"]
@@ -232,7 +227,7 @@ def strategy_checks(st: pd.DataFrame, q: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def trace_checks(t23: pd.DataFrame) -> list[dict[str, Any]]:
-    """Spec §7.1 on the traces (:data:`TRACE_TOLERANCE`): gated on the generated traces' Table 2 mean
+    """Decision S26 on the traces (:data:`TRACE_TOLERANCE`): gated on the generated traces' Table 2 mean
     and Table 3 quartiles and on the spot ladders' mean; reported otherwise."""
     out: list[dict[str, Any]] = []
     for name, g in t23.groupby("trace", sort=False):
@@ -241,15 +236,15 @@ def trace_checks(t23: pd.DataFrame) -> list[dict[str, Any]]:
         gen = name in GENERATED_TRACES
         ok = bool((d.abs() <= TRACE_TOLERANCE).all())
         out.append(_claim(
-            f"§7.1 {name}: Table 2 mean nodes and Table 3 quartiles within ±15 %"
-            + ("" if gen else " (reported: a stand-in, A18-A19)"),
+            f"S26 {name}: Table 2 mean nodes and Table 3 quartiles within ±15 %"
+            + ("" if gen else " (reported: a stand-in, S18-S19)"),
             f"{g.loc['mean', 'paper']:,.4g} nodes",
             f"{g.loc['mean', 'ours']:,.4g} nodes ({d['mean']:+.1%}); quartiles within ±15 %: "
             f"{int((d.iloc[1:].abs() <= TRACE_TOLERANCE).sum())} of 6 (worst {d.iloc[1:].abs().max():.0%})",
             ok, gated=gen))
         if name.startswith("spot"):
             mean, most = g.loc["mean"], g.loc["max"]
-            out.append(_claim(f"§7.1 {name}: Table 2 mean nodes within ±15 % (A18: price level calibrated)",
+            out.append(_claim(f"S26 {name}: Table 2 mean nodes within ±15 % (S18: price level calibrated)",
                               f"{mean['paper']:,.4g}",
                               f"{mean['ours']:,.4g} ({d['mean']:+.1%}; max {most['ours']:.0f}, "
                               f"paper {most['paper']:.0f})",
@@ -258,14 +253,14 @@ def trace_checks(t23: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def idle_claims(t: pd.DataFrame) -> list[dict[str, Any]]:
-    """The Fig. 7 orderings under the A4 variant (reported: the spec's default stops every idle CW)."""
+    """The Fig. 7 orderings under the S4 variant (reported: the campaign's default stops every idle CW)."""
     if t.empty:
         return []
     g = t[t["idle_stop"] == "greedy"]
     how = g[g["axis"] == "how"].set_index("value")["credits_pct"]
     cg = g[g["axis"] == "C <= G"]["credits_pct"]
     under = how.get("D", math.nan) < how.get("F", math.nan) < how.get("R", math.nan)
-    return [_claim("Fig. 7 under A4's other reading (idle CWs stop under Greedy only): D < F < R and C ≤ G "
+    return [_claim("Fig. 7 under S4's other reading (idle CWs stop under Greedy only): D < F < R and C ≤ G "
                    "(reported)", "D < F < R; C ≤ G",
                    ", ".join(f"{h} {how.get(h, math.nan):.1f} %" for h in ("D", "F", "R"))
                    + f"; C ≤ G in {int(cg.iloc[0]) if len(cg) else 0} of 9",
@@ -360,7 +355,7 @@ def prediction_checks(t7: pd.DataFrame, pr: pd.DataFrame) -> list[dict[str, Any]
     out.append(_claim("Table 7: predictions within ±20 % over every trace (reported)", "90.2 %",
                       f"{overall:.1f} %", overall >= PREDICTION_GATE, gated=False))
     loo = float(pr["loo_ok"].mean() * 100)
-    out.append(_claim("Table 7, leave-one-out α (A15 variant), every trace (reported)", "90.2 % (in-sample)",
+    out.append(_claim("Table 7, leave-one-out α (S15 variant), every trace (reported)", "90.2 % (in-sample)",
                       f"{loo:.1f} %", loo >= PREDICTION_GATE, gated=False))
     by_bot = pr.groupby("bot")["ok"].mean() * 100
     sb = [by_bot.get(b, math.nan) for b in ("SMALL", "BIG")]
@@ -385,7 +380,7 @@ def arrival_claims(eps: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 # -- D6 and D7 ----------------------------------------------------------------------------------
-#: The readings of which idle cloud workers stop (spec A4), in the report's words: ``all`` is the
+#: The readings of which idle cloud workers stop (decision S4), in the report's words: ``all`` is the
 #: campaign's default (every idle worker stops at the next turn), ``greedy`` the paper's l.198 (only
 #: Greedy's do).
 IDLE_READINGS = {"all": "every idle CW stops at the next turn (the campaign)",
@@ -394,13 +389,11 @@ IDLE_READINGS = {"all": "every idle CW stops at the next turn (the campaign)",
 #: raises it". The paper's own anchor XWHEP/spot10/BIG moves by 0.12 % between its two bars; a
 #: difference of that size is the noise of the rules (which node asks for work first), not an effect.
 COMPLETION_NOISE = 0.001
-#: The paper's order of the credits spent per deployment (Fig. 7).
-PAPER_CREDITS_ORDER = "D < F < R"
 
 
 def credits_by_how(q: pd.DataFrame, idle: pd.DataFrame | None = None) -> dict[str, dict[str, float]]:
     """Fig. 7's % of the order spent per deployment (HOW), under each reading of idle workers that ran:
-    ``all`` from the campaign's QoS runs ``q``, ``greedy`` from the A4 variant's table (``idle``,
+    ``all`` from the campaign's QoS runs ``q``, ``greedy`` from the S4 variant's table (``idle``,
     :func:`~skylease.experiments.spequlos_tables.idle_variant`; empty in ``--quick``)."""
     out = {"all": {str(h): float(v) for h, v in (q.groupby("how")["credits_share"].mean() * 100).items()}}
     if idle is not None and len(idle):

@@ -8,7 +8,8 @@ import math
 import pandas as pd
 
 from skylease.experiments.spequlos import MIDDLEWARES
-from skylease.experiments.spequlos_tables import PAPER_FIG8, Derived
+from skylease.experiments.spequlos_numbers import PAPER_FIG8
+from skylease.experiments.spequlos_tables import Derived
 from skylease.sim.dg.workload import BOT_CATEGORIES
 
 
@@ -45,7 +46,7 @@ def differences(d: Derived, claims: pd.DataFrame) -> list[str]:
                         for h, r in cr.iterrows())
             + f". The CWs start at the same tick and in the same number for every HOW ({started:.0%} of "
             "the QoS runs start any), so the spending follows how long they stay busy: an idle CW stops "
-            "at the next tick for every strategy (A4, the [RC] rule); under Flat a CW only gets what the "
+            "at the next tick for every strategy (S4, the [RC] rule); under Flat a CW only gets what the "
             "DG queue still holds and runs out of work first (it completes the fewest tasks), while "
             "Duplication feeds it every uncompleted task. The paper stops idle CWs under Greedy only; "
             + _idle_diff(d)
@@ -64,7 +65,7 @@ def differences(d: Derived, claims: pd.DataFrame) -> list[str]:
 
 
 def _idle_diff(d: Derived) -> str:
-    """The A4 variant's Fig. 7 numbers, for 'Where we differ'."""
+    """The S4 variant's Fig. 7 numbers, for 'Where we differ'."""
     if d.idle.empty:
         return "that variant runs only in the full reproduction (not --quick)."
     v = d.idle[d.idle["idle_stop"] == "greedy"]
@@ -74,7 +75,7 @@ def _idle_diff(d: Derived) -> str:
             + ", ".join(f"{h} {g.get(h, math.nan):.1f} %" for h in ("D", "F", "R"))
             + f", and Conservative stays at or below Greedy in {int(cg.iloc[0]) if len(cg) else 0} of 9 "
             "pairs: Conservative's idle CWs stay billed until the bag ends, so neither reading gives "
-            "the paper's D < F < R together with C ≤ G (see the A4 table above).")
+            "the paper's D < F < R together with C ≤ G (see the S4 table above).")
 
 
 def _diff_fig2(d: Derived) -> str:

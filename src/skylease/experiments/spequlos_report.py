@@ -10,9 +10,9 @@ and writes ``report.md`` with the paper's values beside ours, CSVs and PNGs.
 tables are :mod:`~skylease.experiments.spequlos_tables`, the checks
 :mod:`~skylease.experiments.spequlos_checks`, the figures :mod:`~skylease.experiments.spequlos_figures`
 and the text :mod:`~skylease.experiments.spequlos_text`. The full
-campaign (6 traces, 10 seeds: 6840 runs, plus the variants, batch acceleration and the A4 reading:
+campaign (6 traces, 10 seeds: 6840 runs, plus the variants, batch acceleration and the S4 reading:
 about 14,000 runs) takes about 10 minutes on 2 worker processes; ``quick`` (nd and spot10, 2
-seeds: 456 runs, no A4 variant) about 20-30 s.
+seeds: 456 runs, no S4 variant) about 20-30 s.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def campaign_cell(
     ``buffer``: a BOINC cloud worker's buffer (D3); each row records them (``arrivals``,
     ``epsilon_s``, NaN when no cap, ``cloud_buffer``). ``baseline``: run ``none`` first (False
     when another campaign already ran it at the same seeds). ``idle``: which idle cloud workers stop
-    at the next tick (spec A4: ``all``, or ``greedy`` only; the row's ``idle_stop``).
+    at the next tick (decision S4: ``all``, or ``greedy`` only; the row's ``idle_stop``).
     """
     del seed
     mw, trace, bot = environment.split("/")
@@ -181,12 +181,12 @@ def reproduce_spequlos(
         envs_b = [e for e in envs if e.startswith("boinc/")]
         camps.append(campaign({"environment": envs_b, "strategies": [ba], "baseline": [False]},
                               f"BOINC batch acceleration: {len(envs_b)} x {n} x {len(ba)} runs"))
-    # Spec A4: the paper stops idle CWs under Greedy only; "report both if results differ" (the full
+    # Decision S4: the paper stops idle CWs under Greedy only; "report both if results differ" (the full
     # run only: --quick is the smoke test, and this doubles the strategy runs).
     if not quick:
         camps.append(campaign({"environment": envs, "strategies": [list(STRATEGIES)], "baseline": [False],
                                "idle": ["greedy"]},
-                              f"SpeQuloS, idle CWs stopped under Greedy only (A4): "
+                              f"SpeQuloS, idle CWs stopped under Greedy only (S4): "
                               f"{len(envs)} x {n} x 18 runs"))
     failed = [f for c in camps for f in c.failed]
     if failed:
@@ -203,7 +203,7 @@ def reproduce_spequlos(
 
 def _split_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The campaign's runs, RANDOM's runs under other arrival readings, the batch-acceleration runs
-    and the runs of the A4 variant (idle CWs stopped under Greedy only). A ``runs.csv`` written
+    and the runs of the S4 variant (idle CWs stopped under Greedy only). A ``runs.csv`` written
     before decision D1 (no ``arrivals`` column) read its RANDOM arrivals i.i.d., with the ``epsilon``
     variant marked by ``epsilon_s``; one without ``idle_stop`` stopped every idle CW."""
     runs = runs.copy()
@@ -288,7 +288,7 @@ def report_from_runs(
         pd.concat([runs[runs["strategy"].isin(["none", "9C-C-R"])], ba_runs], ignore_index=True), out)
     buffers = sorted({int(b) for b in runs["cloud_buffer"]})
     meta = {
-        "decisions_doc": "docs/decisions/spequlos-gating.md (D1-D7)",
+        "decisions_doc": "docs/decisions/spequlos.md (S1-S29, D1-D7)",
         "readings": readings(reading, eps0 if reading == "epsilon" and math.isfinite(eps0) else None,
                              buffers[0] if len(buffers) == 1 else DEFAULT_CLOUD_BUFFER),
         "cloud_buffers": buffers,

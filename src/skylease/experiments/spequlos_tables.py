@@ -1,7 +1,7 @@
 """The tables of ``skylease reproduce spequlos``, derived from the campaign's rows: Table 1
 and Fig. 2 (baseline tails), Figs. 6-7 (the 18 strategies), Figs. 8-9 (9C-C-R), Table 7 (prediction),
-Tables 2-3 (the traces), and the variants (RANDOM's arrivals, A4's idle workers, one-wave bags).
-The paper's own values the tables sit beside are here too."""
+Tables 2-3 (the traces), and the variants (RANDOM's arrivals, S4's idle workers, one-wave bags).
+The paper's own values the tables sit beside are read by :mod:`~skylease.experiments.spequlos_numbers`."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pandas as pd
 from skylease.control.qos.prediction import TOLERANCE, fit_alpha, loo_success_rate, succeeded
 from skylease.control.qos.strategy import STRATEGIES
 from skylease.experiments.spequlos import MIDDLEWARES, TRACE_SEED, TRACES, tail_removal
+from skylease.experiments.spequlos_numbers import PAPER_FIG8, PAPER_TABLE1
 from skylease.sim.dg.env import DGParams
 from skylease.sim.dg.workload import BOT_CATEGORIES, make_bot
 
@@ -30,47 +31,23 @@ KIND = {
 }
 
 
-#: Table 1 of the paper: % of BoT in tail (BOINC, XWHEP), % of time in tail (BOINC, XWHEP).
-PAPER_TABLE1 = {
-    "Desktop Grids": (4.65, 5.11, 51.8, 45.2),
-    "Best Effort Grids": (3.74, 6.40, 27.4, 16.5),
-    "Spot Instances": (2.94, 5.19, 22.7, 21.6),
-}
-
-
-#: Table 7 of the paper: success % per trace: SMALL B, SMALL X, BIG B, BIG X, RANDOM B, RANDOM X, Mixed.
-PAPER_TABLE7 = {
-    "seti": (100, 100, 100, 82.8, 100, 87.0, 94.1),
-    "nd": (100, 100, 100, 100, 100, 96.0, 99.4),
-    "g5klyo": (88.0, 89.3, 96.0, 87.5, 75, 75, 85.6),
-    "g5kgre": (96.3, 88.5, 100, 92.9, 83.3, 34.8, 83.3),
-    "spot10": (100, 100, 100, 100, 100, 100, 100),
-    "spot100": (100, 100, 100, 100, 76, 3.6, 78.3),
-    "Mixed": (97.6, 96.1, 99.2, 93.5, 89.6, 65.3, 90.2),
-}
-
-
-#: Fig. 8 anchors (text): (middleware, trace, BoT) -> (without, with 9C-C-R) average completion (s).
-PAPER_FIG8 = {("boinc", "seti", "RANDOM"): (28818.0, 3195.0), ("xwhep", "spot10", "BIG"): (2524.0, 2521.0)}
-
-
-#: Spec D5: the traces the prediction gate (>= 85 %) is evaluated on; the Grid'5000 stand-ins are
+#: Decision D5: the traces the prediction gate (>= 85 %) is evaluated on; the Grid'5000 stand-ins are
 #: reported as "data not available".
 PREDICTION_TRACES = ("seti", "nd", "spot10", "spot100")
 
 
-#: Spec D3: the bags that may fit in one wave, where 9A with Greedy spends its order at once; the
+#: Decision D3: the bags that may fit in one wave, where 9A with Greedy spends its order at once; the
 #: report keeps the (middleware, trace) cells where 9A did fire at the first tick (spot100's SMALL bag
-#: stopped fitting in one wave when the ladder was calibrated to the paper's 877 nodes, A18).
+#: stopped fitting in one wave when the ladder was calibrated to the paper's 877 nodes, S18).
 ONE_WAVE = (("seti", "SMALL"), ("spot100", "SMALL"))
 
 
 FIRST_TICK_S = 240.0
 
 
-#: Spec §7.1: a stand-in trace should match Table 2's mean node count and Table 3's quartiles within
-#: about ±15 %. Gated where the spec asks for it: the generated traces (A19) on all seven values, the
-#: spot ladders (A18, calibrated to the paper's price level) on the mean; the rest is reported.
+#: decision S26: a stand-in trace should match Table 2's mean node count and Table 3's quartiles within
+#: about ±15 %. Gated where decision S26 asks for it: the generated traces (S19) on all seven values, the
+#: spot ladders (S18, calibrated to the paper's price level) on the mean; the rest is reported.
 TRACE_TOLERANCE = 0.15
 
 
@@ -82,7 +59,7 @@ GENERATED_TRACES = ("seti", "nd")
 
 # -- analysis -------------------------------------------------------------------------------------
 def with_tre(runs: pd.DataFrame) -> pd.DataFrame:
-    """QoS runs with their paired baseline's completion and ideal time, and the TRE (A16)."""
+    """QoS runs with their paired baseline's completion and ideal time, and the TRE (S16)."""
     key = ["middleware", "trace", "bot", "run_seed"]
     base = runs[runs["strategy"] == "none"].set_index(key)[["completion_s", "ideal_s", "tail_slowdown"]]
     q = runs[runs["strategy"] != "none"].join(base.add_prefix("base_"), on=key)
@@ -121,7 +98,7 @@ def table1(base: pd.DataFrame) -> pd.DataFrame:
 
 
 def slowdown_stats(base: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 2's statistics per middleware: pooled (``all``), on ``SMALL+BIG`` (the gated pool, spec
+    """Fig. 2's statistics per middleware: pooled (``all``), on ``SMALL+BIG`` (the gated pool, decision
     D2) and per BoT category."""
     rows = []
     for mw, g in base.groupby("middleware"):
@@ -315,7 +292,7 @@ def _pct_ok(p: pd.DataFrame) -> float:
 
 
 def trace_tables(traces: Sequence[str], data_dir: str | None = None) -> pd.DataFrame:
-    """Spec §7.1: Table 2 (node counts) and Table 3 (duration quartiles) of each trace of the campaign,
+    """Decision S26: Table 2 (node counts) and Table 3 (duration quartiles) of each trace of the campaign,
     with the paper's value and our relative difference (``ours/paper - 1``) per statistic."""
     from skylease.traces.avail import PAPER_TABLES, load_trace, trace_stats
 
@@ -332,7 +309,7 @@ def trace_tables(traces: Sequence[str], data_dir: str | None = None) -> pd.DataF
 
 
 def idle_variant(q: pd.DataFrame, q_idle: pd.DataFrame) -> pd.DataFrame:
-    """Spec A4 beside the campaign: the mean TRE and % of the order spent per HOW, WHEN and HOW MANY
+    """Decision S4 beside the campaign: the mean TRE and % of the order spent per HOW, WHEN and HOW MANY
     with every idle CW stopped at the next tick (``all``, the campaign) and with Greedy's only
     (``greedy``, the paper's l.198), on the same seeds."""
     if q_idle.empty:

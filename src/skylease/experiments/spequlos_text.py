@@ -1,5 +1,5 @@
 """``report.md`` of ``skylease reproduce spequlos``: the paper's values beside ours, the tables, the
-figures and the decisions where the paper and the spec are silent."""
+figures and the decisions where the paper is silent."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ import pandas as pd
 from skylease.experiments.report import md_table
 from skylease.experiments.spequlos_checks import COMPLETION_NOISE, IDLE_READINGS, credits_by_how, gate
 from skylease.experiments.spequlos_differences import differences
+from skylease.experiments.spequlos_numbers import PAPER_TABLE1, PAPER_TABLE7
 from skylease.experiments.spequlos_tables import (
     CANNOT_ACT,
-    PAPER_TABLE1,
-    PAPER_TABLE7,
     TRACE_VALUES,
     Derived,
     arrival_reach_s,
@@ -22,49 +21,49 @@ from skylease.experiments.spequlos_tables import (
 )
 
 DECISIONS = (
-    "Traces (spec A18-A19): seti and nd are generated (per-node alternating renewal processes fitted to "
+    "Traces (decisions S18-S19): seti and nd are generated (per-node alternating renewal processes fitted to "
     "Tables 2-3, with a daily cycle for seti; seed 2013); g5klyo and g5kgre are the best-effort nodes of two "
     "SWF batch logs (Blue Horizon, 144 nodes; NASA iPSC, 128 nodes); spot10 and spot100 are the paper's bid "
-    "ladder on a 2016 EC2 c1.xlarge spot-price history scaled by one factor to the paper's price level (A18: "
+    "ladder on a 2016 EC2 c1.xlarge spot-price history scaled by one factor to the paper's price level (S18: "
     "the ladders' maxima are Table 2's 87 and 877 nodes; unscaled they had about 1.8x the nodes). "
     "`skylease traces stats` prints their Table 2/3 rows beside the paper's. Traces are built once per "
     "process, so every run of the campaign sees the same traces.",
-    "Submissions (A21): uniform over the trace minus a 10-day margin (a third of a shorter trace); a run's "
+    "Submissions (S21): uniform over the trace minus a 10-day margin (a third of a shorter trace); a run's "
     "seed fixes its submission time, its BoT draw, node powers, ON offsets and CW boot delays, so the "
     "baseline and the 18 strategies of one seed are paired and identical until the policy first acts. "
     "Runs that never finish would be reported as `completion_s = inf` (none did here).",
-    "BoTs (A9, D1): RANDOM reads Table 6's σ² literally (σ = 14.1 tasks, 100 nops) and its weib(91.98 s, "
+    "BoTs (S9, D1): RANDOM reads Table 6's σ² literally (σ = 14.1 tasks, 100 nops) and its weib(91.98 s, "
     "0.57) as the repartition function of its arrival times: task i of n arrives at F⁻¹((i − ½)/n) "
-    "(`--random-arrivals quantile`, the default); the i.i.d. offsets of A9b (`iid`) and those offsets with "
+    "(`--random-arrivals quantile`, the default); the i.i.d. offsets of S9b (`iid`) and those offsets with "
     "every gap capped at the paper's ε = 60 s (`epsilon`) run as variants of RANDOM's baseline and 9C-C-R. "
-    "Node powers are Table 4's normals clamped to [mean/3, 3 mean] (A8), homogeneous 3000 nops/s on the "
+    "Node powers are Table 4's normals clamped to [mean/3, 3 mean] (S8), homogeneous 3000 nops/s on the "
     "g5k grids.",
-    "Middleware (A11-A13): work requests back off 30, 60, 120, 240, then every 300 s; a node up at "
+    "Middleware (S11-S13): work requests back off 30, 60, 120, 240, then every 300 s; a node up at "
     "submission comes ON then (plus its [RC] 0-300 s offset); requests due at the same instant are served "
     "in node order. XWHEP: a job whose node leaves is re-queued at its next ON or after the 900 s "
     "keep-alive timeout. BOINC: 3 tasks per CPU buffer, suspended replicas resume at the next ON and are "
     "re-sent after the 1-day deadline; 'one result per user per WU' holds for the WU's life. A duplicate "
     "result is ignored and the slower copy keeps running.",
-    "Cloud workers (A6-A7, A13-A14): 3000 nops/s, boot N(150, 15) s clamped to [75, 300], never fail; a "
+    "Cloud workers (S6-S7, S13-S14): 3000 nops/s, boot N(150, 15) s clamped to [75, 300], never fail; a "
     "stopped CW is a worker switched OFF (XWHEP re-queues its job after the timeout, BOINC waits for the "
     "deadline). BOINC Reschedule: a CW copies the first IN_PROGRESS replica no live CW is copying, so two "
     "CWs complete a WU that still needs two results; a CW skips buffered copies of WUs validated "
     "meanwhile. Duplication copies the tasks arrived and not completed at the start (quorum 1).",
-    "SpeQuloS (A2-A6, A24, D3): a 240 s tick, each running CW billed 1 credit per tick from its start "
+    "SpeQuloS (S2-S6, S24, D3): a 240 s tick, each running CW billed 1 credit per tick from its start "
     "tick (boot billed); a BOINC CW asks for 3 replicas per request, as a client (`--cloud-buffer`; "
     "XWHEP CWs hold one job); 9A with Greedy keeps its semantics (S workers at the first tick where 90 % are "
-    "assigned); CWs started once per BoT; an idle CW stops at the next tick for every strategy (A4; the full "
+    "assigned); CWs started once per BoT; an idle CW stops at the next tick for every strategy (S4; the full "
     "run repeats the 18 strategies with Greedy's idle CWs stopped only and reports both); "
     "if HOW MANY gives 0 the start is retried at the next tick; Conservative = floor(S / max(t_r, 1)); "
     "Greedy = floor(S). The order is 10 % of the BoT's wall-clock bound in CPU.hours x 15 credits.",
-    "Metrics: tail slowdown = actual / ideal (A1), T_ideal = t_c(0.9)/0.9 over the final BoT size (A10); "
-    "Table 1 and Fig. 2 come from the baseline runs (A25). TRE against the paired baseline; a run whose "
+    "Metrics: tail slowdown = actual / ideal (S1), T_ideal = t_c(0.9)/0.9 over the final BoT size (S10); "
+    "Table 1 and Fig. 2 come from the baseline runs (S25). TRE against the paired baseline; a run whose "
     "baseline had no tail (t_nospeq − t_ideal ≤ 1 s) is excluded and the excluded share reported; TRE is "
-    "clipped at 1 (A16). `cloud_work_share` is the measured share of tasks whose first result came from "
+    "clipped at 1 (S16). `cloud_work_share` is the measured share of tasks whose first result came from "
     "a CW (the paper's proxy is 0.10 x the share of credits spent). The prediction p = t_c(0.5)/0.5 is "
     "made in the completion callback that reaches ceil(0.5 x submitted); α is fitted with L1 in-sample "
-    "per (trace, middleware, BoT) on the 9C-C-R runs, and leave-one-out beside it (A15). Table 1 rows "
-    "and Table 7's Mixed cells pool the runs (A22).",
+    "per (trace, middleware, BoT) on the 9C-C-R runs, and leave-one-out beside it (S15). Table 1 rows "
+    "and Table 7's Mixed cells pool the runs (S22).",
     "Gating (the paper's claims as decisions D1-D7 amend them): Fig. 2's median (≤ 1.33) and "
     "P(slowdown ≥ 2) are gated on SMALL + BIG per middleware (D2); [R] P(≥ 2) as at most the paper's "
     "value, since the paper's pool held RANDOM runs, "
@@ -76,7 +75,7 @@ DECISIONS = (
     "(28,818 s on the paper's trace) is reported. Fig. 7's credits are gated on Reschedule spending more "
     "than Duplication under both readings of idle CWs, Flat's place reported (D6); Fig. 8's 'never raises "
     "the mean completion' on no raise above 0.1 %, with the environments where CWs cannot act listed (D7). "
-    "The other checks of §7 are gated as written. "
+    "The other checks of S26 are gated as written. "
     "`metadata.json` holds these readings, the gating and the verdict.",
 )
 
@@ -123,7 +122,7 @@ def report_text(
         "",
         'Source: S. Delamare, G. Fedak, D. Kondo, O. Lodygensky, "SpeQuloS: a QoS service for hybrid and '
         'elastic computing infrastructures", Cluster Computing 2013; the decisions D1-D7 that '
-        "read and gate it are in `docs/decisions/spequlos-gating.md`. "
+        "read and gate it are in `docs/decisions/spequlos.md`. "
         f"Generated by `skylease reproduce spequlos{mode}`.",
         "",
         f"**{len(traces)} traces ({', '.join(traces)}) x 2 middleware x 3 BoT categories x {n} seeds x "
@@ -171,7 +170,7 @@ def report_text(
         *_arrivals_text(d),
         "## Figs. 6-7: the 18 strategies",
         "",
-        "TRE = 1 − (t_speq − t_ideal)/(t_nospeq − t_ideal), t_ideal from the paired baseline (A16): a "
+        "TRE = 1 − (t_speq − t_ideal)/(t_nospeq − t_ideal), t_ideal from the paired baseline (S16): a "
         "run whose baseline had no tail (t_nospeq − t_ideal ≤ 1 s) is excluded (column `excluded`: "
         f"{d.q['tre'].isna().mean():.1%} of the QoS runs overall), TRE is clipped at 1. `credits_pct` is "
         "the average share of the order spent (Fig. 7); `cloud_tasks_pct` the share of tasks a CW "
@@ -217,7 +216,7 @@ def report_text(
         "## Table 7: completion-time prediction at 50 %",
         "",
         "α is fitted per (trace, middleware, BoT) on the 9C-C-R runs with the L1 objective, in-sample "
-        f"(A15), {n} runs per cell; a prediction succeeds when the completion time is within ±20 % of "
+        f"(S15), {n} runs per cell; a prediction succeeds when the completion time is within ±20 % of "
         "α·t_c(0.5)/0.5. Ours, in-sample:",
         "",
         md_table(d.t7, digits=1),
@@ -231,7 +230,7 @@ def report_text(
         md_table(t7p, digits=1) if len(t7p) else "",
         "",
         *ba_text,
-        "## Decisions where the paper and the spec are silent",
+        "## Decisions where the paper is silent",
         "",
         "Every [R] choice of `skylease.experiments.spequlos`, `skylease.sim.dg` and "
         "`skylease.control.qos` (their docstrings give the details):",
@@ -246,7 +245,7 @@ def report_text(
 
 
 def _traces_text(d: Derived) -> list[str]:
-    """Spec §7.1: Tables 2 and 3 of our traces beside the paper's."""
+    """Decision S26: Tables 2 and 3 of our traces beside the paper's."""
     if d.t23.empty:
         return []
     t = d.t23.pivot_table(index="trace", columns="statistic", values="ours", sort=False)
@@ -257,16 +256,16 @@ def _traces_text(d: Derived) -> list[str]:
         rows.append({"trace": name, **{c: t.loc[name, c] for c in cols}})
         rows.append({"trace": f"{name} (paper)", **{c: p.loc[name, c] for c in cols}})
     return [
-        "## Traces (§7.1): Tables 2 and 3",
+        "## Traces (S26): Tables 2 and 3",
         "",
         "Mean and maximum number of available nodes (Table 2) and quartiles of availability and "
         "unavailability durations in seconds (Table 3), ours beside the paper's "
         "(`table2_table3_traces.csv`; `skylease traces stats NAME` prints every column). "
-        "seti and nd are generated and fitted to the paper's tables (A19); spot10 and spot100 are the "
+        "seti and nd are generated and fitted to the paper's tables (S19); spot10 and spot100 are the "
         "paper's bid ladder on a 2016 c1.xlarge price history scaled to the paper's price level, so "
-        "that the ladders' maxima are Table 2's 87 and 877 nodes (A18); their durations are that "
+        "that the ladders' maxima are Table 2's 87 and 877 nodes (S18); their durations are that "
         "market's, which moves every 15 minutes or so. g5klyo and g5kgre stand in for Grid'5000 "
-        "best-effort traces that are not published (SWF batch logs; A19).",
+        "best-effort traces that are not published (SWF batch logs; S19).",
         "",
         md_table(pd.DataFrame(rows), digits=1),
         "",
@@ -274,7 +273,7 @@ def _traces_text(d: Derived) -> list[str]:
 
 
 def _idle_text(d: Derived) -> list[str]:
-    """Spec A4: both readings of which idle cloud workers stop, side by side."""
+    """Decision S4: both readings of which idle cloud workers stop, side by side."""
     if d.idle.empty:
         return []
     t = d.idle[d.idle["axis"] != "C <= G"].pivot_table(index=["axis", "value"], columns="idle_stop",
@@ -282,7 +281,7 @@ def _idle_text(d: Derived) -> list[str]:
     t.columns = [f"{a} ({b})" for a, b in t.columns]
     cg = d.idle[d.idle["axis"] == "C <= G"].set_index("idle_stop")["credits_pct"]
     return [
-        "**Idle cloud workers (spec A4).** The campaign stops an idle CW at the next tick under every "
+        "**Idle cloud workers (decision S4).** The campaign stops an idle CW at the next tick under every "
         "strategy (the authors' simulator); the paper's text (l.198) says so of Greedy only. The same "
         "seeds ran the 18 strategies again with only Greedy's idle CWs stopped (`variant_idle_stop.csv`): "
         "mean TRE and % of the order spent under each reading (`all` is the campaign), and how many of "
@@ -304,7 +303,7 @@ def _arrivals_text(d: Derived) -> list[str]:
         "The paper gives the *repartition function* of RANDOM's arrival times, weib(91.98 s, 0.57): the "
         "campaign reads it as quantiles (task i of n at F⁻¹((i − ½)/n), `--random-arrivals quantile`). "
         "The same seeds ran RANDOM's baseline and 9C-C-R under the two other readings: i.i.d. offsets "
-        "(`iid`, spec A9b) and those offsets with every gap capped at the paper's ε = 60 s (`epsilon`). "
+        "(`iid`, decision S9b) and those offsets with every gap capped at the paper's ε = 60 s (`epsilon`). "
         "Fig. 2's statistics and Table 7's success with RANDOM's runs taken from each reading (`all` pools "
         "both middleware; SMALL and BIG are the same runs in every reading); the paper's RANDOM cells of "
         "Table 7 are 76-100 % (34.8 % and 3.6 % on XWHEP g5kgre and spot100), and its BOINC/seti/RANDOM "

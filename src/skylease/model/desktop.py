@@ -1,10 +1,11 @@
-"""Desktops shared with their users, and the VMs placed on them (thesis ch. 6, spec 004 B1-B5).
+"""Desktops shared with their users, and the VMs placed on them (thesis ch. 6, decisions B1-B5 in
+docs/decisions/thesis.md).
 
 Per-item records (:class:`Desktop`, :class:`VM`) are what files hold; the planners work on the
 array views (:class:`Desktops`, :class:`VMs`), one numpy entry per desktop or VM, in index order.
 
 Units: VM durations in minutes (the thesis's unit), power in watts, energy in watt-hours.
-Packing is by CPU cores only (spec B4): memory and disk are carried, never packed.
+Packing is by CPU cores only (decision B4): memory and disk are carried, never packed.
 A desktop's user, if any, sits at it from t = 0 for ``user_minutes`` (the thesis's d_j);
 ``user_minutes == 0`` means no user.
 """

@@ -1,10 +1,10 @@
 """Desktop power models: watts drawn at an aggregate CPU load x (percent of all cores, 0-100).
 
-Two kinds, both plain frozen data (spec 004 B3.1; issue 9 "Model"):
+Two kinds, both plain frozen data (decision B3.1 in docs/decisions/thesis.md; issue 9 "Model"):
 
 * :class:`PowerCurve` -- the thesis's regression on wattmeter readings, ``f(x) = 45.341 x^0.1651``
   (Fig. 6.1; Eq. 6.5 with V_ini = 45.341 W, V_max = 97 W). The regression gives f(0) = 0; an idle
-  but switched-on desktop draws ``idle_w`` = 47 W instead (Table 6.2, spec B3.1 [R]).
+  but switched-on desktop draws ``idle_w`` = 47 W instead (Table 6.2, decision B3.1).
 * :class:`PowerTable` -- a SPECpower table, watts at 0, 10, ..., 100 % load, linearly interpolated
   in between (as CloudSim's ``PowerModelSpecPower`` does).
 

@@ -1,4 +1,5 @@
-"""Several tiny tasks in one Dask call: the dispatch round trip is paid once per batch."""
+"""Several tiny tasks in one call to a worker (local or Dask): the dispatch round trip is paid once per
+batch."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Running one task of a job on a worker: a shell command or a Python call, never raising for it.
 
-:func:`run_task` is what the driver submits to a Dask worker, once per attempt. It takes the task
+:func:`run_task` is what the driver submits to a worker (a local worker process or a Dask worker),
+once per attempt. It takes the task
 as :meth:`skylease.runtime.jobs.JobTask.to_json` and returns a plain dict (exit code, the tails of
 the output, timings, where it ran), so that nothing of the driver has to be unpickled on a worker
 and nothing of the worker has to be unpickled on the driver.

@@ -45,7 +45,7 @@ import re
 import shlex
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -73,6 +73,7 @@ class JobTask:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""
     source_line: int | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)  # its [grid] or CSV row's values
 
     def to_json(self) -> dict:
         return {
@@ -84,6 +85,7 @@ class JobTask:
             "kwargs": dict(self.kwargs),
             "label": self.label,
             "source_line": self.source_line,
+            "params": dict(self.params),
         }
 
     @classmethod
@@ -97,6 +99,7 @@ class JobTask:
             kwargs=dict(d.get("kwargs") or {}),
             label=d.get("label") or "",
             source_line=d.get("source_line"),
+            params=dict(d.get("params") or {}),
         )
 
 
@@ -108,6 +111,7 @@ class Job:
     source: str
     tasks: tuple[JobTask, ...]
     options: Mapping[str, Any] = field(default_factory=dict)
+    text: str | None = field(default=None, repr=False, compare=False)  # a job read from stdin: its text
 
     def fingerprint(self) -> str:
         """sha256 of what the tasks do, in order: a resumed run must be the same job."""
@@ -141,15 +145,27 @@ def load_job(spec: str, *, args: str | None = None) -> Job:
 
 
 def _text_job(path: Path) -> Job:
+    return text_job(read_text(path), str(path), _stem(path))
+
+
+#: How a job read from standard input is named (``skylease run -``): its source and its name.
+STDIN = "-"
+
+
+def text_job(text: str, source: str, name: str) -> Job:
+    """A job of shell commands, one a line (blank lines and ``#`` comments skipped), from ``text``:
+    a text file's, or standard input's (``source`` names it in errors and in the run's records)."""
     tasks = []
-    for lineno, raw in enumerate(read_text(path).splitlines(), 1):
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         tasks.append(JobTask(len(tasks), "shell", command=line, label=_short(line), source_line=lineno))
+    where = "standard input" if source == STDIN else source
     if not tasks:
-        raise UserError("no commands (every line is blank or a # comment)", file=path, line=1)
-    return Job(_stem(path), str(path), tuple(tasks))
+        raise UserError("no commands (every line is blank or a # comment)", file=where, line=1)
+    check_size(len(tasks), "tasks", TASK_BYTES, file=where)
+    return Job(name, source, tuple(tasks))
 
 
 # -- callables ------------------------------------------------------------------------------------
@@ -282,7 +298,8 @@ def _toml_job(path: Path) -> Job:
         for i, (row, line) in enumerate(zip(rows, row_lines, strict=True)):
             at = (path, cmd_line) if line is None else (rows_file, line)
             cmd = _render(parts, row, *at)
-            tasks.append(JobTask(i, "shell", command=cmd, label=_short(cmd), source_line=line))
+            tasks.append(JobTask(i, "shell", command=cmd, label=_short(cmd), source_line=line,
+                                 params=row))
     else:
         assert target is not None
         target = target.strip()
@@ -294,7 +311,7 @@ def _toml_job(path: Path) -> Job:
         for i, (row, line) in enumerate(zip(rows, row_lines, strict=True)):
             at = (path, tline) if line is None else (rows_file, line)
             _check_call(fn, target, (), row, file=at[0], line=at[1], field="callable")
-            tasks.append(_python_task(i, target, (), row, line))
+            tasks.append(replace(_python_task(i, target, (), row, line), params=row))
     return Job(_stem(path), str(path), tuple(tasks), options)
 
 

@@ -357,7 +357,7 @@ def _quiet_signals(server: Any) -> Iterator[list[int]]:
 
 def _deposit_policy(engine: Engine, qos: Any, cap: float, every: float, stopping: threading.Event,
                     vital: Vital) -> None:
-    """SpeQuloS's deposit policy (spec 003 §3): each user topped up to ``cap`` now, then every
+    """SpeQuloS's deposit policy (decision S29): each user topped up to ``cap`` now, then every
     ``every`` seconds, in a thread that ends with the server (``vital`` if it dies; a pass that
     fails is logged and made again the next period, as a sweep's)."""
     from skylease.service.auth import list_users

@@ -16,7 +16,7 @@ come and go, and a placement heuristic runs online on the event kernel:
   every instant: a desktop running VMs costs ``P(x)`` without a user and
   ``max(0, P(x) + monitor − user_w)`` with one (the incremental ECR); a desktop without VMs costs
   nothing. This is Model B's reading; Model C (a desktop's state frozen at placement) has no
-  meaning once users come and go (spec B3.5). A decision of ours, stated in the docs.
+  meaning once users come and go (decision B3.5). A decision of ours, stated in the docs.
 - a VM bigger than every desktop can never run: it is reported unplaced at arrival, never dropped.
 """
 

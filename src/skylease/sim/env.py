@@ -11,8 +11,8 @@ Dispatch itself (queues, copies, requeue at the head, first result wins, idle af
 simulated clock, boots, task run times and billing.
 
 The experiment ends when no task is pending (hosts still alive are then released and charged
-their started units, as the A2HA spec's A25 does), when the policy calls ``finish``, or at the
-horizon; tasks not done by then are reported as unfinished, never dropped silently.
+their started units, as decision A25 in docs/decisions/a2ha.md does), when the policy calls
+``finish``, or at the horizon; tasks not done by then are reported as unfinished, never dropped silently.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Simulated enactment of the lease scheduler (spec 001 §5) and the paper's metrics (§9).
+"""Simulated enactment of the lease scheduler (decision H5 in docs/decisions/haizea.md) and the
+paper's metrics (decision H18).
 
 The clock is the event kernel (:class:`skylease.sim.kernel.Kernel`): one tick per event time
 (a request arrival or a slot-table change point: a reservation start, end or real end). At a tick
@@ -129,7 +130,7 @@ class LeaseRun:
 def be_leases(requests: pd.DataFrame | Mapping[str, np.ndarray]) -> list[Lease]:
     """Best-effort leases from :func:`skylease.traces.swf.best_effort_requests` rows, or the
     columns of :func:`~skylease.traces.swf.best_effort_columns` (ids in trace order, 1 CPU and
-    1024 MB per node, spec 001 §8.1)."""
+    1024 MB per node, decision H15)."""
     return [Lease(i, LeaseKind.BEST_EFFORT, s, k, d, r, r)
             for i, (s, k, d, r) in enumerate(zip(requests["submit"].tolist(), requests["nodes"].tolist(),
                                                  requests["requested"].tolist(), requests["run"].tolist(),
@@ -138,7 +139,7 @@ def be_leases(requests: pd.DataFrame | Mapping[str, np.ndarray]) -> list[Lease]:
 
 def ar_leases(rows: pd.DataFrame, first_id: int = 0) -> list[Lease]:
     """Advance-reservation leases from :func:`skylease.traces.lwf.read_plain_lwf` rows (ids from
-    ``first_id``, after the best-effort ones, spec 001 §4); non-preemptible."""
+    ``first_id``, after the best-effort ones, decision H1); non-preemptible."""
     return [Lease(first_id + i, LeaseKind.ADVANCE_RESERVATION, int(r.submit), int(r.nodes), int(r.duration),
                   int(r.real_duration), int(r.real_duration), start=int(r.start), cpu=float(r.cpu),
                   memory=int(r.memory), preemptible=False)
@@ -167,7 +168,7 @@ def site_capacity(node_resources: dict[str, float]) -> ResourceTuple:
 
 def assign_images(leases: Sequence[Lease], distribution: str = "uniform", seed: int = 0, *,
                   n_images: int = 37, size_mb: int = 4096, draws: int = 10_000) -> None:
-    """Give every lease a VM image (spec 001 §8.3): ``draws`` images are drawn up front, then handed
+    """Give every lease a VM image (decision H17): ``draws`` images are drawn up front, then handed
     out in submission order (BE before AR on ties: ids). ``uniform``: each of ``n_images`` equally
     likely; ``skewed``: 7 images at 10 % and 30 at 1 % (``7,10 30,1``, 37 images); ``single``: one."""
     rng = np.random.default_rng(seed)
@@ -186,7 +187,7 @@ def assign_images(leases: Sequence[Lease], distribution: str = "uniform", seed: 
 
 
 def clip_time(leases: Sequence[Lease], fraction: float = CLIP_FRACTION) -> int:
-    """The submission time of the BE lease at position ``int(fraction·N) - 1`` (spec 001 §9.4)."""
+    """The submission time of the BE lease at position ``int(fraction·N) - 1`` (decision H18)."""
     be = sorted((le for le in leases if le.kind is LeaseKind.BEST_EFFORT), key=lambda le: (le.submit, le.id))
     if not be:
         return 0

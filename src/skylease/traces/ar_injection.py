@@ -1,4 +1,5 @@
-"""Advance-reservation injection (spec 001 §8.2): the generator behind Haizea's 72 ``.lwf`` files.
+"""Advance-reservation injection (decision H16 in docs/decisions/haizea.md): the generator behind Haizea's
+72 ``.lwf`` files.
 
 A workload ``[ρ/δH/ν]`` adds ARs whose node-seconds are a share ρ of the cluster over the trace:
 durations uniform on ``[δ·3600 − 1800, δ·3600 + 1800]`` s, node counts uniform on the size range

@@ -6,7 +6,7 @@ intervals in seconds) plus the observation window ``[start, end)`` of the trace.
 formats live next to this module (:mod:`.fta`, :mod:`.spot`, :mod:`.swf`), generators in
 :mod:`.dg`, and :func:`load_trace` resolves a name or a path to a trace.
 
-Statistics (SpeQuloS spec §5.2, Tables 2 and 3)
+Statistics (the SpeQuloS paper's Tables 2 and 3)
 -----------------------------------------------
 :func:`trace_stats` computes, over the trace window:
 
@@ -18,18 +18,18 @@ Statistics (SpeQuloS spec §5.2, Tables 2 and 3)
   (available node-seconds over ``n_nodes * length``) and ``churn_per_node_day`` (state changes
   strictly inside the window, per node and day).
 
-Which intervals count [R]: an availability duration is every availability interval clipped to the
-window (so an interval cut by the window edge counts with its clipped length); an unavailability
-duration is every gap *between two availability intervals of the same node* inside the window.
-Gaps before a node's first or after its last interval are not counted: for real traces they mean
-"not in the trace yet / any more" rather than "down", and a node that is never available
-contributes no duration at all.
+Which intervals count (our decision; the paper does not say): an availability duration is every
+availability interval clipped to the window (so an interval cut by the window edge counts with its
+clipped length); an unavailability duration is every gap *between two availability intervals of the
+same node* inside the window. Gaps before a node's first or after its last interval are not counted:
+for real traces they mean "not in the trace yet / any more" rather than "down", and a node that is
+never available contributes no duration at all.
 
 :func:`format_stats_table` prints rows of these statistics as a fixed-width text table, and
 :data:`PAPER_TABLES` holds the paper's values for comparison.
 
-``.tr`` directories (spec §1.2 [RC])
--------------------------------------
+``.tr`` directories (decision S19 in docs/decisions/spequlos.md)
+---------------------------------------------------------------
 :func:`read_tr_dir` reads one file per node, ``<node>.tr``, with whitespace-separated lines
 ``start end state``; only ``state == 1`` lines (available) are used. Blank lines and lines
 starting with ``#`` are skipped. Files are read in name order; ``.tr.gz`` files are gunzipped.
@@ -280,13 +280,13 @@ def load_trace(
 ) -> AvailabilityTrace:
     """Resolve a trace name or path to an :class:`AvailabilityTrace`.
 
-    Names (the SpeQuloS traces, spec §1.2, and what stands in for them here):
+    Names (the SpeQuloS traces, decision S19, and what stands in for them here):
 
     * ``seti``, ``nd`` -- :func:`~skylease.traces.dg.seti_like` / :func:`~skylease.traces.dg.nd_like`
       with ``seed``; ``n_nodes`` and ``duration_s`` override their paper-sized defaults.
     * ``spot10``, ``spot100`` -- :func:`~skylease.traces.spot.bid_ladder` with S = $10/h or $100/h
       on ``spot/c1.xlarge-us-east-1a.json.gz`` (the c1 type closest to the paper's), its prices
-      scaled to the paper's level (:func:`~skylease.traces.spot.calibrated_prices`, spec A18: Table
+      scaled to the paper's level (:func:`~skylease.traces.spot.calibrated_prices`, decision S18: Table
       2's maxima of 87 and 877 nodes), the whole 60 days.
     * ``g5klyo`` -- :func:`~skylease.traces.swf.best_effort_availability` on the Blue Horizon log
       ``swf/blue_30days.swf`` (144 nodes of 8 processors, 30 days): a busy machine whose free-node

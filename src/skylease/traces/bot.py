@@ -1,7 +1,7 @@
 """Bags of tasks: the A2HA paper's workloads and readers of real task-runtime traces.
 
-Paper workloads (spec ``000_a2ha.md`` §3.2, resolutions A11-A13)
-----------------------------------------------------------------
+Paper workloads (W1-W4 and decisions A11-A13 in ``docs/decisions/a2ha.md``)
+---------------------------------------------------------------------------
 :func:`a2ha_workload` builds the four evaluation workloads as :class:`~skylease.model.task.Bag`:
 
 ========== ==== ===================================================================== ========
@@ -9,16 +9,16 @@ name       N    durations                                                       
 ========== ==== ===================================================================== ========
 image      256  W1: gamma (shape (220/125)^2), standardized to mean 220 s and          fixed
                 (population) sd 125 s exactly, clipped at >= 5 s; internal seed 7
-synthetic  256  W2: N(150 s, 30 s), clipped below at 1 s (the spec: "> 0")             redrawn
+synthetic  256  W2: N(150 s, 30 s), clipped below at 1 s (the paper: > 0)                redrawn
 outsystems 1480 W3: lognormal, median 30 s, sigma = sqrt(2 ln(63.5/30)) = 1.225,       fixed
                 scaled to mean 63.5 s exactly; internal seed 11
 long       256  W4: N(5400 s, 1200 s), clipped below at 1 s                            redrawn
 ========== ==== ===================================================================== ========
 
-*Fixed* traces (A11) give the same durations on every call whatever ``seed`` is: the paper's W1
+*Fixed* traces (decision A11) give the same durations on every call whatever ``seed`` is: the paper's W1
 and W3 are measured traces of which only the order changes between runs. *Redrawn* workloads draw
 new durations from ``seed`` (an ``int``, ``None`` for fresh entropy, or a ``numpy`` Generator).
-With the internal seeds the fixed traces reproduce the spec's §7 prototype: W1 has max 691 s
+With the internal seeds the fixed traces are the reference prototype's (decision PROTO): W1 has max 691 s
 (nothing is clipped), W3 has median 30.8 s, max 42.2 min and 3 tasks over 15 min. The paper's
 optimum host counts ceil(N * mean / 3300 s) are 18 (image), 12 (synthetic, nominal mean) and 29
 (outsystems).

@@ -1,6 +1,7 @@
-"""Parametric desktop-grid availability, fitted to the SpeQuloS paper's Tables 2 and 3 (spec A19).
+"""Parametric desktop-grid availability, fitted to the SpeQuloS paper's Tables 2 and 3
+(decision S19 in docs/decisions/spequlos.md).
 
-The FTA's SETI@home and Notre Dame Condor traces are not available here, so (spec A19) each node is
+The FTA's SETI@home and Notre Dame Condor traces are not available here, so (decision S19) each node is
 an independent **alternating renewal process**: available for a duration drawn from ``F_up``,
 then unavailable for a duration drawn from ``F_down``, and so on.
 
@@ -23,7 +24,7 @@ sample, with :func:`~skylease.traces.avail.trace_stats`):
   unavailability 640/960/1920 s) within 15 %, and Table 2's mean number of available nodes (180)
   within 10 % when ``n_nodes`` is left at its default :data:`ND_DEFAULT_NODES` (183: the fitted
   processes are available 98.5 % of the time). Not matched: Table 2's std/min/max (the paper's std
-  4.129 is inconsistent with min 77 / max 501, A19; node arrivals and departures are not modelled,
+  4.129 is inconsistent with min 77 / max 501, S19; node arrivals and departures are not modelled,
   so our count varies much less).
 * :func:`seti_like` -- SETI@home: the six quartiles of Table 3 (61/531/5407 s and 174/501/3078 s)
   within 15 %, and the mean of Table 2 (24391) within 10 % with the default

@@ -41,7 +41,7 @@ Every random function takes ``seed``: an ``int`` (or ``None`` for fresh entropy)
 ``numpy.random.Generator``, which is then used (and advanced) directly.
 
 * :func:`cvb` -- the coefficient-of-variation-based method of Ali, Siegel, Maheswaran and Hensgen
-  (2000), used by the thesis (spec A6.1). Gamma distributions: shape ``1/V**2``. Task-based variant:
+  (2000), used by the thesis (decision A6.1). Gamma distributions: shape ``1/V**2``. Task-based variant:
   task means ``q_i ~ Gamma(mean mu_task, CV V_task)``, then ``etc[i, j] ~ Gamma(mean q_i, CV V_mach)``.
   Machine-based variant: machine means ``p_j ~ Gamma(mean mu_task, CV V_mach)``, then
   ``etc[i, j] ~ Gamma(mean p_j, CV V_task)``. ``variant="auto"`` takes the task-based variant when
@@ -50,12 +50,12 @@ Every random function takes ``seed``: an ``int`` (or ``None`` for fresh entropy)
 * :func:`range_based` and :func:`braun_class` -- the range-based method of Braun et al. (2001):
   ``tau_i ~ U(1, R_task)``, ``etc[i, j] = tau_i * U(1, R_mach)``; classes ``u_{c,s,i}_{hi,lo}{hi,lo}``
   with R_task = 3000 (hi) / 100 (lo) and R_mach = 1000 (hi) / 10 (lo). Not used by the thesis.
-* :func:`make_consistent` -- consistency transforms (spec A6.2): ``fc`` sorts every row (machine 0
+* :func:`make_consistent` -- consistency transforms (decision A6.2): ``fc`` sorts every row (machine 0
   fastest for every task), ``oc`` leaves the matrix as generated, ``pc-even`` sorts the even
   columns of every row (Braun's semi-consistent), ``pc-half`` fully sorts the rows of the first
   ``n // 2`` tasks, ``pc-quarter`` applies ``pc-even`` to the even-indexed rows only.
 * :func:`thesis_instance` -- one instance of the thesis's study, reproducibly seeded (see there).
-* :func:`etc_stats` -- the sanity statistics of spec A6.3 and a guess of the consistency.
+* :func:`etc_stats` -- the sanity statistics of decision A6.3 and a guess of the consistency.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ __all__ = [
 
 CONSISTENCIES = ("fc", "pc-half", "pc-even", "pc-quarter", "oc")
 
-#: The 16 (V_task, V_mach) pairs of thesis Table 3.5, in the spec's order (A5.1).
+#: The 16 (V_task, V_mach) pairs of thesis Table 3.5, in the order of decision A5.1.
 THESIS_SCENARIOS: tuple[tuple[float, float], ...] = (
     (0.1, 0.1), (0.2, 0.1), (0.3, 0.1), (0.4, 0.1), (0.5, 0.1), (0.6, 0.1),
     (0.6, 0.6), (0.7, 0.6), (0.8, 0.6), (0.9, 0.6), (1.0, 0.6), (1.1, 0.6),
@@ -503,7 +503,7 @@ def thesis_instance(
 ) -> np.ndarray:
     """Replicate ``rep`` of the thesis's CVB instance class (size, scenario, consistency); reproducible.
 
-    Seed: ``np.random.default_rng([size_id, scen_id, cons_id, rep])`` (spec A6.1 [R]) with
+    Seed: ``np.random.default_rng([size_id, scen_id, cons_id, rep])`` (decision A6.1) with
 
     * ``size_id``: 0, 1, 2, 3 for 512x16, 1024x32, 2048x64, 4096x128; any other size
       ``4 + cantor(n, m)`` (Cantor pairing, so distinct sizes never share an id);
@@ -512,7 +512,7 @@ def thesis_instance(
     * ``cons_id``: 0 for ``"fc"``, 1 for ``"pc"``, 2 for ``"oc"``.
 
     ``consistency`` is ``"fc"``, ``"pc"`` or ``"oc"``; ``"pc"`` uses procedure ``pc`` (default
-    ``"pc-half"``, the one closest to the thesis's numbers, spec A6.2). A ``pc-*`` name is also
+    ``"pc-half"``, the one closest to the thesis's numbers, decision A6.2). A ``pc-*`` name is also
     accepted as ``consistency`` and overrides ``pc``. The pc procedure is not part of the seed, so
     replicate ``rep`` of ``pc-half`` and ``pc-even`` start from the same generated matrix.
     The CVB variant is ``"auto"`` (machine-based only when ``v_task < v_mach``).
@@ -571,7 +571,7 @@ def _guess_consistency(etc: np.ndarray) -> str:
 
 
 def etc_stats(etc: np.ndarray) -> dict:
-    """Sanity statistics of an ETC matrix (spec A6.3). CVs use the sample std (ddof=1).
+    """Sanity statistics of an ETC matrix (decision A6.3). CVs use the sample std (ddof=1).
 
     Keys: ``n_tasks``, ``n_machines``, ``mean`` (≈ mu_task), ``min``, ``max``,
     ``row_cv_mean`` (mean CV within a row: machine heterogeneity, ≈ V_mach for task-based CVB),

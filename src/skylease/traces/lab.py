@@ -1,8 +1,8 @@
 """Desktop labs: the thesis's UnaCloud lab, desktops files, SPECpower tables, and users.
 
-- :func:`thesis_lab` -- the 109 desktops of thesis §6.1.3 (70 with 4 cores, 39 with 8; spec B1),
+- :func:`thesis_lab` -- the 109 desktops of thesis §6.1.3 (70 with 4 cores, 39 with 8; decision B1),
   all with the thesis's power curve, optionally in a random order (the study shuffles the index
-  order per instance, spec B5 [R]: First-Fit, FFD and Best-Fit depend on it).
+  order per instance, decision B5: First-Fit, FFD and Best-Fit depend on it).
 - :func:`draw_users` -- a user on a given share of the desktops, chosen at random, each for a
   session of U[60, 240] minutes (§6.1.3.2).
 - :func:`user_sessions` -- users coming and going over days, for the online variant (beyond the

@@ -1,4 +1,4 @@
-"""Lease workload files (LWF) of Haizea's experiments (spec 001 §8.2).
+"""Lease workload files (LWF) of Haizea's experiments (decision H16 in docs/decisions/haizea.md).
 
 * The plain-text format of ``lwf/injected/``: one advance reservation per line,
   ``reqTime startTime duration realDuration numNodes CPU mem disk vmImage vmImageSize`` (seconds,

@@ -1,4 +1,5 @@
-"""EC2 spot price histories and the SpeQuloS bid ladder (spec §1.2, A18).
+"""EC2 spot price histories and the SpeQuloS bid ladder (decision S18 in
+docs/decisions/spequlos.md).
 
 Price files
 -----------
@@ -15,8 +16,8 @@ still mixes several values of any of them after filtering is rejected with a
 files hold one type, one zone and ``Linux/UNIX`` each. Two records with the same timestamp keep the
 **highest** price (a bid runs only if it is at or above every price reported for that instant).
 
-Bid ladder (spec §1.2)
-----------------------
+Bid ladder (decision S18)
+-------------------------
 With a renting budget of ``S`` dollars per hour, ``n`` persistent bids are placed, bid ``i`` at
 ``S/i`` (``i = 1..n``). Node ``i`` (1-based; index ``i-1`` in the trace) is available exactly
 when the market price ``p(t) <= S/i`` (tested as ``p * i <= S``). So availability is **nested**:
@@ -24,7 +25,7 @@ whenever node ``i+1`` is available, node ``i`` is too, and ``N(t) = min(n, floor
 When ``n`` is not given it is the smallest ``n`` with ``S/n`` below the lowest price in the window,
 ``floor(S / p_min) + 1`` (so node ``n`` is never available, as in the paper).
 
-Which file stands for the paper's data, and its calibration [R, A18]
+Which file stands for the paper's data, and its calibration [R, S18]
 -------------------------------------------------------------------
 The paper used "c1.large" (not an EC2 type; c1.medium and c1.xlarge existed) for January-March
 2011, and that history is not obtainable. The shipped histories are us-east-1, 2016-02-25 to
@@ -33,7 +34,7 @@ types its price level (median $0.0647/h, min $0.0642, max $0.13) is the closest 
 and its shape (median 1.008x and maximum 2.03x its minimum) is a real market's.
 
 Its level is not the paper's: on it the ladder has about 1.8 times the paper's node counts (155
-nodes for $10/h, 1557 for $100/h, against Table 2's maxima of 87 and 877). Spec A18 asks that a
+nodes for $10/h, 1557 for $100/h, against Table 2's maxima of 87 and 877). Decision S18 asks that a
 stand-in be calibrated to Tables 2 and 3, so :func:`calibrated_prices` scales the series by one
 factor so that its lowest price is :data:`PAPER_MIN_PRICE`, the price at which a ladder has exactly
 Table 2's maxima for both budgets (floor(10/p) = 87 and floor(100/p) = 877 hold together only for
@@ -64,13 +65,13 @@ __all__ = ["DEFAULT_SPOT_FILE", "PAPER_MIN_PRICE", "bid_ladder", "calibrated_pri
 #: The shipped price history used for ``spot10`` and ``spot100`` (see the module docstring).
 DEFAULT_SPOT_FILE = "c1.xlarge-us-east-1a.json.gz"
 #: The lowest price (dollars/hour) of the calibrated series: a ladder then has exactly Table 2's
-#: maxima, 87 nodes for $10/h and 877 for $100/h (module docstring; spec A18).
+#: maxima, 87 nodes for $10/h and 877 for $100/h (module docstring; decision S18).
 PAPER_MIN_PRICE = 0.11396
 
 
 def calibrated_prices(prices: np.ndarray, min_price: float = PAPER_MIN_PRICE) -> tuple[np.ndarray, float]:
     """``prices`` scaled by one factor so that their minimum is ``min_price``; returns the scaled
-    prices and the factor (spec A18: a stand-in market calibrated to the paper's level)."""
+    prices and the factor (decision S18: a stand-in market calibrated to the paper's level)."""
     p = np.asarray(prices, float)
     if not (len(p) and np.isfinite(p).all() and (p > 0).all()):
         raise ValueError("prices must be a non-empty array of finite positive values")

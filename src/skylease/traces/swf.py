@@ -22,8 +22,9 @@ pandas (0.2 s to import: the lease simulator reads its SWF workloads so, with
 
 Best-effort availability (:func:`best_effort_availability`)
 ------------------------------------------------------------
-SpeQuloS's Grid5000 traces (spec §1.2, ``g5klyo``/``g5kgre``) count a node as available exactly
-when no regular job runs on it. SWF logs do not say which nodes a job ran on, so [R]:
+SpeQuloS's Grid5000 traces (``g5klyo``/``g5kgre``, decision S19 in docs/decisions/spequlos.md) count
+a node as available exactly when no regular job runs on it. SWF logs do not say which nodes a job ran
+on, so we decided:
 
 * a job runs from ``submit_time + max(wait_time, 0)`` for ``run_time`` seconds; jobs with
   ``run_time <= 0`` or no processor count are skipped;
@@ -296,9 +297,10 @@ def best_effort_availability(
 
 
 def blue_horizon_filter(df: pd.DataFrame, *, days: float = 30.0, procs_per_node: int = 8) -> pd.DataFrame:
-    """The Haizea paper's cut of a raw Blue Horizon log (spec 001 §8.1): queues 1-4, submit times
-    rebased to the first kept job, requested processors turned into nodes (÷ ``procs_per_node``),
-    the first ``days`` days. The shipped ``blue_*.swf`` files are already cut this way."""
+    """The Haizea paper's cut of a raw Blue Horizon log (decision H15 in docs/decisions/haizea.md): queues
+    1-4, submit times rebased to the first kept job, requested processors turned into nodes
+    (÷ ``procs_per_node``), the first ``days`` days. The shipped ``blue_*.swf`` files are already cut
+    this way."""
     kept = df[df["queue_number"].isin([1, 2, 3, 4])].copy()
     if kept.empty:
         return kept
@@ -308,11 +310,11 @@ def blue_horizon_filter(df: pd.DataFrame, *, days: float = 30.0, procs_per_node:
 
 
 def best_effort_requests(df: pd.DataFrame) -> pd.DataFrame:
-    """Best-effort lease requests from a cut SWF log (spec 001 §8.1, [C] ``readers.SWF``).
+    """Best-effort lease requests from a cut SWF log (decision H15, the 2008 code's ``readers.SWF``).
 
     Columns: ``job``, ``submit``, ``nodes`` (the requested-processors field of the cut log),
     ``requested`` (requested time), ``run`` (the run time clamped to ``[1, requested]``). Jobs
-    cancelled while queued (run time < 0 and status 5) never ran and are dropped (spec 001 §12-D:
+    cancelled while queued (run time < 0 and status 5) never ran and are dropped (decision H15:
     437 of the 5,545 jobs of ``blue_30days.swf``).
     """
     import pandas as pd

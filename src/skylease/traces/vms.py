@@ -1,12 +1,12 @@
 """VM requests: the VMs file of ``skylease place`` and the synthetic UnaCloud-like trace.
 
 The thesis's year of UnaCloud requests (up to 9,800 VMs; 1, 2, 3, 4, 6 or 8 cores; 45 to 43,200
-minutes) is not published and its distributions are not given. Following spec 004 B5 [R], the
-stand-in trace draws cores from a categorical law over (1, 2, 3, 4, 6, 8) with weights
-(0.35, 0.25, 0.05, 0.20, 0.05, 0.10), durations log-uniform on [45, 43,200] minutes, and memory
-(not packed) from the same six sizes in GB. An instance is a random subset of the trace, kept in
-trace (request) order, redrawn until every VM can be placed somewhere on the lab (§6.1.3.2: "the
-maximum number of cores on each size is up to the total available physical cores"; see
+minutes) is not published and its distributions are not given. Following decision B5 in
+docs/decisions/thesis.md, the stand-in trace draws cores from a categorical law over (1, 2, 3, 4, 6,
+8) with weights (0.35, 0.25, 0.05, 0.20, 0.05, 0.10), durations log-uniform on [45, 43,200] minutes,
+and memory (not packed) from the same six sizes in GB. An instance is a random subset of the trace,
+kept in trace (request) order, redrawn until every VM can be placed somewhere on the lab (§6.1.3.2:
+"the maximum number of cores on each size is up to the total available physical cores"; see
 :func:`fits_lab`).
 """
 
@@ -36,7 +36,7 @@ MAX_VM_CORES = 1 << 20
 
 
 def vm_trace(n: int = TRACE_SIZE, seed: int | np.random.Generator = TRACE_SEED) -> VMs:
-    """The synthetic stand-in for the UnaCloud trace (spec B5 [R])."""
+    """The synthetic stand-in for the UnaCloud trace (decision B5)."""
     g = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     cores = g.choice(np.array(VM_CORES), size=n, p=VM_CORE_WEIGHTS)
     lo, hi = np.log(VM_MINUTES[0]), np.log(VM_MINUTES[1])
@@ -46,7 +46,7 @@ def vm_trace(n: int = TRACE_SIZE, seed: int | np.random.Generator = TRACE_SEED) 
 
 
 def fits_lab(vm_cores: np.ndarray, desktop_cores: np.ndarray) -> bool:
-    """The spec's feasibility filter for an instance (B5 [R]), generalised to any lab.
+    """The feasibility filter of decision B5 for an instance, generalised to any lab.
 
     The VMs' cores sum to at most the lab's, and for every desktop size s no more VMs need more
     than s cores than there are desktops bigger than s (on the thesis's lab: at most 39 VMs of 6

@@ -1,4 +1,6 @@
-"""The lease manager (Haizea, spec 001): leases, the slot table and the lease scheduler.
+"""The lease manager (Haizea): leases, the slot table and the lease scheduler.
+
+Our readings of the Haizea paper are written in docs/decisions/haizea.md (decisions H1-H22).
 
 Enactment is an interface (:class:`Enactment`): the simulator (:mod:`skylease.sim.leases`) carries
 the scheduler's commands out on simulated nodes now; a real enactment can drive the same

@@ -1,10 +1,10 @@
-"""Scheduling options and the overhead model (spec 001 §2.2, §2.3, §6.3, §7).
+"""Scheduling options and the overhead model (decisions H2, H9, H10, H14 in docs/decisions/haizea.md).
 
-Every derived overhead is rounded **up** to whole seconds (spec §12-P): suspending or resuming a
+Every derived overhead is rounded **up** to whole seconds (decision H1): suspending or resuming a
 VM of ``m`` MB takes ``ceil(m / rate)``; migrating it ``ceil(m / B)`` (memory only, the NOVM-SR
 configuration) or ``ceil((m + s_I) / B)`` (memory and image). The suspend thresholds are
 ``(1 + factor) ×`` (boot + suspend) for a first start and ``(1 + factor) ×`` (migrate + 2 × suspend)
-for a resumed or preempted lease (spec §6.3, 42 s and 248 s in NOVM-SR).
+for a resumed or preempted lease (decision H10, 42 s and 248 s in NOVM-SR).
 
 Haizea 1.0 (the released code, not the 2008 simulator) behaves differently in seven ways; each is
 a key whose default is the 2008 behaviour (so the paper's Table 1 does not move), and
@@ -71,13 +71,13 @@ class SchedulerConfig:
     backfilling: bool = True
     suspension: bool = False
     suspend_rate: float = 50.0  # MB/s, disk write (suspend) = read (resume) rate H_w = H_r
-    bandwidth: float = 12.5  # MB/s, B: 100 Mbit/s as the 2008 code reads it (spec §12-A)
+    bandwidth: float = 12.5  # MB/s, B: 100 Mbit/s as the 2008 code reads it (decision H2)
     migrate: Literal["mem", "mem+vm"] = "mem"
     boot_s: int = 0  # VM boot + shutdown, added to every lease's durations (VM configurations: 20 s)
     runtime_overhead_pct: int = 0  # slowdown inside a VM (VM configurations: 5 %)
     image_size_mb: int = 4096  # s_I: what a "mem+vm" migration moves besides memory
     threshold_factor: float = 1.0
-    # The spec (and the 2008 code's RR classes) make RESUME reservations non-preemptible, so a
+    # Decision H3 (the 2008 code's RR classes) makes RESUME reservations non-preemptible, so a
     # suspended lease's future plan (RESUME then VM) blocks an AR. With this option an AR may
     # unschedule such a plan whole (a decision of ours, off by default; see the scheduler's notes).
     preempt_future_resumptions: bool = False
@@ -167,7 +167,7 @@ class SchedulerConfig:
 
     # -- overheads (seconds, rounded up) -------------------------------------------------------------
     def planned(self, duration: int) -> int:
-        """A duration with the VM overheads: ``ceil(d × (1 + pct/100)) + boot`` (spec §2.2), in
+        """A duration with the VM overheads: ``ceil(d × (1 + pct/100)) + boot`` (decision H2), in
         exact integer arithmetic."""
         pct = self.runtime_overhead_pct
         return -(-duration * (100 + pct) // 100) + self.boot_s if pct or self.boot_s else duration
@@ -283,7 +283,7 @@ HAIZEA10_CONFIGURATIONS: dict[str, tuple[SchedulerConfig, str | None]] = {
     "HAIZEA-1.0-TRANSFERS-REUSE": (HAIZEA10.with_(migrate="mem+vm", transfers=True, reuse=True), None),
 }
 
-#: The paper's six configurations (spec 001 §7): name -> (scheduler options, image draw of the
+#: The paper's six configurations (decision H14): name -> (scheduler options, image draw of the
 #: workload; ``None`` where images play no part).
 PAPER_CONFIGURATIONS: dict[str, tuple[SchedulerConfig, str | None]] = {
     "NOVM-NOSR": (SchedulerConfig.novm_nosr(), None),

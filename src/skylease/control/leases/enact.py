@@ -1,4 +1,4 @@
-"""Enactment: how the scheduler's decisions reach the nodes (spec 001 §3.1, "enactment component").
+"""Enactment: how the scheduler's decisions reach the nodes (the paper's Section 3.1, "enactment component").
 
 The scheduler decides *when* and *where*; an :class:`Enactment` carries out each resource
 reservation (RR) when it starts and when it stops. ``rr.kind`` says what to do: ``VM`` (start /

@@ -1,5 +1,6 @@
-"""Image preparation (spec 001 §6.2 EDF, §6.3 step E FIFO, §6.7 pools): multicast transfers of VM
-images from the repository, on two independent serial channels (spec §12-F): best-effort
+"""Image preparation (decisions H8 EDF and FIFO, H13 pools, in docs/decisions/haizea.md): multicast
+transfers of VM
+images from the repository, on two independent serial channels (decision H8): best-effort
 transfers go first-in first-out as soon as possible; advance-reservation transfers are ordered by
 deadline (EDF) and pushed as late as their deadlines allow. Per-node image pools with reference
 counts and least-recently-used eviction serve image reuse.
@@ -41,7 +42,7 @@ class Transfer:
 def edf_times(scheduled: Sequence[Transfer], duration: int, deadline: int,
               t0: int) -> list[tuple[int, int]] | None:
     """Times for the AR transfers not started yet (``scheduled``) plus a new one of ``duration`` due by
-    ``deadline``, on a channel free from ``t0`` (spec §6.2, ``scheduleImageTransferEDF``).
+    ``deadline``, on a channel free from ``t0`` (decision H8, the 2008 code's ``scheduleImageTransferEDF``).
 
     Sorted by deadline (the new one last among equals), a forward ASAP pass checks that every
     transfer meets its deadline; a backward pass then pushes each as late as possible. Returns the
@@ -73,7 +74,7 @@ class _PoolEntry:
 
 
 class ImagePool:
-    """One node's image cache: at most ``capacity_mb`` of images (spec §6.7)."""
+    """One node's image cache: at most ``capacity_mb`` of images (decision H13)."""
 
     def __init__(self, capacity_mb: int) -> None:
         self.capacity_mb = capacity_mb

@@ -1,6 +1,7 @@
-"""Leases and their resource reservations (spec 001 §1, §4): the lease manager's data model.
+"""Leases and their resource reservations (decision H1 in docs/decisions/haizea.md): the lease manager's
+data model.
 
-Times are integer seconds from the start of the simulation (spec 001 §12-P). A best-effort (BE)
+Times are integer seconds from the start of the simulation (decision H1). A best-effort (BE)
 lease carries two durations: the requested one, which the scheduler plans with, and the actual
 one (at most the requested), which the simulator learns only when the lease ends early.
 
@@ -42,7 +43,7 @@ class ResourceTuple(NamedTuple):
 
 #: Nothing reserved.
 NO_RESOURCES = ResourceTuple(0.0, 0, 0, 0.0)
-#: A node of the paper's cluster (spec 001 §2.3): 1 CPU, 1 GB memory, 20,000 MB working disk,
+#: A node of the paper's cluster (decision H2): 1 CPU, 1 GB memory, 20,000 MB working disk,
 #: 100 Mbit/s = 12.5 MB/s network.
 BLUE_HORIZON_NODE = ResourceTuple(1.0, 1024, 20000, 12.5)
 
@@ -64,7 +65,7 @@ class LeaseState(StrEnum):
 
 
 class RRKind(StrEnum):
-    """What a resource reservation does (spec 001 §4). Image transfers are kept by the scheduler's
+    """What a resource reservation does (decision H1). Image transfers are kept by the scheduler's
     transfer channels (:mod:`skylease.control.leases.images`), not as node reservations."""
 
     VM = "vm"
@@ -126,7 +127,7 @@ class Lease:
         return None if self.first_start is None else self.first_start - self.submit
 
     def bounded_slowdown(self, bound: int = 10) -> float | None:
-        """``(t_e - t_a) / max(t_u, bound)`` with ``t_u`` the dedicated run time (spec 001 §9)."""
+        """``(t_e - t_a) / max(t_u, bound)`` with ``t_u`` the dedicated run time (decision H18)."""
         if self.end is None:
             return None
         return (self.end - self.submit) / max(self.dedicated, bound)
@@ -138,7 +139,7 @@ class Reservation:
 
     ``nodes`` holds one physical node per VM; ``usage`` is what each VM reserves there. ``end``
     is planned from the requested duration; ``real_end`` (<= ``end``) is when the lease actually
-    ends. ``backfill`` marks a future reservation of the backfilling budget (spec §6.3).
+    ends. ``backfill`` marks a future reservation of the backfilling budget (decision H9).
     """
 
     lease: Lease
@@ -169,7 +170,7 @@ class Reservation:
 
     @property
     def preemptible(self) -> bool:
-        """Only the VM reservations of preemptible (best-effort) leases can be preempted (spec §6.2)."""
+        """Only the VM reservations of preemptible (best-effort) leases can be preempted (decision H7)."""
         return self.kind is RRKind.VM and self.lease.preemptible
 
     def overlaps(self, a: int, b: int) -> bool:

@@ -104,8 +104,9 @@ class NoARs:
 
 @dataclass(frozen=True)
 class ARPreemptsBestEffort:
-    """An AR may preempt any best-effort lease, most recently submitted first (the 2008 code, spec
-    001 §6.2; Haizea 1.0's ``ar-preempts-everything`` without its 7-day aging; the default)."""
+    """An AR may preempt any best-effort lease, most recently submitted first (the 2008 code, decision
+    H7 in docs/decisions/haizea.md; Haizea 1.0's ``ar-preempts-everything`` without its 7-day aging; the
+    default)."""
 
     def may_preempt(self, preemptor: Lease, preemptee: Lease, at: int) -> bool:
         return True
@@ -127,7 +128,8 @@ class NoPreemption(ARPreemptsBestEffort):
 class Greedy:
     """The scheduler's node rules (the default): a resumed lease takes its old nodes first, then
     the lowest ids; an AR takes nodes needing no preemption first (with image reuse, those holding
-    its image first), then those with the fewest preemptions (spec 001 §6.2 step 2). The VMs of a
+    its image first), then those with the fewest preemptions (decision H7 in docs/decisions/haizea.md). The
+    VMs of a
     lease that must be suspended go where they can run longest: the scheduler offers only those."""
 
     def select(self, request: HostRequest) -> Sequence[int]:

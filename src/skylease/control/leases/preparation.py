@@ -1,4 +1,4 @@
-"""Image preparation for the lease scheduler (spec 001 §6.2 step 6, §6.3 steps A/E, §6.7).
+"""Image preparation for the lease scheduler (decisions H8, H9, H13 in docs/decisions/haizea.md).
 
 :class:`ImagePreparation` keeps the two transfer channels (BE: FIFO, as soon as possible; AR: EDF,
 as late as the deadlines allow), which leases wait for which transfer, and the per-node image
@@ -134,7 +134,7 @@ class ImagePreparation:
 
     def stage_ar(self, lease: Lease, nodes: tuple[int, ...], pooled: set[int], now: int) -> str | None:
         """One multicast of the AR's image to its nodes without it, due by its start, on the EDF
-        channel (spec §6.2 step 6); the reason if that cannot be done in time."""
+        channel (decision H8); the reason if that cannot be done in time."""
         assert lease.start is not None
         must = {k for k in nodes if k not in pooled}
         if not must:
@@ -169,7 +169,7 @@ class ImagePreparation:
         self.ready[lease.id] = b
 
     def pin(self, lease: Lease, nodes: tuple[int, ...], pooled: set[int], end: int) -> None:
-        """Reference the pooled copies an AR uses, valid until it ends (spec §6.7 [R])."""
+        """Reference the pooled copies an AR uses, valid until it ends (decision H13 [R])."""
         img = lease.image or ""
         for k in nodes:
             if k in pooled and self.pools.add(k, img, self.config.image_mb(lease), lease.id, end):

@@ -1,44 +1,45 @@
-"""The lease scheduler (spec 001 §6): advance reservations, immediate leases and a best-effort queue
-with backfilling and (optionally) suspension/resumption, on a :class:`SlotTable`.
+"""The lease scheduler (decisions H6-H13 in docs/decisions/haizea.md): advance reservations,
+immediate leases and a best-effort queue with backfilling and (optionally) suspension/resumption,
+on a :class:`SlotTable`.
 
 The paper's six configurations are :class:`SchedulerConfig` presets: NOVM-NOSR (the baseline),
 NOVM-SR (suspend/resume, memory-only migration), VM-PREDEPLOY (VM overheads: every duration becomes
 ``ceil(1.05 d) + 20`` s when submitted; memory+image migration), VM-MULT (plus image transfers) and
 VM-REUSE (plus per-node image pools; uniform or skewed is the workload's image draw). The rules
-are the 2008 code's, as the spec resolves them:
+are the 2008 code's, as docs/decisions/haizea.md resolves them:
 
-* **Event step** (§6.1): end the RRs that end now, start those that start now, admit the advance
+* **Event step** (decision H6): end the RRs that end now, start those that start now, admit the advance
   reservations (AR) and immediate (IM) leases that arrived, schedule the best-effort (BE) queue,
   then start what was scheduled to start now.
-* **BE queue** (§6.3): FIFO; suspended or preempted leases go back in submission (id) order. Each
+* **BE queue** (decision H9): FIFO; suspended or preempted leases go back in submission (id) order. Each
   queued lease tries its earliest start (now; now + migration for a suspended lease) on nodes
   free long enough (Step A-C). A lease that cannot may instead take a **future reservation** at
   the first slot-table change point where it fits, while fewer than ``max_reservations`` are held
   (aggressive backfilling: 1; conservative: unlimited). The counter is released when the reserved
   lease's VM reservation *ends* (completion, premature end or suspension), not when it starts
-  (§6.3 [C][V]: releasing at start gives 2,669,567 s instead of 2,674,265 s).
-* **Suspension** (§6.3 step C-D, §6.4): with ``suspension``, a lease may start where it cannot run
+  (decision H9 [C][V]: releasing at start gives 2,669,567 s instead of 2,674,265 s).
+* **Suspension** (decisions H9-H11): with ``suspension``, a lease may start where it cannot run
   its whole remaining time if it can run longer than the suspend threshold; it is then suspended
   (a SUSPEND RR) before the blocking reservation and requeued when that ends. A suspended lease
   resumes (a RESUME RR, then its VM) no earlier than now + migration time, on its old nodes first.
 * VMs go to the usable nodes of lowest id; a lease that must be suspended takes the nodes free
   longest (the 2008 ``findPhysNodesForVMs``, see :meth:`AvailabilityWindow.find_nodes`).
-* **Slideback** (§6.6): when a lease ends before its requested time, the next scheduled BE
+* **Slideback** (decision H12): when a lease ends before its requested time, the next scheduled BE
   lease on its nodes moves to the earliest point its nodes are free (without it the baseline is
   2,662,424 s). ARs never move.
-* **AR admission** (§6.2, "accept all"): on nodes free for the whole interval first (lowest id),
+* **AR admission** (decision H7, "accept all"): on nodes free for the whole interval first (lowest id),
   then on nodes whose preemptible (BE VM) reservations overlapping the AR are preempted, fewest
   victims first, most recently submitted victim first. A victim not started by the AR's start is
   unscheduled and requeued; a running one is suspended at the AR's start if suspension is on and
   it has run at least the resume threshold by then, else cancelled and requeued, losing the work
   of its current run (NOVM-NOSR). [ours] It is also cancelled when the suspension would have to
   begin before now (an AR with less notice than the suspend time). RESUME and SUSPEND RRs are not
-  preemptible (spec §6.2), so a suspended lease's future plan blocks an AR; the option
+  preemptible (decision H7), so a suspended lease's future plan blocks an AR; the option
   ``preempt_future_resumptions`` lets the AR unschedule such a plan whole. Rejected, with the
   reason, when even preemption is not enough, when the start is past, or the lease is larger than
   the cluster.
 * **IM leases**: start now on free nodes, or are rejected; they preempt nothing.
-* **Images** (§6.2 step 6, §6.3 steps A/E, §6.7): a new BE lease's nodes are usable from the end
+* **Images** (decisions H8, H9, H13): a new BE lease's nodes are usable from the end
   of a new multicast on the FIFO channel (ASAP after the channel's last transfer), or from the end
   of a scheduled, not started transfer of the same image it joins (piggybacking), or now where the
   node's pool holds the image. An AR's image goes on the EDF channel, due by the AR's start and
@@ -151,7 +152,7 @@ class LeaseScheduler:
         if refused is not None:
             self._reject(lease, str(refused))
             return
-        # plan with the VM overheads of the configuration (none without VMs, spec §5)
+        # plan with the VM overheads of the configuration (none without VMs, decision H5)
         lease.remaining = self.config.planned(lease.duration)
         lease.real_remaining = self.config.planned(lease.real_duration)
         if lease.kind is LeaseKind.BEST_EFFORT:
@@ -216,12 +217,12 @@ class LeaseScheduler:
 
     @property
     def busy(self) -> bool:
-        """Best-effort work is queued or scheduled (ARs do not keep a run going, spec §5)."""
+        """Best-effort work is queued or scheduled (ARs do not keep a run going, decision H5)."""
         return bool(self.queue) or self._be_placed > 0
 
     # -- the event step -----------------------------------------------------------------------------
     def step(self, now: int) -> None:
-        """Everything due at ``now``: ends, starts, AR/IM admission, then the BE queue (spec §6.1)."""
+        """Everything due at ``now``: ends, starts, AR/IM admission, then the BE queue (decision H6)."""
         self._process(now)
         arrived, self._arrived = self._arrived, []
         for lease in arrived:  # ARs before the best-effort queue
@@ -363,7 +364,7 @@ class LeaseScheduler:
         self._stale.pop(lease.id, None)
 
     def _requeue(self, lease: Lease) -> None:
-        """Back into the queue in submission (id) order (spec §6.3)."""
+        """Back into the queue in submission (id) order (decision H9)."""
         q = self.queue
         lo, hi = 0, len(q)
         while lo < hi:
@@ -451,7 +452,7 @@ class LeaseScheduler:
 
     def _fit_be(self, lease: Lease, now: int, failed: dict[tuple, list[tuple[int, int]]] | None = None,
                 *, queued: bool = True) -> bool:
-        """Schedule ``lease`` at its earliest start, or give it a future reservation (spec §6.3,
+        """Schedule ``lease`` at its earliest start, or give it a future reservation (decision H9,
         steps A-D). Without suspension a lease is accepted at a point only if it runs its whole
         remaining time there; with it, also if it runs longer than the suspend threshold.
         ``queued``: the lease comes from the queue (not from a rescheduling after a premature end;
@@ -631,7 +632,7 @@ class LeaseScheduler:
         self.table.add(vm.migrate)
 
     def _slideback(self, t: int, nodes: tuple[int, ...]) -> None:
-        """Move the next scheduled BE lease on ``nodes`` earlier after a premature end (spec §6.6)."""
+        """Move the next scheduled BE lease on ``nodes`` earlier after a premature end (decision H12)."""
         keep: dict[int, Reservation] = {}
         for k in set(nodes):
             plans: dict[int, Reservation] = {}
@@ -699,7 +700,7 @@ class LeaseScheduler:
             self.table.reschedule(vm.shutdown, end, end + length, end + length)
         self._emit("slideback", lease, p)
 
-    # -- advance reservations and immediate leases (spec §6.2, no images yet) ---------------------
+    # -- advance reservations and immediate leases (decision H7, no images yet) ---------------------
     def _schedule_ar(self, lease: Lease, now: int) -> None:
         assert lease.start is not None
         start, end = lease.start, lease.start + lease.remaining
@@ -773,7 +774,7 @@ class LeaseScheduler:
         return order
 
     def _preempt(self, vm: Reservation, t: int, now: int) -> None:
-        """Free ``vm``'s nodes from ``t`` on for an AR (spec §6.4)."""
+        """Free ``vm``'s nodes from ``t`` on for an AR (decision H11)."""
         lease = vm.lease
         cfg = self.config
         if vm.state is LeaseState.SCHEDULED and vm.start >= t:  # not started by then: unschedule

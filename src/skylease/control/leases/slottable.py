@@ -1,4 +1,5 @@
-"""The slot table: resource reservations in time per node, with capacity checks (spec 001 §2.4, §4).
+"""The slot table: resource reservations in time per node, with capacity checks (decisions H3, H4 in
+docs/decisions/haizea.md).
 
 Every node has a capacity :class:`ResourceTuple`; a reservation (RR) reserves ``rr.usage`` on each
 of its nodes over ``[start, end)``. :meth:`SlotTable.add` refuses an RR that would exceed a node's
@@ -11,7 +12,7 @@ reservation:
 
 Queries answer the scheduler's questions: how long a request fits continuously on a node from
 ``t`` (:meth:`SlotTable.free_until`), the availability window at ``t``
-(:class:`AvailabilityWindow`: "continuously free from ``t`` until ``x``", spec §4), the change
+(:class:`AvailabilityWindow`: "continuously free from ``t`` until ``x``", decision H4), the change
 points after ``t`` (all, or on some nodes), and the next event time.
 """
 
@@ -75,7 +76,7 @@ class AvailabilityWindow:
     """Which nodes can host one more VM of ``request`` at ``t``, and until when, continuously.
 
     A node that becomes too full later is lost for the rest of the window even if it frees up
-    again (spec 001 §4, "continuously free from ``t`` until ``x``").
+    again (decision H4, "continuously free from ``t`` until ``x``").
     """
 
     t: int
@@ -110,13 +111,13 @@ class AvailabilityWindow:
     def find_nodes(self, n: int, maxend: float) -> tuple[float, list[int]]:
         """``(end, nodes)``: the latest ``end <= maxend`` such that ``n`` nodes stay free on
         ``[t, end)``, and those nodes (ascending id); ``end == t`` when fewer than ``n`` are free at
-        ``t`` (spec 001 §6.3 step C, ``find_nodes``).
+        ``t`` (decision H9, the 2008 code's ``find_nodes``).
 
         When ``end == maxend`` the nodes are all those free until ``maxend``. When ``end < maxend``
         (the lease would have to be suspended at ``end``) they are exactly the ``n`` nodes free
         longest, as the 2008 ``AvailabilityWindow.findPhysNodesForVMs`` leaves them: its scan in
         time order (ties in ascending node id) drops nodes until the ``n``-th would go, so among
-        the nodes that stop being free at ``end`` it keeps the highest ids (spec §6.3 step C: "the
+        the nodes that stop being free at ``end`` it keeps the highest ids (decision H9: "the
         nodes that stay free longest"). The others stay free for the leases after it."""
         if len(self.until) < n:
             return self.t, []
@@ -197,7 +198,7 @@ class SlotTable:
 
     def add_marker(self, start: int, end: int) -> None:
         """Change points of something outside the nodes' capacity (an image transfer on the
-        repository's link: its network reservations are not checked, spec §2.4)."""
+        repository's link: its network reservations are not checked, decision H3)."""
         self._points.add(start)
         self._points.add(end)
 
@@ -357,7 +358,7 @@ class SlotTable:
         return w
 
     def has_free_cpu(self, t: int) -> bool:
-        """Whether some node has CPU left at ``t`` (the queue's shortcut, spec §6.1). A scan of every
+        """Whether some node has CPU left at ``t`` (the queue's shortcut, decision H6). A scan of every
         node costs as much as a fit and the queue asks at every event a lease arrives, so the last
         answer is kept with a node that had CPU left, looked at first; or, if none had, at ``t0``:
         then none has at ``t >= t0`` while no reservation was removed (or moved) and none ended

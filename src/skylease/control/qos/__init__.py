@@ -1,4 +1,7 @@
-"""SpeQuloS, the QoS service for bags of tasks on best-effort infrastructures (spec 003).
+"""SpeQuloS, the QoS service for bags of tasks on best-effort infrastructures.
+
+Our readings of the SpeQuloS paper (Delamare et al., Cluster Computing 2013) are written in
+docs/decisions/spequlos.md: decisions S1-S29 and D1-D7.
 
 ``tail``: tail-effect metrics; ``credits``: the Credit System; ``oracle``: WHEN and HOW MANY;
 ``prediction``: completion-time prediction and α fitting; ``strategy``: strategies (the paper's 18

@@ -1,4 +1,5 @@
-"""The Credit System (spec 003 §1.8, §2.7): accounts, orders per bag, billing, payment, refunds.
+"""The Credit System (decisions S17, S28, S29 in docs/decisions/spequlos.md): accounts, orders per bag,
+billing, payment, refunds.
 
 A banking ledger in credits, 1 CPU.hour of cloud worker = 15 credits. A user's credits move to a
 bag of tasks when ordered; cloud workers are billed against the order; paying closes the order
@@ -124,7 +125,7 @@ class CreditSystem:
 
 
 def top_up(bank: CreditSystem, user: Hashable, cap: float) -> float:
-    """The deposit policy of A17: bring ``user``'s balance up to ``cap``; returns the deposit."""
+    """The deposit policy of S17: bring ``user``'s balance up to ``cap``; returns the deposit."""
     d = max(0.0, _amount(cap, "cap") - bank.balance(user))
     if d > 0:
         bank.deposit(user, d)

@@ -1,6 +1,7 @@
-"""The Oracle's decisions: WHEN to start cloud workers and HOW MANY (spec 003 §2.2, §2.3).
+"""The Oracle's decisions: WHEN to start cloud workers and HOW MANY (decisions S2, S3, S5 in
+docs/decisions/spequlos.md).
 
-Online, the completion fraction's denominator is the number of tasks submitted so far (A10).
+Online, the completion fraction's denominator is the number of tasks submitted so far (S10).
 Counts of cloud workers use ``S``, the credits expressed in CPU.hours (credits / 15).
 """
 
@@ -85,7 +86,7 @@ def _floor(x: float) -> int:
 
 
 def greedy(credits: float) -> int:
-    """G: ``floor(S)`` workers at once (A3)."""
+    """G: ``floor(S)`` workers at once (S3)."""
     return _floor(cpu_hours(credits))
 
 
@@ -95,7 +96,7 @@ def remaining_time(elapsed: float, x_e: float) -> float:
 
 
 def conservative(credits: float, elapsed: float, x_e: float) -> int:
-    """C: ``floor(S / max(t_r[h], 1))`` = ``min(S/t_r, S)`` (printed ``max`` is a typo, A2); 0 if x_e = 0."""
+    """C: ``floor(S / max(t_r[h], 1))`` = ``min(S/t_r, S)`` (printed ``max`` is a typo, S2); 0 if x_e = 0."""
     if x_e <= 0:
         return 0
     return _floor(cpu_hours(credits) / max(remaining_time(elapsed, x_e) / 3600.0, 1.0))
@@ -103,7 +104,7 @@ def conservative(credits: float, elapsed: float, x_e: float) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Oracle:
-    """A WHEN rule and a HOW MANY rule with their thresholds (§2.2: 0.9 and factor 2)."""
+    """A WHEN rule and a HOW MANY rule with their thresholds (S5: 0.9 and factor 2)."""
 
     when: str = "9C"
     how_many: str = "C"

@@ -1,16 +1,17 @@
 """SpeQuloS: cloud workers bought with credits to remove the tail of a bag of tasks on a BE-DCI.
 
-Delamare, Fedak, Kondo and Lodygensky, Cluster Computing 2013, as resolved by spec 003 (§2.6,
+Delamare, Fedak, Kondo and Lodygensky, Cluster Computing 2013, as docs/decisions/spequlos.md reads it
+(decision S6,
 Algorithms 1 and 2, with the [RC] billing and stop details). Every ``tick`` seconds the scheduler
 runs the bag loop, then the cloud-worker loop:
 
 1. If no cloud worker (CW) was started yet, the order can pay one tick, and the strategy's WHEN rule
    holds: set the HOW usage and rent the HOW MANY count (capped by the credits for one tick). CWs
-   are started once per bag (A24). The strategy is a
+   are started once per bag (S24). The strategy is a
    :class:`~skylease.control.qos.strategy.CloudStrategy`: one of the paper's 18 (the Oracle's
    rules) or a user's own.
 2. For every CW: stop it if the bag is complete or the order cannot pay a tick; stop it if it asked
-   for work and got none since the last tick and still has no task (``stop_idle_cw``, A4); else
+   for work and got none since the last tick and still has no task (``stop_idle_cw``, S4); else
    bill it one tick (the start tick included, so boot is billed).
 
 When the last task completes, every CW is stopped and the order is paid (the rest refunded). The
@@ -46,7 +47,7 @@ class CloudWorker:
 
 
 class SpeQuloS(Policy):
-    """The SpeQuloS scheduler for one bag (spec 003 §2.6).
+    """The SpeQuloS scheduler for one bag (decision S6).
 
     ``strategy``: ``<WHEN>-<HOWMANY>-<HOW>`` such as ``9C-C-R`` (``none``: never rent, only
     predict), or a :class:`CloudStrategy` (a user's own); ``credits``: ordered for the bag from

@@ -1,4 +1,5 @@
-"""Completion-time prediction ``t_p = α · t_c(r)/r`` and the fitting of α (spec 003 §2.5, A15).
+"""Completion-time prediction ``t_p = α · t_c(r)/r`` and the fitting of α (decision S15 in
+docs/decisions/spequlos.md).
 
 ``p = t_c(r)/r`` is the naive prediction at completion ratio ``r``; ``α`` corrects it from past
 runs on the same BE-DCI. A prediction succeeds when the actual time lies within ±20 % of it.
@@ -97,7 +98,7 @@ def success_rate(p: Times, actual: Times, alpha: float,
 
 def loo_success_rate(p: Times, actual: Times, method: str = "l1",
                      tolerance: float = TOLERANCE) -> float:
-    """Leave-one-out: each run predicted with α fitted on the others (A15's variant)."""
+    """Leave-one-out: each run predicted with α fitted on the others (S15's variant)."""
     pa = np.asarray(p, dtype=float)
     ta = np.asarray(actual, dtype=float)
     if pa.size == 0:

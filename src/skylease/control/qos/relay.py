@@ -1,6 +1,6 @@
 """A run's side of SpeQuloS as a service: report the bag's progress, do what the service says.
 
-SpeQuloS is "an on-line multi-BoT, multi-users service" (spec 003 §3): the Scheduler that decides
+SpeQuloS is "an on-line multi-BoT, multi-users service" (decision S29): the Scheduler that decides
 when and how many cloud workers (CWs) a bag gets runs in the service, not in the run. The run
 keeps a :class:`QoSRelay` as its policy: it sends a :class:`Report` (counts, the completion and
 first-assignment times since the last report, its CWs' states) to ``send`` and enacts the

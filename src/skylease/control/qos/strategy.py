@@ -99,7 +99,7 @@ _WHEN = {w.upper(): w for w in WHEN}
 @dataclass(frozen=True)
 class Strategy(CloudStrategy):
     """The paper's strategies: a WHEN rule, a HOW MANY rule and a HOW letter, with the WHEN rules'
-    parameters (§2.2: 0.9 and factor 2), decided by an :class:`~skylease.control.qos.oracle.Oracle`."""
+    parameters (S5: 0.9 and factor 2), decided by an :class:`~skylease.control.qos.oracle.Oracle`."""
 
     when: str
     how_many: str

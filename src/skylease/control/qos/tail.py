@@ -1,8 +1,9 @@
-"""The tail effect of a bag of tasks, measured on its completion times (spec 003 §1.7, §4.3).
+"""The tail effect of a bag of tasks, measured on its completion times (decision S1 in
+docs/decisions/spequlos.md).
 
 Pure functions on ascending arrays of completion (or first-assignment) times, in seconds since
 the bag's submission. ``n`` is the bag size used as the denominator: the tasks submitted so far
-when the oracle looks online, the final size for offline metrics (A10); it defaults to the number
+when the oracle looks online, the final size for offline metrics (S10); it defaults to the number
 of times given. Used online by the oracle and offline by the experiments.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 #: An array of times (or of any values): a sequence or a numpy array.
 Times = Sequence[float] | np.ndarray
 
-#: The fraction of the bag at which the ideal completion rate is measured (§1.7).
+#: The fraction of the bag at which the ideal completion rate is measured (S1).
 IDEAL_AT = 0.9
 
 
@@ -55,7 +56,7 @@ def completion_time(times: Times, n: int | None = None) -> float:
 
 
 def tail_slowdown(times: Times, n: int | None = None) -> float:
-    """``T / T_ideal`` (actual over ideal, ≥ 1 in practice; A1)."""
+    """``T / T_ideal`` (actual over ideal, ≥ 1 in practice; S1)."""
     return completion_time(times, n) / ideal_time(times, n)
 
 
@@ -79,7 +80,8 @@ def tail_time_share(times: Times, n: int | None = None) -> float:
 
 
 def execution_variance(ctimes: Times, atimes: Times) -> np.ndarray:
-    """``var(k/n) = t_c(k/n) − t_a(k/n)`` at task granularity, for k = 1..completions (§2.2 V)."""
+    """``var(k/n) = t_c(k/n) − t_a(k/n)`` at task granularity, for k = 1..completions (rule V, decision
+    S5)."""
     c = np.asarray(ctimes, dtype=float)
     a = np.asarray(atimes, dtype=float)
     k = min(len(c), len(a))
@@ -88,7 +90,7 @@ def execution_variance(ctimes: Times, atimes: Times) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True)
 class TailStats:
-    """The tail of one run: makespan, ideal time and the §4.3 ratios."""
+    """The tail of one run: makespan, ideal time and the S1 ratios."""
 
     n: int
     completion_time: float
@@ -120,7 +122,7 @@ NO_TAIL_RULES = ("exclude", "one")
 
 def tail_removal_efficiency(t_speq: float, t_nospeq: float, t_ideal: float, *, eps: float = 1e-9,
                             no_tail: str = "exclude") -> TRE:
-    """``1 − (t_speq − t_ideal)/(t_nospeq − t_ideal)`` with the A16 edge cases.
+    """``1 − (t_speq − t_ideal)/(t_nospeq − t_ideal)`` with the S16 edge cases.
 
     ``t_ideal`` is the ideal time of the run without QoS. With no tail (``t_nospeq − t_ideal ≤
     eps``) the run is excluded, or with ``no_tail="one"`` scores 1 when QoS did not make it slower

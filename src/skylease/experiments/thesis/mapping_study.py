@@ -1,9 +1,10 @@
 """Chapter 3 of the thesis, reproduced: the numerical example, the main study, the energy study.
 
-Spec: ``004_thesis.md`` PART A. Instances are CVB ETCs (mu_task = 1000) in the 16 heterogeneity
-scenarios of Table 3.5 x {FC, PC, OC} x {512x16, 1024x32, 2048x64}; PC uses the spec's "P-half"
-procedure (the one that reproduces the thesis's PC column best, A6.2). Each campaign cell is one
-instance, numbered by its repetition (the thesis's replicate r), on which all six heuristics run.
+Decisions A1-A10 of ``docs/decisions/thesis.md``. Instances are CVB ETCs (mu_task = 1000) in
+the 16 heterogeneity scenarios of Table 3.5 x {FC, PC, OC} x {512x16, 1024x32, 2048x64}; PC uses
+the "P-half" procedure (the one that reproduces the thesis's PC column best, decision A6.2). Each
+campaign cell is one instance, numbered by its repetition (the thesis's replicate r), on which
+all six heuristics run.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def study_grid(sizes: tuple[str, ...] = SIZES, scenarios: list[str] | None = Non
 def gain_table(study: pd.DataFrame) -> pd.DataFrame:
     """Table 3.8: %Gain of Low_3's mean SPT flowtime over Luo_1's, ours beside the thesis's.
 
-    ``gain`` is the mean of per-instance gains (spec A2.8 [R]); ``gain_of_means`` the ratio of
+    ``gain`` is the mean of per-instance gains (decision A2.8); ``gain_of_means`` the ratio of
     mean flowtimes, the other reading.
     """
     df = study.copy()
@@ -176,7 +177,7 @@ def ratio_table(study: pd.DataFrame) -> pd.DataFrame:
 
 
 def claims(study: pd.DataFrame, gains: pd.DataFrame) -> list[dict[str, Any]]:
-    """The thesis's quantitative text claims (spec A9.1), each with ours and whether it holds."""
+    """The thesis's quantitative text claims (decision A9), each with ours and whether it holds."""
     rt = ratio_table(study)
     rho = rt[[f"rho_{h}" for h in STUDY_HEURISTICS]].to_numpy()
     worst = rho.argmax(axis=1)
@@ -232,7 +233,7 @@ def energy_cell(cls: str, seed: int) -> list[dict[str, Any]]:
 
 def energy_curves(table: pd.DataFrame) -> pd.DataFrame:
     """Mean over instances, normalised per class and metric by the maximum over all heuristics
-    and λ (spec A8.2 [R]); min-min is one value per class."""
+    and λ (decision A5.2); min-min is one value per class."""
     t = table.copy()
     t["lam"] = t["lam"].fillna(-1.0)
     mean = t.groupby(["cls", "heuristic", "lam"], sort=False)[["makespan", "flowtime", "energy"]]

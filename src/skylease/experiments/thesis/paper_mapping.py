@@ -1,81 +1,56 @@
-"""The thesis's published chapter-3 numbers, as printed (spec 004_thesis.md, A7 and A9).
+"""The thesis's published chapter-3 numbers, as printed, read from ``data/papers/thesis_mapping.toml``.
 
-Kept apart from the code that computes ours, so a report always shows theirs verbatim.
+Sect. 3.4's example (Table 3.3 and the makespans and deviations of its text) and Tables 3.6-3.8,
+each with its table in the data file; how the reproduction reads them is in
+``docs/decisions/thesis.md`` (A7, A9). Kept apart from the code that computes ours, so a report
+always shows theirs verbatim.
 """
 
 from __future__ import annotations
 
+import tomllib
+from importlib import resources
+from typing import Any
+
 import numpy as np
 
+
+def _load() -> dict[str, Any]:
+    path = resources.files("skylease").joinpath("data/papers/thesis_mapping.toml")
+    text = path.read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def _column(name: str) -> tuple[int, int, str]:
+    size, consistency = name.split()
+    n, m = size.split("x")
+    return int(n), int(m), consistency
+
+
+PAPER = _load()
+_EX = PAPER["example"]
+
 # Table 3.3: the running example, 8 tasks x 4 machines.
-EXAMPLE_ETC = np.array(
-    [
-        [2000.0, 2200.0, 2400.0, 2600.0],
-        [900.0, 1100.0, 1300.0, 1500.0],
-        [950.0, 1050.0, 1350.0, 1550.0],
-        [980.0, 1080.0, 1330.0, 1480.0],
-        [600.0, 700.0, 800.0, 1490.0],
-        [550.0, 1070.0, 750.0, 1000.0],
-        [920.0, 600.0, 600.0, 1000.0],
-        [100.0, 200.0, 300.0, 400.0],
-    ]
-)
-EXAMPLE_OPTIMUM = 2130.0  # not printed in the thesis; exhaustive search (spec A7)
+EXAMPLE_ETC = np.array(_EX["etc"], dtype=float)
+EXAMPLE_OPTIMUM: float = _EX["optimum"]  # not printed in the thesis; exhaustive search (decision A7)
 # Section 3.4, at λ = 0.8: makespan and "error deviation from the optimal" (%).
-EXAMPLE_MAKESPANS = {"luo1": 2350.0, "luo2": 2490.0, "min-min": 3200.0, "low1": 2550.0,
-                     "low2": 2350.0, "low3": 2350.0}
-EXAMPLE_DEVIATIONS = {"luo1": 9.0, "luo2": 14.0, "min-min": 33.0, "low1": 16.0, "low2": 9.0,
-                      "low3": 9.0}
+EXAMPLE_MAKESPANS: dict[str, float] = dict(_EX["makespan"])
+EXAMPLE_DEVIATIONS: dict[str, float] = dict(_EX["deviation_pct"])
 
-STUDY_HEURISTICS = ("luo1", "luo2", "min-min", "low1", "low2", "low3")  # Tables 3.6/3.7 order
+STUDY_HEURISTICS: tuple[str, ...] = tuple(PAPER["table_3_6"]["heuristics"])  # Tables 3.6/3.7 order
 
-# Table 3.8: %Gain of Low_3's mean flowtime over Luo_1's. Key: (v_task, v_mach);
-# value: {(n, m, consistency): gain}. Rows of the three printed groups; the (0.6, 0.1) and
-# (0.6, 0.6) scenarios are printed twice (the V_m group's values are used; the V_t group's
-# copy differs at 1024 OC 2.86 and 2048 OC 2.6, shown in the report's notes).
-_T38_COLS = [(512, 16, "fc"), (512, 16, "pc"), (512, 16, "oc"),
-             (1024, 32, "fc"), (1024, 32, "pc"), (1024, 32, "oc"),
-             (2048, 64, "fc"), (2048, 64, "pc"), (2048, 64, "oc")]
-_T38_ROWS = {
-    (0.6, 0.1): [-0.15, 2.82, 3.01, 0.01, 2.12, 2.85, 0.11, 1.83, 2.57],
-    (0.6, 0.2): [0.11, 4.3, 4.41, 0.28, 3.25, 3.97, 0.4, 2.7, 3.49],
-    (0.6, 0.3): [0.53, 5.33, 5.38, 0.62, 3.89, 4.65, 0.73, 3.11, 4.37],
-    (0.6, 0.4): [0.97, 6.26, 6.58, 1.0, 4.1, 5.67, 1.10, 3.39, 4.84],
-    (0.6, 0.5): [1.4, 7.3, 7.66, 1.36, 6.15, 6.48, 1.39, 4.83, 5.39],
-    (0.6, 0.6): [1.7, 8.53, 9.09, 1.46, 6.87, 7.47, 1.33, 5.02, 6.54],
-    (0.1, 0.1): [-0.89, 0.79, 1.03, -0.56, 0.5, 0.66, -0.28, -0.48, 0.33],
-    (0.2, 0.1): [-0.66, 1.58, 1.81, -0.37, 1.35, 1.52, -0.15, 0.41, 1.23],
-    (0.3, 0.1): [-0.49, 2.05, 2.27, -0.23, 1.84, 2.0, -0.05, 0.93, 1.73],
-    (0.4, 0.1): [-0.36, 2.35, 2.57, -0.13, 1.60, 2.35, 0.01, 1.29, 2.07],
-    (0.5, 0.1): [-0.24, 2.61, 2.84, -0.05, 1.89, 2.62, 0.07, 1.59, 2.34],
-    (0.7, 0.6): [2.04, 9.46, 9.88, 1.82, 7.98, 8.44, 1.58, 6.27, 7.63],
-    (0.8, 0.6): [2.31, 10.27, 10.57, 2.06, 8.94, 9.28, 1.84, 7.43, 8.54],
-    (0.9, 0.6): [2.59, 10.98, 11.22, 2.31, 9.88, 10.11, 2.09, 8.53, 9.39],
-    (1.0, 0.6): [2.75, 11.6, 11.78, 2.58, 10.7, 10.76, 2.26, 9.46, 10.13],
-    (1.1, 0.6): [3.01, 12.12, 12.33, 2.82, 11.30, 11.54, 2.45, 10.31, 10.91],
-}
+_T38_COLS = [_column(c) for c in PAPER["table_3_8"]["columns"]]
+#: Table 3.8: %Gain of Low_3's mean flowtime over Luo_1's. Key: (v_task, v_mach); value:
+#: {(n, m, consistency): gain}.
 TABLE_3_8: dict[tuple[float, float], dict[tuple[int, int, str], float]] = {
-    k: dict(zip(_T38_COLS, v, strict=True)) for k, v in _T38_ROWS.items()
+    (row[0], row[1]): dict(zip(_T38_COLS, row[2:], strict=True)) for row in PAPER["table_3_8"]["rows"]
 }
-TABLE_3_8_DUPLICATES = {((0.6, 0.1), (1024, 32, "oc")): 2.86, ((0.6, 0.1), (2048, 64, "oc")): 2.6}
+#: The second printed copy of a scenario, where it differs from the first.
+TABLE_3_8_DUPLICATES: dict[tuple[tuple[float, float], tuple[int, int, str]], float] = {
+    ((vt, vm), _column(col)): v for vt, vm, col, v in PAPER["table_3_8"]["duplicates"]
+}
 
-# Tables 3.6 and 3.7 (512 x 16, OC, 1000 instances): B and EB per heuristic in STUDY_HEURISTICS
-# order. Table 3.6: V_mach = 0.6, by V_task; Table 3.7: V_task = 0.6, by V_mach. The "880" of
-# Table 3.6 (V_task = 1, Low_3 EB) is a typo for 888 (spec A9.3) and is kept as printed.
-TABLE_3_6 = {
-    0.1: ([358, 1, 431, 0, 0, 0], [203, 0, 203, 0, 7, 7]),
-    0.6: ([226, 0, 28, 0, 0, 0], [0, 0, 0, 0, 746, 746]),
-    0.7: ([172, 0, 4, 0, 0, 0], [0, 0, 0, 0, 824, 824]),
-    0.8: ([164, 0, 0, 0, 0, 0], [0, 0, 0, 0, 836, 836]),
-    0.9: ([135, 0, 0, 0, 0, 0], [0, 0, 0, 0, 865, 865]),
-    1.0: ([112, 0, 0, 0, 0, 0], [0, 0, 0, 0, 888, 880]),
-    1.1: ([105, 0, 0, 0, 0, 0], [0, 0, 0, 0, 895, 895]),
-}
-TABLE_3_7 = {
-    0.1: ([511, 0, 0, 0, 0, 0], [0, 0, 0, 0, 489, 489]),
-    0.2: ([381, 0, 2, 0, 0, 0], [0, 0, 0, 0, 617, 617]),
-    0.3: ([349, 0, 5, 0, 0, 0], [0, 0, 0, 0, 646, 646]),
-    0.4: ([360, 0, 14, 0, 0, 0], [0, 0, 0, 0, 626, 626]),
-    0.5: ([295, 0, 15, 0, 0, 0], [0, 0, 0, 0, 690, 690]),
-    0.6: ([226, 0, 28, 0, 0, 0], [0, 0, 0, 0, 746, 746]),
-}
+#: Tables 3.6 and 3.7 (512 x 16, OC, 1000 instances): (B, EB) per heuristic in STUDY_HEURISTICS order.
+#: Table 3.6: V_mach = 0.6, by V_task; Table 3.7: V_task = 0.6, by V_mach.
+TABLE_3_6: dict[float, tuple[list[int], list[int]]] = {k: (b, eb) for k, b, eb in PAPER["table_3_6"]["rows"]}
+TABLE_3_7: dict[float, tuple[list[int], list[int]]] = {k: (b, eb) for k, b, eb in PAPER["table_3_7"]["rows"]}

@@ -1,16 +1,16 @@
 """Chapter 6 of the thesis, reproduced: the worked example and the Figs. 6.2-6.3 grid.
 
-Spec ``004_thesis.md`` PART B. The grid (§6.1.3.2, B5): a user on 0, 10, ..., 50 % of the 109
+The grid (thesis §6.1.3.2; decision B5 in ``docs/decisions/thesis.md``): a user on 0, 10, ..., 50 % of the 109
 desktops, 40, 50, ..., 130 VMs, 30 instances per size drawn from the synthetic stand-in trace,
-every heuristic on each. Decisions where the thesis is silent (spec B5 [R]):
+every heuristic on each. Decisions where the thesis is silent (B5):
 
 - VM instance k of a size is the same for every users share, and is paired with user draw k of
   that share (6 x 10 x 30 runs per heuristic). Instance k also fixes the lab's index order, drawn
   at random (4- and 8-core desktops mixed): FF, FFD and BF depend on it.
-- Energy is Model C (the default; spec B3.5); Models A and B are computed on the same placements
+- Energy is Model C (the default; decision B3.5); Models A and B are computed on the same placements
   for the report's sensitivity section. Two variants run beside the five heuristics: Sorting with
   the worked example's secondary key (``sorting-none``) and Best-Fit in request order
-  (``bf-trace``), for the claims that depend on them (spec C24, C36).
+  (``bf-trace``), for the claims that depend on them (decision B4).
 """
 
 from __future__ import annotations
@@ -49,6 +49,12 @@ VARIANTS = ("sorting-none", "bf-trace")
 ALL_ALGORITHMS = STUDY_ALGORITHMS + VARIANTS
 STUDY_SEED = 6  # chapter 6: the root of every instance's seed
 CLAIM_TOLERANCE_PP = 10.0  # a percentage claim "holds" within this many points of the thesis
+
+DONE_WHEN_SAVING = 40.0  # issue 9: Sorting saves >= 40 % against FF, FFD and BF at 50 % busy, 130 VMs
+#: Display names of the grid's heuristics and variants, for tables and plots.
+LABELS = {"ff": "First-Fit", "ffd": "First-Fit Decreasing", "bf": "Best-Fit Decreasing",
+          "sorting": "Sorting (Alg. 11)", "similar": "similar times (Alg. 12)",
+          "sorting-none": "Sorting, cores only", "bf-trace": "Best-Fit, request order"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -172,7 +178,7 @@ def _up_to(s: pd.DataFrame, a: str) -> tuple[float, str]:
 
 
 def claims(summary: pd.DataFrame) -> list[dict[str, Any]]:
-    """The text's claims (§6.1.3.3, spec B6), ours beside theirs, and whether each holds."""
+    """The text's claims (§6.1.3.3, decision B6), ours beside theirs, and whether each holds."""
     out: list[dict[str, Any]] = []
     pm0, pm50 = (_at(savings_table(summary, "desktops_used"), u) for u in (0.0, 0.5))
     en0, en50 = (_at(savings_table(summary, "energy_wh"), u) for u in (0.0, 0.5))

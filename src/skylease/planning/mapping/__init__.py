@@ -1,5 +1,6 @@
 """Batch-mode mapping of independent tasks on heterogeneous machines (ETC model), after C. O. Diaz's
-thesis chapter 3 (spec 004 PART A). A pure library over numpy arrays: no I/O, no clock, no global state.
+thesis chapter 3 (decisions A1-A10 in docs/decisions/thesis.md). A pure library over numpy arrays: no I/O, no
+clock, no global state.
 """
 
 from __future__ import annotations

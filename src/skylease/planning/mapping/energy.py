@@ -1,8 +1,8 @@
-"""Two-level voltage energy model of the thesis (spec A3, thesis §3.7, Eqs. 3.8-3.10).
+"""Two-level voltage energy model of the thesis (decision A3, thesis §3.7, Eqs. 3.8-3.10).
 
 E_t = E_c + E_i with E_c = sum_i Vmax[M[i]]^2 * ETC[i][M[i]] (busy) and
 E_i = sum_j Vmin[j]^2 * (C_max - L_j) (idle): A*C_eff*f = 1 and the only idle slot of machine j is
-[L_j, C_max] (spec A3 [R]). Units are arbitrary (V^2 * time).
+[L_j, C_max] (decision A3). Units are arbitrary (V^2 * time).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def random_voltages(m: int, seed: int | np.random.Generator) -> np.ndarray:
 
 
 def energy(etc, assignment, voltages) -> float:
-    """Total energy E_t = E_c + E_i of an assignment (spec A3)."""
+    """Total energy E_t = E_c + E_i of an assignment (decision A3)."""
     a = _as_etc(etc)
     n, m = a.shape
     assign = _as_assignment(assignment, n, m)

@@ -1,4 +1,6 @@
-"""Batch-mode mapping heuristics of C. O. Diaz's thesis, chapter 3 (spec 004 PART A, section A4).
+"""Batch-mode mapping heuristics of C. O. Diaz's thesis, chapter 3.
+
+Decisions A4.1-A4.8 in docs/decisions/thesis.md.
 
 - Low_1/Low_2/Low_3 (Min-/Max-/Mean-Max-Min): Framework 1 with the score function Eq. 3.1 (A4.1, A4.2).
 - Min-min (A4.3); Max-min, Sufferage, MCT, MET, OLB (A4.7, optional baselines).
@@ -6,7 +8,8 @@
   the thesis, Luo_2b = the load-SD reading of the text (A4.6).
 - ``best_performance``: Algorithm 9 selector (A4.8).
 
-Tie-breaking (spec [R]): lowest machine index, then lowest task index; Low priorities use a stable sort
+Tie-breaking (decisions A4.1, A4.3): lowest machine index, then lowest task index; Low priorities use a
+stable sort
 of -priority. The sequential loops are numba kernels (float64 C-contiguous ETC); the Python wrappers
 validate once and build the :class:`Schedule`.
 """
@@ -248,7 +251,7 @@ def _low_kernel(etc, order, lams):  # pragma: no cover - compiled
 def _priority_kernel(etc, rule):  # pragma: no cover - compiled
     """Task order of Framework 1 (A4.1-A4.2): rule 0/1/2 = min/max/mean of the row, decreasing.
 
-    Spec A4.1 [R]: stable sort on -priority, so equal priorities keep ascending task index.
+    Decision A4.1: stable sort on -priority, so equal priorities keep ascending task index.
     The mean is the sequential row sum divided by m.
     """
     n, m = etc.shape
@@ -463,62 +466,62 @@ def _tpd(etc: np.ndarray, rule: int, name: str, volts: np.ndarray | None) -> Sch
 
 
 def min_min(etc, *, voltages=None) -> Schedule:
-    """Min-min (Ibarra & Kim; spec A4.3)."""
+    """Min-min (Ibarra & Kim; decision A4.3)."""
     a, volts = _prep(etc, voltages)
     assign, order = _minmax_kernel(a, False)
     return _build(a, assign, order, "min-min", None, volts)
 
 
 def max_min(etc, *, voltages=None) -> Schedule:
-    """Max-min: the task whose minimum completion time is largest goes first (spec A4.7)."""
+    """Max-min: the task whose minimum completion time is largest goes first (decision A4.7)."""
     a, volts = _prep(etc, voltages)
     assign, order = _minmax_kernel(a, True)
     return _build(a, assign, order, "max-min", None, volts)
 
 
 def sufferage(etc, *, voltages=None) -> Schedule:
-    """Sufferage, simple version: max (second-best CT - best CT) goes first (spec A4.7)."""
+    """Sufferage, simple version: max (second-best CT - best CT) goes first (decision A4.7)."""
     a, volts = _prep(etc, voltages)
     assign, order = _sufferage_kernel(a)
     return _build(a, assign, order, "sufferage", None, volts)
 
 
 def mct(etc, *, voltages=None) -> Schedule:
-    """Minimum completion time, tasks in index order (spec A4.7)."""
+    """Minimum completion time, tasks in index order (decision A4.7)."""
     a, volts = _prep(etc, voltages)
     order = np.arange(a.shape[0], dtype=np.int64)
     return _build(a, _mct_kernel(a, order), order, "mct", None, volts)
 
 
 def met(etc, *, voltages=None) -> Schedule:
-    """Minimum execution time: each task on its fastest machine, load ignored (spec A4.7)."""
+    """Minimum execution time: each task on its fastest machine, load ignored (decision A4.7)."""
     a, volts = _prep(etc, voltages)
     order = np.arange(a.shape[0], dtype=np.int64)
     return _build(a, np.argmin(a, axis=1).astype(np.int64), order, "met", None, volts)
 
 
 def olb(etc, *, voltages=None) -> Schedule:
-    """Opportunistic load balancing: tasks in index order to the earliest-free machine (spec A4.7)."""
+    """Opportunistic load balancing: tasks in index order to the earliest-free machine (decision A4.7)."""
     a, volts = _prep(etc, voltages)
     order = np.arange(a.shape[0], dtype=np.int64)
     return _build(a, _olb_kernel(a), order, "olb", None, volts)
 
 
 def luo1(etc, *, voltages=None) -> Schedule:
-    """Luo_1 = TPD-minCT-minCT (spec A4.5)."""
+    """Luo_1 = TPD-minCT-minCT (decision A4.5)."""
     a, volts = _prep(etc, voltages)
     return _tpd(a, 0, "luo1", volts)
 
 
 def luo2(etc, *, voltages=None) -> Schedule:
-    """Luo_2 = TPD-minCT-minSD, row-SD rule that reproduces the thesis (spec A4.6)."""
+    """Luo_2 = TPD-minCT-minSD, row-SD rule that reproduces the thesis (decision A4.6)."""
     a, volts = _prep(etc, voltages)
-    # Decision: SD ties -> smaller CT -> lower task index (spec A4.6 [R]).
+    # Decision: SD ties -> smaller CT -> lower task index (decision A4.6).
     return _tpd(a, 1, "luo2", volts)
 
 
 def luo2b(etc, *, voltages=None) -> Schedule:
-    """Luo_2b = TPD-minCT-minSD with the SD of the machine loads after the update (spec A4.6)."""
+    """Luo_2b = TPD-minCT-minSD with the SD of the machine loads after the update (decision A4.6)."""
     a, volts = _prep(etc, voltages)
     # Decision: same tie-breaks as Luo_2 (SD ties -> smaller CT -> lower task index); the SD is compared
     # through the exactly-equivalent key e * (2 (m r_j - S1) + (m - 1) e) (m^2 Var minus a constant).
@@ -552,7 +555,7 @@ def lambda_sweep(etc, rule: str, lams=LAMBDAS) -> list[Schedule]:
 
 
 def is_full_consistent(etc) -> bool:
-    """True iff one machine order makes every ETC row non-decreasing (full-consistent, spec A6.2)."""
+    """True iff one machine order makes every ETC row non-decreasing (full-consistent, decision A6.2)."""
     return _is_fc(_as_etc(etc))
 
 
@@ -565,7 +568,7 @@ def _is_fc(etc: np.ndarray) -> bool:
 
 
 def best_performance(etc, *, voltages=None) -> Schedule:
-    """Algorithm 9 (spec A4.8): Luo_1 on full-consistent ETCs, else the best Low heuristic."""
+    """Algorithm 9 (decision A4.8): Luo_1 on full-consistent ETCs, else the best Low heuristic."""
     a, volts = _prep(etc, voltages)
     if _is_fc(a):
         s = _tpd(a, 0, "luo1", volts)

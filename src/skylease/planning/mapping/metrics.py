@@ -1,4 +1,4 @@
-"""Aggregate comparison metrics over instances x heuristics (spec 004 PART A, section A2).
+"""Aggregate comparison metrics over instances x heuristics (decisions A2 in docs/decisions/thesis.md).
 
 A2.4 approximation factor rho = C_max / LB; A2.5 performance ratio gamma = C_max / best C_max on the same
 instance; A2.6 performance profile (Dolan & Moré); A2.7 B / EB counts (ties within rtol 1e-9);
@@ -27,7 +27,7 @@ def _as_makespans(makespans: object) -> np.ndarray:
 
 
 def approximation_factor(makespan, lb):
-    """rho = makespan / lower bound (spec A2.4); scalars give a float, arrays broadcast."""
+    """rho = makespan / lower bound (decision A2.4); scalars give a float, arrays broadcast."""
     mk = np.asarray(makespan, dtype=np.float64)
     b = np.asarray(lb, dtype=np.float64)
     if not (b > 0).all():
@@ -36,13 +36,13 @@ def approximation_factor(makespan, lb):
 
 
 def performance_ratios(makespans: np.ndarray) -> np.ndarray:
-    """gamma[i, h] = makespan[i, h] / min_h makespan[i, h] (spec A2.5)."""
+    """gamma[i, h] = makespan[i, h] / min_h makespan[i, h] (decision A2.5)."""
     a = _as_makespans(makespans)
     return a / a.min(axis=1, keepdims=True)
 
 
 def performance_profile(ratios: np.ndarray, taus: np.ndarray) -> np.ndarray:
-    """Fraction of instances with ratio <= tau, for each tau (spec A2.6)."""
+    """Fraction of instances with ratio <= tau, for each tau (decision A2.6)."""
     r = np.asarray(ratios, dtype=np.float64)
     t = np.asarray(taus, dtype=np.float64)
     if r.ndim != 1 or r.size == 0:
@@ -53,7 +53,7 @@ def performance_profile(ratios: np.ndarray, taus: np.ndarray) -> np.ndarray:
 
 
 def best_counts(makespans: np.ndarray, rtol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
-    """(B, EB): per heuristic, instances where it is the unique best / tied for best (spec A2.7)."""
+    """(B, EB): per heuristic, instances where it is the unique best / tied for best (decision A2.7)."""
     a = _as_makespans(makespans)
     if not (rtol >= 0):
         raise ValueError(f"rtol must be >= 0, got {rtol!r}")
@@ -66,7 +66,7 @@ def best_counts(makespans: np.ndarray, rtol: float = 1e-9) -> tuple[np.ndarray, 
 
 
 def percent_gain(flow_a, flow_b):
-    """%Gain = (1 - flow_a / flow_b) * 100, positive when a is better (spec A2.8)."""
+    """%Gain = (1 - flow_a / flow_b) * 100, positive when a is better (decision A2.8)."""
     a = np.asarray(flow_a, dtype=np.float64)
     b = np.asarray(flow_b, dtype=np.float64)
     if not (b != 0).all():

@@ -1,9 +1,9 @@
 """Schedules of independent tasks on unrelated machines, and their evaluation.
 
-Follows spec 004 PART A: A1 (model: tasks appended back-to-back from time 0), A2.1 (makespan),
-A2.2 (flowtime; SPT per machine is the one used in comparisons), A2.3 (lower bound) and A3 (energy,
-computed in :mod:`.energy`). Inputs are validated once here, at the API boundary; the numba kernels
-assume float64 C-contiguous ETCs with finite entries > 0.
+Follows the decisions of docs/decisions/thesis.md: A1 (model: tasks appended back-to-back from
+time 0), A2.1 (makespan), A2.2 (flowtime; SPT per machine is the one used in comparisons), A2.3
+(lower bound) and A3 (energy, computed in :mod:`.energy`). Inputs are validated once here, at
+the API boundary; the numba kernels assume float64 C-contiguous ETCs with finite entries > 0.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ __all__ = ["Schedule", "evaluate", "flowtime_spt", "lower_bound"]
 # identity, compare their fields explicitly. The arrays are made read-only so the dataclass is truly frozen.
 @dataclass(frozen=True, eq=False)
 class Schedule:
-    """A mapping of every task to one machine, with its metrics (spec A2, A3)."""
+    """A mapping of every task to one machine, with its metrics (decisions A2, A3)."""
 
     heuristic: str
     assignment: np.ndarray  # int64 (n,), machine index per task
@@ -111,14 +111,14 @@ def evaluate(etc, assignment, order=None, *, heuristic="given", lam=None, voltag
 
 
 def lower_bound(etc) -> float:
-    """LB = max(max_i min_j ETC, sum_i min_j ETC / m) on the optimal makespan (spec A2.3)."""
+    """LB = max(max_i min_j ETC, sum_i min_j ETC / m) on the optimal makespan (decision A2.3)."""
     a = _as_etc(etc)
     mins = a.min(axis=1)
     return float(max(mins.max(), mins.sum() / a.shape[1]))
 
 
 def flowtime_spt(etc, assignment) -> float:
-    """Total flowtime with each machine's tasks run shortest-first (spec A2.2)."""
+    """Total flowtime with each machine's tasks run shortest-first (decision A2.2)."""
     a = _as_etc(etc)
     assign = _as_assignment(assignment, *a.shape)
     return float(_summarize(a, assign, np.arange(a.shape[0], dtype=np.int64))[2])

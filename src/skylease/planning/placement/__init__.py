@@ -1,6 +1,8 @@
-"""Energy-aware VM placement on opportunistic desktops, after C. O. Diaz's thesis chapter 6 (spec
-004 PART B): First-Fit, First-Fit Decreasing, Best-Fit (Decreasing), Sorting (Alg. 11), similar
-execution times (Alg. 12), the custom Round Robin; energy under the thesis's three readings.
+"""Energy-aware VM placement on opportunistic desktops, after C. O. Diaz's thesis chapter 6.
+
+Decisions B1-B6 in docs/decisions/thesis.md: First-Fit, First-Fit Decreasing, Best-Fit
+(Decreasing), Sorting (Alg. 11), similar execution times (Alg. 12), the custom Round Robin; energy
+under the thesis's three readings.
 A pure library over numpy arrays: no I/O, no clock, no global state.
 """
 

@@ -1,8 +1,9 @@
-"""VM placement heuristics of the thesis, chapter 6 (spec 004 B4): pure functions returning a
-:class:`~skylease.planning.placement.placement.Placement`.
+"""VM placement heuristics of the thesis, chapter 6 (decision B4 in docs/decisions/thesis.md).
+
+Pure functions returning a :class:`~skylease.planning.placement.placement.Placement`.
 
 1-D bin packing by CPU cores onto desktops of different sizes. The heuristics and their
-tie-breaks (spec B4 and C23-C26 [R]):
+tie-breaks (decision B4):
 
 - ``ff`` First-Fit: VMs in request order, each on the lowest-index desktop with enough free cores.
 - ``rr`` the thesis's "custom Round Robin" (Alg. 10) with the missing ``break`` restored: it is then
@@ -15,12 +16,12 @@ tie-breaks (spec B4 and C23-C26 [R]):
   desktop in the order (has a VM, has a user, free cores: all descending; then index) that fits,
   the order being re-sorted after every placement. Re-sorting and taking the first that fits is
   the lexicographic maximum over the fitting desktops, which is how it is computed (no sort).
-  The secondary key is a parameter (spec C36): ``time_desc`` (the text, default), ``none`` (cores
+  The secondary key is a parameter (decision B4): ``time_desc`` (the text, default), ``none`` (cores
   only, stable in request order: the only reading under which the Alg. 12 worked example puts
   {VM1, VM2 | VM3}) or ``time_asc``.
 - ``similar`` (Alg. 12): desktops in the Alg. 11 order (sorted once), VMs as FFD; each desktop
   takes the first VM that fits, then keeps taking the unassigned VM whose requested duration is
-  closest to that first VM's (spec C26 [R]: "similar" = least |τ_u − τ_v|; ties to the earlier VM
+  closest to that first VM's (decision B4: "similar" = least |τ_u − τ_v|; ties to the earlier VM
   in the order) until nothing else fits.
 
 Every heuristic accepts the desktops' current state (``free`` cores, ``has_vm``), so the online

@@ -1,4 +1,5 @@
-"""Energy of a batch placement (thesis §6.1.1, Eqs. 6.1 and 6.9-6.11; spec 004 B3.4-B3.5).
+"""Energy of a batch placement (thesis §6.1.1, Eqs. 6.1 and 6.9-6.11; decisions B3.4-B3.5 in
+docs/decisions/thesis.md).
 
 All VMs of the batch start at t = 0. A desktop's energy has the structure of Eq. 6.10: its VMs
 sorted by run time, descending, and each interval between two VM ends costs the power at the load
@@ -7,7 +8,7 @@ of the VMs still running, times its length. The load x is the used share of the 
 or its power belongs to its user: it costs nothing (§6.1.3.1).
 
 A VM on a desktop with a user runs longer, ``τ + 0.1·min(d, τ)`` (Eq. 6.1, d = the user's session),
-in all three readings of the thesis's accounting (spec B3.5 [R]; the thesis's tables do not pin it
+in all three readings of the thesis's accounting (decision B3.5; the thesis's tables do not pin it
 down):
 
 - ``a`` -- Eqs. 6.2-6.11 literally: power ``z·P(x)``, z = 1.1 while the user is present (t < d).
@@ -18,7 +19,7 @@ down):
   on a desktop with a user, ``max(0, P(x) + monitor − user_w)`` for the VMs' whole run; on a
   desktop without one, ``P(x)``.
 
-Only under Model C do the thesis's claims hold together (spec B3.5); the reproduction reports
+Only under Model C do the thesis's claims hold together (decision B3.5); the reproduction reports
 the other two beside it. Durations are minutes, energies watt-hours.
 """
 

@@ -146,7 +146,8 @@ class Milp:
     def solve_lexicographic(self, cost_var: int, secondary: Mapping[int, float], *, second: bool = True,
                             weight: float | None = None) -> tuple[MilpResult, float, int]:
         """Solve for minimum cost; then, if ``second``, minimise ``secondary`` among the plans within
-        a hair of that cost (the spec's tie-break). Returns the result, total solve ms and stages.
+        a hair of that cost (decision M10 in docs/decisions/ilp.md). Returns the result, total solve ms and
+        stages.
 
         With ``weight`` (a positive number small enough that ``weight * max(secondary)`` is below
         the smallest possible difference between two costs), both are done in one solve of

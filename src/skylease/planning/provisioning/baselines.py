@@ -1,4 +1,5 @@
-"""The paper's baselines: naive fixed fleets and the incremental search (spec 002 §6)."""
+"""The paper's baselines: naive fixed fleets and the incremental search (decision BASE in
+docs/decisions/ilp.md)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ _EPS = 1e-9
 
 
 def mr_naive(job: MapReduceJob, type_: CloudType, n: int, *, billing: str = "single_cluster") -> Plan:
-    """n instances of one type run map then reduce (§6.1).
+    """n instances of one type run map then reduce (Sect. IV-B; BASE).
 
     ``billing="single_cluster"``: n·price·⌈T⌉ (continuous); ``"per_phase"``: n·price·(⌈t_map⌉+⌈t_red⌉).
     """
@@ -44,7 +45,7 @@ def _default_pair() -> tuple[CloudType, CloudType]:
 
 
 def completion_minutes(job: WatershedJob, fleet: Mapping[CloudType, int]) -> float:
-    """Discrete-task finish time (§6.5): each core of type j completes a task every task/capacity
+    """Discrete-task finish time (BASE): each core of type j completes a task every task/capacity
     minutes after its start-up delay; T = min{t : done(t) >= n_tasks} (inf if nothing runs)."""
     events: list[float] = []
     for t, count in fleet.items():
@@ -111,14 +112,14 @@ def ws_simulate(job: WatershedJob, n_small: int, *, extra: Mapping[CloudType, in
 
 
 def ws_naive(job: WatershedJob, n: int, **kw) -> Plan:
-    """Naive: 16 local cores plus n Azure-small instances until the job completes (§6.2)."""
+    """Naive: 16 local cores plus n Azure-small instances until the job completes (Sect. V-C; BASE)."""
     p = ws_simulate(job, n, **kw)
     return Plan(p.status, p.cost, p.makespan_s, p.instances, p.starts, p.billed_units, p.solve_ms,
                 "watershed/naive", None, p.detail)
 
 
 def ws_incremental(job: WatershedJob, deadline_min: float, limit: int = 44, **kw) -> Plan:
-    """Incremental (§6.3, M11): simulate 0..limit Azure-small instances next to the local cores and pick
+    """Incremental (decision M11): simulate 0..limit Azure-small instances next to the local cores and pick
     the cheapest configuration finishing by the deadline, ties broken by shorter time."""
     t0 = time.perf_counter()
     best: Plan | None = None
@@ -138,7 +139,8 @@ def ws_incremental(job: WatershedJob, deadline_min: float, limit: int = 44, **kw
 
 
 def colocation(models, types, n_medium: int, *, billing: str = "minute") -> Plan:
-    """Data co-location (§6.4): each model runs where its input is. Local-only models on the free local
+    """Data co-location (Sect. V-D; BASE): each model runs where its input is. Local-only models on the free
+    local
     cores; models with data in Azure (including those stored in both places, as in both of the paper's
     scenarios) on ``n_medium`` instances of ``azure-medium``.
 

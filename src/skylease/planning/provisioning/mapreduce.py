@@ -1,4 +1,5 @@
-"""MapReduce on Amazon EMR: the paper's ILP (eqs. 1-17) and the single-cluster billing variant (§10-M1).
+"""MapReduce on Amazon EMR: the paper's ILP (eqs. 1-17) and the single-cluster billing variant (decision M1
+in docs/decisions/ilp.md).
 
 Work is in Small-instance hours; time has quarter-hour resolution; billing is per started hour.
 """
@@ -205,8 +206,8 @@ def _per_phase_plan(job: MapReduceJob, types: tuple[CloudType, ...], cm: list[in
     t_map = job.map_work / tw_m if job.map_work > 0 else 0.0
     t_red = job.reduce_work / tw_r if job.reduce_work > 0 else 0.0
     # Decision: the true cost is recomputed from the integer mix (the objective differs only by
-    # solver tolerances); makespan is the fluid duration MAP/twm + RED/twr (spec §9.1 "true
-    # duration"); the quarter-hour schedule ceil_q(t_map) + ceil_q(t_red) is in detail.
+    # solver tolerances); makespan is the fluid duration MAP/twm + RED/twr (decisions M6
+    # and CHECKS); the quarter-hour schedule ceil_q(t_map) + ceil_q(t_red) is in detail.
     cost_v = sum((a * i_star + b * j_star) * t.price_hour for a, b, t in zip(cm, cr, types, strict=True))
     inst = {t.name: [a, b] for a, b, t in zip(cm, cr, types, strict=True) if a or b}
     billed = {t.name: a * i_star + b * j_star for a, b, t in zip(cm, cr, types, strict=True) if a or b}

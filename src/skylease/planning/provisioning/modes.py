@@ -1,4 +1,5 @@
-"""User preference modes built on a min-cost-under-deadline oracle ``solve_fn(deadline) -> Plan`` (§5).
+"""User preference modes built on a min-cost-under-deadline oracle ``solve_fn(deadline) -> Plan`` (decision
+MODES in docs/decisions/ilp.md).
 
 Deadlines and grids are in the oracle's unit ("h" for MapReduce, "min" for Watershed).
 """

@@ -1,4 +1,5 @@
-"""Watershed with k models, data location and transfer costs: the interval ILP of eqs. 28-37 (spec 002 §4.3).
+"""Watershed with k models, data location and transfer costs: the interval ILP of eqs. 28-37 (Sect. V-D;
+decisions M12, M13 in docs/decisions/ilp.md).
 
 x[i][j][k] instances of type j work on model k during interval i. The per-type total never increases
 (eq. 30), so every instance starts at t=0. A machine may switch models; staging a model's input costs
@@ -30,7 +31,7 @@ from .watershed import DP_CELL_BYTES, check_interval_args, least_intervals
 
 _EPS = 1e-9
 
-# [ASSUMPTION] spec §1.3 / M12: Azure egress $0.15/GB, ingress $0, the local site $0.
+# [ASSUMPTION] decision M12: Azure egress $0.15/GB, ingress $0, the local site $0.
 AZURE_OUT_PER_GB = 0.15
 LOCAL = "local"
 AZURE = "azure-chicago"  # the location of the Azure types in the shipped ``hybrid`` catalog
@@ -58,8 +59,8 @@ class WatershedModel:
             raise UserError(f"model {self.name!r} has its data nowhere", field="data_at")
 
 
-# Decision: the spec (M12) lacks the per-model task times ("from 1 minute to 7.5 minutes"); we use its
-# default linspace(1, 7.5, 5) = 1, 2.625, 4.25, 5.875, 7.5 min for models 1..5, and 1 GB input each.
+# Decision M12: the paper lacks the per-model task times ("from 1 minute to 7.5 minutes"); we use
+# linspace(1, 7.5, 5) = 1, 2.625, 4.25, 5.875, 7.5 min for models 1..5, and 1 GB input each.
 _TASK_MIN = (1.0, 2.625, 4.25, 5.875, 7.5)
 
 
@@ -70,7 +71,8 @@ def _scenario(local: set[int], azure: set[int]) -> tuple[WatershedModel, ...]:
     return tuple(WatershedModel(f"m{k}", 200, _TASK_MIN[k - 1], 1.0, where(k)) for k in range(1, 6))
 
 
-# [PAPER] §6.4: scenario A: models 1, 3, 4 local; 2, 3, 5 in Azure. Scenario B: 1-4 local; 3, 5 in Azure.
+# [PAPER] Sect. V-D (BASE): scenario A: models 1, 3, 4 local; 2, 3, 5 in Azure. Scenario B: 1-4 local; 3, 5
+# in Azure.
 SCENARIO_A = _scenario({1, 3, 4}, {2, 3, 5})
 SCENARIO_B = _scenario({1, 2, 3, 4}, {3, 5})
 
@@ -82,7 +84,7 @@ def default_transfer_out(location: str) -> float:
 
 def transfer_price(model: WatershedModel, to: str, out_per_gb: Mapping[str, float] | None = None) -> float:
     """Cost of copying ``model``'s input to ``to`` (0 if it is there): from the cheapest holding site,
-    ingress free (spec §1.3)."""
+    ingress free (decision M12)."""
     if to in model.data_at:
         return 0.0
     prices = dict(out_per_gb or {})
@@ -91,7 +93,8 @@ def transfer_price(model: WatershedModel, to: str, out_per_gb: Mapping[str, floa
 
 
 def default_init_penalty(t: CloudType, m: WatershedModel) -> float:
-    """Spec §4.3 InitPenalty_{j,k} = init_minutes_j · cores_j / task_minutes_k (tasks lost while one machine
+    """Decision M12: InitPenalty_{j,k} = init_minutes_j · cores_j / task_minutes_k (tasks lost while one
+    machine
     stages the model), scaled by the type's per-core speed."""
     return t.init_minutes * t.cores * t.capacity / m.task_minutes
 
@@ -103,8 +106,8 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
                      capacity: str = "whole", method: str = "auto") -> Plan:
     """Minimum-cost plan running every model within ``deadline_min`` minutes (eqs. 18, 28-37).
 
-    Capacities are un-reduced (spec §4.3: "Keep capacity un-reduced"); the start-up delay is the
-    InitPenalty. ``init_penalty_tasks=None`` uses the spec's recommended default
+    Capacities are un-reduced (as the paper says); the start-up delay is the
+    InitPenalty. ``init_penalty_tasks=None`` uses our default (decision M12)
     ``init_minutes_j·cores_j/task_minutes_k`` per (type, model); a number applies that many tasks to every
     (type, model). For one model this is the same cost as ``solve_watershed`` (which cuts capacity by the
     delay instead). ``billing``: "minute" (eq. 36, the paper's) or "hourly" (eqs. 23-24 on the per-type
@@ -112,7 +115,7 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
 
     ``capacity``: "whole" (default) plans explicit machines that do whole tasks (see ``_solve_whole``),
     so the plan replays in the simulator on time and at its cost; "fluid" is the paper's literal
-    eqs. 28-37 (fractions of tasks count, stagings per (type, model)), which reproduces the spec's
+    eqs. 28-37 (fractions of tasks count, stagings per (type, model)), which reproduces our
     test vectors but whose plans can replay late (see :mod:`skylease.experiments.plan_replay`).
 
     ``method`` (whole capacity): "ilp" solves the whole-task ILP with HiGHS; "dp" solves the same
@@ -197,7 +200,7 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
     compute_cost = mp.var()
     x = [[[mp.var(0, avail[j], integer=True) for _ in K] for j in J] for _ in I]
     mm = [[mp.var(0, avail[j], integer=True) for _ in K] for j in J]
-    tw = [[mp.var(-math.inf) for _ in K] for _ in J]  # total_work: free sign (§4.3)
+    tw = [[mp.var(-math.inf) for _ in K] for _ in J]  # total_work: free sign (eq. 31)
     # (28) is substituted: work_{i,j,k} = cap_{j,k}·x_{i,j,k} enters (31) directly.
     for j in J:
         for i in I:
@@ -215,7 +218,7 @@ def solve_multimodel(models: Sequence[WatershedModel], types: Sequence[CloudType
     for k, m in enumerate(models):
         for loc in locs:
             if loc in m.data_at:
-                continue  # [ASSUMPTION] §4.3/M13: a binary only where the location lacks the data
+                continue  # [ASSUMPTION] decision M13: a binary only where the location lacks the data
             js = [j for j in J if types[j].location == loc]
             b = tr[k, loc] = mp.binary()
             tr_price[k, loc] = transfer_price(m, loc, transfer_out_per_gb)
@@ -325,7 +328,7 @@ def _fluid_plan(xv: list, models: tuple[WatershedModel, ...], types: tuple[Cloud
               "billing_unit": "instance-hour" if billing == "hourly" else "instance-minute",
               "assignment": assignment, "transfers": transfers, "transfer_cost": round(transfer, 10),
               "compute_cost": round(compute, 10),
-              "init_penalty": ("spec default init*cores/task" if init_penalty_tasks is None
+              "init_penalty": ("default init*cores/task (decision M12)" if init_penalty_tasks is None
                                else init_penalty_tasks),
               "capacity": "fluid", **size}
     starts = [i * interval_min for i in range(last + 1)]

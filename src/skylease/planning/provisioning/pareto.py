@@ -1,4 +1,5 @@
-"""Time/cost Pareto frontier: sweep the deadline, solve min-cost at each, drop dominated plans (§5)."""
+"""Time/cost Pareto frontier: sweep the deadline, solve min-cost at each, drop dominated plans (decision
+MODES in docs/decisions/ilp.md)."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ def interval_capacity(job: WatershedJob, t: CloudType, start: float, length: flo
                       capacity: str = "fluid") -> float:
     """Tasks one instance of type t completes in [start, start+length).
 
-    ``"fluid"`` (the spec's model): useful minutes after the start-up delay / task time, fractions
+    ``"fluid"`` (the paper's model, eq. 19): useful minutes after the start-up delay / task time, fractions
     included. ``"whole"``: whole tasks finished in the interval by an instance that has run since
     t = 0 (instance counts only fall, so an instance in interval i ran in every earlier one), i.e.
     floor((end - init) / task) - floor((start - init) / task) per core: plans then count only
@@ -173,10 +173,12 @@ def solve_watershed(job: WatershedJob, types: Sequence[CloudType], deadline_min:
     The deadline is rounded down to whole intervals ("73 min is processed as 70 min").
     ``billing``: "hourly" (max concurrent instances per clock hour from job start, eqs. 23-24) or
     "minute" (eq. 25). ``tiebreak``: lexicographic second solve that returns the fastest plan among
-    the cheapest (spec §4.2 "Tie-break", M10); without it the makespan is whatever the solver returns.
+    the cheapest (decision M10 in docs/decisions/ilp.md); without it the makespan is whatever the solver
+    returns.
     ``capacity``: "whole" (default) counts only tasks that finish, so the plan replays on time at its
-    cost; "fluid" is the paper's literal eq. 19 (fractions of tasks count), which reproduces the spec's
-    test vectors but can promise up to two task lengths too early with minute billing and short intervals.
+    cost; "fluid" is the paper's literal eq. 19 (fractions of tasks count), which reproduces our
+    test vectors (decision CHECKS) but can promise up to two task lengths too early with minute billing and
+    short intervals.
     ``method``: "ilp" solves eqs. 18-25 with HiGHS; "dp" solves the same model exactly by dynamic
     programming over lanes (``_lane_dp``; whole capacity, at most two priced types); "auto" (default)
     uses "dp" when it applies, else "ilp". Same cost and, with the tie-break, the same makespan.

@@ -1,5 +1,5 @@
 """The lease manager on a real clock: the simulator's :class:`LeaseScheduler`, driven by wall time,
-journaled in the database, enacted on this machine's nodes (issue 19, spec 001 §3).
+journaled in the database, enacted on this machine's nodes (issue 19; the paper's Section 3).
 
 One policy, two clocks: the scheduler is the one :mod:`skylease.sim.leases` drives, unchanged. The
 simulator calls ``step(t)`` at every arrival and every slot-table change point; so does this
@@ -10,7 +10,7 @@ busy when a request comes, so the schedule is the simulator's). Two inputs exist
 here: a lease cancelled by its owner, and a premature end, when a lease's payloads exit before its
 reservation's planned end (the scheduler then reacts as to a shorter real duration).
 
-Crash safety (spec: "no lease is lost, started twice or left in a state that does not match its
+Crash safety (issue 19: "no lease is lost, started twice or left in a state that does not match its
 processes"): every input goes to the :class:`~skylease.runtime.leases.journal.Journal` with the
 events it produced, in one transaction, before the API answers and before anything is enacted. A
 restarted manager replays the journal into a fresh scheduler (nothing enacted), adopts the payload
@@ -472,7 +472,7 @@ class LocalLeaseManager:
 
     def _payload_exits(self, now: int) -> None:
         """Payloads that ended by themselves: a lease whose payloads all exited before its VM
-        reservation's planned end ended early (a premature end, spec §6.6), at the lease time of
+        reservation's planned end ended early (a premature end, decision H12), at the lease time of
         its last exit (not when this loop got to it: what fell due before that is stepped first)."""
         for p in self.nodes.exited():
             live = self._live.get((p.lease, p.vnode))

@@ -1,4 +1,5 @@
-"""The Information module and the Oracle of the SpeQuloS service (issue 20; spec 003 §2-§3).
+"""The Information module and the Oracle of the SpeQuloS service (issue 20; decision S29 in
+docs/decisions/spequlos.md).
 
 Information: a run registers its bag of tasks (owner, infrastructure, number of tasks, strategy),
 reports its progress (``t`` seconds since registration, tasks completed, assigned, queued, and

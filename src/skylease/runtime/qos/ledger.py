@@ -1,4 +1,4 @@
-"""The SpeQuloS Credit System on the service's database (issue 20, spec 003 §1.8, §3).
+"""The SpeQuloS Credit System on the service's database (issue 20, decisions S28, S29).
 
 Every movement of credits is one row of the ledger ``qos_ledger``: a ``deposit`` (an
 administrator, or the deposit policy :meth:`Ledger.top_up`), an ``order`` (credits moved from a

@@ -1,4 +1,4 @@
-"""The SpeQuloS Scheduler as a service (spec 003 §3): one SpeQuloS policy per served bag of tasks.
+"""The SpeQuloS Scheduler as a service (decision S29): one SpeQuloS policy per served bag of tasks.
 
 Each bag a run registers with credits gets the very policy a simulation uses
 (:class:`skylease.control.qos.SpeQuloS`: the Oracle's WHEN and HOW MANY rules, billing per tick,

@@ -1,4 +1,4 @@
-"""SpeQuloS as one service (spec 003 §3): Information, Credit System, Oracle and Scheduler together.
+"""SpeQuloS as one service (decision S29): Information, Credit System, Oracle and Scheduler together.
 
 :class:`QoSService` is what the HTTP layer (and a simulation, in process) calls: it registers bags
 of tasks, orders credits for them, takes the runs' reports (stored as the bag's progress, given to

@@ -1,4 +1,5 @@
-"""Desktop-grid middleware simulators (XWHEP, BOINC) for SpeQuloS (spec 003 §1.2-1.6, §2.4).
+"""Desktop-grid middleware simulators (XWHEP, BOINC) for SpeQuloS (decisions S7, S11-S14 in
+docs/decisions/spequlos.md).
 
 * :mod:`.workload` -- BoT categories (Table 6), node powers (Table 4), credits.
 * :mod:`.flat` -- traces flattened for fast per-node interval lookups; hashed ON offsets.

@@ -1,4 +1,5 @@
-"""Desktop-grid middleware simulators (XWHEP, BOINC) with SpeQuloS cloud workers (spec 003 §1.5-1.6, §2.4).
+"""Desktop-grid middleware simulators (XWHEP, BOINC) with SpeQuloS cloud workers (decisions S7,
+S11-S14 in docs/decisions/spequlos.md).
 
 :class:`DesktopGridEnv` runs one bag of tasks (a :class:`~skylease.sim.dg.workload.DGBot`) on the
 volunteer nodes of an availability trace, read from the submission time on, and implements the
@@ -38,14 +39,14 @@ child. Policy timers take two kernel hops (they run after every model event due 
 as in :class:`~skylease.sim.env.SimEnvironment`) and never touch model state, so the model's events
 are identical up to the policy's first ``acquire``.
 
-Cloud workers (§1.6): power 3000, boot N(150, 15) clamped to [75, 300] (and >= 1), no failures,
+Cloud workers (S7): power 3000, boot N(150, 15) clamped to [75, 300] (and >= 1), no failures,
 host ids ``n_nodes + k`` named ``spequloscw_<k>`` (:meth:`DesktopGridEnv.cw_name`). Released =
 worker OFF: XWHEP requeues its job after the 900 s timeout (from its last keep-alive); BOINC keeps
 its replicas IN_PROGRESS until their deadline. ``on_host_idle`` is called once per idle spell
 (when a CW's request finds nothing and it holds nothing), not at every back-off retry.
 
-Choices where the spec is silent ([R], also in the module's report)
-------------------------------------------------------------------
+Choices where the paper and the decisions are silent ([R], also in the module's report)
+--------------------------------------------------------------------------------------
 * Back-off: a worker that comes ON requests at once and its period restarts at 30 s; after an empty
   reply it waits 30, 60, 120, 240, then 300 s. Nodes up at the submission time come ON then (plus
   their offset), as [RC] clips intervals to the window.
@@ -117,7 +118,7 @@ _UNSENT, _INPROG, _DONE = 0, 1, 2
 
 @dataclass(frozen=True)
 class DGParams:
-    """Middleware and cloud-worker parameters (spec §4.2; [RC] defaults)."""
+    """Middleware and cloud-worker parameters (decision S11; [RC] defaults)."""
 
     keep_alive: float = 60.0
     worker_timeout: float = 900.0
@@ -927,7 +928,7 @@ class DesktopGridEnv:
 
 # ================================================================================================
 class XWHEPEnv(DesktopGridEnv):
-    """XtremWeb-HEP (spec §1.5.1): FCFS queue, no replication, work lost when a node leaves."""
+    """XtremWeb-HEP (decision S11): FCFS queue, no replication, work lost when a node leaves."""
 
     middleware = "xwhep"
 
@@ -1135,7 +1136,7 @@ class XWHEPEnv(DesktopGridEnv):
 
 # ================================================================================================
 class BOINCEnv(DesktopGridEnv):
-    """BOINC (spec §1.5.2): 3 replicas per WU, quorum 2, client buffers, suspend/resume, deadlines."""
+    """BOINC (decision S11): 3 replicas per WU, quorum 2, client buffers, suspend/resume, deadlines."""
 
     middleware = "boinc"
 

@@ -8,7 +8,7 @@ not per run, and shares the trace's arrays when they already lie in its window: 
 holds nothing else of the trace's size (no per-interval key or identity array: on the 30,300-node
 ``seti`` trace each would be 31 MB).
 
-ON offsets ([RC], spec §1.2): a worker comes ON ``offset`` seconds after its interval starts,
+ON offsets ([RC], decision S11): a worker comes ON ``offset`` seconds after its interval starts,
 ``offset`` uniform in ``0 .. min(300, end - start - 1)``. The offsets are a counter-based hash
 (splitmix64) of the run's key and the interval's identity (node, rank in the node): any subset
 can be computed on demand, in any order, and the value never depends on which events ran before

@@ -1,7 +1,8 @@
-"""SpeQuloS workloads: the BoT categories of Table 6, node powers (Table 4) and credits (spec §1.3-1.8).
+"""SpeQuloS workloads: the BoT categories of Table 6, node powers (Table 4) and credits (decisions S8,
+S9, S28 in docs/decisions/spequlos.md).
 
 * :func:`make_bot` -- ``SMALL`` (1000 x 3.6e6 nops, all at t=0), ``BIG`` (10000 x 60000 nops,
-  t=0) and ``RANDOM`` ([R], spec A9): ``size = max(1, round(N(1000, s1)))``,
+  t=0) and ``RANDOM`` ([R], decision S9): ``size = max(1, round(N(1000, s1)))``,
   ``nops = max(1, round(N(60000, s2)))`` and arrival offsets from weib(91.98 s, 0.57), task ``i``
   arriving ``i``-th. ``sigma="literal"`` (default) reads Table 6's ``sigma^2`` literally
   (``s1 = sqrt(200)``, ``s2 = 100``); ``sigma="std"`` takes the printed values as standard
@@ -11,7 +12,7 @@
     arrival times, so task ``i`` of ``n`` arrives at ``F^-1((i - 1/2) / n)`` of the Weibull; no
     draw. The only reading that fits both of the paper's RANDOM anchors (BOINC/seti 9C-C-R
     3,195 s; 76-100 % prediction success).
-  - ``iid``: offsets drawn i.i.d. from the Weibull and sorted (spec A9b, the first reading).
+  - ``iid``: offsets drawn i.i.d. from the Weibull and sorted (decision S9b, the first reading).
   - ``epsilon``: the ``iid`` offsets with every gap between consecutive arrivals shortened to at
     most ``epsilon`` s (default :data:`PAPER_EPSILON_S`), the paper's "maximal time between two
     tasks arrivals" (Section 4.1, "a typical value is 60 seconds"). [R] The sorted offsets keep
@@ -19,10 +20,10 @@
 
   Size and nops are drawn first, so the three readings of one seed share them.
 * :func:`node_powers` -- one power per node (nops/s): Normal(mean, std) of Table 4 for the trace
-  type, clamped to ``[mean/3, 3 mean]`` and ``>= 1`` ([R], A8); grids (``g5k*``) are
+  type, clamped to ``[mean/3, 3 mean]`` and ``>= 1`` ([R], S8); grids (``g5k*``) are
   homogeneous 3000.
 * :func:`credits_for` -- credits provisioned to a BoT: 10 % of ``size x wall-clock bound`` in
-  CPU.hours, times 15 credits per CPU.hour (§1.8).
+  CPU.hours, times 15 credits per CPU.hour (S28).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ __all__ = [
 ]
 
 BOT_CATEGORIES = ("SMALL", "BIG", "RANDOM")
-#: Wall-clock bound per task (s), only used to size the credits (Table 6 + A9c).
+#: Wall-clock bound per task (s), only used to size the credits (Table 6 + S9c).
 WALL_CLOCK_BOUND = {"SMALL": 11000.0, "BIG": 180.0, "RANDOM": 2200.0}
 CREDITS_PER_CPU_HOUR = 15.0
 CREDIT_FRACTION = 0.10
