@@ -66,7 +66,7 @@ def parallel_wall(jobs: Path) -> float | None:
 
 
 def skylease_wall(args: list[str], out: Path) -> float:
-    return _wall([*SKYLEASE, "run", *args, "--out", str(out), "--policy", "fixed:2", "--workers", "2"])
+    return _wall([*SKYLEASE, "run", *args, "--out", str(out), "--policy", "fixed:2", "--max-workers", "2"])
 
 
 def skylease_task_phase(out: Path) -> float:

@@ -27,10 +27,10 @@ def test_version_and_help(capsys):
 @pytest.mark.parametrize(
     "argv, where",
     [
-        (["nope"], "No such command"),
+        (["nope"], "skylease: error: nope: no such command"),
         (["demo", "--seeds", "0"], "--seeds"),
         (["demo", "--bogus"], "--bogus"),
-        (["data", "fetch"], "Missing argument"),
+        (["data", "fetch"], "skylease data fetch: error: NAME: missing"),
         (["data", "path", "no-such-set"], "unknown data set 'no-such-set'"),
     ],
 )

@@ -46,7 +46,7 @@ def test_simulate_a2ha_table_compares_baselines(capsys, tmp_path):
     (["--workload", "synthetic", "--preset", "wild"], "preset"),
     (["--workload", "synthetic", "--creation-ratio", "1.5"], "creation-ratio"),
     (["--workload", "synthetic", "--orderings", "0"], "orderings"),
-    (["--workload", "synthetic", "--boot", "4000"], "boot"),
+    (["--workload", "synthetic", "--boot-time", "4000"], "boot"),
     (["--workload", "synthetic", "--budget", "-1"], "budget"),
     (["--workload", "missing.csv"], "missing.csv"),
 ])

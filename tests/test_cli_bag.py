@@ -76,12 +76,12 @@ def test_runs_left_unfinished_are_said(tmp_path, monkeypatch, capsys):
 
 def test_the_table_shows_makespan_cost_hosts_and_describe(capsys):
     code, out, _ = run(capsys, "simulate", "bag", "--workload", "constant:12:1800", "--policy", "fixed:3",
-                       "--hosts-price", "0.5", "--boot", "0")
+                       "--price", "0.5", "--boot-time", "0")
     assert code == 0
     assert "policy: skylease.control.fixed:FixedPool(n=3, pool='cloud')" in out
     # 12 tasks of 30 min on 3 hosts: 4 tasks each, 2 h of work, 2 units of $0.50 per host
-    assert re.search(r"makespan \(min\)\s*│ 120\.0 ± 0\.0", out), out
-    assert re.search(r"cost\s*│ 3\.0 ± 0\.0", out) and re.search(r"hosts\s*│ 3\.0 ± 0\.0", out), out
+    assert re.search(r"makespan\s*│ 2h 00m ± 0 s", out), out
+    assert re.search(r"cost\s*│ \$3\.00 ± \$0\.00", out) and re.search(r"hosts\s*│ 3\.0 ± 0\.0", out), out
 
 
 def test_the_same_seed_gives_every_policy_the_same_bag(capsys):
@@ -102,7 +102,7 @@ def test_the_same_seed_gives_every_policy_the_same_bag(capsys):
     (["--policy", "fixed:2", "--policy-arg", "n=2"], ["--policy-arg"]),
     (["--policy", "fixed:2", "--budget", "10"], ["--budget"]),
     (["--policy", "a2ha", "--budget", "0.5"], ["--budget"]),
-    (["--policy", "a2ha", "--boot", "3600"], ["--boot"]),
+    (["--policy", "a2ha", "--boot-time", "3600"], ["--boot-time"]),
     (["--policy", "a2ha", "--orderings", "0"], ["--orderings"]),
 ])
 def test_bad_input_is_one_line(capsys, argv, needles):

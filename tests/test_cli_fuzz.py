@@ -506,7 +506,7 @@ DOMAIN: dict[tuple[str, str], Range] = {
     ("simulate spequlos", "accel_period"): POSITIVE,
     ("simulate replay", "seeds"): Range(lo=1, huge=True),
     ("run", "price"): NONNEG, ("run", "billing_unit"): POSITIVE, ("run", "budget"): Range(lo=0, inf_ok=True),
-    ("run", "timeout"): POSITIVE, ("run", "tail_credits"): NONNEG, ("run", "time_scale"): POSITIVE,
+    ("run", "timeout"): POSITIVE, ("run", "tail_credits"): NONNEG, ("run", "trace_scale"): POSITIVE,
     ("run", "trace_start"): NONNEG, ("run", "seed"): SEED,
     ("leases simulate", "image_seed"): SEED,
     ("run", "qos_credits"): Range(lo=0, hi=1e9),  # the ledger's most credits (runtime/qos/ledger.py)
@@ -656,7 +656,8 @@ Invocation = tuple[dict[str, str | None], dict[str, str]]
 BASE: dict[str, Invocation] = {
     "map": ({"etc_file": "inst.etc"}, {"etc_file": "etc"}),
     "place": ({"desktops": "thesis-lab", "vms": "synthetic:10"}, {}),
-    "run": ({"job": "jobs.txt", "out_dir": "out", "policy": "fixed:1", "workers": "1"}, {"job": "job-txt"}),
+    "run": ({"job": "jobs.txt", "out_dir": "out", "policy": "fixed:1", "max_workers": "1"},
+            {"job": "job-txt"}),
     "status": ({"out_dir": "prev"}, {"out_dir": "store"}),
     "data": ({}, {}),
     "data import": ({"name": "power", "path": "copy"}, {"path": "power-copy"}),
@@ -715,7 +716,7 @@ CONTEXT: dict[tuple[str, str], Invocation] = {
         {"pools": "two.toml", "pool": "volatile", "qos": "http://127.0.0.1:1", "qos_token": "t",
          "reliable_pool": "reliable"}, {"pools": "two-pools"})),
     ("run", "volatile_pool"): ({"volatility": "nd"}, {}),
-    ("run", "time_scale"): ({"volatility": "nd"}, {}),
+    ("run", "trace_scale"): ({"volatility": "nd"}, {}),
     ("run", "trace_start"): ({"volatility": "nd"}, {}),
     ("traces stats", "traces"): ({"nodes": None, "days": None}, {}),  # a file trace's own size
     ("leases request", "duration"): ({"file": None}, {}),  # with a FILE, any option is refused first
@@ -1067,6 +1068,22 @@ def _names(case: Case, line: str, value: str) -> bool:
     return False
 
 
+# -- docs/cli.md's rules -------------------------------------------------------------------------
+#: Click's and pydantic's wording, which docs/cli.md's error style replaces with our own.
+FOREIGN_WORDING = ("Invalid value for", "Input should be", "Possible options", "No such option:",
+                   "Missing option", "Missing argument", "(see --help)", "Usage:", "Try '")
+
+
+def _style(line: str, command: str) -> str | None:
+    """What is wrong with an error line, by docs/cli.md: ``skylease CMD: error: WHAT: reason``."""
+    if not line.startswith(f"skylease {command}: error: ".replace("skylease : ", "skylease: ")):
+        return f"not in the documented style 'skylease {command}: error: ...': {line!r}"
+    foreign = [w for w in FOREIGN_WORDING if w in line]
+    if foreign:
+        return f"click's or pydantic's wording {foreign[0]!r}, not ours: {line!r}"
+    return None
+
+
 def _changes(before: dict, after: dict) -> list[str]:
     return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
 
@@ -1082,6 +1099,9 @@ def _verdict(case: Case, o: Outcome, before: dict, after: dict, value: str) -> s
         lines = o.err.splitlines()
         if len(lines) != 1 or not lines[0].startswith("skylease"):
             return f"{len(lines)} lines on stderr, not one 'skylease...: error: ...' line"
+        why = _style(lines[0], case.param.command)
+        if why is not None:
+            return why
         if not _names(case, lines[0], value):
             return f"the line names neither {case.param.label} nor {value!r}"
         if case.spoil.startswith("shape") and KINDS[case.kind].lines:
@@ -1104,7 +1124,7 @@ def finished_run(zygote, tmp_path_factory) -> Path:
     """The output folder of a small finished run: a valid store that cases spoil."""
     folder = tmp_path_factory.mktemp("finished-run")
     (folder / "jobs.txt").write_bytes(KINDS["job-txt"].valid)
-    o = zygote.run(["run", "jobs.txt", "--out", "prev", "--workers", "1", "--policy", "fixed:1"], folder,
+    o = zygote.run(["run", "jobs.txt", "--out", "prev", "--max-workers", "1", "--policy", "fixed:1"], folder,
                    timeout=120)
     assert o.code == 0, o.describe()
     return folder / "prev"
@@ -1214,6 +1234,112 @@ def test_every_list_command_pages_within_the_servers_bounds():
         every = next(p for p in commands[name].params if p.name == "every")
         assert every.opts == ["--all"] and every.is_flag, name
         assert (name, "limit") in covered, name
+
+
+def _long_options(cmd) -> list[str]:
+    return sorted({o for p in cmd.params if not getattr(p, "hidden", False)
+                   for o in (*p.opts, *getattr(p, "secondary_opts", ()))
+                   if o.startswith("--") and o != "--help"})
+
+
+def _usage_error(capsys, argv: list[str]) -> str:
+    """``skylease ARGV`` in this process, refused while parsing (nothing runs): its one error line."""
+    from skylease.cli import main
+
+    code = main(argv)
+    cap = capsys.readouterr()
+    assert code == 2 and cap.out == "" and cap.err.count("\n") == 1 and "Traceback" not in cap.err, \
+        (argv, code, cap.err)
+    return cap.err.strip()
+
+
+@pytest.mark.parametrize("command", sorted(BASE))
+def test_a_typo_gets_a_suggestion_only_when_one_is_close(command, capsys):
+    """docs/cli.md: an unknown option is one line, exit 2; "did you mean" names the closest option
+    only when it is close (difflib ratio >= 0.75: a letter short is); a word like --frobnicate gets
+    no suggestion. The command's own valid arguments come first, so the typo is the only mistake."""
+    import difflib
+
+    from skylease.cli.errors import SUGGEST_CUTOFF
+
+    cmd = _commands()[command]
+    options = _long_options(cmd)
+    values = dict(BASE[command][0])
+    positional = [p for p in _params() if p.command == command and p.positional and p.key in values]
+    base = [*command.split(), *(values[p.key] for p in positional)]
+    ratio = difflib.SequenceMatcher
+    for opt in options:
+        typo = opt[:-1]  # a letter short
+        if typo in options or len(typo) <= 3:
+            continue
+        line = _usage_error(capsys, [*base, typo])
+        assert _style(line, command) is None, line
+        said = re.search(r"did you mean (--[\w-]+)\?$", line)
+        assert said is not None and said.group(1) in options, line
+        close = ratio(None, typo, said.group(1)).ratio()
+        assert close >= max(SUGGEST_CUTOFF, ratio(None, typo, opt).ratio()), line
+    line = _usage_error(capsys, [*base, "--frobnicate"])
+    assert _style(line, command) is None and "did you mean" not in line, line
+    assert line.startswith(f"skylease {command}: error: --frobnicate: no such option"), line
+
+
+def test_an_unknown_command_gets_a_suggestion_only_when_one_is_close(capsys):
+    assert _usage_error(capsys, ["simulat"]) == \
+        "skylease: error: simulat: no such command; did you mean simulate?"
+    assert _usage_error(capsys, ["leases", "lst"]) == \
+        "skylease leases: error: lst: no such command; did you mean list?"
+    line = _usage_error(capsys, ["frobnicate"])
+    assert line.startswith("skylease: error: frobnicate: no such command") and "did you mean" not in line
+
+
+def test_skylease_alone_prints_its_help_and_exits_0(capsys):
+    """docs/cli.md: `skylease` (or a group) alone is a request for help, as `docker` alone is."""
+    from skylease.cli import main
+
+    for argv in ([], ["simulate"], ["serve", "user"]):
+        assert main(argv) == 0
+        cap = capsys.readouterr()
+        assert cap.err == "" and "Commands:" in cap.out and "Example" in cap.out, (argv, cap)
+        assert cap.out.startswith(f"Usage: skylease {' '.join(argv)}".rstrip()), cap.out[:80]
+
+
+def _all_paths() -> list[str]:
+    from skylease.cli import click_command
+
+    found = [""]
+
+    def walk(cmd, path):
+        for name, sub in (getattr(cmd, "commands", None) or {}).items():
+            found.append(" ".join((*path, name)))
+            walk(sub, (*path, name))
+
+    walk(click_command(), ())
+    return found
+
+
+@pytest.mark.parametrize("path", _all_paths())
+def test_every_help_shows_an_example_that_parses(path, capsys):
+    """docs/cli.md: every --help ends with an example, a command line that the CLI parses."""
+    import shlex
+
+    from skylease.cli import click_command, main
+
+    assert main([*path.split(), "--help"]) == 0
+    out = capsys.readouterr().out
+    examples = re.findall(r"^  (?:Example|Examples):\n((?:    \S.*\n?)+)", out, re.M)
+    assert examples, f"skylease {path} --help has no example:\n{out[-400:]}"
+    calls = [part.strip() for line in examples[0].splitlines() for part in re.split(r"\||;|&&", line)
+             if part.strip().startswith("skylease ")]
+    assert any(f"{c} ".startswith(f"skylease {path} ".replace("  ", " ")) for c in calls), calls  # its own
+    for call in calls:
+        args = [a if "$(" not in a else "x.lwf" for a in shlex.split(call.partition(" > ")[0])[1:]]
+        ctx = click_command().make_context("skylease", list(args))  # click raises if it does not parse
+        while hasattr(ctx.command, "resolve_command"):
+            rest = [*getattr(ctx, "_protected_args", getattr(ctx, "protected_args", [])), *ctx.args]
+            if not rest:
+                break
+            name, sub, rest = ctx.command.resolve_command(ctx, rest)
+            ctx = sub.make_context(name, rest, parent=ctx)
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--zygote"]:

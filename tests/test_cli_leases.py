@@ -223,7 +223,7 @@ def test_bad_configurations_are_one_line_errors(capsys, tmp_path, monkeypatch, p
     ("args", "needle"),
     [
         (["--workload", "nowhere.lwf"], "nowhere.lwf: file not found"),
-        (["--bogus"], "No such option: --bogus"),
+        (["--bogus"], "skylease leases simulate: error: --bogus: no such option"),
         (["--image-seed", "-1"], "--image-seed"),
         (["--gantt", "no/such/folder/g.png"], "no such folder"),
         (["--gantt", "g.jpg"], "must be a .png, .pdf or .svg file"),
@@ -240,7 +240,7 @@ def test_bad_options_are_one_line_errors(capsys, tmp_path, monkeypatch, preempti
 
 
 def test_missing_workload_option_is_a_usage_error(capsys):
-    assert "Missing option '--workload'" in one_line_error(capsys)
+    assert "skylease leases simulate: error: --workload: missing" in one_line_error(capsys)
 
 
 def test_a_toml_configuration_changes_the_scheduler(capsys, tmp_path, preemption):

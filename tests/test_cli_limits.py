@@ -51,9 +51,9 @@ def test_every_seed_option_refuses_a_negative_seed(capsys, etc_file, tmp_path):
     ([*A2HA, "--budget-factor", "inf"], "--budget-factor"),
     ([*A2HA, "--creation-ratio", "nan"], "--creation-ratio"),
     ([*A2HA, "--price", "inf"], "--price"),
-    ([*A2HA, "--boot", "nan"], "--boot"),
-    ([*A2HA, "--unit", "0"], "--unit"),  # was "boot: invalid value 300.0"
-    ([*A2HA, "--unit", "inf"], "--unit"),
+    ([*A2HA, "--boot-time", "nan"], "--boot-time"),
+    ([*A2HA, "--billing-unit", "0"], "--billing-unit"),  # was "boot: invalid value 300.0"
+    ([*A2HA, "--billing-unit", "inf"], "--billing-unit"),
     ([*A2HA, "--preset", "lazy"], "--preset"),
     ([*SPEQULOS, "--credits", "inf"], "--credits"),
     ([*SPEQULOS, "--credits", "nan"], "--credits"),
@@ -132,7 +132,7 @@ def test_a_plan_deadline_past_the_horizon_is_the_horizon_plan_at_once(tmp_path):
     """Every hybrid deadline past 110 min has the same $0 plan (the 16 free cores alone finish by
     then): 1e5 min took over a minute and 1e12 min exhausted memory; both now answer as 110 min."""
     plans = []
-    for d in ("110", "100000", "1e12"):
+    for d in ("110m", "100000m", "1e12"):
         t0 = time.perf_counter()
         argv = [sys.executable, "-m", "skylease.cli", "plan", "hybrid", "--deadline", d, "--json"]
         r = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path)

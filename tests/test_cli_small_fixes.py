@@ -57,7 +57,7 @@ def test_a_bad_scheduler_or_too_many_workers_is_one_line_and_creates_nothing(
                  "cannot reach the Dask scheduler")
         assert not out_dir.exists()
     # more local worker processes than cores cannot run the cells sooner: refused, nothing created
-    one_line(capsys, [*command, "--workers", "100000", "--out", tmp_path / "W"], "--workers", "from 1 to")
+    one_line(capsys, [*command, "--processes", "100000", "--out", tmp_path / "W"], "--processes", "from 1 to")
     assert not (tmp_path / "W").exists()
 
 

@@ -193,6 +193,8 @@ def _transcript(block: Block) -> list[tuple[str, list[str]]]:
     return steps
 
 
+#: A pasted error line (docs/cli.md): ``skylease CMD: error: ...``.
+ERROR_LINE = re.compile(r"^skylease( [a-z0-9-]+)*: error: ")
 ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=\S")
 
 
@@ -228,7 +230,7 @@ def test_runnable_blocks_run_as_written(block: Block, tmp_path: Path, request):
             missing = _missing_output(_lines("\n".join(pasted)), got)
             assert missing is None, f"{block.id}: `{command}` did not print\n{missing}\nit printed:\n" + \
                 "\n".join(got[-40:])
-        wants_error = any(line.startswith("skylease: error") for line in pasted)
+        wants_error = any(ERROR_LINE.match(line) for line in pasted)
         assert (r.returncode == 2) if wants_error else (r.returncode == 0), \
             f"{block.id}: `{command}`: exit {r.returncode}\n{r.stderr[-2000:]}"
 

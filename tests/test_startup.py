@@ -79,7 +79,7 @@ def test_a_call_under_a_group_converts_only_that_group():
     line = next(x for x in p.stderr.splitlines() if x.startswith("MODULES "))
     mods = json.loads(line.removeprefix("MODULES "))
     assert "click" not in mods  # typer vendors click: the package itself is not needed
-    assert "skylease simulate spequlos: error: Missing option" in p.stderr
+    assert "skylease simulate spequlos: error: --middleware: missing" in p.stderr
     from skylease.cli import click_command
 
     full, pruned = click_command(), click_command("simulate")

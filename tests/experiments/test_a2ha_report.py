@@ -88,7 +88,7 @@ def test_cli_reproduce_a2ha(tmp_path, capsys):
     from skylease.cli import main
 
     code = main(
-        ["reproduce", "a2ha", "--quick", "--orderings", "3", "--workers", "2", "--out", str(tmp_path)]
+        ["reproduce", "a2ha", "--quick", "--orderings", "3", "--processes", "2", "--out", str(tmp_path)]
     )
     cap = capsys.readouterr()
     assert code == 0, cap.err

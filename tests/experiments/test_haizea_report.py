@@ -19,7 +19,7 @@ FILES = ("report.md", "runs.csv", "table1.csv", "fig2.csv", "claims.csv", "table
 def test_a_small_reproduction_writes_the_report_beside_the_paper(shared_data, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SKYLEASE_DATA", str(shared_data))
     code = main(["reproduce", "haizea", "--workloads", "10/3/medium,5/4/small", "--configs",
-                 "NOVM-NOSR,NOVM-SR", "--workers", "2", "--out", str(tmp_path)])
+                 "NOVM-NOSR,NOVM-SR", "--processes", "2", "--out", str(tmp_path)])
     cap = capsys.readouterr()
     assert code == 0, cap.err
     assert "checks hold" in cap.out

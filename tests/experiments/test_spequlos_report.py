@@ -17,7 +17,7 @@ FILES = ("report.md", "runs.csv", "table1.csv", "fig2_slowdown.csv", "fig2_rando
 
 def test_quick_reproduction_writes_the_report_beside_the_paper(shared_data, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SKYLEASE_DATA", str(shared_data))
-    code = main(["reproduce", "spequlos", "--quick", "--workers", "2", "--out", str(tmp_path)])
+    code = main(["reproduce", "spequlos", "--quick", "--processes", "2", "--out", str(tmp_path)])
     cap = capsys.readouterr()
     assert code == 0, cap.err
     for f in FILES:

@@ -140,4 +140,5 @@ def test_simulate_spequlos_runs_a_strategy_from_a_file(tmp_path):
                          timeout=120)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip() == \
-        "skylease: error: --strategy-arg: at_share.py:AtShare: at must be in (0, 1], got 2.0"
+        "skylease simulate spequlos: error: --strategy-arg: at_share.py:AtShare: at must be in (0, 1], " \
+        "got 2.0"

@@ -24,7 +24,8 @@ def test_a_local_run_imports_no_numpy_dask_pandas_or_matplotlib(tmp_path):
     """numpy alone is 0.1-0.2 s of a run's start here: a run of commands needs none of it."""
     (tmp_path / "jobs.txt").write_text("true\n" * 20)
     code = ("from skylease.cli import main\n"
-            "assert main(['run', 'jobs.txt', '--out', 'o', '--policy', 'fixed:2', '--workers', '2']) == 0")
+            "assert main(['run', 'jobs.txt', '--out', 'o', '--policy', 'fixed:2', '--max-workers', '2'])"
+            " == 0")
     assert _modules_after(code, tmp_path) == []
     assert (tmp_path / "o" / "run_over_time.svg").read_text().startswith("<svg")
 

@@ -155,7 +155,7 @@ def test_chaos_workers_killed_and_driver_killed_and_resumed(tmp_path):
     job.write_text("".join(f"touch {marks}/{i}.$$.$(date +%s%N); sleep 0.1\n" for i in range(300)))
     out = tmp_path / "o"
     cmd = [sys.executable, "-c", "from skylease.cli import console_main; console_main()", "run", str(job),
-           "--out", str(out), "--policy", "fixed:4", "--workers", "4"]
+           "--out", str(out), "--policy", "fixed:4", "--max-workers", "4"]
     rng = random.Random(1)
     driver = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
     kills, t0, killed_driver = 0, time.monotonic(), False

@@ -31,7 +31,7 @@ BAD = [
     (["--timeout", "-5"], "--timeout"),
     (["--timeout", "inf"], "--timeout"),
     (["--retries", "1000"], "--retries"),
-    (["--time-scale", "0", "--volatility", "nd"], "--time-scale"),
+    (["--trace-scale", "0", "--volatility", "nd"], "--trace-scale"),
     (["--trace-start", "-1", "--volatility", "nd"], "--trace-start"),
     (["--trace-start", "5"], "--trace-start"),
     (["--tail-credits", "5"], "--tail-credits"),

@@ -111,7 +111,7 @@ def test_mistakes_in_job_and_pools_files_are_one_line(tmp_path, capsys, monkeypa
     (tmp_path / name).write_text(text)
     (tmp_path / "jobs.txt").write_text("true\n")
     argv = ["run", name] if name == "job.toml" else ["run", "jobs.txt", "--pools", name]
-    assert one_error_line(capsys, [*argv, "--out", "o"]) == f"skylease: error: {where}"
+    assert one_error_line(capsys, [*argv, "--out", "o"]) == f"skylease run: error: {where}"
     assert not (tmp_path / "o").exists()
 
 

@@ -220,14 +220,15 @@ def test_the_output_commands_end_to_end(tmp_path, capsys):
     marker.write_text("")
     job = f"echo hello\necho oops >&2; exit 3\ntest ! -e {marker}\necho bye\n"
     # a dry run from standard input: what would run, and nothing written
-    p = _skylease("run", "-", "--out", "o", "--workers", "1", "--dry-run", cwd=tmp_path, stdin=job)
+    p = _skylease("run", "-", "--out", "o", "--max-workers", "1", "--dry-run", cwd=tmp_path, stdin=job)
     assert p.returncode == 0, p.stderr
     assert "tasks to run" in p.stdout and "  echo hello" in p.stdout and "o (would be created)" in p.stdout
     assert not (tmp_path / "o").exists()
     # the run itself, from standard input
-    p = _skylease("run", "-", "--out", "o", "--workers", "1", "--policy", "fixed:1", cwd=tmp_path, stdin=job)
+    p = _skylease("run", "-", "--out", "o", "--max-workers", "1", "--policy", "fixed:1", cwd=tmp_path,
+                  stdin=job)
     assert p.returncode == 1, p.stderr
-    assert "skylease run - --out o --policy fixed:1 --workers 1 --resume --retry-failed" in p.stdout
+    assert "skylease run - --out o --policy fixed:1 --max-workers 1 --resume --retry-failed" in p.stdout
     assert "skylease failed o > fixed.txt" in p.stdout  # (its Next: lines say so)
     # one task whole
     assert main(["show", str(tmp_path / "o"), "line:2"]) == 0
@@ -237,7 +238,7 @@ def test_the_output_commands_end_to_end(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["stderr_tail"] == "oops\n"
     assert main(["show", str(tmp_path / "o"), "9"]) == 2
     said = capsys.readouterr().err.splitlines()
-    assert len(said) == 1 and said[0].startswith("skylease: error: ") and "no task '9'" in said[0]
+    assert len(said) == 1 and said[0].startswith("skylease show: error: ") and "no task '9'" in said[0]
     # the failed tasks as a job, run back after the fix
     assert main(["failed", str(tmp_path / "o")]) == 0
     captured = capsys.readouterr()
@@ -246,7 +247,7 @@ def test_the_output_commands_end_to_end(tmp_path, capsys):
     assert "2 failed and 0 not run of 4 task(s)" in captured.err
     (tmp_path / "fixed.txt").write_text(captured.out.replace("exit 3", "exit 0"))
     marker.unlink()
-    p = _skylease("run", "fixed.txt", "--out", "fixed", "--workers", "1", cwd=tmp_path)
+    p = _skylease("run", "fixed.txt", "--out", "fixed", "--max-workers", "1", cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     # the export's new columns, and --failed --format jobs (the same job as `failed`)
     assert main(["export", str(tmp_path / "o"), "--format", "json", "--output", "-"]) == 0
@@ -256,7 +257,7 @@ def test_the_output_commands_end_to_end(tmp_path, capsys):
     assert main(["export", str(tmp_path / "o"), "--failed", "--format", "jobs", "--output", "-"]) == 0
     assert capsys.readouterr().out == captured.out.split("\n", 1)[1]
     # the resume of a run from standard input needs nothing piped in (its copy is kept)
-    p = _skylease("run", "-", "--out", "o", "--workers", "1", "--policy", "fixed:1", "--resume",
+    p = _skylease("run", "-", "--out", "o", "--max-workers", "1", "--policy", "fixed:1", "--resume",
                   "--retry-failed", cwd=tmp_path)
     assert p.returncode == 1, p.stderr  # `exit 3` still fails; the marker's task now succeeds
     assert main(["export", str(tmp_path / "o"), "--failed", "--format", "csv", "--output", "-"]) == 0

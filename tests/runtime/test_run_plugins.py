@@ -57,7 +57,7 @@ def lab(tmp_path: Path, monkeypatch) -> Path:
 def test_a_policy_file_drives_real_workers_and_replay_loads_the_same_class(lab, tmp_path, capsys,
                                                                           monkeypatch):
     out = tmp_path / "out"
-    code = main(["run", "jobs.txt", "--out", str(out), "--workers", "3", "--policy", "stepup.py:StepUp",
+    code = main(["run", "jobs.txt", "--out", str(out), "--max-workers", "3", "--policy", "stepup.py:StepUp",
                  "--policy-arg", "more=2", "--policy-arg", "label=trial 1"])
     assert code == 0, capsys.readouterr().err
     capsys.readouterr()
@@ -78,7 +78,8 @@ def test_a_policy_file_drives_real_workers_and_replay_loads_the_same_class(lab, 
     assert main(["simulate", "replay", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert err.startswith(f"skylease: error: {out}: cannot load the run's policy '{spec}': "), err
+    assert err.startswith(f"skylease simulate replay: error: {out}: cannot load the run's policy '{spec}': "
+                          ), err
     assert "stepup.py: --policy: no such file" in err
     # a resume command repeats the parameters
     opts = RunOptions(out=out, policy=spec, policy_args=["more=2", "label=trial 1"])
@@ -88,7 +89,7 @@ def test_a_policy_file_drives_real_workers_and_replay_loads_the_same_class(lab, 
 
 def test_a_module_class_runs_with_its_parameters(lab, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["run", "jobs.txt", "--out", str(out), "--workers", "2", "--policy",
+    assert main(["run", "jobs.txt", "--out", str(out), "--max-workers", "2", "--policy",
                  "skylease.control.fixed:FixedPool", "--policy-arg", "n=2"]) == 0, capsys.readouterr().err
     s = json.loads((out / "summary.json").read_text())
     assert (s["ok"], s["hosts"]) == (6, 2)
@@ -97,7 +98,7 @@ def test_a_module_class_runs_with_its_parameters(lab, tmp_path, capsys):
 
 def test_a_built_in_policy_records_its_class_too(lab, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["run", "jobs.txt", "--out", str(out), "--workers", "1", "--policy", "fixed:1"]) == 0
+    assert main(["run", "jobs.txt", "--out", str(out), "--max-workers", "1", "--policy", "fixed:1"]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert (s["policy"], s["policy_args"]) == ("fixed:1", [])
     assert s["policy_class"] == "skylease.control.fixed:FixedPool(n=1, pool='local')"
@@ -112,7 +113,7 @@ BROKEN = {
                    "        return 1 / 0\n",
 }
 
-#: argv after `run jobs.txt --out OUT` -> the start of the line's text after "skylease: error: ".
+#: argv after `run jobs.txt --out OUT` -> the start of the line's text after "skylease run: error: ".
 BAD = [
     (["--policy", "gone.py:P"], "{lab}/gone.py: --policy: no such file"),
     (["--policy", "nosuch_module_zz:P"], "--policy: no module named 'nosuch_module_zz'"),
@@ -147,7 +148,7 @@ def test_a_bad_plug_in_is_one_line_exit_2_and_nothing_written(lab, tmp_path, cap
     assert time.monotonic() - t0 < 10
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert err.startswith("skylease: error: " + line.format(lab=lab.resolve())), err
+    assert err.startswith("skylease run: error: " + line.format(lab=lab.resolve())), err
     assert not (tmp_path / "new").exists()
 
 

@@ -24,7 +24,7 @@ def _store(out: Path) -> tuple[int, int]:
 def _run(tmp_path: Path, lines: str) -> tuple[list[str], Path]:
     (tmp_path / "jobs.txt").write_text(lines)
     out = tmp_path / "o"
-    argv = ["run", str(tmp_path / "jobs.txt"), "--out", str(out), "--policy", "fixed:2", "--workers", "2"]
+    argv = ["run", str(tmp_path / "jobs.txt"), "--out", str(out), "--policy", "fixed:2", "--max-workers", "2"]
     return argv, out
 
 

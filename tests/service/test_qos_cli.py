@@ -77,7 +77,8 @@ def as_json(capsys, server, user: str, *argv: str):
 
 
 def one_line(err: str) -> str:
-    assert err.count("\n") == 1 and err.startswith("skylease: error: ") and "Traceback" not in err, err
+    assert err.count("\n") == 1 and re.match(r"skylease [a-z ]+: error: ", err), err
+    assert "Traceback" not in err, err
     return err
 
 

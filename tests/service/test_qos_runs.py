@@ -67,7 +67,7 @@ def server_argv(data: Path) -> list[str]:
 def run_argv(root: Path, out: str, qos: tuple[str, str] | None) -> list[str]:
     argv = [sys.executable, "-m", "skylease", "run", str(root / "jobs.txt"), "--out", str(root / out),
             "--policy", "fixed:2", "--pools", str(root / "pools.toml"), "--pool", "grid", "--seed", "3",
-            "--volatility", str(root / "trace"), "--volatile-pool", "grid", "--time-scale", "10",
+            "--volatility", str(root / "trace"), "--volatile-pool", "grid", "--trace-scale", "10",
             "--trace-start", "0"]
     if qos is not None:
         url, token = qos

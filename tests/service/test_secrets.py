@@ -73,7 +73,8 @@ def test_a_db_url_with_a_password_on_the_command_line_is_refused(tmp_path, capsy
     t0 = time.monotonic()
     code, out, err = run(capsys, *command, "--db", url, "--data-dir", str(tmp_path / "data"))
     line = one_line(err)
-    assert code == 2 and out == "" and line.startswith("skylease: error: --db: a URL with a password")
+    assert code == 2 and out == ""
+    assert line.startswith(f"skylease {' '.join(command)}: error: --db: a URL with a password"), line
     assert "/proc/PID/cmdline" in line and PASSWORD_ENV in line and "--db-password-file" in line
     assert SECRET not in err and not (tmp_path / "data").exists()
     assert time.monotonic() - t0 < 5

@@ -288,7 +288,7 @@ def test_the_client_maps_errors_to_one_line(fake_server, tokens, capsys, tmp_pat
         (["leases", "show", "-5"], 2, "ID: '-5' is not a lease id"),
         (["leases", "cancel", "x1"], 2, "ID: 'x1' is not a lease id"),
         (["leases", "request", "--nodes", "0", "--duration", "60"], 2, "--nodes"),
-        (["leases", "request", "--duration", "1:2"], 2, "--duration: '1:2' is not a number of seconds"),
+        (["leases", "request", "--duration", "1:2"], 2, "--duration: '1:2' is not a duration"),
         (["leases", "request", "--nodes", "2"], 2, "--duration: a lease needs a duration"),
         (["leases", "request", "--duration", "60", "--type", "later"], 2, "--type"),
         (["leases", "request", "--duration", "60", "--type", "immediate", "--start", "5"], 2, "--type"),

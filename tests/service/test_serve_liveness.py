@@ -94,7 +94,8 @@ def test_a_dead_lease_manager_says_so_and_refuses_what_needs_it(server: Server, 
     monkeypatch.setenv("SKYLEASE_TOKEN", srv.tokens["alice"])
     assert main(["leases", "list"]) == 1
     err = capsys.readouterr().err.strip()
-    assert err == f"skylease: error: the server at {srv.url} answered 503 Service Unavailable: {reason}", err
+    assert err == (f"skylease leases list: error: the server at {srv.url} answered 503 Service Unavailable: "
+                   f"{reason}"), err
     # the routes that do not need the lease manager work
     assert srv.call("GET", "/qos/account", "alice").status_code == 200
     assert srv.call("GET", "/runs", "alice").status_code == 200

@@ -59,17 +59,22 @@ def click_command(group: str | None = None, command: str | None = None) -> click
     alone: a call under it imports its module only and converts only its commands (the whole tree
     costs 0.03 s); with ``command`` too (one of the group's commands or subgroups), the group holds
     that one alone."""
+    from skylease.cli.examples import add_examples
+
     if group is None:
         _load(COMMAND_MODULES)
         whole = copy.copy(app)
         whole.registered_commands = sorted(app.registered_commands, key=_rank)  # (stable: a module's order)
-        return typer.main.get_command(whole)
-    _load((COMMANDS[group],))
-    pruned = copy.copy(app)
-    pruned.registered_commands = [c for c in app.registered_commands if _command_name(c) == group]
-    pruned.registered_groups = [_only(g, command) if command else g
-                                for g in app.registered_groups if g.name == group]
-    return typer.main.get_command(pruned)
+        root = typer.main.get_command(whole)
+    else:
+        _load((COMMANDS[group],))
+        pruned = copy.copy(app)
+        pruned.registered_commands = [c for c in app.registered_commands if _command_name(c) == group]
+        pruned.registered_groups = [_only(g, command) if command else g
+                                    for g in app.registered_groups if g.name == group]
+        root = typer.main.get_command(pruned)
+    add_examples(root)  # every --help ends with an example (docs/cli.md)
+    return root
 
 
 def _only(info: typer.models.TyperInfo, command: str) -> typer.models.TyperInfo:
@@ -102,27 +107,34 @@ def _command_for(argv: list[str] | None) -> click.Command:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; user mistakes become one line on stderr and exit code 2."""
+    """Run the CLI. Exit codes (docs/cli.md): 0 done; 1 the work failed (failed tasks, no plan, a
+    server that fails); 2 bad input or usage, one ``skylease CMD: error: ...`` line on stderr; 130
+    interrupted."""
+    from skylease.cli import common, errors
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    cmd = _command_for(args)
+    common.PROG = errors.command_path(cmd, args)
     try:
-        rv = _command_for(argv)(args=argv, prog_name="skylease", standalone_mode=False)
+        rv = cmd(args=args, prog_name="skylease", standalone_mode=False)
     except UserError as e:
-        err.print(f"skylease: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        err.print(errors.line(common.PROG, e), markup=False, highlight=False, soft_wrap=True)
         return 2
     except _EXIT as e:
         return int(getattr(e, "exit_code", 0) or 0)
     except (*_ABORT, KeyboardInterrupt):
-        err.print("skylease: interrupted", markup=False)
+        err.print(f"{common.PROG}: interrupted", markup=False)
         return 130
     except _CLICK_ERRORS as e:  # bad option, unknown command, missing argument: usage errors
-        msg = " ".join(e.format_message().split())
+        if type(e).__name__ == "NoArgsIsHelpError":  # `skylease` or a group alone: its help, as --help
+            print(e.ctx.get_help())
+            return 0
         ctx = getattr(e, "ctx", None)
-        path = ctx.command_path.removeprefix("skylease").strip() if ctx is not None else ""
-        cmd = f" {path}" if path else ""
-        err.print(f"skylease{cmd}: error: {msg} (see --help)", markup=False, highlight=False,
-                  soft_wrap=True)
+        prog = ctx.command_path if ctx is not None else common.PROG
+        err.print(errors.line(prog, errors.usage_message(e)), markup=False, highlight=False, soft_wrap=True)
         return 2
     if rv == 130:  # typer turns Ctrl-C inside a command into Exit(130), silently
-        err.print("skylease: interrupted", markup=False)
+        err.print(f"{common.PROG}: interrupted", markup=False)
     return rv if isinstance(rv, int) else 0  # typer.Exit(code) inside a command
 
 

@@ -4,7 +4,6 @@ options and call (``_ask``) for the commands that talk to a `skylease serve` ser
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -17,26 +16,13 @@ from skylease.model.errors import UserError
 out = Console(emoji=False)
 err = Console(stderr=True, emoji=False)
 
-
-def _duration(seconds: float | None) -> str:
-    """A duration as a person reads it: 12.3 ms, 2.50 s, 42 s, 3m 05s, 2h 07m; "-" when unknown."""
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    if seconds < 1:
-        return f"{seconds * 1000:.3g} ms"
-    if seconds < 10:
-        return f"{seconds:.2f} s"
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    m, s = divmod(round(seconds), 60)
-    if m < 60:
-        return f"{m}m {s:02d}s"
-    h, m = divmod(m, 60)
-    return f"{h}h {m:02d}m"
+#: The command being run, as errors and warnings name it ("skylease leases list"; set by main).
+PROG = "skylease"
 
 
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.2f}"
+def error_line(text: object) -> None:
+    """Print ``PROG: error: TEXT`` on stderr, one line (docs/cli.md)."""
+    err.print(f"{PROG}: error: {' '.join(str(text).split())}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _out_dir(text: str | Path) -> Path:
@@ -81,7 +67,7 @@ def _ask(server: str | None, token: str | None, as_json: bool, call, render) -> 
     try:
         answer = call(c)
     except sc.ServiceError as e:
-        err.print(f"skylease: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        error_line(e)
         raise typer.Exit(1) from None
     if token is not None:  # (after the answer: an error stays one line)
         _token_warning("--token")
@@ -98,7 +84,8 @@ _ID_SETTINGS = {"ignore_unknown_options": True}
 
 
 # -- login: the client's token file -----------------------------------------------------------
-def _token_warning(option: str, prefix: str = "skylease") -> None:
+def _token_warning(option: str, prefix: str | None = None) -> None:
     from skylease.runtime.credentials import option_warning
 
-    err.print(f"{prefix}: warning: {option_warning(option)}", markup=False, highlight=False, soft_wrap=True)
+    err.print(f"{prefix or PROG}: warning: {option_warning(option)}", markup=False, highlight=False,
+              soft_wrap=True)

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import data_app, traces_app
 from skylease.cli.common import out
 
@@ -26,7 +26,7 @@ def data_list(ctx: typer.Context, data_dir: DirOption = None) -> None:
 
     folder = data_dir or datasets.default_data_dir()
     present = {s["name"]: s for s in datasets.status(folder)}
-    table = Table("name", "here", "files", "source", "license", title=f"Data in {folder}")
+    table = fmt.table("name", "here", "files", "source", "license", title=f"Data in {folder}")
     for d in datasets.DATASETS:
         st = present[d.name]
         table.add_row(d.name, "yes" if st["present"] else "no",

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import app
 from skylease.cli.common import _out_dir, out
 from skylease.cli.live import _with_live_display
@@ -25,12 +25,16 @@ def demo(
     seeds: Annotated[int, typer.Option(min=1, max=100, help="Repetitions per cell.")] = 5,
     inline: Annotated[bool, typer.Option("--inline", help="Run in this process, without worker "
                                          "processes.")] = False,
-    workers: Annotated[int, typer.Option(min=1, help="Local worker processes.")] = 2,
+    workers: Annotated[int | None, typer.Option("--processes", min=1, help="Local processes the "
+                                                "simulations are spread over (default: one per core).")]
+    = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler "
                                                   "(e.g. tcp://host:8786) to use instead of a "
                                                   "local cluster.")] = None,
 ) -> None:
     """A short tour: a campaign of fixed-size pools on the simulator, on Dask."""
+    import os
+
     from skylease.experiments.demo import (
         DEMO_MEAN_S,
         DEMO_SD_S,
@@ -42,6 +46,7 @@ def demo(
     from skylease.experiments.store import out_folder
     from skylease.experiments.sweep import check_cluster
 
+    workers = workers or os.cpu_count() or 1
     check_cluster(scheduler, workers)
     if out_dir is not None:
         out_folder(out_dir)  # before anything is shown: a bad --out is one line, not a half demo
@@ -61,7 +66,7 @@ def demo(
                                   progress=sys.stderr.isatty())
         _fail_if_cells_failed(res.failed)
     t = fixed_pool_table(res)
-    table = Table("hosts", "makespan (s)", "± sd", "cost ($)", "charged hours", "utilisation",
+    table = fmt.table("hosts", "makespan (s)", "± sd", "cost ($)", "charged hours", "utilisation",
                   title="FixedPool(n), mean over seeds")
     for row in t.itertuples(index=False):
         table.add_row(str(row.pool_size), f"{row.makespan_s_mean:,.0f}", f"{row.makespan_s_std:,.0f}",
@@ -92,7 +97,7 @@ def _demo_mapping() -> None:
     out.print("\n2. Batch-mode mapping (thesis ch. 3): 1024 tasks on 32 heterogeneous machines "
               "(CVB, inconsistent), each machine with a random voltage set:")
     t = mapping_demo()
-    table = Table("heuristic", "makespan", "C/LB", "flowtime (SPT)", "energy (V²·s)", "time (ms)")
+    table = fmt.table("heuristic", "makespan", "C/LB", "flowtime (SPT)", "energy (V²·s)", "time (ms)")
     for r in t.itertuples(index=False):
         table.add_row(r.heuristic, f"{r.makespan:,.0f}", f"{r.rho:.3f}", f"{r.flowtime:,.0f}",
                       f"{r.energy:,.0f}", f"{r.ms:.1f}")
@@ -107,7 +112,7 @@ def _demo_provisioning() -> None:
     out.print("\n3. Provisioning by ILP (HiGHS): 1,000 tasks of 90 s, 16 free local cores plus "
               "Azure small instances at $0.12/h; each plan replayed in the event simulator:")
     t = provisioning_demo()
-    table = Table("plan", "time (min)", "cost ($)", "simulated", "solve (ms)")
+    table = fmt.table("plan", "time (min)", "cost ($)", "simulated", "solve (ms)")
     for r in t.itertuples(index=False):
         table.add_row(r.plan, f"{r.minutes:g}", f"{r.cost:.2f}",
                       f"{r.sim_minutes:g} min, ${r.sim_cost:.2f}",
@@ -123,7 +128,7 @@ def _demo_a2ha() -> None:
               "hosts boot in 5 min and are billed per started hour; 20 random orderings:")
     res = a2ha_demo()
     runs = [("A2HA (conservative)", res), *res["baselines"].items()]
-    table = Table("policy", "hosts", "wall (min)", "speedup", "cost (host-hours)")
+    table = fmt.table("policy", "hosts", "wall (min)", "speedup", "cost (host-hours)")
     for label, r in runs:
         table.add_row(label.replace("fixed:", "fixed pool of ").replace("dask", "Dask's adaptive rule"),
                       f"{r['hosts']['mean']:.1f}", f"{r['wall_s']['mean'] / 60:.0f}",
@@ -139,7 +144,7 @@ def _demo_spequlos() -> None:
     out.print("\n5. SpeQuloS on a volatile desktop grid (Notre Dame-like, 183 nodes): 1000 tasks of 1 h; "
               "cloud workers bought with 10 % of the workload in credits; 5 paired seeds:")
     t = spequlos_demo()
-    table = Table("middleware", "strategy", "hours", "slowdown", "tail removed", "credits",
+    table = fmt.table("middleware", "strategy", "hours", "slowdown", "tail removed", "credits",
                   "cloud tasks")
     for r in t.itertuples(index=False):
         table.add_row(r.middleware, r.strategy, f"{r.completion_h:.1f}", f"{r.slowdown:.2f}",
@@ -227,7 +232,7 @@ def _demo_qos_service() -> None:
               "Scheduler decides the cloud workers and bills each account:")
     with tempfile.TemporaryDirectory(prefix="skylease-demo-qos-") as tmp:
         rows = qos_service_demo(tmp)
-    table = Table("user", "strategy", "hours", "no QoS", "spent", "ordered", "predicted", "balance",
+    table = fmt.table("user", "strategy", "hours", "no QoS", "spent", "ordered", "predicted", "balance",
                   title="hours to complete the bag; credits")
     for r in rows:
         b = r["bag"]
@@ -251,7 +256,7 @@ def _demo_placement() -> None:
     out.print("\n7. VM placement on an opportunistic desktop cloud (thesis ch. 6): 130 VMs on the thesis's "
               "lab (70 x 4 + 39 x 8 cores), a student at half of the desktops; energy by Model C:")
     t = placement_demo()
-    table = Table("heuristic", "desktops used", "of which with a user", "energy (kWh)", "saving vs FF")
+    table = fmt.table("heuristic", "desktops used", "of which with a user", "energy (kWh)", "saving vs FF")
     for r in t.itertuples(index=False):
         table.add_row(r.algorithm, str(r.desktops_used), str(r.with_user), f"{r.kwh:,.0f}",
                       f"{r.saving_vs_ff:.0%}")

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import leases_app
 from skylease.cli.common import (
     _ID_SETTINGS,
@@ -62,7 +62,7 @@ def leases_simulate_cmd(
     out.print(f"{s['workload']} ({s['format']}, {s['nodes']} nodes) under {s['configuration']}: "
               f"{s['leases']:,} leases, simulated in {s['wall_s']:.2f} s", markup=False, highlight=False,
               soft_wrap=True)
-    table = Table("metric", "value")
+    table = fmt.table("metric", "value")
     table.add_row("all best-effort done", f"{s['all_best_effort_s']:,} s ({clock(s['all_best_effort_s'])})")
     for key, label in (("mean_wait_s", "mean wait (s)"), ("mean_bounded_slowdown", "mean bounded slowdown")):
         v = s[key]
@@ -93,11 +93,13 @@ def leases_request_cmd(
                                                 "(- reads standard input). Or give the options below.")]
     = None,
     nodes: Annotated[int | None, typer.Option(min=1, help="Nodes (VMs) of the lease (default 1).")] = None,
-    duration: Annotated[str | None, typer.Option(help="How long: seconds, or [D:]HH:MM:SS.")] = None,
-    start: Annotated[str | None, typer.Option(help="Start of an advance reservation, in lease time "
-                                              "(seconds or [D:]HH:MM:SS since the server's epoch).")] = None,
-    start_in: Annotated[str | None, typer.Option(help="Start of an advance reservation, from now "
-                                                 "(seconds or [D:]HH:MM:SS).")] = None,
+    duration: Annotated[str | None, typer.Option(metavar="DURATION", help="How long: 3600, 90m, 1h, "
+                                                 "[D:]HH:MM:SS.")] = None,
+    start: Annotated[str | None, typer.Option(metavar="TIME", help="Start of an advance reservation, in "
+                                              "lease time (a duration since the server's epoch: "
+                                              "[D:]HH:MM:SS, 2h, seconds).")] = None,
+    start_in: Annotated[str | None, typer.Option(metavar="DURATION", help="Start of an advance "
+                                                 "reservation, from now (a duration).")] = None,
     lease_type: Annotated[str | None, typer.Option("--type", help="best-effort, advance-reservation or "
                                                    "immediate (default: best-effort; with a start, "
                                                    "advance-reservation).")] = None,
@@ -114,13 +116,13 @@ def leases_request_cmd(
     server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
 ) -> None:
     """Request a lease from a server: it is scheduled, reserved, queued, or refused with the reason."""
-    from skylease.service.client import parse_seconds, read_request_file, request_from_options
+    from skylease.service.client import read_request_file, request_from_options
 
     options = {"nodes": nodes, "type": lease_type, "cpu": cpu, "memory": memory, "disk": disk, "image": image,
                "image_size": image_size, "preemptible": preemptible, "command": command,
-               "duration": None if duration is None else parse_seconds(duration, "--duration"),
-               "start": None if start is None else parse_seconds(start, "--start"),
-               "start_in": None if start_in is None else parse_seconds(start_in, "--start-in")}
+               "duration": None if duration is None else _lease_seconds(duration, "--duration"),
+               "start": None if start is None else _lease_seconds(start, "--start"),
+               "start_in": None if start_in is None else _lease_seconds(start_in, "--start-in")}
     if file is not None:
         extra = [f"--{k.replace('_', '-')}" for k, v in options.items() if v is not None]
         if extra:
@@ -132,6 +134,14 @@ def leases_request_cmd(
         content_type = "application/json"
     _ask(server, token, as_json, lambda c: c.request(body, content_type),
          lambda sc, v: [sc.leases_table([v])])
+
+
+def _lease_seconds(text: str, option: str) -> int:
+    """A lease's duration or time: whole seconds (the lease clock's), rounded up."""
+    try:
+        return math.ceil(fmt.parse_duration(text))
+    except (ValueError, OverflowError) as e:
+        raise UserError(str(e), field=option) from None
 
 
 # parsed here, so that "-5" is a wrong id (not an unknown option) and the error shows the value

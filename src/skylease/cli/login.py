@@ -7,7 +7,7 @@ import sys
 import typer
 
 from skylease.cli.app import app
-from skylease.cli.common import ServerOption, err, out
+from skylease.cli.common import ServerOption, err, error_line, out
 from skylease.model.errors import UserError
 
 # -- login: the client's token file -----------------------------------------------------------
@@ -39,14 +39,14 @@ def login_cmd(server: ServerOption = None) -> None:
     try:
         done = login(url, _read_token(url))
     except sc.ServiceError as e:
-        err.print(f"skylease: error: {e}", markup=False, highlight=False, soft_wrap=True)
+        error_line(e)
         raise typer.Exit(1) from None
     out.print(f"logged in to {done.server} as {done.name}{' (administrator)' if done.admin else ''}; token "
               f"saved in {done.path}", markup=False, highlight=False, soft_wrap=True)
     import os
 
     if os.environ.get("SKYLEASE_TOKEN", "").strip():
-        err.print("skylease: note: SKYLEASE_TOKEN is set, and wins over the token file while it is",
+        err.print("skylease login: note: SKYLEASE_TOKEN is set, and wins over the token file while it is",
                   markup=False, highlight=False, soft_wrap=True)
 
 

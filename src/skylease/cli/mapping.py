@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import app, etc_app
 from skylease.cli.common import out
 
@@ -40,7 +40,7 @@ def map_cmd(
     if as_json:
         print(json.dumps(res))
         return
-    table = Table("heuristic", "tasks x machines", "λ", "makespan", "flowtime (SPT)", "energy")
+    table = fmt.table("heuristic", "tasks x machines", "λ", "makespan", "flowtime (SPT)", "energy")
     table.add_row(res["heuristic"], f"{res['tasks']} x {res['machines']}",
                   "-" if res["lambda"] is None else f"{res['lambda']:.1f}",
                   f"{res['makespan']:,.2f}", f"{res['flowtime']:,.2f}",
@@ -87,7 +87,7 @@ def place_cmd(
     if as_json:
         print(json.dumps(res))
         return
-    table = Table("algorithm", "VMs placed", "desktops used", "with a user", "energy (Wh)",
+    table = fmt.table("algorithm", "VMs placed", "desktops used", "with a user", "energy (Wh)",
                   title=f"energy model {res['energy_model'].upper()}")
     table.add_row(res["algorithm"], f"{res['vms'] - len(res['unplaced'])} of {res['vms']}",
                   f"{res['desktops_used']} of {res['desktops']}",
@@ -136,7 +136,7 @@ def etc_stats_cmd(
     if as_json:
         print(json.dumps(res, default=float))
         return
-    table = Table("statistic", "value")
+    table = fmt.table("statistic", "value")
     for k, v in res.items():
         table.add_row(k, f"{v:,.4g}" if isinstance(v, float) else str(v))
     out.print(table)

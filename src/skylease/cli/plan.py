@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import plan_app
-from skylease.cli.common import out
+from skylease.cli.common import error_line, out
 from skylease.model.errors import UserError
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file overriding the "
@@ -23,29 +23,33 @@ def _plan_cmd(model: str, config: Path | None, deadline: float | None, budget: f
     from skylease.experiments.provisioning import load_problem, solve_mode
 
     problem = load_problem(model, config)
+    if deadline is not None:  # given in seconds (a duration); the model counts in its own unit
+        deadline /= 3600 if problem.unit == "h" else 60
     plan = solve_mode(problem, deadline=deadline, budget=budget, weight=weight)
     if as_json:
         print(json.dumps(plan.to_json()))
-    elif not plan.ok:
-        raise UserError(plan.detail.get("message", f"no plan ({plan.status})"))
-    else:
-        table = Table("type", "instances (per phase or interval)", "billed units")
+    if plan.status == "infeasible":  # an impossible request: bad input, exit 2, with --json too
+        raise UserError(plan.detail.get("message", "no plan meets this request"))
+    if not plan.ok:  # the solver failed: the work failed, exit 1 (docs/cli.md)
+        if not as_json:
+            error_line(plan.detail.get("message", f"no plan ({plan.status})"))
+        raise typer.Exit(1)
+    if not as_json:
+        table = fmt.table("type", "instances (per phase or interval)", "billed units")
         for name, counts in plan.instances.items():
             if any(counts):
                 table.add_row(name, " ".join(str(c) for c in counts),
                               str(plan.billed_units.get(name, 0)))
         out.print(table)
-        unit = 3600 if problem.unit == "h" else 60
-        out.print(f"cost ${plan.cost:.2f}, completes in {plan.makespan_s / unit:g} {problem.unit} "
-                  f"(solved in {plan.solve_ms:.1f} ms)")
+        out.print(f"cost {fmt.money(plan.cost)}, completes in {fmt.duration(plan.makespan_s)} "
+                  f"(solved in {fmt.duration(plan.solve_ms / 1000)})")
         if "summary" in plan.detail:
             out.print(plan.detail["summary"])
-    if not plan.ok:
-        raise typer.Exit(1)
 
 
-Deadline = Annotated[float | None, typer.Option(help="Deadline (hours for mapreduce, minutes for "
-                                                "hybrid): cheapest plan meeting it.")]
+Deadline = Annotated[float | None, typer.Option(metavar="DURATION", parser=fmt.duration_option(positive=True),
+                                                help="Deadline, a duration (90m, 2h, 1:30:00; a bare "
+                                                "number is seconds): the cheapest plan meeting it.")]
 Budget = Annotated[float | None, typer.Option(help="Budget ($): fastest plan within it.")]
 Weight = Annotated[float | None, typer.Option(help="0..1: weight of cost against time on the "
                                               "Pareto front (1 = cost only).")]
@@ -98,10 +102,9 @@ def plan_pareto(
     if as_json:
         print(json.dumps([p.to_json() for p in plans]))
         return
-    unit = 3600 if problem.unit == "h" else 60
-    table = Table(f"completes in ({problem.unit})", "cost ($)", title=f"{model}: Pareto front")
+    table = fmt.table("completes in", "cost", title=f"{model}: Pareto front")
     for p in sorted(plans, key=lambda p: p.makespan_s):
-        table.add_row(f"{p.makespan_s / unit:g}", f"{p.cost:.2f}")
+        table.add_row(fmt.duration(p.makespan_s), fmt.money(p.cost))
     out.print(table)
     if plot is not None:
         out.print(f"plot: {plot}")

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import reproduce_app
 from skylease.cli.common import _out_dir, err, out
 from skylease.model.errors import UserError
@@ -23,7 +23,7 @@ def reproduce_ilp_cmd(
     from skylease.experiments.ilp_report import reproduce_ilp
 
     rep = reproduce_ilp(out_dir)
-    table = Table("claim", "paper", "ours (plan)", "ours (simulated)", title="Watershed points")
+    table = fmt.table("claim", "paper", "ours (plan)", "ours (simulated)", title="Watershed points")
     for r in rep.points.itertuples(index=False):
         table.add_row(r.claim, f"{r.paper_min:g} min, ${r.paper_cost:.2f}",
                       f"{r.ours_min:g} min, ${r.ours_cost:.2f}", f"{r.sim_min:g} min, ${r.sim_cost:.2f}")
@@ -41,7 +41,9 @@ def reproduce_a2ha_cmd(
     = False,
     orderings: Annotated[int | None, typer.Option(min=1, help="Orderings per configuration (default: "
                                                   "200, the paper's; 20 with --quick).")] = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes for the grid.")] = None,
+    workers: Annotated[int | None, typer.Option("--processes", min=1, help="Local processes the "
+                                                "simulations are spread over (a local Dask cluster; "
+                                                "default: one per core).")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
 ) -> None:
     """A2HA paper: Figures 9-12, Tables 1-2, Figures 4b/6b and what billing awareness buys."""
@@ -57,7 +59,7 @@ def reproduce_a2ha_cmd(
                                  **kwargs)
     else:
         rep = reproduce_a2ha(out_dir, **kwargs)
-    table = Table("claim", "paper", "ours", "holds", title=f"A2HA, {rep['orderings']} orderings per "
+    table = fmt.table("claim", "paper", "ours", "holds", title=f"A2HA, {rep['orderings']} orderings per "
                   f"configuration ({rep['seconds']:.0f} s)")
     for c in rep["claims"]:
         table.add_row(c["claim"], str(c["paper"]), str(c["ours"]), "yes" if c["holds"] else "no")
@@ -75,7 +77,9 @@ def reproduce_spequlos_cmd(
     seeds: Annotated[int | None, typer.Option(min=1, help="Runs per environment (default 10; 2 with "
                                               "--quick; the paper's scale is about 37).")] = None,
     traces: Annotated[str | None, typer.Option(help="Comma-separated traces (default: all six).")] = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes.")] = None,
+    workers: Annotated[int | None, typer.Option("--processes", min=1, help="Local processes the "
+                                                "simulations are spread over (a local Dask cluster; "
+                                                "default: one per core).")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
     cloud_buffer: Annotated[int, typer.Option(min=1, help="BOINC: replicas a cloud worker asks for per "
                                               "request (its work buffer; 3 as a BOINC client).")] = 3,
@@ -88,7 +92,7 @@ def reproduce_spequlos_cmd(
         raise UserError("no trace given", field="--traces")
     rep = reproduce_spequlos(out_dir, quick=quick, seeds=seeds, traces=chosen, workers=workers,
                              scheduler=scheduler, progress=err.is_terminal, cloud_buffer=cloud_buffer)
-    table = Table("claim", "paper", "ours", "holds", "gated", title=f"SpeQuloS, {rep['runs']} runs "
+    table = fmt.table("claim", "paper", "ours", "holds", "gated", title=f"SpeQuloS, {rep['runs']} runs "
                   f"({rep['seconds']:.0f} s)")
     for c in rep["claims"]:
         table.add_row(c["claim"], str(c["paper"]), str(c["ours"]), "yes" if c["holds"] else "no",
@@ -113,7 +117,9 @@ def reproduce_haizea_cmd(
     image_seeds: Annotated[int | None, typer.Option(min=1, help="Image draws for the Table 1 rows of the "
                                                     "image configurations (default 5; 1 with --quick).")]
     = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes.")] = None,
+    workers: Annotated[int | None, typer.Option("--processes", min=1, help="Local processes the "
+                                                "simulations are spread over (a local Dask cluster; "
+                                                "default: one per core).")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
 ) -> None:
     """Haizea paper: the no-AR baseline, Table 1 and Figure 2 (72 workloads x 6 configurations)."""
@@ -130,7 +136,7 @@ def reproduce_haizea_cmd(
     rep = reproduce_haizea(out_dir, quick=quick, workloads=split(workloads, "--workloads"),
                            configs=split(configs, "--configs"), image_seeds=image_seeds, workers=workers,
                            scheduler=scheduler, progress=err.is_terminal)
-    table = Table("claim", "paper", "ours", "holds",
+    table = fmt.table("claim", "paper", "ours", "holds",
                   title=f"Haizea, {rep['runs']} runs ({rep['seconds']:.0f} s)")
     for c in rep["claims"]:
         table.add_row(c["claim"], str(c["paper"]), str(c["ours"]), "yes" if c["holds"] else "no")
@@ -149,7 +155,9 @@ def reproduce_thesis_mapping_cmd(
                                                   "3 with --quick, else the thesis's 1000).")]
     = None,
     sizes: Annotated[str, typer.Option(help="Comma-separated sizes.")] = "512x16,1024x32,2048x64",
-    workers: Annotated[int | None, typer.Option(min=1, help="Dask worker processes.")] = None,
+    workers: Annotated[int | None, typer.Option("--processes", min=1, help="Local processes the "
+                                                "simulations are spread over (a local Dask cluster; "
+                                                "default: one per core).")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")]
     = None,
 ) -> None:
@@ -166,7 +174,7 @@ def reproduce_thesis_mapping_cmd(
                                    workers=workers, scheduler=scheduler,
                                    progress=sys.stderr.isatty())
     oc = oc_agreement(rep.gains)
-    table = Table("heuristic", "makespan", "thesis", title="Section 3.4 example (λ = 0.8)")
+    table = fmt.table("heuristic", "makespan", "thesis", title="Section 3.4 example (λ = 0.8)")
     for r in rep.example.itertuples(index=False):
         table.add_row(r.heuristic, f"{r.makespan:,.0f}", f"{r.thesis_makespan:,.0f}")
     out.print(table)
@@ -195,7 +203,7 @@ def reproduce_thesis_placement_cmd(
 
     rep = reproduce_thesis_placement(out_dir, quick=quick, instances=instances, online=online,
                                      progress=err.is_terminal)
-    table = Table("claim", "thesis", "ours", "holds",
+    table = fmt.table("claim", "thesis", "ours", "holds",
                   title=f"Thesis ch. 6, {rep.instances} instances per cell (grid {rep.grid_s:.1f} s)")
     for c in rep.claims:
         table.add_row(c["claim"], c["thesis"], c["ours"], "yes" if c["holds"] else "no")

@@ -9,26 +9,29 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import app
-from skylease.cli.common import _duration, _money, _out_dir, err, out
+from skylease.cli.common import _out_dir, err, out
+from skylease.cli.format import duration_option
 from skylease.cli.live import _with_live_display
 
 
 # -- run (real workers) ---------------------------------------------------------------------
 @app.command("run")
 def run_cmd(
-    job: Annotated[str, typer.Argument(help="A text file (one shell command per line), a .toml job "
-                                       "(command template + grid or CSV), package.module:function, or - "
-                                       "for shell commands on standard input (one per line, as a text "
-                                       "file; kept in --out, so --resume needs nothing piped in).")],
+    job: Annotated[str, typer.Argument(metavar="JOB", help="A text file (one shell command per line), a "
+                                       ".toml job (command template + grid or CSV), "
+                                       "package.module:function, or - for shell commands on standard "
+                                       "input (one per line, as a text file; kept in --out, so --resume "
+                                       "needs nothing piped in).")],
     out_dir: Annotated[Path, typer.Option("--out", parser=_out_dir,
                                           help="Output folder: results.sqlite, summary.json, "
                                           "report.md and plots.")] = Path("skylease-out"),
-    policy: Annotated[str, typer.Option(help="fixed:N | a2ha[:conservative|aggressive] | "
-                                        "dask-adaptive[:MAX] | MODULE:CLASS | FILE.py:CLASS (a Policy "
-                                        "subclass of your own) | an installed policy's name.")] = "fixed:2",
+    policy: Annotated[str | None, typer.Option(help="fixed:N | a2ha[:conservative|aggressive] | "
+                                               "dask-adaptive[:MAX] | MODULE:CLASS | FILE.py:CLASS (a Policy "
+                                               "subclass of your own) | an installed policy's name.",
+                                               show_default="fixed:CORES, one worker per core")] = None,
     policy_arg: Annotated[list[str] | None, typer.Option("--policy-arg", help="KEY=VALUE: a parameter of "
                                                          "a MODULE:CLASS policy, converted by its "
                                                          "constructor's annotations (repeatable).")]
@@ -40,16 +43,23 @@ def run_cmd(
                                                "or address for other Dask clusters).")] = None,
     pool: Annotated[str | None, typer.Option(help="The pool the policy rents (default: the first).")]
     = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="Most workers of the default local pool "
-                                                "(default: the cores).")] = None,
-    price: Annotated[float, typer.Option(min=0, help="Price per billing unit of the default pool.")] = 0.0,
-    billing_unit: Annotated[float, typer.Option(help="Billing unit of the default pool, seconds.")] = 60.0,
-    budget: Annotated[float | None, typer.Option(help="Hard cap on money (A2HA): the charged cost "
+    max_workers: Annotated[int | None, typer.Option("--max-workers", min=1, help="Most workers of the "
+                                                    "default local pool (its max_count; default: the "
+                                                    "cores).")] = None,
+    price: Annotated[float, typer.Option(min=0, help="Price ($) per billing unit of the default pool.")]
+    = 0.0,
+    billing_unit: Annotated[float, typer.Option(metavar="DURATION", parser=duration_option(positive=True),
+                                                help="Billing unit of the default pool: a duration "
+                                                "(60, 90s, 15m, 1h).")]
+    = 60.0,
+    budget: Annotated[float | None, typer.Option(help="Hard cap on money, $ (A2HA): the charged cost "
                                                  "never exceeds it.")] = None,
     retries: Annotated[int | None, typer.Option(min=0, help="Retries of a task that exits non-zero "
                                                 "(default: the job file's retries, else 0).")] = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds before a task is killed (exit 124; "
-                                                  "default: the job file's timeout, else none).")]
+    timeout: Annotated[float | None, typer.Option(metavar="DURATION", parser=duration_option(positive=True),
+                                                  help="How long before a task is killed, a duration "
+                                                  "(exit 124; default: the job file's timeout, else "
+                                                  "none).")]
     = None,
     tail_qos: Annotated[str | None, typer.Option(help="Cut the tail with a QoS strategy, e.g. 9A-C-D, "
                                                  "or one's own, FILE.py:CLASS or MODULE:CLASS "
@@ -76,9 +86,12 @@ def run_cmd(
     volatility: Annotated[str | None, typer.Option(help="Kill and restart workers following an "
                                                    "availability trace (name or file).")] = None,
     volatile_pool: Annotated[str | None, typer.Option(help="The pool --volatility plays on.")] = None,
-    time_scale: Annotated[float, typer.Option(help="Trace seconds per real second for --volatility.")]
-    = 60.0,
-    trace_start: Annotated[float | None, typer.Option(help="Trace second at which the run starts "
+    trace_scale: Annotated[float, typer.Option("--trace-scale", help="Trace seconds per real "
+                                               "second for --volatility (60: a trace hour per real "
+                                               "minute).")] = 60.0,
+    trace_start: Annotated[float | None, typer.Option(metavar="DURATION", parser=duration_option(),
+                                                      help="Where in the trace the run starts, a "
+                                                      "duration from its beginning "
                                                       "(default: drawn from --seed).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the task order (A2HA) and of the trace offset.")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Finish a run that stopped: only tasks "
@@ -89,21 +102,21 @@ def run_cmd(
                                           "policy, pools, limits, output folder) and exit: nothing is "
                                           "started or written.")] = False,
 ) -> None:
-    """Run a bag of tasks on real Dask workers, with the same policies as the simulator.
-
-    Example: skylease run jobs.txt --out runs/f --policy fixed:4; seq 3 | sed 's/^/echo /' | skylease run -"""
+    """Run a bag of tasks on real Dask workers, with the same policies as the simulator."""
     from skylease.experiments.run import run_job
     from skylease.experiments.run_options import RunOptions
 
-    opts = RunOptions(out=out_dir, policy=policy, policy_args=list(policy_arg or []), pools_file=pools,
-                      pool=pool, max_workers=workers,
+    opts = RunOptions(out=out_dir, policy_args=list(policy_arg or []), pools_file=pools,
+                      pool=pool, max_workers=max_workers,
                       price=price, billing_unit=billing_unit, budget=budget, retries=retries,
                       task_timeout_s=timeout, tail_qos=tail_qos, reliable_pool=reliable_pool,
                       tail_credits=tail_credits, volatility=volatility, volatile_pool=volatile_pool,
-                      time_scale=time_scale, trace_start=trace_start, seed=seed, resume=resume,
+                      time_scale=trace_scale, trace_start=trace_start, seed=seed, resume=resume,
                       retry_failed=retry_failed, args=args, qos=qos, qos_token=qos_token,
                       qos_credits=qos_credits, qos_strategy=qos_strategy,
                       qos_infrastructure=qos_infrastructure, report=report, report_token=report_token)
+    if policy is not None:
+        opts.policy = policy
     if dry_run:
         from skylease.experiments.run_dry import dry_run as plan
 
@@ -115,12 +128,12 @@ def run_cmd(
         _print_nothing_to_run(res)
         raise typer.Exit(1 if res["failed"] else 0)
     segments = f", {res['segments']} segments" if res.get("segments", 1) > 1 else ""
-    table = Table("", "value", title=f"{res['job']} ({res['outcome']}{segments})")
+    table = fmt.table("", "value", title=f"{res['job']} ({res['outcome']}{segments})")
+    shown = {"wall_s": fmt.duration, "cost": fmt.money}
     for k, label in (("tasks", "tasks"), ("ok", "succeeded"), ("failed", "failed"), ("left", "not run"),
-                     ("wall_s", "wall time (s)"), ("cost", "cost"), ("hosts", "workers rented"),
+                     ("wall_s", "wall time"), ("cost", "cost"), ("hosts", "workers rented"),
                      ("peak_hosts", "most at once"), ("lost", "tasks interrupted"), ("retried", "retries")):
-        v = res[k]
-        table.add_row(label, f"{v:,.2f}" if isinstance(v, float) else str(v))
+        table.add_row(label, shown.get(k, fmt.number)(res[k]))
     out.print(table)
     out.print(f"Results: {Path(res['out']) / 'results.sqlite'}; report: {Path(res['out']) / 'report.md'}",
               markup=False, highlight=False, soft_wrap=True)
@@ -138,23 +151,23 @@ FAILED_SHOWN = 10
 
 def _print_dry_run(d: dict) -> None:
     """`skylease run --dry-run`: what would run, and that nothing was done."""
-    t = Table("", "value", title=f"dry run: {d['job']} (nothing started or written)")
+    t = fmt.table("", "value", title=f"dry run: {d['job']} (nothing started or written)")
     t.add_row("output folder", d["out"] + (" (would be created)" if d["creates_out"] else
                                            " (resumed)" if d["resume"] else ""))
     t.add_row("tasks to run", f"{d['to_run']:,} of {d['tasks']:,}" if d["resume"] else f"{d['to_run']:,}")
     t.add_row("policy", d["policy"] + "".join(f" --policy-arg {a}" for a in d["policy_args"]))
     t.add_row("task order", "random (from --seed)" if d["order"] == "random" else "job order")
     t.add_row("most workers", "no limit" if d["workers"] is None else str(d["workers"]))
-    t.add_row("budget", "none" if d["budget"] is None else _money(d["budget"]))
+    t.add_row("budget", "none" if d["budget"] is None else fmt.money(d["budget"]))
     if d["spent"]:
-        t.add_row("already spent", _money(d["spent"]))
+        t.add_row("already spent", fmt.money(d["spent"]))
     t.add_row("retries / task timeout", f"{d['retries']} / " + ("none" if d["timeout_s"] is None
-                                                                  else _duration(d["timeout_s"])))
+                                                                  else fmt.duration(d["timeout_s"])))
     for name, p in d["pools"].items():
         most = "no limit" if p["max_count"] is None else str(p["max_count"])
         main = " (the policy's)" if name == d["pool"] else ""
-        t.add_row(f"pool {name}{main}", f"{_money(p['price'])} per {_duration(p['billing_unit'])} "
-                  f"(at least {p['min_units']} unit(s)), boot {_duration(p['boot_time'])}, at most {most} "
+        t.add_row(f"pool {name}{main}", f"{fmt.money(p['price'])} per {fmt.duration(p['billing_unit'])} "
+                  f"(at least {p['min_units']} unit(s)), boot {fmt.duration(p['boot_time'])}, at most {most} "
                   f"workers, {p['workers_from']}")
     for key, label in (("tail_qos", "tail QoS strategy"), ("reliable_pool", "reliable pool"),
                        ("qos", "QoS service"), ("report", "reported to"), ("volatility", "volatility trace")):
@@ -201,8 +214,9 @@ def _print_next(res: dict) -> None:
     lines = []
     out_of = res.get("budget_ran_out")
     if out_of:
-        out.print(f"The budget ran out: {out_of['spent']:,.2f} spent of the {out_of['budget']:,.2f} allowed "
-                  f"(a worker costs at least {out_of['least_charge']:,.2f}); {res['left']} task(s) not run.",
+        spent, allowed, least = (fmt.money(out_of[k]) for k in ("spent", "budget", "least_charge"))
+        out.print(f"The budget ran out: {spent} spent of the {allowed} allowed (a worker costs at least "
+                  f"{least}); {res['left']} task(s) not run.",
                   markup=False, highlight=False, soft_wrap=True)
     if "resume" in nxt:
         bigger = " with a larger --budget" if out_of else ""
@@ -238,9 +252,10 @@ def status_cmd(
     if as_json:
         print(json.dumps(st))
         return
-    t = Table("", "value", title=f"{st['out']}: {st['state']}")
+    t = fmt.table("", "value", title=f"{st['out']}: {st['state']}")
+    shown = {"cost": fmt.money, "budget": lambda b: fmt.money(b, none="no budget")}
     for k in ("job", "tasks", "ok", "failed", "left", "cost", "budget", "segments"):
-        t.add_row(k, str(st[k]))
+        t.add_row(k, shown.get(k, fmt.number)(st[k]))
     for p, n in st["workers"].items():
         t.add_row(f"workers {p}", str(n))
     out.print(t)
@@ -262,9 +277,7 @@ def export_cmd(
 ) -> None:
     """Write every task's result, one row per task: line, command, state, exit code, attempts,
     times, worker, cost share, stdout and stderr tails, result, and one param_NAME column per
-    parameter of a grid or CSV job.
-
-    Example: skylease export runs/f --format json --output f.json"""
+    parameter of a grid or CSV job."""
     from skylease.experiments.run_results import export_run
 
     where, n, data = export_run(out_dir, fmt=fmt, output=output, failed=failed)

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import serve_app, serve_user_app
 from skylease.cli.common import JsonOption, err, out
+from skylease.cli.format import duration_option
 
 # -- serve ------------------------------------------------------------------------------------
 ServeConfigOption = Annotated[Path | None, typer.Option("--config", help="The server's TOML file "
@@ -43,8 +44,9 @@ def serve_cmd(
     scheduler: Annotated[str | None, typer.Option(help="Scheduler configuration: NOVM-SR (default), "
                                                   "NOVM-NOSR, ... or a TOML file, as `leases simulate "
                                                   "--config`.")] = None,
-    grace: Annotated[float | None, typer.Option(help="Seconds from SIGTERM to SIGKILL of a payload that "
-                                                "ends (default 5).")] = None,
+    grace: Annotated[float | None, typer.Option(metavar="DURATION", parser=duration_option(),
+                                                help="Time from SIGTERM to SIGKILL of a payload that ends, "
+                                                "a duration (default 5 s).")] = None,
     allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow an address other than "
                                                "loopback (with --tls-cert and --tls-key).")] = False,
     tls_cert: Annotated[Path | None, typer.Option(help="TLS certificate (PEM): serve HTTPS.")] = None,
@@ -106,7 +108,7 @@ def serve_user_list_cmd(db: DbOption = None, config: ServeConfigOption = None, d
         print(json.dumps([{"name": u.name, "admin": u.admin, "created": u.created.isoformat()}
                           for u in users]))
         return
-    t = Table("user", "admin", "created", title=f"{len(users)} user(s)")
+    t = fmt.table("user", "admin", "created", title=f"{len(users)} user(s)")
     for u in users:
         t.add_row(u.name, "yes" if u.admin else "no", u.created.isoformat(timespec="seconds"))
     out.print(t)

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import simulate_app
 from skylease.cli.common import err, out
+from skylease.cli.format import duration_option
 
 
 # -- simulate -------------------------------------------------------------------------------
@@ -31,9 +32,12 @@ def simulate_a2ha_cmd(
     initial_hosts: Annotated[int, typer.Option(help="Hosts rented at t = 0.")] = 1,
     orderings: Annotated[int, typer.Option(help="Random task orderings (runs).")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of the orderings (and of redrawn task times).")] = 0,
-    boot: Annotated[float, typer.Option(help="Host boot time, seconds (charged, no work).")] = 300.0,
-    unit: Annotated[float, typer.Option(help="Billing unit, seconds.")] = 3600.0,
-    price: Annotated[float, typer.Option(help="Price per billing unit.")] = 1.0,
+    boot: Annotated[float, typer.Option("--boot-time", metavar="DURATION", parser=duration_option(),
+                                        help="Host boot time (charged, no work): 300, 5m.")] = 300.0,
+    unit: Annotated[float, typer.Option("--billing-unit", metavar="DURATION",
+                                        parser=duration_option(positive=True),
+                                        help="Billing unit: 3600, 1h.")] = 3600.0,
+    price: Annotated[float, typer.Option(help="Price ($) per billing unit.")] = 1.0,
     compare: Annotated[bool, typer.Option("--compare", help="Also run a fixed pool of the optimal "
                                           "size and Dask's adaptive rule on the same orderings.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
@@ -57,14 +61,13 @@ def simulate_a2ha_cmd(
             res = study(workload, progress=lambda i: bar.update(task, completed=i), **kwargs)
     out.print(f"{res['workload']}: {res['tasks']} tasks, {res['orderings']} orderings, "
               f"{res['policy']}; optimal hosts {res['optimal_hosts']}")
-    cols = [("hosts", 1, "hosts created"), ("wall_s", 1 / 60, "wall time (min)"), ("speedup", 1, "speedup"),
-            ("charged_hours", 1, "charged (h)"), ("cost", 1, "cost"),
-            ("interrupted_tasks", 1, "interrupted tasks"), ("wasted_s", 1 / 60, "wasted (min)"),
-            ("continued_hosts", 1, "continued hosts")]
+    cols = [("hosts", "hosts created"), ("wall_s", "wall time"), ("speedup", "speedup"),
+            ("charged_hours", "charged (h)"), ("cost", "cost"), ("interrupted_tasks", "interrupted tasks"),
+            ("wasted_s", "wasted"), ("continued_hosts", "continued hosts")]
     runs = [("A2HA", res), *res.get("baselines", {}).items()]
-    table = Table("mean ± sd", *(label for label, _ in runs))
-    for k, f, label in cols:
-        table.add_row(label, *(f"{r[k]['mean'] * f:.1f} ± {r[k]['std'] * f:.1f}" for _, r in runs))
+    table = fmt.table("mean ± sd", *(label for label, _ in runs))
+    for k, label in cols:
+        table.add_row(label, *(_mean_sd(k, r[k]) for _, r in runs))
     out.print(table)
     if res["unfinished_runs"]:
         out.print(f"{res['unfinished_runs']} of {res['orderings']} runs stopped with tasks unfinished "
@@ -87,10 +90,12 @@ def simulate_bag_cmd(
                                            "new task times).")] = 1,
     seed: Annotated[int, typer.Option(help="Seed of the runs: the same seed gives every policy the "
                                       "same bags.")] = 0,
-    boot: Annotated[float, typer.Option(help="Host boot time, seconds (charged, no work).")] = 300.0,
-    unit: Annotated[float, typer.Option(help="Billing unit, seconds.")] = 3600.0,
-    price: Annotated[float, typer.Option("--price", "--hosts-price", help="Price of a host per billing "
-                                         "unit.")] = 1.0,
+    boot: Annotated[float, typer.Option("--boot-time", metavar="DURATION", parser=duration_option(),
+                                        help="Host boot time (charged, no work): 300, 5m.")] = 300.0,
+    unit: Annotated[float, typer.Option("--billing-unit", metavar="DURATION",
+                                        parser=duration_option(positive=True),
+                                        help="Billing unit: 3600, 1h.")] = 3600.0,
+    price: Annotated[float, typer.Option("--price", help="Price ($) of a host per billing unit.")] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
     """Any bag policy (a built-in or your own class) on the simulated cloud of `simulate a2ha`."""
@@ -104,11 +109,11 @@ def simulate_bag_cmd(
     out.print(f"{res['workload']}: {res['tasks']} tasks, {res['orderings']} run(s), {res['order']} order",
               markup=False, highlight=False, soft_wrap=True)
     out.print(f"policy: {res['policy_class']}", markup=False, highlight=False, soft_wrap=True)
-    table = Table("mean ± sd", "value")
-    for k, f, label in (("wall_s", 1 / 60, "makespan (min)"), ("cost", 1, "cost"), ("hosts", 1, "hosts"),
-                        ("charged_hours", 1, "charged (h)"), ("speedup", 1, "speedup"),
-                        ("interrupted_tasks", 1, "interrupted tasks"), ("unfinished", 1, "unfinished tasks")):
-        table.add_row(label, f"{res[k]['mean'] * f:.1f} ± {res[k]['std'] * f:.1f}")
+    table = fmt.table("mean ± sd", "value")
+    for k, label in (("wall_s", "makespan"), ("cost", "cost"), ("hosts", "hosts"),
+                     ("charged_hours", "charged (h)"), ("speedup", "speedup"),
+                     ("interrupted_tasks", "interrupted tasks"), ("unfinished", "unfinished tasks")):
+        table.add_row(label, _mean_sd(k, res[k]))
     out.print(table)
     if res["unfinished_runs"]:
         out.print(f"{res['unfinished_runs']} of {res['orderings']} run(s) ended with tasks unfinished (on "
@@ -155,7 +160,8 @@ def simulate_spequlos_cmd(
         help="batch-accel: ... or once fewer than this many jobs are not done "
              "(BATCH_ACCEL_MAX_NOT_DONE, default 20).")] = None,
     accel_period: Annotated[float | None, typer.Option(
-        help="batch-accel: seconds between two runs of BOINC's batch_accel.php (default 300).")] = None,
+        metavar="DURATION", parser=duration_option(positive=True),
+        help="batch-accel: time between two runs of BOINC's batch_accel.php (default 300, 5m).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """SpeQuloS: a bag of tasks on a volatile desktop grid, its tail cut with cloud workers."""
@@ -174,7 +180,7 @@ def simulate_spequlos_cmd(
     base = res["baseline"]
 
     def t(x: float) -> str:
-        return f"{x:,.0f}" if math.isfinite(x) else "not finished"
+        return fmt.duration(x) if math.isfinite(x) else "not finished"
 
     def ratio(x: float) -> str:
         return f"{x:.2f}" if math.isfinite(x) else "-"
@@ -185,19 +191,19 @@ def simulate_spequlos_cmd(
     out.print(f"{res['middleware']} on {res['trace']}: {res['n_tasks']} {res['bot']} tasks submitted at "
               f"{res['submit_s'] / 86400:.2f} days into the trace{arrivals}; strategy {res['strategy']}, "
               f"{res['credits_ordered']:.0f} credits ordered")
-    table = Table("", "without QoS", res["strategy"])
-    table.add_row("completion (s)", t(base["completion_s"]), t(res["completion_s"]))
-    table.add_row("ideal time (s)", t(base["ideal_s"]), t(res["ideal_s"]))
+    table = fmt.table("", "without QoS", res["strategy"])
+    table.add_row("completion", t(base["completion_s"]), t(res["completion_s"]))
+    table.add_row("ideal time", t(base["ideal_s"]), t(res["ideal_s"]))
     table.add_row("tail slowdown", ratio(base["tail_slowdown"]), ratio(res["tail_slowdown"]))
     table.add_row("tasks in tail", f"{base['tail_task_share']:.1%}", f"{res['tail_task_share']:.1%}")
     table.add_row("credits used", "0", f"{res['credits_used']:.0f} ({res['credits_share']:.0%})")
     table.add_row("cloud workers", "0", str(res["cws"]))
     table.add_row("tasks done in the cloud", "0", f"{res['cloud_work_share']:.1%}")
     if res["strategy"].startswith("batch-accel"):
-        table.add_row("batch accelerated at (s)", "-", t(res["accel_at_s"]) if res["accel_at_s"] is not None
+        table.add_row("batch accelerated at", "-", t(res["accel_at_s"]) if res["accel_at_s"] is not None
                       else "never")
         table.add_row("extra results created", "0", f"{res['extra_results']:,}")
-    table.add_row("predicted at 50 % (s)", t(base["predicted_s"]) if base["predicted_s"] else "-",
+    table.add_row("predicted at 50 %", t(base["predicted_s"]) if base["predicted_s"] else "-",
                   t(res["predicted_s"]) if res["predicted_s"] else "-")
     out.print(table)
     if res["tre_note"] is not None:
@@ -205,6 +211,15 @@ def simulate_spequlos_cmd(
     else:
         out.print(f"Tail removal efficiency {res['tre']:.0%}; completion {res['speedup']:.2f}x as fast "
                   "as without QoS.")
+
+
+def _mean_sd(key: str, v: dict) -> str:
+    """``mean ± sd`` of a metric over runs: times as durations, money with its currency."""
+    if key.endswith("_s"):
+        return f"{fmt.duration(v['mean'])} ± {fmt.duration(v['std'])}"
+    if key == "cost":
+        return f"{fmt.money(v['mean'])} ± {fmt.money(v['std'])}"
+    return f"{v['mean']:.1f} ± {v['std']:.1f}"
 
 
 @simulate_app.command("replay")
@@ -220,15 +235,15 @@ def simulate_replay_cmd(
     if as_json:
         print(json.dumps(res))
         return
-    t = Table("", "real", *(f"sim seed {s['seed']}" for s in res["simulated"]),
-              title=f"{res['policy']}: {res['tasks']} tasks, boot {res['boot_s']:.1f} s")
+    t = fmt.table("", "real", *(f"sim seed {s['seed']}" for s in res["simulated"]),
+              title=f"{res['policy']}: {res['tasks']} tasks, boot {fmt.duration(res['boot_s'])}")
     real = res["real"]
 
     def num(v: float | None, spec: str) -> str:  # "-" where summary.json is gone
         return "-" if v is None else format(v, spec)
 
     t.add_row("workers rented", num(real["hosts"], "d"), *(str(s["hosts"]) for s in res["simulated"]))
-    t.add_row("cost", num(real["cost"], ".2f"), *(f"{s['cost']:.2f}" for s in res["simulated"]))
-    t.add_row("makespan (s)", num(real["elapsed_s"], ".1f"),
-              *(f"{s['makespan_s']:.1f}" for s in res["simulated"]))
+    t.add_row("cost", fmt.money(real["cost"]), *(fmt.money(s["cost"]) for s in res["simulated"]))
+    t.add_row("makespan", fmt.duration(real["elapsed_s"]),
+              *(fmt.duration(s["makespan_s"]) for s in res["simulated"]))
     out.print(t)

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
+from skylease.cli import format as fmt
 from skylease.cli.app import app
-from skylease.cli.common import _duration, err, out
+from skylease.cli.common import err, out
 
 
 @app.command("show")
@@ -23,9 +23,7 @@ def show_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Show one task of a run: its command, parameters, state and exit code, attempts, worker,
-    times, stdout and stderr tails, and a callable's result (read-only).
-
-    Example: skylease show runs/f 3; skylease show runs/f line:12"""
+    times, stdout and stderr tails, and a callable's result (read-only)."""
     from skylease.experiments.run_show import show_task
 
     t = show_task(out_dir, task)
@@ -33,7 +31,7 @@ def show_cmd(
         print(json.dumps(t))
         return
     line = f", line {t['line']}" if t["line"] is not None else ""
-    table = Table("", "value", title=f"{t['out']}: task {t['id']}{line}")
+    table = fmt.table("", "value", title=f"{t['out']}: task {t['id']}{line}")
     table.add_row("command" if t["kind"] == "shell" else "call", t["command"])
     for name, value in t["params"].items():
         table.add_row(f"parameter {name}", str(value))
@@ -44,7 +42,8 @@ def show_cmd(
         table.add_row("worker", f"{t['worker']} on {t['machine']}")
     if t["started_at"] is not None:
         table.add_row("started / ended (UTC)", f"{t['started_at']} / {t['ended_at']}")
-        table.add_row("duration (runtime)", f"{_duration(t['duration_s'])} ({_duration(t['runtime_s'])})")
+        took, ran = fmt.duration(t["duration_s"]), fmt.duration(t["runtime_s"])
+        table.add_row("duration (runtime)", f"{took} ({ran})")
     if t.get("result") is not None:
         table.add_row("result", t["result"])
     for a in t["earlier_attempts"]:
@@ -66,9 +65,7 @@ def failed_cmd(
 ) -> None:
     """Print the run's failed tasks, and those with no result, as a job file `skylease run` takes
     back (one shell command a line, a comment before each saying why; a callable's: the JSON list
-    of --args). Fix the commands, then run the file.
-
-    Example: skylease failed runs/f > fixed.txt; skylease run fixed.txt --out runs/fixed"""
+    of --args). Fix the commands, then run the file."""
     from skylease.experiments.run_show import failed_job
 
     f = failed_job(out_dir, failed_only=failed_only)

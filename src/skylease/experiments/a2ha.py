@@ -194,8 +194,8 @@ def check_time(tasks: int, hosts: int, orderings: int, compare: bool) -> None:
 
 def check_cloud(boot_s: float, unit_s: float, price: float, budget: float | None) -> InstanceType:
     """The simulated cloud of ``simulate a2ha`` and ``simulate bag``, its options checked."""
-    unit_s = check_number(unit_s, "--unit", above=0)
-    boot_s = check_number(boot_s, "--boot", minimum=0, below=unit_s,
+    unit_s = check_number(unit_s, "--billing-unit", above=0)
+    boot_s = check_number(boot_s, "--boot-time", minimum=0, below=unit_s,
                           hint=f"a host must have time to work in its first unit of {unit_s:g} s")
     price = check_number(price, "--price", minimum=0)
     if budget is not None:

@@ -355,12 +355,11 @@ def _nodes(nodes: list[int]) -> str:
 
 
 def clock(t: float | None) -> str:
-    """Seconds from the start as ``hh:mm:ss`` (``Nd hh:mm:ss`` from one day on)."""
-    if t is None or not math.isfinite(t):
-        return "-"
-    d, rest = divmod(int(t), 86400)
-    hms = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
-    return f"{d}d {hms}" if d else hms
+    """Seconds from the start as ``hh:mm:ss`` (``Nd hh:mm:ss`` from one day on): the lease clock's
+    format, one for every command (:func:`skylease.model.units.clock`)."""
+    from skylease.model.units import clock as lease_clock
+
+    return lease_clock(t)
 
 
 def _finite(x: Any) -> Any:

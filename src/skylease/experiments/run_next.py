@@ -24,14 +24,14 @@ from skylease.experiments.run_options import RunOptions
 #: --qos-token: a command shown or saved in a report must not hold a secret; $SKYLEASE_TOKEN is
 #: read when it is left out.)
 _FLAGS = (("args", "--args"), ("policy", "--policy"), ("pools_file", "--pools"), ("pool", "--pool"),
-          ("max_workers", "--workers"), ("price", "--price"), ("billing_unit", "--billing-unit"),
+          ("max_workers", "--max-workers"), ("price", "--price"), ("billing_unit", "--billing-unit"),
           ("budget", "--budget"), ("retries", "--retries"), ("task_timeout_s", "--timeout"),
           ("tail_qos", "--tail-qos"), ("reliable_pool", "--reliable-pool"),
           ("tail_credits", "--tail-credits"), ("qos", "--qos"), ("qos_credits", "--qos-credits"),
           ("qos_strategy", "--qos-strategy"), ("qos_infrastructure", "--qos-infrastructure"),
           ("report", "--report"),
           ("volatility", "--volatility"),
-          ("volatile_pool", "--volatile-pool"), ("time_scale", "--time-scale"),
+          ("volatile_pool", "--volatile-pool"), ("time_scale", "--trace-scale"),
           ("trace_start", "--trace-start"), ("seed", "--seed"))
 
 

@@ -13,6 +13,7 @@ Decisions of ours (the issue is silent):
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,8 @@ class RunOptions:
     """Everything ``skylease run`` takes besides the job."""
 
     out: Path = Path("skylease-out")
-    policy: str = "fixed:2"
+    # one worker per core, as xargs -P 0 and GNU parallel (docs/cli.md)
+    policy: str = field(default_factory=lambda: f"fixed:{os.cpu_count() or 1}")
     policy_args: list[str] = field(default_factory=list)  # KEY=VALUE for a MODULE:CLASS policy
     pools_file: Path | None = None
     pool: str | None = None
@@ -108,9 +110,9 @@ def check_options(opts: RunOptions) -> None:
     number(opts.tail_credits, "--tail-credits")
     number(opts.qos_credits, "--qos-credits")
     number(opts.tail_tick_s, "tail_tick_s", positive=True)
-    number(opts.time_scale, "--time-scale", positive=True)
+    number(opts.time_scale, "--trace-scale", positive=True)
     number(opts.trace_start, "--trace-start")
-    for value, name, least in ((opts.max_workers, "--workers", 1), (opts.min_units, "min_units", 0),
+    for value, name, least in ((opts.max_workers, "--max-workers", 1), (opts.min_units, "min_units", 0),
                                (opts.seed, "--seed", 0), (opts.retries, "--retries", 0)):
         if value is not None and value < least:
             raise UserError(f"must be an integer >= {least}, got {value}", field=name)

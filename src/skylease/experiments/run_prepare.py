@@ -106,9 +106,9 @@ def _policy_capped(policy: Policy, pool: str, itype: InstanceType, opts: RunOpti
     if opts.pools_file is not None:
         why = f"its max_count in {opts.pools_file}"
     elif opts.max_workers is not None:
-        why = "--workers"
+        why = "--max-workers"
     else:
-        why = f"this machine's cores; --workers {policy.n} raises it"
+        why = f"this machine's cores; --max-workers {policy.n} raises it"
     return [f"--policy {opts.policy} asks for {policy.n} workers, but pool {pool!r} has at most {most} "
             f"({why}): the run uses {most}"]
 

@@ -21,6 +21,7 @@ from typing import Any
 from skylease.experiments.report import md_rows, write_report
 from skylease.experiments.store import atomic_write_text
 from skylease.model.billing import EPS
+from skylease.model.units import duration, money
 
 
 def _timeline(store: Any) -> tuple[list[dict], list[dict], list[dict]]:
@@ -57,20 +58,25 @@ def write_run_report(out: Path, store: Any, summary: dict[str, Any]) -> None:
         figs["run"] = path.name
     keys = ("job", "policy", "policy_class", "tail_qos", "outcome", "tasks", "ok", "failed", "left", "wall_s",
             "cost", "budget", "hosts", "peak_hosts", "lost", "retried", "max_release_lag_s")
-    rows = [(k, summary.get(k)) for k in keys]
+    # times as durations, money with its currency, nothing missing shown as None (docs/cli.md)
+    shown = {"wall_s": duration, "max_release_lag_s": duration, "cost": money,
+             "budget": lambda b: money(b, none="no budget")}
+    rows = [(k, shown[k](summary.get(k)) if k in shown else "-" if summary.get(k) is None else summary[k])
+            for k in keys]
     lines = [f"# Run of {summary.get('job')}", "", md_rows(rows, ["", "value"], digits=2), ""]
     per = summary.get("per_segment") or [{"segment": r["segment"], "outcome": r["outcome"], "wall_s": None,
                                           "spent": r["spent"], "hosts": None} for r in seg]
     if len(per) > 1:
-        segs = [(r["segment"], r["outcome"], r["wall_s"], r["spent"], r["hosts"]) for r in per]
+        segs = [(r["segment"], r["outcome"], duration(r["wall_s"]), money(r["spent"]),
+                 "-" if r["hosts"] is None else r["hosts"]) for r in per]
         lines += [f"The run was resumed {len(per) - 1} time(s); the figures above are the whole run's "
                   "(wall time, workers and retries added up over its segments, the peak the most of any "
                   "segment). Segments:", "",
                   md_rows(segs, ["segment", "outcome", "wall_s", "spent", "workers rented"], digits=3), ""]
     out_of = summary.get("budget_ran_out")
     if out_of:
-        lines += [f"**The budget ran out**: {out_of['spent']:.2f} spent of the {out_of['budget']:.2f} "
-                  f"allowed (a worker costs at least {out_of['least_charge']:.2f}), with "
+        lines += [f"**The budget ran out**: {money(out_of['spent'])} spent of the {money(out_of['budget'])} "
+                  f"allowed (a worker costs at least {money(out_of['least_charge'])}), with "
                   f"{summary.get('left')} task(s) not run.", ""]
     lines += _next_lines(summary)
     if "run" in figs:

@@ -285,7 +285,7 @@ def check_cluster(address: str | None, workers: int | None = None, timeout: floa
         cores = max(2, os.cpu_count() or 1)
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= cores:
             raise UserError(f"must be a whole number from 1 to {cores} (the cores of this machine; more "
-                            f"processes cannot run the cells sooner), got {workers!r}", field="--workers")
+                            f"processes cannot run the cells sooner), got {workers!r}", field="--processes")
     if address is None:
         return
     import asyncio
@@ -339,7 +339,7 @@ def run_campaign(
     if mode not in MODES:
         raise UserError(f"mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
     if workers is not None and workers < 1:
-        raise UserError(f"workers must be >= 1, got {workers}", field="--workers")
+        raise UserError(f"workers must be >= 1, got {workers}", field="--processes")
     t0 = time.perf_counter()
     cells = grid_cells(grid, seeds, base_seed)
     store = None

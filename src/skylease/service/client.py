@@ -24,6 +24,7 @@ from urllib.parse import quote, urlsplit
 from rich.table import Table
 
 from skylease.model.errors import UserError
+from skylease.model.units import clock, duration
 from skylease.runtime.credentials import read_login, token_for, token_path
 
 if TYPE_CHECKING:
@@ -331,15 +332,39 @@ def _t(v: Any) -> str:
     return "-" if v is None or v == [] else str(v)
 
 
+#: A lease's fields that are times on the lease clock (seconds since the server's epoch) or lease
+#: durations: printed [Nd ]HH:MM:SS, as `leases simulate` prints them (docs/cli.md).
+_LEASE_TIMES = ("start", "end", "submit", "requested_start", "requested_duration", "time", "until")
+
+
+def _lt(key: str, v: Any) -> str:
+    return clock(v) if key in _LEASE_TIMES and isinstance(v, int | float) else _t(v)
+
+
+#: Columns of names and words kept whole (``advance-reservation``, ``local-grid``): the others wrap
+#: first on a narrow terminal.
+_WHOLE = ("id", "owner", "type", "state", "infrastructure", "strategy", "node", "user", "event", "kind",
+          "time")
+
+
+def _table(*columns: str, title: str | None = None) -> Table:
+    """A table whose cells never lose text: names stay whole, and a cell still too long folds onto
+    the next line instead of being cut to ``batch-ac…`` (docs/cli.md)."""
+    t = Table(title=title)
+    for i, c in enumerate(columns):
+        t.add_column(c, overflow="fold", no_wrap=i == 0 or c in _WHOLE)
+    return t
+
+
 def _joined(values: Any, sep: str = ",") -> str:
     return sep.join(map(str, values or [])) or "-"
 
 
 def leases_table(views: list[dict[str, Any]], title: str | None = None) -> Table:
     """Leases, one a row: id, owner, type, state, nodes, start, end, where it runs, why."""
-    t = Table("id", "owner", "type", "state", "nodes", "start", "end", "on", "reason", title=title)
+    t = _table("id", "owner", "type", "state", "nodes", "start", "end", "on", "reason", title=title)
     for v in views:
-        t.add_row(*(_t(v.get(k)) for k in ("id", "owner", "type", "state", "nodes", "start", "end")),
+        t.add_row(*(_lt(k, v.get(k)) for k in ("id", "owner", "type", "state", "nodes", "start", "end")),
                   _joined(v.get("running_on"), ", "), _t(v.get("reason")))
     return t
 
@@ -352,15 +377,16 @@ _SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requeste
 
 def lease_detail(v: dict[str, Any]) -> list[Table]:
     """One lease: its fields, its payloads and its events (each a table)."""
-    fields = Table("field", "value", title=f"lease {v.get('id')}")
+    fields = _table("field", "value", title=f"lease {v.get('id')}")
     for key in (*_SHOWN, *sorted(k for k in v if k not in (*_SHOWN, "events", *_PAYLOADS))):
         value = v.get(key)
-        fields.add_row(key.replace("_", " "), _joined(value, ", ") if isinstance(value, list) else _t(value))
+        shown = _joined(value, ", ") if isinstance(value, list) else _lt(key, value)
+        fields.add_row(key.replace("_", " "), shown)
     out = [fields]
     for key, title in _PAYLOADS.items():
         if v.get(key):
             keys = list(dict.fromkeys(k for p in v[key] for k in p))
-            table = Table(*keys, title=title)
+            table = _table(*keys, title=title)
             for p in v[key]:
                 table.add_row(*(_t(p.get(k)) for k in keys))
             out.append(table)
@@ -370,17 +396,18 @@ def lease_detail(v: dict[str, Any]) -> list[Table]:
 
 def events_table(events: list[dict[str, Any]]) -> Table:
     """A lease's events in order: when, what, and the rest of each record."""
-    t = Table("time", "event", "details", title="events")
+    t = _table("time", "event", "details", title="events")
     for ev in events:
         rest = {k: val for k, val in ev.items() if k not in ("time", "event")}
-        t.add_row(_t(ev.get("time")), _t(ev.get("event")),
-                  " ".join(f"{k}={json.dumps(val)}" for k, val in rest.items()) or "-")
+        t.add_row(_lt("time", ev.get("time")), _t(ev.get("event")),
+                  " ".join(f"{k}={_lt(k, val) if k in _LEASE_TIMES else json.dumps(val)}"
+                           for k, val in rest.items()) or "-")
     return t
 
 
 def hosts_table(hosts: list[dict[str, Any]]) -> Table:
     """The site's nodes: capacity, CPUs, leases running now, cached images."""
-    t = Table("node", "cpu", "memory (MB)", "disk (MB)", "CPUs", "leases", "cache", title="hosts")
+    t = _table("node", "cpu", "memory (MB)", "disk (MB)", "CPUs", "leases", "cache", title="hosts")
     for h in hosts:
         t.add_row(*(_t(h.get(k)) for k in ("name", "cpu", "memory", "disk")), _joined(h.get("cpus")),
                   _joined(h.get("leases")), _joined(h.get("cache"), ", "))
@@ -396,12 +423,21 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+#: SpeQuloS fields that are durations in seconds (since a bag was registered): printed as durations.
+_DURATIONS = ("t", "t_c_r", "p", "t_p", "low", "high", "t_pred", "completion_time")
+
+
+def _value(key: str, v: Any) -> str:
+    return duration(v) if key in _DURATIONS and isinstance(v, int | float) and not isinstance(v, bool) \
+        else _cell(v)
+
+
 def record_table(title: str, record: dict[str, Any], skip: tuple[str, ...] = ()) -> Table:
     """One record (an account, a prediction, an order) as a two-column table."""
-    t = Table("", "value", title=title)
+    t = _table("", "value", title=title)
     for k, v in record.items():
         if k not in skip and not isinstance(v, list | dict):
-            t.add_row(k.replace("_", " "), _cell(v))
+            t.add_row(k.replace("_", " "), _value(k, v))
     return t
 
 
@@ -419,7 +455,7 @@ def _when(v: Any) -> str:
 
 def rows_table(title: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> Table:
     """Records as rows (bags, history, ledger movements), the given columns in order."""
-    t = Table(*(c.replace("_", " ") for c in columns), title=title)
+    t = _table(*(c.replace("_", " ") for c in columns), title=title)
     for r in rows:
-        t.add_row(*((_when if c in _WHEN else _cell)(r.get(c)) for c in columns))
+        t.add_row(*(_when(r.get(c)) if c in _WHEN else _value(c, r.get(c)) for c in columns))
     return t
