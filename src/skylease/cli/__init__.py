@@ -1,5 +1,12 @@
 """The ``skylease`` command, one module per command group. It parses options and prints; the work
-is done by the library."""
+is done by the library.
+
+A call imports only the module of the command it names (:data:`COMMANDS`): ``skylease leases list``
+loads ``cli/leases.py`` and what its command imports, not the other groups' modules. ``--help``, a
+word that is no command, and the whole click tree (:func:`click_command` without a name) load every
+module of :data:`COMMAND_MODULES`. A new command goes in a module of its group; a new group or
+top-level command gets its line in :data:`COMMANDS` (tests/test_cli_modules.py checks the table).
+"""
 
 from __future__ import annotations
 
@@ -18,40 +25,85 @@ from skylease.model.errors import UserError
 if TYPE_CHECKING:
     import click
 
-__all__ = ["app", "click_command", "console_main", "main"]
+__all__ = ["COMMANDS", "COMMAND_MODULES", "app", "click_command", "console_main", "main"]
 
-#: The modules that add the commands to ``app``, in the order ``skylease --help`` lists them (typer
-#: keeps the order in which commands are added).
+#: The modules that add commands to ``app``, in the order ``skylease --help`` lists the commands
+#: (typer keeps the order in which they are added; the whole tree sorts them by this order).
 COMMAND_MODULES = ("demo", "data", "mapping", "plan", "reproduce", "simulate", "leases", "qos", "login",
                    "serve", "run", "tasks")
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"skylease.cli.{_name}")
+#: The module that adds each top-level command and command group.
+COMMANDS = {"demo": "demo", "map": "mapping", "place": "mapping", "login": "login", "logout": "login",
+            "run": "run", "status": "run", "export": "run", "show": "tasks", "failed": "tasks",
+            "data": "data", "etc": "mapping", "traces": "data", "plan": "plan", "simulate": "simulate",
+            "reproduce": "reproduce", "leases": "leases", "serve": "serve", "qos": "qos"}
+
+
+def _load(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        importlib.import_module(f"skylease.cli.{name}")
+
+
+def _command_name(info: typer.models.CommandInfo) -> str:
+    return info.name or info.callback.__name__.lower().replace("_", "-")
+
+
+def _rank(info: typer.models.CommandInfo) -> int:
+    return COMMAND_MODULES.index(info.callback.__module__.rpartition(".")[2])
 
 
 # -- entry point -----------------------------------------------------------------------------
 @functools.cache
-def click_command(group: str | None = None) -> click.Command:
+def click_command(group: str | None = None, command: str | None = None) -> click.Command:
     """The app as a click command, built once (typer rebuilds it at every call: 0.06 s). With
-    ``group`` (a command group's name, such as ``simulate``), the root holds that group alone: a call
-    under it converts only its commands (the whole tree costs 0.03 s)."""
+    ``group`` (a top-level command's or group's name, such as ``simulate``), the root holds that one
+    alone: a call under it imports its module only and converts only its commands (the whole tree
+    costs 0.03 s); with ``command`` too (one of the group's commands or subgroups), the group holds
+    that one alone."""
     from skylease.cli.examples import add_examples
 
     if group is None:
-        root = typer.main.get_command(app)
+        _load(COMMAND_MODULES)
+        whole = copy.copy(app)
+        whole.registered_commands = sorted(app.registered_commands, key=_rank)  # (stable: a module's order)
+        root = typer.main.get_command(whole)
     else:
+        _load((COMMANDS[group],))
         pruned = copy.copy(app)
-        pruned.registered_commands = []
-        pruned.registered_groups = [g for g in app.registered_groups if g.name == group]
+        pruned.registered_commands = [c for c in app.registered_commands if _command_name(c) == group]
+        pruned.registered_groups = [_only(g, command) if command else g
+                                    for g in app.registered_groups if g.name == group]
         root = typer.main.get_command(pruned)
     add_examples(root)  # every --help ends with an example (docs/cli.md)
     return root
 
 
+def _only(info: typer.models.TyperInfo, command: str) -> typer.models.TyperInfo:
+    """A group's ``info`` holding its command (or subgroup) ``command`` alone."""
+    sub = copy.copy(info.typer_instance)
+    sub.registered_commands = [c for c in sub.registered_commands if _command_name(c) == command]
+    sub.registered_groups = [g for g in sub.registered_groups if g.name == command]
+    only = copy.copy(info)
+    only.typer_instance = sub
+    return only
+
+
+def _subcommands(group: str) -> set[str]:
+    """The names of a group's commands and subgroups (its module loaded)."""
+    _load((COMMANDS[group],))
+    info = next((g for g in app.registered_groups if g.name == group), None)
+    if info is None:  # a top-level command
+        return set()
+    inst = info.typer_instance
+    return {_command_name(c) for c in inst.registered_commands} | {g.name for g in inst.registered_groups}
+
+
 def _command_for(argv: list[str] | None) -> click.Command:
-    first = (sys.argv[1:] if argv is None else argv)[:1]
-    if first and any(g.name == first[0] for g in app.registered_groups):
-        return click_command(first[0])
-    return click_command()
+    words = (sys.argv[1:] if argv is None else argv)[:2]
+    if not words or words[0] not in COMMANDS:
+        return click_command()
+    if len(words) == 2 and words[1] in _subcommands(words[0]):
+        return click_command(words[0], words[1])
+    return click_command(words[0])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,34 +18,21 @@ def _with_live_display(run, budget: float | None) -> dict:
 
 def _run_progress(env, budget: float | None):
     """The live display of a real run."""
-    pr = env.progress()
-    running = sum(1 for h in env.hosts() if h.task is not None)
-    t = fmt.table("", "now", title=f"skylease run, {fmt.duration(env.now)}")
-    t.add_row("tasks done / running / left", f"{pr.completed} / {running} / {env.pending() - running}")
-    for p in env.pools():
-        hs = env.hosts(p)
-        up = sum(1 for h in hs if h.up_at is not None and h.state.value in ("idle", "busy"))
-        t.add_row(f"workers {p} (up / rented)", f"{up} / {len(hs)}")
-    spent = env.spent()
+    from skylease.experiments.run_progress import run_progress
+
+    pr = run_progress(env)
+    t = fmt.table("", "now", title=f"skylease run, {fmt.duration(pr.now_s)}")
+    t.add_row("tasks done / running / left", f"{pr.done} / {pr.running} / {pr.left}")
+    for w in pr.pools:
+        t.add_row(f"workers {w.pool} (up / rented)", f"{w.up} / {w.rented}")
     t.add_row("spent" + (" / budget" if budget is not None else ""),
-              fmt.money(spent) + (f" / {fmt.money(budget)}" if budget is not None else ""))
+              fmt.money(pr.spent) + (f" / {fmt.money(budget)}" if budget is not None else ""))
     from skylease.experiments.run_eta import run_eta
 
     t.add_row("time left (ETA)", fmt.duration(run_eta(env)))
-    pred = _predicted(env.policy)
-    if pred is not None:
-        t.add_row("predicted completion (QoS oracle)", fmt.duration(pred))
-    for p in getattr(env.policy, "policies", (env.policy,)):
-        last = getattr(p, "last", None)  # a run served by a QoS service: its last answer
-        if last is not None:
-            t.add_row("QoS credits spent / ordered" + ("" if p.attached else " (service unreachable)"),
-                      f"{last.credits_spent:,.2f} / {last.credits_ordered:,.2f}")
+    if pr.predicted_s is not None:
+        t.add_row("predicted completion (QoS oracle)", fmt.duration(pr.predicted_s))
+    for q in pr.qos:
+        t.add_row("QoS credits spent / ordered" + ("" if q.attached else " (service unreachable)"),
+                  f"{q.spent:,.2f} / {q.ordered:,.2f}")
     return t
-
-
-def _predicted(policy) -> float | None:
-    for p in getattr(policy, "policies", (policy,)):
-        pr = getattr(p, "prediction", None)
-        if pr is not None:
-            return float(pr.t_pred)
-    return None

@@ -30,7 +30,7 @@ _BOT_COLUMNS = ("id", "owner", "infrastructure", "n_tasks", "state", "completed"
 
 def _credits(value: float, option: str = "CREDITS") -> float:
 
-    from skylease.runtime.qos.ledger import MAX_CREDITS
+    from skylease.model.limits import MAX_CREDITS
 
     if not (math.isfinite(value) and 0 < value <= MAX_CREDITS):
         raise UserError(f"must be a number of credits in (0, {MAX_CREDITS:g}], got {value:g}", field=option)

@@ -162,6 +162,7 @@ def reproduce_thesis_mapping_cmd(
     = None,
 ) -> None:
     """Thesis chapter 3: the section 3.4 example, Tables 3.6-3.8, Figure 3.14 and the energy study."""
+    from skylease.experiments.thesis.mapping_agreement import oc_agreement
     from skylease.experiments.thesis.mapping_report import reproduce_thesis_mapping
     from skylease.experiments.thesis.mapping_study import SIZES
 
@@ -172,14 +173,14 @@ def reproduce_thesis_mapping_cmd(
     rep = reproduce_thesis_mapping(out_dir, quick=quick, instances=instances, sizes=chosen,
                                    workers=workers, scheduler=scheduler,
                                    progress=sys.stderr.isatty())
-    oc = rep.gains[(rep.gains["consistency"] == "oc")].dropna(subset=["thesis_gain"])
+    oc = oc_agreement(rep.gains)
     table = fmt.table("heuristic", "makespan", "thesis", title="Section 3.4 example (λ = 0.8)")
     for r in rep.example.itertuples(index=False):
         table.add_row(r.heuristic, f"{r.makespan:,.0f}", f"{r.thesis_makespan:,.0f}")
     out.print(table)
     out.print(f"Table 3.8, OC cells within 2 pp of the thesis: "
-              f"{int((oc['diff_pp'].abs() <= 2).sum())} of {len(oc)} "
-              f"(max |diff| {oc['diff_pp'].abs().max():.2f} pp, {rep.instances} instances/cell)")
+              f"{oc.within} of {oc.cells} "
+              f"(max |diff| {oc.max_diff_pp:.2f} pp, {rep.instances} instances/cell)")
     for c in rep.claims:
         mark = "ok" if c["holds"] else "differs"
         out.print(f"  \\[{mark}] {c['claim']}: {c['ours']}")

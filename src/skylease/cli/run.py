@@ -103,13 +103,9 @@ def run_cmd(
                                           "started or written.")] = False,
 ) -> None:
     """Run a bag of tasks on real Dask workers, with the same policies as the simulator."""
-    import os
-
     from skylease.experiments.run import run_job
     from skylease.experiments.run_options import RunOptions
 
-    if os.getcwd() not in sys.path:  # `package.module:function` is found as `python -m` finds it
-        sys.path.insert(0, os.getcwd())
     opts = RunOptions(out=out_dir, policy_args=list(policy_arg or []), pools_file=pools,
                       pool=pool, max_workers=max_workers,
                       price=price, billing_unit=billing_unit, budget=budget, retries=retries,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -100,12 +99,8 @@ def simulate_bag_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
     """Any bag policy (a built-in or your own class) on the simulated cloud of `simulate a2ha`."""
-    import os
-
     from skylease.experiments.bag import study
 
-    if os.getcwd() not in sys.path:  # `--policy module:Class` is found as `skylease run` finds it
-        sys.path.insert(0, os.getcwd())
     res = study(workload, policy, policy_arg or (), budget=budget, orderings=orderings, seed=seed,
                 boot_s=boot, unit_s=unit, price=price)
     if as_json:
@@ -171,7 +166,7 @@ def simulate_spequlos_cmd(
 ) -> None:
     """SpeQuloS: a bag of tasks on a volatile desktop grid, its tail cut with cloud workers."""
     from skylease.control.plugins import parse_args
-    from skylease.experiments.spequlos import batch_accel, simulate
+    from skylease.experiments.spequlos import batch_accel, result_json, simulate
 
     given = (accel_min_frac_done, accel_max_not_done, accel_period)
     accel = None if given == (None, None, None) else batch_accel(*given)
@@ -180,8 +175,7 @@ def simulate_spequlos_cmd(
                    arrivals=random_arrivals, epsilon=random_epsilon, cloud_buffer=cloud_buffer, accel=accel,
                    strategy_args=args)
     if as_json:
-        print(json.dumps(res, default=float, allow_nan=False) if _all_finite(res)
-              else json.dumps(_finite_or_none(res)))
+        print(result_json(res))
         return
     base = res["baseline"]
 
@@ -228,16 +222,6 @@ def _mean_sd(key: str, v: dict) -> str:
     return f"{v['mean']:.1f} ± {v['std']:.1f}"
 
 
-def _all_finite(d: dict) -> bool:
-    return all(not isinstance(v, float) or math.isfinite(v) for v in d.values()) and all(
-        _all_finite(v) for v in d.values() if isinstance(v, dict))
-
-
-def _finite_or_none(d: dict) -> dict:
-    return {k: (_finite_or_none(v) if isinstance(v, dict) else
-                None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
-
-
 @simulate_app.command("replay")
 def simulate_replay_cmd(
     out_dir: Annotated[Path, typer.Argument(help="The output folder of a finished real run.")],
@@ -245,12 +229,8 @@ def simulate_replay_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Simulate a finished real run again: its measured task times, its policy and pools."""
-    import os
-
     from skylease.experiments.run_replay import replay
 
-    if os.getcwd() not in sys.path:  # a run's `--policy module:Class` is found as `skylease run` found it
-        sys.path.insert(0, os.getcwd())
     res = replay(out_dir, seeds=range(seeds))
     if as_json:
         print(json.dumps(res))

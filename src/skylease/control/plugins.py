@@ -445,3 +445,14 @@ def describe(obj: object) -> str:
     state = getattr(obj, "__dict__", {}) or {}
     shown = ", ".join(f"{n}={state[n]!r}" for n in names if n in state)
     return f"{class_path(cls)}({shown})"
+
+
+def find_in_working_folder() -> None:
+    """Put the working folder first on ``sys.path`` (unless it is there), as ``python -m`` does, so
+    a ``MODULE:CLASS`` policy or a ``package.module:function`` job beside where the command runs is
+    found the way the run's workers find it (they start in that folder with it on their path)."""
+    import os
+
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from skylease.control.env import Policy
+from skylease.control.plugins import find_in_working_folder
 from skylease.experiments.a2ha import (
     BOOT_S,
     METRICS,
@@ -72,6 +73,7 @@ def study(spec: str, policy: str, policy_args: Sequence[str] = (), *, budget: fl
     """``skylease simulate bag``: ``orderings`` runs of one policy on workload ``spec``. Run i draws
     its seeds as ``simulate a2ha``'s run i does (``SeedSequence(seed)``), so two policies given
     the same ``seed`` see the same bags (and, under A2HA, the same task orders)."""
+    find_in_working_folder()  # `--policy module:Class` is found as `skylease run` finds it
     seed = check_seed(seed)
     if isinstance(orderings, bool) or not isinstance(orderings, int) or orderings < 1:
         raise UserError(f"must be a whole number >= 1, got {orderings!r}", field="--orderings")

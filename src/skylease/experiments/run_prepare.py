@@ -47,10 +47,11 @@ def prepare_run(job_spec: str, opts: RunOptions, stdin: IO[Any] | None = None) -
     """Every check of a run that starts nothing and writes nothing: the options, the job (read from
     ``stdin`` when ``job_spec`` is ``-``: :func:`~skylease.experiments.run_stdin.load_run_job`), the
     output folder, the pools and the policy. ``skylease run`` and ``skylease run --dry-run`` share it."""
-    from skylease.control.plugins import resolve_file_spec
+    from skylease.control.plugins import find_in_working_folder, resolve_file_spec
     from skylease.experiments.run_stdin import load_run_job
     from skylease.runtime.store import STORE_NAME, store_kind
 
+    find_in_working_folder()  # `package.module:function`, `--policy module:Class`: as `python -m` finds them
     opts = replace(opts, policy=resolve_file_spec(opts.policy),  # the same file from any folder (replay)
                    tail_qos=None if opts.tail_qos is None else resolve_file_spec(opts.tail_qos))
     check_options(opts)

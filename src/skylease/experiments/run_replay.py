@@ -26,8 +26,10 @@ def replay(out: str | Path, seeds: Sequence[int] = (0,)) -> dict[str, Any]:
     A run with tasks left (stopped, interrupted) is refused: its measured times are a part of the
     bag, and its real cost is that of a part, so the comparison would mean nothing.
     """
+    from skylease.control.plugins import find_in_working_folder
     from skylease.sim.env import simulate
 
+    find_in_working_folder()  # the run's `--policy module:Class` is found as `skylease run` found it
     if len(seeds) > MAX_REPLAY_SEEDS:
         raise UserError(f"at most {MAX_REPLAY_SEEDS} (one simulated run, and one column, per seed), "
                         f"got {len(seeds):,}", field="--seeds")

@@ -362,3 +362,23 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
                       if math.isfinite(row["completion_s"]) and row["completion_s"] > 0 else None)
     row["readings"] = meta
     return row
+
+
+def result_json(res: dict[str, Any]) -> str:
+    """:func:`simulate`'s result as JSON text: an unfinished run's infinite times (and a ``-inf``
+    tail removal) become ``null``, since JSON has no infinity; numpy numbers become plain ones."""
+    import json
+
+    if _all_finite(res):
+        return json.dumps(res, default=float, allow_nan=False)
+    return json.dumps(_finite_or_none(res), default=float)  # (a numpy number: once a TypeError)
+
+
+def _all_finite(d: dict[str, Any]) -> bool:
+    return all(not isinstance(v, float) or math.isfinite(v) for v in d.values()) and all(
+        _all_finite(v) for v in d.values() if isinstance(v, dict))
+
+
+def _finite_or_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: (_finite_or_none(v) if isinstance(v, dict) else
+                None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}

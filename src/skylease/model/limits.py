@@ -20,14 +20,17 @@ from pathlib import Path
 
 from skylease.model.errors import UserError
 
-__all__ = ["MEMORY_BUDGET", "TIME_BUDGET_S", "check_number", "check_seed", "check_size", "count",
-           "max_items"]
+__all__ = ["MAX_CREDITS", "MEMORY_BUDGET", "TIME_BUDGET_S", "check_number", "check_seed", "check_size",
+           "count", "max_items"]
 
 #: Bytes of working data one request may hold (see the module docstring).
 MEMORY_BUDGET = 2 * 2**30
 #: Seconds one request may run where its time, not its memory, is what grows without bound (an
 #: A2HA study's orderings): longer ones are refused up front with this limit in the message.
 TIME_BUDGET_S = 3600.0
+#: The most credits one amount or one balance of the QoS ledger may hold (skylease.runtime.qos.ledger);
+#: here so that a client refuses a larger amount before it asks, without loading the ledger.
+MAX_CREDITS = 1e9
 
 
 def check_seed(seed: object, field: str = "--seed") -> int:

@@ -27,7 +27,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, load_toml
 
 __all__ = ["TOKEN_ENV", "Login", "check_token", "option_warning", "read_login", "remove_login",
            "same_server", "token_for", "token_path", "write_login"]
@@ -43,11 +42,6 @@ class Login:
 
     server: str
     token: str
-
-
-class _TokenFile(FileModel):
-    server: str
-    token: str  # (checked by check_token: a schema error would print the token back)
 
 
 def token_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -103,15 +97,36 @@ def read_login(path: Path | None = None) -> Login | None:
     if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
         raise UserError(f"the token file is open to other users (mode {stat.filemode(st.st_mode)}): "
                         f"chmod 600 {path}, or run `skylease login` again", file=path)
-    doc, _ = load_toml(path, _TokenFile)
-    server = doc.server.strip()
+    server, token = _token_file(path)
+    server = server.strip()
     if not server:
         raise UserError("empty (run `skylease login` again)", file=path, field="server")
     try:
-        token = check_token(doc.token, "token")
+        token = check_token(token, "token")
     except UserError as exc:
         raise UserError(f"{exc.message} (run `skylease login` again)", file=path, field="token") from None
     return Login(server, token)
+
+
+def _token_file(path: Path) -> tuple[str, str]:
+    """The token file's server and token. A file as `skylease login` writes it (two strings) is read
+    with tomllib alone; any other goes through the file schema, whose one-line errors name the
+    file, line and key. (The schema is a pydantic model: building it, and pydantic's look-up of its
+    plug-ins, is most of a client command's start otherwise: docs/performance.md.)"""
+    import tomllib
+
+    with contextlib.suppress(OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        doc = tomllib.loads(path.read_bytes().decode("utf-8-sig"))
+        if doc.keys() == {"server", "token"} and all(type(v) is str for v in doc.values()):
+            return doc["server"], doc["token"]
+    from skylease.model.files import FileModel, load_toml
+
+    class TokenFile(FileModel):
+        server: str
+        token: str  # (checked by check_token: a schema error would print the token back)
+
+    checked, _ = load_toml(path, TokenFile)
+    return checked.server, checked.token
 
 
 def write_login(login: Login, path: Path | None = None) -> Path:

@@ -18,19 +18,20 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
-from pydantic import ValidationError
 from rich.table import Table
 
 from skylease.model.errors import UserError
-from skylease.model.files import read_text
 from skylease.model.units import clock, duration
 from skylease.runtime.credentials import read_login, token_for, token_path
-from skylease.runtime.leases.api import LeaseRequest
-from skylease.service.bodies import is_xml, lease_request_from_json, lease_request_from_xml
-from skylease.traces.lwf import clock_seconds
+
+if TYPE_CHECKING:
+    from skylease.runtime.leases.api import LeaseRequest
+
+# What builds and checks a lease request (pydantic models, the XML and LWF readers) is imported by the
+# functions that do it: a command that only reads a list from the server answers sooner without them.
 
 __all__ = ["DEFAULT_SERVER", "Client", "Listed", "ServiceError", "TokenRefused", "events_table",
            "hosts_table", "lease_detail", "leases_table", "parse_seconds", "read_request_file",
@@ -58,6 +59,8 @@ class Listed(list):  # type: ignore[type-arg]
 # -- building a request ---------------------------------------------------------------------------
 def parse_seconds(text: str, option: str) -> int:
     """A duration or time option: whole seconds (``3600``) or ``[D:]HH:MM:SS``."""
+    from skylease.traces.lwf import clock_seconds
+
     s = text.strip()
     if s.isdigit():
         return int(s)
@@ -78,6 +81,10 @@ _OPTION_OF = {"type": "--type", "nodes": "--nodes", "duration": "--duration", "s
 def request_from_options(**options: Any) -> LeaseRequest:
     """A lease request from the command line's options (those that are None are not given); an
     advance reservation when a start is given and no type."""
+    from pydantic import ValidationError
+
+    from skylease.runtime.leases.api import LeaseRequest
+
     given = {k: v for k, v in options.items() if v is not None}
     if "type" not in given and ("start" in given or "start_in" in given):
         given["type"] = "advance-reservation"
@@ -97,6 +104,9 @@ def request_from_options(**options: Any) -> LeaseRequest:
 def read_request_file(path: Path) -> tuple[bytes, str]:
     """A lease request file (JSON, or a Haizea XML ``<lease>`` element; ``-``: standard input),
     checked here so that a mistake names the file and its line: the body and its content type."""
+    from skylease.model.files import read_text
+    from skylease.service.bodies import is_xml, lease_request_from_json, lease_request_from_xml
+
     if str(path) == "-":
         text, name = sys.stdin.read(), "<stdin>"
     else:
@@ -120,9 +130,8 @@ class Client:
     _http: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        import httpx
-
-        object.__setattr__(self, "_http", httpx.Client(timeout=TIMEOUT_S))
+        httpx = _httpx()
+        object.__setattr__(self, "_http", httpx.Client(timeout=TIMEOUT_S, verify=_verify(self.server)))
 
     def close(self) -> None:
         self._http.close()
@@ -149,7 +158,7 @@ class Client:
         """A list route's items: its first page of ``limit`` (None: the server's default), or with
         ``every`` all its pages (of ``limit`` items; None: the server's most), one after the other
         (:mod:`skylease.service.paging`); ``more`` says whether items were left on the server."""
-        from skylease.service.paging import MAX_LIMIT, BadPage, walk
+        from skylease.service.page_walk import MAX_LIMIT, BadPage, walk  # (not paging: it loads FastAPI)
 
         size = limit if limit is not None or not every else MAX_LIMIT
         out = Listed()
@@ -171,7 +180,7 @@ class Client:
                 params: dict[str, Any] | None = None) -> tuple[Any, Any]:
         """The server's answer to ``method path`` and its JSON (an answer of another kind is a
         ServiceError)."""
-        import httpx
+        httpx = _httpx()
 
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         if content_type is not None:
@@ -240,6 +249,43 @@ class Client:
 
     def qos_history(self, infrastructure: str) -> dict[str, Any]:
         return self.call("GET", f"/qos/history/{quote(infrastructure, safe='')}")
+
+
+def _httpx() -> Any:
+    """httpx, without its own command-line tool: its ``__init__`` imports ``httpx._main`` (click,
+    pygments, rich's syntax highlighting: a third of its import time) when those are installed, as
+    they are here, and takes an ImportError there as "not installed"; a None in ``sys.modules``
+    gives that ImportError. (Should a later httpx need the module, it is imported as usual.)"""
+    if "httpx" in sys.modules:
+        return sys.modules["httpx"]
+    blocked = "httpx._main" not in sys.modules
+    if blocked:
+        sys.modules["httpx._main"] = None  # type: ignore[assignment]
+    try:
+        import httpx
+    except ImportError:
+        if not blocked:
+            raise
+        sys.modules.pop("httpx._main", None)
+        import httpx
+    finally:
+        if blocked and "httpx._main" in sys.modules and sys.modules["httpx._main"] is None:
+            del sys.modules["httpx._main"]
+    return httpx
+
+
+def _verify(server: str) -> Any:
+    """What checks the server's certificate: the system's certificates (or $SSL_CERT_FILE's) for an
+    https:// server. An http:// one has no certificate, and loading them is most of a short
+    command's time (tens of milliseconds): a context that trusts nothing stands in, never used, as
+    the client follows no redirects (a TLS connection through it would fail, not pass unchecked).
+    Behind a proxy (whose connection may be TLS) the certificates are loaded as usual."""
+    proxied = any(os.environ.get(k) for k in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"))
+    if urlsplit(server).scheme != "http" or proxied:
+        return True
+    import ssl
+
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def server_url(server: str | None) -> str:

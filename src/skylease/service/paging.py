@@ -20,23 +20,19 @@ nothing of theirs.
 
 # No `from __future__ import annotations`: FastAPI reads page_query's parameters at run time.
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 from urllib.parse import urlencode
 
 from fastapi import HTTPException, Query, Request, Response
 
-from skylease.model.errors import UserError
+from skylease.service.page_walk import DEFAULT_LIMIT, MAX_LIMIT, BadPage, walk  # (the client's side)
 
 __all__ = ["CURSOR", "DEFAULT_LIMIT", "MAX_CURSOR", "MAX_LIMIT", "PAGED", "BadPage", "PageQuery", "decode",
            "encode", "keys_of", "list_url", "next_link", "page_from", "page_query", "paged", "pattern",
            "split", "walk"]
 
-#: Items a page holds when the request names no ``limit``.
-DEFAULT_LIMIT = 100
-#: The most items a page may hold (``limit`` beyond it is 422).
-MAX_LIMIT = 1000
 #: The longest cursor accepted, and its alphabet (a list's name, dots, hexadecimal keys).
 MAX_CURSOR = 120
 CURSOR = r"^[a-z0-9.]+$"
@@ -45,10 +41,6 @@ CURSOR = r"^[a-z0-9.]+$"
 _KEY = r"(?:[0-7][0-9a-f]{15}|[0-9a-f]{1,15})"
 
 T = TypeVar("T")
-
-
-class BadPage(UserError):
-    """A limit out of bounds, or a cursor that is not one of this list's (answered 422)."""
 
 
 def pattern(kind: str, n: int = 1) -> str:
@@ -164,18 +156,3 @@ PAGED: dict[int | str, dict[str, Any]] = {200: {
         "Link": {"description": 'The next page: `<URL>; rel="next"`; absent on the last page.',
                  "schema": {"type": "string"}}}}}
 
-
-def walk(fetch: Callable[[str | None], tuple[list[T], str | None]], every: bool) -> Iterator[T]:
-    """The items of a list page by page: ``fetch(cursor)`` answers a page and the next cursor; only
-    the first page unless ``every``. A cursor given twice (a server going round in circles) ends
-    the walk with a :class:`BadPage`."""
-    cursor: str | None = None
-    seen: set[str] = set()
-    while True:
-        page, cursor = fetch(cursor)
-        yield from page
-        if not every or cursor is None:
-            return
-        if cursor in seen:
-            raise BadPage(f"the server gave the cursor {cursor[:40]!r} twice: the walk stops")
-        seen.add(cursor)

@@ -233,6 +233,9 @@ def _listen(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        # listening from here (uvicorn's backlog): a client that connects as soon as the start line
+        # is printed waits in the queue until uvicorn serves, where a bound socket alone refused it
+        sock.listen(2048)
     except OSError as exc:
         sock.close()
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="--port") from None

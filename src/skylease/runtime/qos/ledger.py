@@ -45,14 +45,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from skylease.control.qos.credits import CreditError
 from skylease.model.errors import UserError
-from skylease.model.limits import check_number
+from skylease.model.limits import MAX_CREDITS, check_number
 
 __all__ = ["LOCK_WAIT_S", "MAX_CREDITS", "METADATA", "Account", "CreditRefused", "Ledger", "LedgerBank",
            "Movement", "OrderView"]
 
-#: The largest amount one movement may carry, and the largest balance, in credits (a year of
-#: 200 nodes at 15 credits/h is 2.6e7: this is far above any real need, far below int64 overflow).
-MAX_CREDITS = 1e9
+# MAX_CREDITS (skylease.model.limits, 1e9): the largest amount one movement may carry, and the largest
+# balance, in credits (a year of 200 nodes at 15 credits/h is 2.6e7: this is far above any real
+# need, far below int64 overflow).
 #: Micro-credits per credit: the unit amounts are stored in.
 MICRO = 1_000_000
 #: How long a movement keeps retrying a busy database before the error is raised (seconds).
