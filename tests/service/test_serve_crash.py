@@ -45,7 +45,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("payload_sandbox"
 
 #: Lease seconds per real second. (At 60 a busy machine failed the tests: 20 requests took 12 s to be
 #: answered, 720 lease seconds, a restart took 9 s, and an event stamped 0.1 s late was 6 lease
-#: seconds late. At 10, the kill has 4 s after AR 20's answer and the restart 30 s and more.)
+#: seconds late. At 10, the kill has 4 s after AR 20's answer, and the restart 50 s: AR 20 lasts 600
+#: lease seconds and the site is full until s + 900.)
 SCALE = 10
 #: Event times of the service and of the simulator may differ by this many lease seconds.
 TOLERANCE = 5
@@ -110,7 +111,7 @@ def events(srv: ServeProcess) -> dict[int, list[tuple[str, int, int]]]:
 # -- the scenario ---------------------------------------------------------------------------------
 def scenario() -> list[tuple[str, dict[str, Any]]]:
     """19 requests (owner, body), sent one after the other from about lease time s: 1 (immediate),
-    2, 3 and 4 run (the site is full until s + 600); 5 is an AR from s + 100 to s + 700, which
+    2, 3 and 4 run (the site is full until s + 900); 5 is an AR from s + 100 to s + 1000, which
     preempts 2 (which has run long enough to be suspended, not requeued); 6 and 7 are ARs in the
     future; 8-19 are queued, one holding the backfilling reservation. The work of 3 and of 15 ends
     before their time (premature ends). The 20th request, :func:`ar_20`, comes once 5 runs and 2 is
@@ -120,11 +121,11 @@ def scenario() -> list[tuple[str, dict[str, Any]]]:
     be = {"type": "best-effort", "memory": MEM}
     ar = {"type": "advance-reservation", "memory": MEM}
     reqs: list[tuple[str, dict[str, Any]]] = [
-        ("alice", {"type": "immediate", "nodes": 1, "duration": 600, "memory": MEM}),
+        ("alice", {"type": "immediate", "nodes": 1, "duration": 900, "memory": MEM}),
         ("alice", {**be, "nodes": 2, "duration": 480}),
-        ("bob", {**be, "nodes": 1, "duration": 600, "real_duration": 540}),
-        ("bob", {**be, "nodes": 2, "duration": 600}),
-        ("alice", {**ar, "nodes": 2, "duration": 600, "start_in": 100}),
+        ("bob", {**be, "nodes": 1, "duration": 900, "real_duration": 840}),
+        ("bob", {**be, "nodes": 2, "duration": 900}),
+        ("alice", {**ar, "nodes": 2, "duration": 900, "start_in": 100}),
         ("bob", {**ar, "nodes": 1, "duration": 120, "start_in": 700}),
         ("alice", {**ar, "nodes": 3, "duration": 120, "start_in": 900}),
     ]
@@ -148,7 +149,7 @@ AR_START_IN = 60
 
 
 def ar_20() -> tuple[str, dict[str, Any]]:
-    return "bob", {"type": "advance-reservation", "memory": MEM, "nodes": 1, "duration": 300,
+    return "bob", {"type": "advance-reservation", "memory": MEM, "nodes": 1, "duration": 600,
                    "start_in": AR_START_IN}
 
 
@@ -366,8 +367,8 @@ def test_a_crash_between_the_commit_and_the_spawn_neither_loses_nor_doubles_the_
     it. Restarted again: both leases are there, each VM has exactly one process (the unrecorded one
     adopted, the missing ones started), and every lease ends as on the simulator."""
     srv = crash_server(serve_process, database_url, capsys)
-    # (long enough for lease 1 to outlive two restarts of a server on a busy machine)
-    be = {"type": "best-effort", "memory": MEM, "duration": 600}
+    # (long enough for lease 1 to outlive two restarts of a server on a busy machine, 90 s)
+    be = {"type": "best-effort", "memory": MEM, "duration": 900}
     srv.start({"kill_before_spawn": 2})
     watcher = ProcWatcher(srv.serve_id())
     try:
@@ -394,7 +395,7 @@ def test_a_crash_between_the_commit_and_the_spawn_neither_loses_nor_doubles_the_
         assert {p["vnode"]: p["pid"] for p in views[3]["payloads"]}[0] == spawned[0]  # adopted
         assert sorted(payloads_of(srv, 3)) == [0, 1]
         assert_processes_match_states(srv)
-        r = srv.call("POST", "/leases", "bob", json={**be, "nodes": 2})
+        r = srv.call("POST", "/leases", "bob", json={**be, "nodes": 2, "duration": 240})
         assert r.status_code == 201 and r.json()["id"] == 4
         wait_all_over(srv, timeout=600)
         assert_no_payload_left(srv)
