@@ -418,10 +418,10 @@ def test_a_payload_that_died_while_the_server_was_down_ends_its_lease(serve_proc
     be = {"type": "best-effort", "memory": MEM}
     try:
         answers = submit_all(srv, [
-            ("alice", {**be, "nodes": 3, "duration": 600, "preemptible": False}),
-            ("bob", {**be, "nodes": 1, "duration": 600, "preemptible": False}),
-            ("bob", {**be, "nodes": 1, "duration": 600}),
-            ("alice", {**be, "nodes": 1, "duration": 600, "preemptible": False,
+            ("alice", {**be, "nodes": 3, "duration": 1200, "preemptible": False}),
+            ("bob", {**be, "nodes": 1, "duration": 1200, "preemptible": False}),
+            ("bob", {**be, "nodes": 1, "duration": 1200}),
+            ("alice", {**be, "nodes": 1, "duration": 1200, "preemptible": False,
                        "command": "trap '' TERM; while :; do sleep 0.05; done"}),
             ("alice", {"type": "advance-reservation", "memory": MEM, "nodes": 1, "duration": 60,
                        "start_in": 80}),
