@@ -480,8 +480,11 @@ def test_the_default_payload_counts_its_work_from_the_start_of_its_run(tmp_path,
         late = nodes.spawn(1, 0, 0, duration_s=1.0, since=t0 - 0.7)  # its run began 0.7 s ago
         on_time = nodes.spawn(2, 0, 0, duration_s=1.0)
         ended: dict[int, float] = {}
-        while len(ended) < 2 and time.time() < t0 + 10:
+        while len(ended) < 2 and time.time() < t0 + 60:
             ended.update({p.lease: p.ended_at - t0 for p in nodes.exited()})
             time.sleep(0.01)
     assert late.pid != on_time.pid
-    assert 0.25 <= ended[1] <= 0.6 and 0.95 <= ended[2] <= 1.4, ended
+    # each works what is left of its run, 0.3 s and 1 s: the late one ends 0.7 s sooner (a busy
+    # machine may notice an end late, so no upper bound on either; one counted from its spawn
+    # would end with the other)
+    assert ended[1] >= 0.25 and ended[2] >= 0.95 and ended[2] - ended[1] >= 0.5, ended
