@@ -45,8 +45,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("payload_sandbox"
 
 #: Lease seconds per real second. (At 60 a busy machine failed the tests: 20 requests took 12 s to be
 #: answered, 720 lease seconds, a restart took 9 s, and an event stamped 0.1 s late was 6 lease
-#: seconds late. At 10, the kill has 4 s after AR 20's answer, and the restart 50 s: AR 20 lasts 600
-#: lease seconds and the site is full until s + 900.)
+#: seconds late. At 10, the kill has 4 s after AR 20's answer, and the restart about 60 s: AR 20
+#: lasts 600 lease seconds and the site is full until s + 1200.)
 SCALE = 10
 #: Event times of the service and of the simulator may differ by this many lease seconds.
 TOLERANCE = 5
@@ -111,7 +111,7 @@ def events(srv: ServeProcess) -> dict[int, list[tuple[str, int, int]]]:
 # -- the scenario ---------------------------------------------------------------------------------
 def scenario() -> list[tuple[str, dict[str, Any]]]:
     """19 requests (owner, body), sent one after the other from about lease time s: 1 (immediate),
-    2, 3 and 4 run (the site is full until s + 900); 5 is an AR from s + 100 to s + 1000, which
+    2, 3 and 4 run (the site is full until s + 1200); 5 is an AR from s + 100 to s + 1300, which
     preempts 2 (which has run long enough to be suspended, not requeued); 6 and 7 are ARs in the
     future; 8-19 are queued, one holding the backfilling reservation. The work of 3 and of 15 ends
     before their time (premature ends). The 20th request, :func:`ar_20`, comes once 5 runs and 2 is
@@ -121,16 +121,16 @@ def scenario() -> list[tuple[str, dict[str, Any]]]:
     be = {"type": "best-effort", "memory": MEM}
     ar = {"type": "advance-reservation", "memory": MEM}
     reqs: list[tuple[str, dict[str, Any]]] = [
-        ("alice", {"type": "immediate", "nodes": 1, "duration": 900, "memory": MEM}),
+        ("alice", {"type": "immediate", "nodes": 1, "duration": 1200, "memory": MEM}),
         ("alice", {**be, "nodes": 2, "duration": 480}),
-        ("bob", {**be, "nodes": 1, "duration": 900, "real_duration": 840}),
-        ("bob", {**be, "nodes": 2, "duration": 900}),
-        ("alice", {**ar, "nodes": 2, "duration": 900, "start_in": 100}),
+        ("bob", {**be, "nodes": 1, "duration": 1200, "real_duration": 1140}),
+        ("bob", {**be, "nodes": 2, "duration": 1200}),
+        ("alice", {**ar, "nodes": 2, "duration": 1200, "start_in": 100}),
         ("bob", {**ar, "nodes": 1, "duration": 120, "start_in": 700}),
         ("alice", {**ar, "nodes": 3, "duration": 120, "start_in": 900}),
     ]
-    sizes = [(1, 150), (2, 120), (1, 90), (3, 100), (1, 200), (2, 150), (1, 120), (2, 90), (1, 60),
-             (1, 180), (2, 100), (3, 80)]
+    sizes = [(1, 80), (2, 60), (1, 50), (3, 50), (1, 100), (2, 80), (1, 60), (2, 50), (1, 30),
+             (1, 90), (2, 50), (3, 40)]
     for i, (n, d) in enumerate(sizes):
         body = {**be, "nodes": n, "duration": d}
         if i == 7:
