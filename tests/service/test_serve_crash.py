@@ -113,11 +113,11 @@ def scenario() -> list[tuple[str, dict[str, Any]]]:
     """19 requests (owner, body), sent one after the other from about lease time s: 1 (immediate),
     2, 3 and 4 run (the site is full until s + 1200); 5 is an AR from s + 100 to s + 1300, which
     preempts 2 (which has run long enough to be suspended, not requeued); 6 and 7 are ARs in the
-    future; 8-19 are queued, one holding the backfilling reservation. The work of 3 and of 15 ends
-    before their time (premature ends). The 20th request, :func:`ar_20`, comes once 5 runs and 2 is
-    suspended, right before the crash. (Each start of an AR counts from its own request, and the
-    simulator is given the journaled submit times: however slowly the requests are answered, the
-    schedule is the same one.)"""
+    future (from s + 1300 and s + 1500: AR 20 fits before them); 8-19 are queued, one holding the
+    backfilling reservation. The work of 3 and of 15 ends before their time (premature ends). The
+    20th request, :func:`ar_20`, comes once 5 runs and 2 is suspended, right before the crash.
+    (Each start of an AR counts from its own request, and the simulator is given the journaled
+    submit times: however slowly the requests are answered, the schedule is the same one.)"""
     be = {"type": "best-effort", "memory": MEM}
     ar = {"type": "advance-reservation", "memory": MEM}
     reqs: list[tuple[str, dict[str, Any]]] = [
@@ -126,8 +126,8 @@ def scenario() -> list[tuple[str, dict[str, Any]]]:
         ("bob", {**be, "nodes": 1, "duration": 1200, "real_duration": 1140}),
         ("bob", {**be, "nodes": 2, "duration": 1200}),
         ("alice", {**ar, "nodes": 2, "duration": 1200, "start_in": 100}),
-        ("bob", {**ar, "nodes": 1, "duration": 120, "start_in": 700}),
-        ("alice", {**ar, "nodes": 3, "duration": 120, "start_in": 900}),
+        ("bob", {**ar, "nodes": 1, "duration": 120, "start_in": 1300}),
+        ("alice", {**ar, "nodes": 3, "duration": 120, "start_in": 1500}),
     ]
     sizes = [(1, 80), (2, 60), (1, 50), (3, 50), (1, 100), (2, 80), (1, 60), (2, 50), (1, 30),
              (1, 90), (2, 50), (3, 40)]
