@@ -121,7 +121,8 @@ def test_the_service_killed_mid_run_does_not_fail_the_run(site):
     url = proc.start(cwd=tmp)
     port = int(url.rsplit(":", 1)[1])
     try:
-        run = launch(run_argv(job(tmp, 0.8), tmp / "out", url, tokens["alice"]), tmp)
+        # (2.5 s tasks: the run still runs when a restart that is slow on a busy machine is over)
+        run = launch(run_argv(job(tmp, 2.5), tmp / "out", url, tokens["alice"]), tmp)
         deadline = time.monotonic() + 60
         while True:  # until the service has some rows, not all
             runs = httpx.get(f"{url}/runs", headers={"Authorization": f"Bearer {tokens['alice']}"}).json()
