@@ -129,8 +129,8 @@ def scenario() -> list[tuple[str, dict[str, Any]]]:
         ("bob", {**ar, "nodes": 1, "duration": 120, "start_in": 1300}),
         ("alice", {**ar, "nodes": 3, "duration": 120, "start_in": 1500}),
     ]
-    sizes = [(1, 80), (2, 60), (1, 50), (3, 50), (1, 100), (2, 80), (1, 60), (2, 50), (1, 30),
-             (1, 90), (2, 50), (3, 40)]
+    sizes = [(1, 150), (2, 120), (1, 90), (3, 100), (1, 200), (2, 150), (1, 120), (2, 90), (1, 60),
+             (1, 180), (2, 100), (3, 80)]
     for i, (n, d) in enumerate(sizes):
         body = {**be, "nodes": n, "duration": d}
         if i == 7:
@@ -425,7 +425,7 @@ def test_a_payload_that_died_while_the_server_was_down_ends_its_lease(serve_proc
                        "command": "trap '' TERM; while :; do sleep 0.05; done"}),
             ("alice", {"type": "advance-reservation", "memory": MEM, "nodes": 1, "duration": 60,
                        "start_in": 80}),
-            ("bob", {**be, "nodes": 4, "duration": 1200}),  # (still running when the test ends it)
+            ("bob", {**be, "nodes": 4, "duration": 120}),
         ])
         wait_until(srv, answers[4]["requested_start"] + 60 + 30)  # the AR is over, 3 has resumed
         views = srv.leases()
@@ -461,8 +461,9 @@ def test_a_payload_that_died_while_the_server_was_down_ends_its_lease(serve_proc
             assert (rows[pid]["state"], rows[pid]["reason"]) == ("lost", "gone while the server was down")
         assert (rows[stubborn[0]]["state"], rows[stubborn[0]]["reason"]) == ("killed", "lease cancelled")
         assert len(rows) == 3 + 1 + 1 + 1 + 1 + 4  # nothing started again, nothing recorded twice
-        for i in (2, 6):
-            assert srv.call("DELETE", f"/leases/{i}").status_code == 200
+        for i in (2, 6):  # (6 may be over already on a busy machine: 120 lease seconds)
+            r = srv.call("DELETE", f"/leases/{i}")
+            assert r.status_code == 200 or (i == 6 and srv.leases()[6]["state"] == "done"), r.text
         assert_no_payload_left(srv)
     finally:
         srv.stop()
