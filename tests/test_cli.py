@@ -42,6 +42,7 @@ def test_user_mistakes_are_one_line_exit_2(capsys, argv, where):
     assert "Traceback" not in err + out
 
 
+@pytest.mark.integration  # the whole inline demo
 def test_demo_inline_prints_table_and_keeps_results(capsys, tmp_path):
     code, out, err = run(capsys, "demo", "--inline", "--seeds", "2", "--out", str(tmp_path))
     assert code == 0, err

@@ -124,6 +124,7 @@ def test_a_cluster_class_pool_is_scaled_by_skylease_alone(tmp_path):
     assert s["hosts"] == 2 and s["peak_hosts"] == 2
 
 
+@pytest.mark.integration  # a real Dask scheduler and workers, one killed
 def test_a_worker_of_an_existing_scheduler_killed_mid_task_loses_only_that_attempt(tmp_path, external):
     lab = external(2)
     pools = _pools_file(tmp_path / "pools.toml", lab.address)
@@ -151,6 +152,7 @@ def test_a_worker_of_an_existing_scheduler_killed_mid_task_loses_only_that_attem
     assert lab.workers[1].poll() is None and lab.scheduler.poll() is None
 
 
+@pytest.mark.integration  # a real Dask scheduler, killed
 def test_a_lost_scheduler_ends_the_run_and_resume_finishes_it_elsewhere(tmp_path, external, monkeypatch,
                                                                          capsys):
     monkeypatch.setattr(env_mod, "POOL_LOST_S", 2.0)

@@ -85,6 +85,7 @@ def test_budget_is_never_exceeded(tmp_path):
     assert s["ok"] + s["failed"] + s["left"] == 30
 
 
+@pytest.mark.integration  # a real run with an 18 s task
 def test_tail_qos_finishes_sooner_with_one_slow_volatile_worker(tmp_path):
     pools = tmp_path / "pools.toml"
     pools.write_text("[pools.grid]\nmax_count = 2\nboot_time = 2\n"
@@ -145,6 +146,7 @@ def _worker_pids(driver: int) -> list[int]:
     return pids
 
 
+@pytest.mark.integration  # kill -9 of workers and of the driver
 def test_chaos_workers_killed_and_driver_killed_and_resumed(tmp_path):
     """300 short tasks on 4 local workers, a random worker killed every ~2 s; then the driver itself
     is killed (kill -9) and the run resumed: every task has exactly one result, none is lost, and
@@ -198,6 +200,7 @@ def test_chaos_workers_killed_and_driver_killed_and_resumed(tmp_path):
     assert set(range(300)) - before <= set(rerun) | {int(f.name.split(".")[0]) for f in marks.iterdir()}
 
 
+@pytest.mark.integration  # workers killed and restarted on a trace
 def test_volatility_kills_and_restarts_workers_following_a_trace(tmp_path):
     """Node a leaves at trace second 20 and is back at 60; at 10 trace seconds per real second its
     worker is killed 2 s into the run and restarted 4 s later: its task is requeued, none is lost."""

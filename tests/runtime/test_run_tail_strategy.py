@@ -31,6 +31,7 @@ class OneCopy(CloudStrategy):
 '''
 
 
+@pytest.mark.integration  # a real run with an 18 s task and cloud workers
 def test_a_strategy_of_one_s_own_cuts_the_tail_of_a_real_run(tmp_path, monkeypatch):
     (tmp_path / "one_copy.py").write_text(STRATEGY)
     pools = tmp_path / "pools.toml"

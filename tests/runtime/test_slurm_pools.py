@@ -25,7 +25,8 @@ from skylease.experiments.run_replay import replay
 from skylease.model.billing import Billing
 from skylease.runtime import slurm
 
-pytestmark = pytest.mark.timeout(120)
+# integration: a real one-node Slurm, started by the tests (pytest -m integration)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")

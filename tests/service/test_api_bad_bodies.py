@@ -15,7 +15,6 @@ from skylease.service.leases_api import create_app
 
 from .api_fake import FakeManager
 from .conftest import three_users
-from .served import serving
 
 DEEP = b"[" * 60_000  # (60 kB, under the 64 KiB limit: the parser would recurse 60,000 deep)
 BIG = b"9" * 5_000
@@ -27,11 +26,11 @@ def deep_in(field: str) -> bytes:
 
 
 @pytest.fixture
-def server(both_databases):
+def server(both_databases, app_server):
     tokens = three_users(both_databases)
-    app = create_app(FakeManager(nodes=4), both_databases, QoSService(both_databases))
-    with serving(app) as (url, records), httpx.Client(base_url=url, timeout=30) as http:
-        yield http, tokens, records
+    srv = app_server(create_app(FakeManager(nodes=4), both_databases, QoSService(both_databases)))
+    with httpx.Client(base_url=srv.url, timeout=30) as http:
+        yield http, tokens, srv.records
 
 
 def auth(token: str, **more: str) -> dict[str, str]:

@@ -31,7 +31,6 @@ from skylease.service.db import create_schema, engine_for
 from skylease.service.leases_api import create_app
 
 from .api_fake import FakeManager
-from .served import serving
 
 EXAMPLES = 20  # per operation and phase
 SEED = 33
@@ -57,14 +56,14 @@ def _schemathesis() -> str:
 
 
 @pytest.fixture
-def served(tmp_path):
+def served(tmp_path, app_server):
     engine = engine_for(None, tmp_path / "serve")
     create_schema(engine)
     token = add_user(engine, "root", admin=True)
     add_user(engine, "alice")
-    app = create_app(FakeManager(nodes=4), engine, QoSService(engine))
-    with serving(app) as (url, records):
-        yield url, token, records
+    srv = app_server(create_app(FakeManager(nodes=4), engine, QoSService(engine)))
+    yield srv.url, token, srv.records
+    srv.stop()
     engine.dispose()
 
 
@@ -75,6 +74,7 @@ def test_every_operation_is_listed(served):
     assert found == set(OPERATIONS), "a new route: add it to OPERATIONS (and make it pass the run below)"
 
 
+@pytest.mark.integration  # schemathesis against every route of a real server
 def test_schemathesis_checks_all_find_no_failure(served, tmp_path):
     url, token, records = served
     argv = [_schemathesis(), "--config-file", str(CONFIG), "--no-color", "run", f"{url}/openapi.json",

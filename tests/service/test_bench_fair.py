@@ -17,7 +17,10 @@ import pytest
 
 from skylease.service.web.sse import MAX_STREAMS_PER_SESSION, MAX_STREAMS_PER_USER
 
-from .test_bench_serve import run_quick
+from .bench import run_quick
+
+# integration: the benchmarks' quick mode, end to end (pytest -m integration)
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,10 @@ import re
 
 import pytest
 
-from .test_bench_serve import run_quick
+from .bench import run_quick
+
+# integration: the benchmarks' quick mode, end to end (pytest -m integration)
+pytestmark = pytest.mark.integration
 
 LAYERS = ["HTTP server, 2 clients", "service in process"]
 ROW = re.compile(rf"^({'|'.join(LAYERS)})\s+([\d,]+)\s+([\d,.]+)\s+[\d.]+\s+[\d.]+\s+([\d,]+)\s", re.M)

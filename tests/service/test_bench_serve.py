@@ -6,23 +6,16 @@ benchmark checks that itself); on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from .bench import run_quick
+
+# integration: the benchmarks' quick mode, end to end (pytest -m integration)
+pytestmark = pytest.mark.integration
+
 LAYERS = ["HTTP server, 2 clients", "manager in process", "scheduler alone"]
 ROW = re.compile(rf"^({'|'.join(LAYERS)})\s+([\d,]+)\s+([\d,.]+)\s", re.M)
-
-
-def run_quick(tmp_path: Path, *extra: str, script: str = "bench_serve.py") -> str:
-    """``benchmarks/SCRIPT --quick EXTRA`` in ``tmp_path``; its output (it must succeed)."""
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--quick", *extra],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
-    return r.stdout
 
 
 def check(out: str) -> None:

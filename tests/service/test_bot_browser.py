@@ -5,7 +5,7 @@ the bags list update without a reload, opens the bag's page and, without reloadi
 events, not polling), sees the progress curve grow (more points), the Oracle's prediction and band
 appear and the cloud workers' chart show a running cloud worker, then the bag end (and the page stop
 listening). Any request to another host fails the test (the guarded `page` of
-test_dashboard_browser.py). Screenshots at 1280x800 in tmp_path (with SKYLEASE_DOCS_SCREENSHOTS=1,
+tests/service/conftest.py). Screenshots at 1280x800 in tmp_path (with SKYLEASE_DOCS_SCREENSHOTS=1,
 the bag's page is copied to docs/howto/dashboard_bot.png)."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import time
 import httpx
 import pytest
 
-from .test_dashboard_browser import log_in, page, shot  # noqa: F401 (page: a fixture, on this module's server)
-from .test_qos_runs import N_TASKS, deposit, finish, launch, run_argv, server_argv, site  # noqa: F401 (site)
-from .test_serve import start, stop
+from .browser import log_in, shot
+from .qos_runs import N_TASKS, deposit, finish, launch, run_argv, server_argv
 
-pytestmark = pytest.mark.timeout(240)
+# integration: a long browser walk beside a real run served with QoS (pytest -m integration)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 # test_qos_runs.py's job, but a task takes 4 s on a cloud worker: the run's reports (every 2 s) find its
 # cloud workers running (at 0.2 s, a cloud worker would be done and released between two reports)
 JOB = ("python3 -c \"import os,time; w=os.environ.get('SKYLEASE_WORKER'); "
@@ -27,27 +27,24 @@ JOB = ("python3 -c \"import os,time; w=os.environ.get('SKYLEASE_WORKER'); "
 
 
 @pytest.fixture
-def server(site):  # noqa: F811 (the fixture imported above)
+def server(site, serve_process):
     """A real server with alice's account funded: its URL, the tokens, and the run's folder."""
     root, data, tokens = site
     (root / "jobs.txt").write_text(JOB * N_TASKS)
-    proc, url = start(server_argv(data), root)
-    try:
-        deposit(url, tokens, "alice")
-        yield url, tokens, root
-    finally:
-        stop(proc)
+    url = serve_process(argv=server_argv(data)).start(cwd=root)
+    deposit(url, tokens, "alice")
+    return url, tokens, root
 
 
-def points(page) -> int:  # noqa: F811 (page: the fixture's value)
+def points(page) -> int:
     return int(page.locator("svg.chart.progress").get_attribute("data-points"))
 
 
-def peak(page) -> int:  # noqa: F811
+def peak(page) -> int:
     return int(page.locator("svg.chart.cws").get_attribute("data-peak"))
 
 
-def test_a_bag_page_grows_live_during_a_real_run_and_shows_the_prediction(page, server, tmp_path):  # noqa: F811
+def test_a_bag_page_grows_live_during_a_real_run_and_shows_the_prediction(page, server, tmp_path):
     url, tokens, root = server
     log_in(page, tokens["alice"])
     page.wait_for_url("**/leases")

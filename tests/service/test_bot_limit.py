@@ -17,8 +17,7 @@ from skylease.service.leases_api import create_app
 from skylease.service.server import ServeConfig, load_serve_config, open_database
 
 from .api_fake import FakeManager
-from .conftest import three_users
-from .test_serve import fake_argv, start, stop
+from .conftest import fake_serve_process, three_users
 
 
 def test_at_most_n_running_bags_per_user(both_databases):
@@ -70,7 +69,8 @@ def test_the_servers_key_and_its_default(tmp_path):
 
 def test_a_real_server_applies_the_key(tmp_path):
     data = tmp_path / "serve"
-    proc, url = start(fake_argv(data, max_bots_per_user=2), tmp_path)
+    proc = fake_serve_process(data, max_bots_per_user=2)
+    url = proc.start(cwd=tmp_path)
     try:
         engine = open_database(load_serve_config(None, data_dir=data))
         token = add_user(engine, "alice")
@@ -80,4 +80,4 @@ def test_a_real_server_applies_the_key(tmp_path):
                      for _ in range(3)]
             assert codes == [201, 201, 409]
     finally:
-        stop(proc)
+        proc.stop()

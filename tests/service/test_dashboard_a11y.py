@@ -13,17 +13,14 @@ a running server (the in-memory lease manager, with a bag of tasks and a run rep
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 import pytest
 
-from .test_dashboard_browser import VIEWPORT, fake_server, guarded, log_in
+from .browser import AUDIT, VIEWPORT, guarded, log_in
+from .conftest import fake_server_with_users
 
-pytestmark = pytest.mark.timeout(180)
-
-#: The audit, evaluated in the page: the list of the problems found (empty: none).
-AUDIT = (Path(__file__).parent / "a11y_audit.js").read_text().split("\n", 2)[2]
+# integration: the accessibility audit of every page in a browser (pytest -m integration)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 #: What Tab should reach, in document order.
 FOCUSABLE = """() => Array.from(document.querySelectorAll(
@@ -35,7 +32,7 @@ FOCUSABLE = """() => Array.from(document.querySelectorAll(
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A server with alice's lease, bag of tasks (reported) and run (with a failure), and root."""
-    with fake_server(tmp_path_factory.mktemp("a11y"), ("alice",)) as (url, tokens):
+    with fake_server_with_users(tmp_path_factory.mktemp("a11y"), ("alice",)) as (url, tokens):
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens['alice']}"},
                           timeout=10) as api:
             lease = api.post("/leases", json={"nodes": 1, "duration": 600}).json()["id"]

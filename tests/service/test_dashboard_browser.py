@@ -7,60 +7,21 @@ test fails on one. A screenshot of each page at 1280x800 is saved in the test's 
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from skylease.service.auth import add_user
-from skylease.service.db import engine_for
-
-from .test_serve import fake_argv, start, stop
+from .browser import VIEWPORT, log_in, shot
+from .conftest import fake_server_with_users
 
 pytestmark = pytest.mark.timeout(120)
-VIEWPORT = {"width": 1280, "height": 800}
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "howto"
-
-
-def shot(page, tmp_path: Path, name: str) -> Path:
-    """The page as the viewport shows it (1280x800) in ``tmp_path/NAME.png``, and the whole page in
-    ``NAME-full.png``; with ``SKYLEASE_DOCS_SCREENSHOTS=1`` the first also becomes the docs' picture
-    ``docs/howto/dashboard_NAME.png`` (how they are refreshed)."""
-    path = tmp_path / f"{name}.png"
-    page.screenshot(path=str(path))
-    page.screenshot(path=str(tmp_path / f"{name}-full.png"), full_page=True)
-    if os.environ.get("SKYLEASE_DOCS_SCREENSHOTS") == "1":
-        shutil.copy(path, DOCS / f"dashboard_{name}.png")
-    return path
-
-
-@contextlib.contextmanager
-def fake_server(tmp: Path, users: tuple[str, ...] = ("alice", "bob"), admins: tuple[str, ...] = ("root",)
-                ) -> Iterator[tuple[str, dict[str, str]]]:
-    """A real server process with the in-memory lease manager, data in ``tmp/serve``: its URL and
-    each user's token (administrators too); stopped afterwards."""
-    proc, url = start(fake_argv(tmp / "serve"), tmp)
-    try:
-        engine = engine_for(None, tmp / "serve")  # the server's own SQLite database, beside it
-        tokens = {u: add_user(engine, u) for u in users}
-        tokens |= {u: add_user(engine, u, admin=True) for u in admins}
-        engine.dispose()
-        yield url, tokens
-    finally:
-        stop(proc)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The server's URL, each user's token, and the ids of alice's and bob's best-effort leases."""
-    with fake_server(tmp_path_factory.mktemp("dashboard")) as (url, tokens):
+    with fake_server_with_users(tmp_path_factory.mktemp("dashboard")) as (url, tokens):
         ids = {}
         for name, nodes in (("alice", 1), ("bob", 2)):
             r = httpx.post(url + "/leases", json={"nodes": nodes, "duration": 600},
@@ -68,53 +29,6 @@ def server(tmp_path_factory):
             assert r.status_code == 201, r.text
             ids[name] = r.json()["id"]
         yield url, tokens, ids
-
-
-@contextlib.contextmanager
-def guarded(chromium, url: str) -> Iterator[Any]:
-    """A page of a fresh browser context (no cookies) at 1280x800 whose requests may reach only the
-    server at ``url``: any other is aborted, recorded, and fails the test on leaving."""
-    origin = urlsplit(url)
-    elsewhere: list[str] = []
-
-    def guard(route):
-        target = urlsplit(route.request.url)
-        if (target.scheme, target.hostname, target.port) == (origin.scheme, origin.hostname, origin.port):
-            route.continue_()
-        else:
-            elsewhere.append(route.request.url)
-            route.abort()
-
-    context = chromium.new_context(viewport=VIEWPORT, base_url=url)
-    context.route("**/*", guard)
-    context.set_default_timeout(5000)
-    p = context.new_page()
-    p.on("dialog", lambda d: d.accept())  # the Cancel button asks first
-    failed: list[str] = []
-    # (a request the page gave up by leaving, as its event stream and a refresh under way do, is not
-    # a failure)
-    p.on("requestfailed", lambda r: failed.append(r.url)
-         if r.url not in elsewhere and r.failure != "net::ERR_ABORTED" else None)
-    try:
-        yield p
-    finally:
-        context.close()
-    assert elsewhere == [], f"the browser asked for something outside the server: {elsewhere}"
-    assert failed == [], f"requests that failed: {failed}"
-
-
-@pytest.fixture
-def page(chromium, server):
-    """:func:`guarded`'s page on this module's server."""
-    with guarded(chromium, server[0]) as p:
-        yield p
-
-
-def log_in(page, token: str) -> None:
-    page.goto("/")
-    assert page.url.endswith("/login")
-    page.get_by_label("Token").fill(token)
-    page.get_by_role("button", name="Log in").click()
 
 
 def test_a_user_logs_in_sees_their_lease_only_and_cancels_it(page, server, tmp_path):

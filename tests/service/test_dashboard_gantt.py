@@ -4,7 +4,7 @@ advance reservation of both nodes preempts it; the chart the page drew (``window
 set by dashboard.js at each draw) shows the lease split into run / suspension / resumption within
 2 s of the server recording each, without the page being reloaded (server-sent events); a queued
 lease cancelled through the API leaves the page's queue table the same way. The browser may reach
-only the server (the ``page`` fixture of test_dashboard_browser.py fails on any other host).
+only the server (the ``page`` fixture of conftest.py fails on any other host).
 
 And the first render's cost: with 2,000 leases (the in-memory manager of api_fake.py) the page's
 first Gantt render comes less than 1 s after navigation starts (``performance.now()`` at the draw;
@@ -19,14 +19,14 @@ import httpx
 import pytest
 
 from skylease.service.auth import add_user
-from skylease.service.demo import start_server, stop_server
 from skylease.service.server import load_serve_config, open_database
 
-from .test_dashboard_browser import guarded, log_in, page, shot  # noqa: F401 (the page fixture)
-from .test_serve import fake_argv, start, stop
+from .browser import guarded, log_in, shot
+from .conftest import ServeProcess, fake_serve_process
 
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
-pytestmark = [pytest.mark.timeout(180),
+# integration: browser walks on real servers with real payloads (pytest -m integration)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180),
               pytest.mark.usefixtures("payload_sandbox")]
 SCALE = 600
 #: Real seconds the page may lag the server (the issue's bound).
@@ -47,8 +47,8 @@ def server(tmp_path_factory):
         token = add_user(engine, "root", admin=True)
     finally:
         engine.dispose()
-    proc, url = start_server("--data-dir", str(data), "--site", str(site), "--time-scale", str(SCALE),
-                             "--grace", "1")
+    proc = ServeProcess(data, site=site, time_scale=SCALE, grace=1)  # python -m skylease serve --port 0 ...
+    url = proc.start()
     api = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
     try:
         yield url, token, api
@@ -57,7 +57,7 @@ def server(tmp_path_factory):
             if v["state"] not in ("done", "cancelled", "rejected"):
                 api.delete(f"/leases/{v['id']}")
         api.close()
-        stop_server(proc)
+        proc.stop()
 
 
 def when_recorded(api: httpx.Client, lease: int, event: str, count: int = 1, timeout: float = 30) -> float:
@@ -70,7 +70,7 @@ def when_recorded(api: httpx.Client, lease: int, event: str, count: int = 1, tim
     raise AssertionError(f"lease {lease} had no {event} event within {timeout} s")
 
 
-def until(page, predicate: str, arg=None, timeout: float = 5.0) -> None:  # noqa: F811
+def until(page, predicate: str, arg=None, timeout: float = 5.0) -> None:
     """Until the function ``predicate`` is true in the page (polled from here: Playwright's
     ``wait_for_function`` evaluates strings, which the pages' Content-Security-Policy forbids)."""
     deadline = time.monotonic() + timeout
@@ -82,14 +82,14 @@ def until(page, predicate: str, arg=None, timeout: float = 5.0) -> None:  # noqa
 DRAWN = "() => !!window.skyleaseGantt && window.skyleaseGantt.draws >= 1"
 
 
-def drawn_kinds(page, lease: int) -> list[str]:  # noqa: F811
+def drawn_kinds(page, lease: int) -> list[str]:
     return page.evaluate("""(id) => { const g = window.skyleaseGantt; if (!g || !g.model) return [];
         const l = g.model.leases.find((x) => x.id === id);
         return l ? l.bars.filter((b) => !b.plan).map((b) => b.kind) : []; }""",
                          lease)
 
 
-def wait_drawn(page, lease: int, kinds: list[str], since: float) -> None:  # noqa: F811
+def wait_drawn(page, lease: int, kinds: list[str], since: float) -> None:
     """The page's last drawn chart has the lease's bars ``kinds`` (recorded, in order: later ones may
     follow, as a resumption of 21 lease seconds is over before a page throttled to one refresh per
     300 ms could draw it alone) within LIVE_S of ``since``."""
@@ -102,7 +102,7 @@ def wait_drawn(page, lease: int, kinds: list[str], since: float) -> None:  # noq
     assert time.monotonic() - since < LIVE_S, (lease, kinds, time.monotonic() - since)
 
 
-def request_in_a_tab(page, **fields: str) -> int:  # noqa: F811
+def request_in_a_tab(page, **fields: str) -> int:
     """A lease requested through the request form in another tab of the same browser (the first
     keeps watching the chart): its id, from the lease page the form leads to."""
     tab = page.context.new_page()
@@ -120,7 +120,7 @@ def request_in_a_tab(page, **fields: str) -> int:  # noqa: F811
         tab.close()
 
 
-def test_the_chart_follows_a_preemption_live(page, server, tmp_path):  # noqa: F811
+def test_the_chart_follows_a_preemption_live(page, server, tmp_path):
     _, token, api = server
     log_in(page, token)
     page.wait_for_url("**/leases")
@@ -167,7 +167,7 @@ def test_the_chart_follows_a_preemption_live(page, server, tmp_path):  # noqa: F
     shot(page, tmp_path, "lease")
 
 
-def test_a_migration_is_drawn_as_it_happens(page, server, tmp_path):  # noqa: F811
+def test_a_migration_is_drawn_as_it_happens(page, server, tmp_path):
     """A best-effort lease suspended for an AR on its node resumes on the other node once a first AR
     has left it: the chart draws the migration (an arrow between the two rows) within 2 s of the
     server recording the resumption, and the lease's page lists it."""
@@ -208,7 +208,8 @@ def test_the_chart_needs_a_session(server):
 def crowded(tmp_path_factory):
     """The in-memory manager with N_LEASES leases: half queued, half advance reservations (each a bar)."""
     tmp = tmp_path_factory.mktemp("crowded")
-    proc, url = start(fake_argv(tmp / "serve"), tmp)
+    proc = fake_serve_process(tmp / "serve")
+    url = proc.start(cwd=tmp)
     try:
         engine = open_database(load_serve_config(None, data_dir=tmp / "serve"))
         token = add_user(engine, "root", admin=True)
@@ -220,7 +221,7 @@ def crowded(tmp_path_factory):
                 assert api.post("/leases", json=body).status_code == 201
         yield url, token
     finally:
-        stop(proc)
+        proc.stop()
 
 
 def test_the_first_render_with_2000_leases_is_under_a_second(chromium, crowded, tmp_path):
@@ -244,7 +245,8 @@ def test_the_first_render_with_2000_leases_is_under_a_second(chromium, crowded, 
 def test_an_open_event_stream_does_not_hold_the_server_on_sigterm(tmp_path):
     """A browser's /events stream under way: SIGTERM still stops the server at once (the stream ends
     with it, well before uvicorn's 5 s grace), and a change is streamed first."""
-    proc, url = start(fake_argv(tmp_path / "serve"), tmp_path)
+    proc = fake_serve_process(tmp_path / "serve")
+    url = proc.start(cwd=tmp_path)
     try:
         engine = open_database(load_serve_config(None, data_dir=tmp_path / "serve"))
         token = add_user(engine, "alice")
@@ -259,8 +261,8 @@ def test_an_open_event_stream_does_not_hold_the_server_on_sigterm(tmp_path):
                        headers={"Authorization": f"Bearer {token}"}, timeout=10)
             assert "event: change" in [next(lines) for _ in range(3)]
             t = time.monotonic()
-            code, _, _ = stop(proc)
+            code, _, _ = proc.stop()
             assert time.monotonic() - t < 3.0 and code == 0
         browser.close()
     finally:
-        stop(proc)
+        proc.stop()

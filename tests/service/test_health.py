@@ -18,7 +18,7 @@ from skylease.service.health import LEASES, NEEDS, QOS_DEPOSITS, QOS_SWEEP, RUNS
 from skylease.service.leases_api import create_app
 
 from .api_fake import FakeManager
-from .test_web_pages import HTML, csrf_of, login
+from .web import HTML, csrf_of, login
 
 BANNER = "The service is degraded: "
 

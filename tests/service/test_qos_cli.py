@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from skylease.cli import main
 from skylease.service.auth import add_user
 from skylease.service.db import create_schema, engine_for
 
-from .test_serve import start, stop
+from .conftest import ServeProcess
 
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
 pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"),
@@ -38,8 +37,8 @@ def server(tmp_path_factory):
     create_schema(engine)
     tokens = {u: add_user(engine, u, admin=(u == "root")) for u in ("alice", "bob", "carol", "root")}
     engine.dispose()
-    argv = [sys.executable, "-m", "skylease", "serve", "--port", "0", "--data-dir", str(data)]
-    proc, url = start(argv, root)
+    proc = ServeProcess(data)  # python -m skylease serve --port 0 --data-dir DATA
+    url = proc.start()
     try:
         for u in ("alice", "bob"):
             r = httpx.post(f"{url}/qos/accounts/{u}/deposits", json={"credits": 100},
@@ -47,7 +46,7 @@ def server(tmp_path_factory):
             assert r.status_code == 201, r.text
         yield url, tokens
     finally:
-        stop(proc)
+        proc.stop()
 
 
 @pytest.fixture(autouse=True)

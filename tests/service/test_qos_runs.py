@@ -12,10 +12,7 @@ on without QoS, say so, re-attach when it is back, and the ledger has no lost or
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,64 +25,11 @@ from skylease.runtime.qos.ledger import Ledger
 from skylease.service.auth import add_user
 from skylease.service.db import create_schema, engine_for
 
-from .test_serve import start, stop
+from .qos_runs import N_TASKS, SLOW, deposit, finish, launch, run_argv, server_argv
 
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
-pytestmark = pytest.mark.usefixtures("payload_sandbox")
-
-# grid-1 is the slow volatile worker: 18 s a task; every other worker 0.2 s
-SLOW = ("python3 -c \"import os,time; time.sleep(18 if os.environ.get('SKYLEASE_WORKER') == 'grid-1' "
-        "else 0.2)\"\n")
-N_TASKS = 20
-DEPOSIT = 100.0
-ORDER = 30.0  # 2 CPU hours: the conservative rule rents up to 2 cloud workers
-
-
-@pytest.fixture
-def site(tmp_path):
-    """A server's data folder with users alice, bob and root (admin), the pools, trace and job."""
-    data = tmp_path / "serve"
-    data.mkdir()
-    engine = engine_for(None, data)
-    create_schema(engine)
-    tokens = {u: add_user(engine, u, admin=(u == "root")) for u in ("alice", "bob", "root")}
-    engine.dispose()
-    (tmp_path / "pools.toml").write_text("[pools.grid]\nmax_count = 2\nboot_time = 1\n"
-                                        "[pools.cloud]\nmax_count = 2\nboot_time = 1\n")
-    trace = tmp_path / "trace"
-    trace.mkdir()  # both nodes leave at trace second 10 and are back at 30 (10 trace seconds a second):
-    for node in ("a", "b"):  # each worker is killed 1 s into the run, its task requeued, and restarted
-        (trace / f"{node}.tr").write_text("0 10 1\n30 100000 1\n")
-    (tmp_path / "jobs.txt").write_text(SLOW * N_TASKS)
-    return tmp_path, data, tokens
-
-
-def server_argv(data: Path) -> list[str]:
-    return [sys.executable, "-m", "skylease", "serve", "--port", "0", "--data-dir", str(data)]
-
-
-def run_argv(root: Path, out: str, qos: tuple[str, str] | None) -> list[str]:
-    argv = [sys.executable, "-m", "skylease", "run", str(root / "jobs.txt"), "--out", str(root / out),
-            "--policy", "fixed:2", "--pools", str(root / "pools.toml"), "--pool", "grid", "--seed", "3",
-            "--volatility", str(root / "trace"), "--volatile-pool", "grid", "--trace-scale", "10",
-            "--trace-start", "0"]
-    if qos is not None:
-        url, token = qos
-        argv += ["--qos", url, "--qos-token", token, "--reliable-pool", "cloud", "--qos-credits", str(ORDER),
-                 "--qos-strategy", "9A-C-D", "--qos-infrastructure", "local-grid"]
-    return argv
-
-
-def launch(argv: list[str], cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def finish(proc: subprocess.Popen, timeout: float = 120) -> str:
-    _out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, err[-3000:]
-    return err
-
+# integration: real runs served with QoS, one with a kill -9 of the server (pytest -m integration)
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("payload_sandbox")]
 
 def results(folder: Path) -> dict[str, object]:
     with sqlite3.connect(folder / "results.sqlite") as db:
@@ -100,12 +44,6 @@ def results(folder: Path) -> dict[str, object]:
 
 def elapsed(folder: Path) -> float:
     return float(json.loads((folder / "summary.json").read_text())["elapsed_s"])
-
-
-def deposit(url: str, tokens: dict[str, str], user: str) -> None:
-    r = httpx.post(f"{url}/qos/accounts/{user}/deposits", json={"credits": DEPOSIT},
-                   headers={"Authorization": f"Bearer {tokens['root']}"})
-    assert r.status_code == 201, r.text
 
 
 def check_books(data: Path, users: tuple[str, ...]) -> dict[str, list]:
@@ -135,9 +73,10 @@ def check_books(data: Path, users: tuple[str, ...]) -> dict[str, list]:
         engine.dispose()
 
 
-def test_two_users_two_real_runs_served_at_once_cut_their_tails_and_the_books_balance(site):
+def test_two_users_two_real_runs_served_at_once_cut_their_tails_and_the_books_balance(site, serve_process):
     root, data, tokens = site
-    server, url = start(server_argv(data), root)
+    server = serve_process(argv=server_argv(data))
+    url = server.start(cwd=root)
     try:
         for u in ("alice", "bob"):
             deposit(url, tokens, u)
@@ -149,7 +88,7 @@ def test_two_users_two_real_runs_served_at_once_cut_their_tails_and_the_books_ba
         bots = {u: httpx.get(f"{url}/qos/bots", headers={"Authorization": f"Bearer {tokens[u]}"}).json()
                 for u in ("alice", "bob")}
     finally:
-        code, _, server_err = stop(server)
+        code, _, server_err = server.stop()
     assert code == 0, server_err[-2000:]
     for u in ("alice", "bob"):
         plain, served = results(root / f"plain-{u}"), results(root / f"qos-{u}")
@@ -165,7 +104,7 @@ def test_two_users_two_real_runs_served_at_once_cut_their_tails_and_the_books_ba
     check_books(data, ("alice", "bob"))
 
 
-def test_kill_9_of_the_server_during_two_runs_loses_and_doubles_no_movement(site):
+def test_kill_9_of_the_server_during_two_runs_loses_and_doubles_no_movement(site, serve_process):
     """The server dies once both bags are registered and reporting, and comes back 4 s later on
     the same port: the runs go on without QoS meanwhile and say so, re-attach (and say so), get
     their cloud workers for the tail from the restarted service, and finish every task once."""
@@ -175,7 +114,8 @@ def test_kill_9_of_the_server_during_two_runs_loses_and_doubles_no_movement(site
     # tasks the first bag could be over, its last report sent, before the second one registered).
     n = 2 * N_TASKS
     (root / "jobs.txt").write_text(SLOW.replace("else 0.2", "else 0.6") * n)
-    server, url = start(server_argv(data), root)
+    server = serve_process(argv=server_argv(data))
+    url = server.start(cwd=root)
     procs = {}
     try:
         for u in ("alice", "bob"):
@@ -189,10 +129,9 @@ def test_kill_9_of_the_server_during_two_runs_loses_and_doubles_no_movement(site
                 break
             assert time.monotonic() < deadline, "the bags never reported"
             time.sleep(0.1)
-        server.send_signal(signal.SIGKILL)
-        server.wait(timeout=10)
+        server.kill9()
         time.sleep(4)  # the runs report meanwhile (every 2 s): nobody answers
-        server, url2 = start([*server_argv(data), "--port", url.rsplit(":", 1)[1]], root)
+        url2 = server.start(cwd=root, extra=("--port", url.rsplit(":", 1)[1]))
         assert url2 == url
         errs = {u: finish(p) for u, p in procs.items()}
         bots = {u: httpx.get(f"{url}/qos/bots", headers={"Authorization": f"Bearer {tokens[u]}"}).json()
@@ -201,7 +140,7 @@ def test_kill_9_of_the_server_during_two_runs_loses_and_doubles_no_movement(site
         for p in procs.values():
             if p.poll() is None:
                 p.kill()
-        stop(server)
+        server.stop()
     for u in ("alice", "bob"):
         r = results(root / f"qos-{u}")
         assert r["tasks"] == list(range(n)) and r["ok"] == n  # nothing lost, nothing twice
@@ -213,7 +152,7 @@ def test_kill_9_of_the_server_during_two_runs_loses_and_doubles_no_movement(site
         assert any(r.kind == "bill" for r in rows)
 
 
-def test_the_deposit_policy_tops_every_account_up_periodically(tmp_path):
+def test_the_deposit_policy_tops_every_account_up_periodically(tmp_path, serve_process):
     """`qos_deposit_cap` and `qos_deposit_every` in the server's config: each user's balance is
     brought up to the cap at the start and every period after (the paper's deposit policy), one
     ledger row per top-up, and never above the cap."""
@@ -225,7 +164,8 @@ def test_the_deposit_policy_tops_every_account_up_periodically(tmp_path):
     engine.dispose()
     config = tmp_path / "serve.toml"
     config.write_text(f'data_dir = "{data}"\nport = 0\nqos_deposit_cap = 120.0\nqos_deposit_every = 1.0\n')
-    server, url = start([sys.executable, "-m", "skylease", "serve", "--config", str(config)], tmp_path)
+    server = serve_process(argv=[sys.executable, "-m", "skylease", "serve", "--config", str(config)])
+    url = server.start(cwd=tmp_path)
     try:
         def account(u: str) -> dict:
             return httpx.get(f"{url}/qos/account", headers={"Authorization": f"Bearer {tokens[u]}"}).json()
@@ -245,4 +185,4 @@ def test_the_deposit_policy_tops_every_account_up_periodically(tmp_path):
         assert [m["kind"] for m in moves].count("deposit") == 2 and account("alice")["balance"] == 120
         assert sum(m["amount"] for m in moves if m["kind"] == "deposit") == 165
     finally:
-        stop(server)
+        server.stop()

@@ -1,5 +1,5 @@
 """The Runs pages in a real browser (issue 21): a real `skylease serve` process and Debian's headless
-Chromium (the fixtures of test_dashboard_browser.py: every request to another host fails the test).
+Chromium (the guarded ``page`` fixture of conftest.py: every request to another host fails the test).
 alice logs in, opens Runs, sees her runs and not bob's, opens a run of 10,000 tasks (loaded in under
 a second, one page of rows), whose first rows are its failed tasks with their stderr; a task failing
 while the page is open appears at the top by itself; the run links to its bag of tasks. A screenshot
@@ -13,9 +13,11 @@ import time
 import httpx
 import pytest
 
-from .test_dashboard_browser import fake_server, log_in, page, shot  # noqa: F401 (the browser page fixture)
+from .browser import log_in, shot
+from .conftest import fake_server_with_users
 
-pytestmark = pytest.mark.timeout(180)
+# integration: a long browser walk over a run of 10,000 tasks (pytest -m integration)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 BIG = 10_000
 FAILED = [17, 404, 2_500, 9_700]
 
@@ -23,7 +25,7 @@ FAILED = [17, 404, 2_500, 9_700]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The server's URL, each user's token, and the ids of alice's big run, her small one and bob's."""
-    with fake_server(tmp_path_factory.mktemp("runs"), admins=()) as (url, tokens):
+    with fake_server_with_users(tmp_path_factory.mktemp("runs"), admins=()) as (url, tokens):
         api = {u: httpx.Client(base_url=url, headers={"Authorization": f"Bearer {t}"}, timeout=30)
                for u, t in tokens.items()}
         ids = {}
@@ -52,7 +54,7 @@ def server(tmp_path_factory):
                 c.close()
 
 
-def test_runs_listed_and_a_run_shows_its_failed_tasks_first_live(page, server, tmp_path):  # noqa: F811
+def test_runs_listed_and_a_run_shows_its_failed_tasks_first_live(page, server, tmp_path):
     _url, tokens, ids, api = server
     log_in(page, tokens["alice"])
     page.wait_for_url("**/leases")

@@ -7,7 +7,6 @@ the same run on the service. Options are checked before any work, in one line.""
 
 from __future__ import annotations
 
-import signal
 import sqlite3
 import sys
 import time
@@ -19,12 +18,12 @@ import pytest
 from skylease.cli import main
 from skylease.service.db import create_schema, engine_for
 
-from .conftest import three_users
-from .test_qos_runs import launch
-from .test_serve import start, stop
+from .conftest import ServeProcess, three_users
+from .qos_runs import launch
 
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
-pytestmark = [pytest.mark.timeout(240),
+# integration: real runs reporting to a real server, killed with -9 in one (pytest -m integration)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240),
               pytest.mark.usefixtures("payload_sandbox")]
 N_TASKS = 20
 FAILING = {2, 7, 11, 16}  # these exit 3
@@ -89,7 +88,8 @@ def same_as_the_store(url: str, token: str, out: Path) -> tuple[dict, list[dict]
 
 def test_a_real_run_reports_its_task_table_failed_first(site):
     tmp, data, tokens = site
-    proc, url = start(server_argv(data), tmp)
+    proc = ServeProcess(data, argv=server_argv(data))
+    url = proc.start(cwd=tmp)
     try:
         run = launch(run_argv(job(tmp, 0.2), tmp / "out", url, tokens["alice"]), tmp)
         _out, err = run.communicate(timeout=120)
@@ -112,15 +112,17 @@ def test_a_real_run_reports_its_task_table_failed_first(site):
         r2, _ = same_as_the_store(url, tokens["alice"], tmp / "out")
         assert r2["id"] == r["id"] and r2["ended"] >= r["ended"]
     finally:
-        stop(proc)
+        proc.stop()
 
 
 def test_the_service_killed_mid_run_does_not_fail_the_run(site):
     tmp, data, tokens = site
-    proc, url = start(server_argv(data), tmp)
+    proc = ServeProcess(data, argv=server_argv(data))
+    url = proc.start(cwd=tmp)
     port = int(url.rsplit(":", 1)[1])
     try:
-        run = launch(run_argv(job(tmp, 0.8), tmp / "out", url, tokens["alice"]), tmp)
+        # (2.5 s tasks: the run still runs when a restart that is slow on a busy machine is over)
+        run = launch(run_argv(job(tmp, 2.5), tmp / "out", url, tokens["alice"]), tmp)
         deadline = time.monotonic() + 60
         while True:  # until the service has some rows, not all
             runs = httpx.get(f"{url}/runs", headers={"Authorization": f"Bearer {tokens['alice']}"}).json()
@@ -128,11 +130,10 @@ def test_the_service_killed_mid_run_does_not_fail_the_run(site):
                 break
             assert time.monotonic() < deadline and run.poll() is None, "the run never reported"
             time.sleep(0.2)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
+        proc.kill9()
         time.sleep(3)
         assert run.poll() is None  # the run goes on without the service
-        proc, url2 = start(server_argv(data, port), tmp)
+        url2 = proc.start(cwd=tmp, extra=("--port", str(port)))
         assert url2 == url
         _out, err = run.communicate(timeout=120)
         assert run.returncode == 1, err[-3000:]  # the failing tasks, nothing else
@@ -140,18 +141,19 @@ def test_the_service_killed_mid_run_does_not_fail_the_run(site):
         assert "Traceback" not in err
         same_as_the_store(url, tokens["alice"], tmp / "out")
     finally:
-        stop(proc)
+        proc.stop()
 
 
 def test_the_service_down_at_the_end_is_said_honestly(site):
     """The service gone for good: the run still succeeds as it would, and says what was not sent."""
     tmp, data, tokens = site
-    proc, url = start(server_argv(data), tmp)
+    proc = ServeProcess(data, argv=server_argv(data))
+    url = proc.start(cwd=tmp)
     try:
         run = launch(run_argv(job(tmp, 0.5), tmp / "out", url, tokens["alice"]), tmp)
         time.sleep(0.5)
     finally:
-        stop(proc, signal.SIGKILL)
+        proc.kill9()
     _out, err = run.communicate(timeout=120)
     assert run.returncode == 1, err[-3000:]
     assert len(local_table(tmp / "out")) == N_TASKS
@@ -174,7 +176,8 @@ def test_report_options_are_checked_before_any_work(tmp_path, capsys, monkeypatc
 
 def test_a_refused_token_stops_the_run_before_any_work(site, capsys):
     tmp, data, _tokens = site
-    proc, url = start(server_argv(data), tmp)
+    proc = ServeProcess(data, argv=server_argv(data))
+    url = proc.start(cwd=tmp)
     try:
         jobs = job(tmp, 0)
         argv = ["run", str(jobs), "--out", str(tmp / "out"), "--report", url, "--report-token", "nope"]
@@ -183,14 +186,15 @@ def test_a_refused_token_stops_the_run_before_any_work(site, capsys):
         assert "--report: the service at" in err and "invalid token" in err, err
         assert not (tmp / "out").exists()
     finally:
-        stop(proc)
+        proc.stop()
 
 
 def test_a_qos_run_reports_its_table_linked_to_its_bag(site):
     tmp, data, tokens = site
     (tmp / "pools.toml").write_text("[pools.grid]\nmax_count = 2\nboot_time = 1\n"
                                     "[pools.cloud]\nmax_count = 1\nboot_time = 1\n")
-    proc, url = start(server_argv(data), tmp)
+    proc = ServeProcess(data, argv=server_argv(data))
+    url = proc.start(cwd=tmp)
     try:
         run = launch([sys.executable, "-m", "skylease", "run", str(job(tmp, 0.1)), "--out", str(tmp / "out"),
                       "--policy", "fixed:2", "--pools", str(tmp / "pools.toml"), "--pool", "grid",
@@ -201,4 +205,4 @@ def test_a_qos_run_reports_its_table_linked_to_its_bag(site):
         bags = httpx.get(f"{url}/qos/bots", headers={"Authorization": f"Bearer {tokens['alice']}"}).json()
         assert [b["id"] for b in bags] == [r["bot"]] and r["bot"] is not None
     finally:
-        stop(proc)
+        proc.stop()

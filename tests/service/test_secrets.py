@@ -35,7 +35,7 @@ from skylease.runtime.credentials import Login, read_login, same_server, token_f
 from skylease.service.db_password import PASSWORD_ENV, db_password
 from skylease.service.leases_api import create_app
 
-from .test_serve import fake_argv, start, stop
+from .conftest import ServeProcess, fake_serve_process
 
 SECRET = "hunter2-" + "x7Qp"  # a password no message may show
 
@@ -205,10 +205,10 @@ def test_the_password_reaches_postgresql_from_the_environment_or_a_file(pg_role,
 @pytest.mark.usefixtures("payload_sandbox")  # (a real server: it confines its payloads)
 def test_a_server_on_postgresql_with_the_password_in_the_environment(pg_role, tmp_path):
     url, password = pg_role
-    os.environ[PASSWORD_ENV] = password  # (start() passes os.environ on; removed again below)
+    os.environ[PASSWORD_ENV] = password  # (its process inherits os.environ; removed again below)
     try:
-        proc, served = start([sys.executable, "-m", "skylease", "serve", "--port", "0", "--db", url,
-                              "--data-dir", str(tmp_path / "serve")], tmp_path)
+        proc = ServeProcess(tmp_path / "serve", url)  # python -m skylease serve --port 0 --db URL ...
+        served = proc.start()
     finally:
         del os.environ[PASSWORD_ENV]
     try:
@@ -216,7 +216,7 @@ def test_a_server_on_postgresql_with_the_password_in_the_environment(pg_role, tm
         assert password.encode() not in cmdline and url.encode() in cmdline
         assert httpx.get(served + "/health", timeout=5).json()["ok"] is True
     finally:
-        code, out, err = stop(proc)
+        code, out, err = proc.stop()
     assert code == 0 and password not in out + err, err
 
 
@@ -237,7 +237,8 @@ def server(tmp_path_factory):
     alice, bob and root (an administrator); its URL and their tokens."""
     tmp = tmp_path_factory.mktemp("secrets")
     data = tmp / "serve"
-    proc, url = start(fake_argv(data), tmp)
+    proc = fake_serve_process(data)
+    url = proc.start(cwd=tmp)
     from skylease.service.auth import add_user
     from skylease.service.db import engine_for
 
@@ -247,7 +248,7 @@ def server(tmp_path_factory):
     try:
         yield url, tokens
     finally:
-        stop(proc)
+        proc.stop()
 
 
 def login(capsys, monkeypatch, token: str, *argv: str) -> tuple[int, str, str]:

@@ -8,13 +8,11 @@ manager of api_fake.py; the last test runs `python -m skylease serve` itself whe
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,87 +22,10 @@ import pytest
 from skylease.cli import main
 
 from .api_fake import FakeManager
+from .conftest import ServeProcess, fake_serve_process
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE.parents[1].parent / "shared" / "data" / "lwf" / "scenarios"
-START_RE = re.compile(r"^skylease serve: (https?://\S+) \(OpenAPI at /docs\), data in (.+), database (\S+)$")
-
-# The server of these tests: serve() with the in-memory manager; its close() leaves a file behind.
-FAKE_SERVER = """
-import sys
-from pathlib import Path
-sys.path.insert(0, {here!r})
-from api_fake import FakeManager
-from skylease.service.server import load_serve_config, serve
-
-def factory(engine, cfg, data_dir):
-    m = FakeManager(nodes=4)
-    m.close = lambda: (Path(data_dir) / "manager-closed").write_text("closed")
-    return m
-
-served = serve(load_serve_config(None, port=0, data_dir={data!r}, **{options!r}), manager_factory=factory,
-               announce=lambda s: print(s.line(), flush=True))
-print("stopped", flush=True)
-"""
-
-
-def fake_argv(data: Path, **options: str) -> list[str]:
-    """The command of a server process with the in-memory manager, data in ``data``."""
-    return [sys.executable, "-c", FAKE_SERVER.format(here=str(HERE), data=str(data), options=options)]
-
-
-def start(argv: list[str], cwd: Path, timeout: float = 60) -> tuple[subprocess.Popen, str]:
-    """A server process and its URL, once its start line is printed and /health answers."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().strip()
-    m = START_RE.match(line)
-    if m is None:
-        proc.kill()
-        raise AssertionError(f"no start line: {line!r}; stderr: {proc.stderr.read()[-2000:]}")
-    url = m.group(1)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if httpx.get(url + "/health", timeout=2).json()["ok"]:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline and proc.poll() is None, "the server did not answer /health"
-        time.sleep(0.05)
-
-
-def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> tuple[int, str, str]:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-    try:
-        out, err = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise AssertionError(f"the server did not stop on signal {sig}: {err[-2000:]}") from None
-    return proc.returncode, out, err
-
-
-@pytest.fixture
-def fake_server(tmp_path):
-    data = tmp_path / "serve"
-    proc, url = start(fake_argv(data), tmp_path)
-    yield url, data
-    stop(proc)
-
-
-@pytest.fixture
-def tokens(fake_server, monkeypatch, capsys) -> dict[str, str]:
-    _, data = fake_server
-    out = {}
-    for name, admin in (("alice", False), ("bob", False), ("root", True)):
-        flags = ["--admin"] if admin else []
-        assert main(["serve", "user", "add", name, "--data-dir", str(data), *flags]) == 0
-        out[name] = capsys.readouterr().out.strip()
-    monkeypatch.setenv("COLUMNS", "200")
-    return out
-
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
@@ -218,26 +139,28 @@ def test_user_add_with_a_bad_db_is_one_line(tmp_path, capsys):
 # -- the client against a real server process -----------------------------------------------------
 def test_the_server_prints_where_it_is_and_stops_cleanly_on_sigterm(tmp_path):
     data = tmp_path / "serve"
-    proc, url = start(fake_argv(data), tmp_path)
+    proc = fake_serve_process(data)
+    url = proc.start()
     assert url.startswith("http://127.0.0.1:")
     r = httpx.get(url + "/openapi.json")
     assert r.status_code == 200 and "/leases" in r.json()["paths"]
-    code, out, err = stop(proc, signal.SIGTERM)
+    code, out, err = proc.stop(signal.SIGTERM)
     assert code == 0 and out.strip().endswith("stopped") and "Traceback" not in err, err
     assert (data / "manager-closed").read_text() == "closed"
 
 
 def test_ctrl_c_stops_it_cleanly_too(tmp_path):
     data = tmp_path / "serve"
-    proc, _ = start(fake_argv(data), tmp_path)
-    code, _, err = stop(proc, signal.SIGINT)
+    proc = fake_serve_process(data)
+    proc.start()
+    code, _, err = proc.stop(signal.SIGINT)
     assert code == 0 and "Traceback" not in err and (data / "manager-closed").exists(), err
 
 
-def test_the_client_commands_print_tables_and_json(fake_server, tokens, capsys, tmp_path, monkeypatch):
+def test_the_client_commands_print_tables_and_json(fake_server, fake_tokens, capsys, tmp_path, monkeypatch):
     url, _ = fake_server
     monkeypatch.setenv("SKYLEASE_SERVER", url)
-    monkeypatch.setenv("SKYLEASE_TOKEN", tokens["alice"])
+    monkeypatch.setenv("SKYLEASE_TOKEN", fake_tokens["alice"])
     code, out, err = run(capsys, "leases", "request", "--nodes", "2", "--duration", "00:10:00")
     assert code == 0 and "queued" in out and "alice" in out, err
     code, out, _ = run(capsys, "leases", "request", "--duration", "60", "--start-in", "600", "--json")
@@ -263,19 +186,19 @@ def test_the_client_commands_print_tables_and_json(fake_server, tokens, capsys, 
     assert code == 0 and f"lease {ids[0]}" in out and "events" in out and "submit" in out
     code, out, _ = run(capsys, "leases", "cancel", str(ids[0]), "--json")
     assert code == 0 and json.loads(out)["state"] == "cancelled"
-    code, out, _ = run(capsys, "leases", "hosts", "--token", tokens["root"])
+    code, out, _ = run(capsys, "leases", "hosts", "--token", fake_tokens["root"])
     assert code == 0 and "node3" in out
-    code, out, _ = run(capsys, "leases", "hosts", "--token", tokens["root"], "--json")
+    code, out, _ = run(capsys, "leases", "hosts", "--token", fake_tokens["root"], "--json")
     assert [h["name"] for h in json.loads(out)] == ["node0", "node1", "node2", "node3"]
     # bob sees none of alice's leases
-    code, out, _ = run(capsys, "leases", "list", "--token", tokens["bob"], "--json")
+    code, out, _ = run(capsys, "leases", "list", "--token", fake_tokens["bob"], "--json")
     assert code == 0 and json.loads(out) == []
 
 
-def test_the_client_maps_errors_to_one_line(fake_server, tokens, capsys, tmp_path, monkeypatch):
+def test_the_client_maps_errors_to_one_line(fake_server, fake_tokens, capsys, tmp_path, monkeypatch):
     url, _ = fake_server
     monkeypatch.setenv("SKYLEASE_SERVER", url)
-    monkeypatch.setenv("SKYLEASE_TOKEN", tokens["alice"])
+    monkeypatch.setenv("SKYLEASE_TOKEN", fake_tokens["alice"])
     cases = [  # (argv, exit status, what the line says)
         (["leases", "show", "99"], 2, "no lease 99 (404 Not Found)"),
         (["leases", "cancel", "99"], 2, "no lease 99"),
@@ -335,7 +258,8 @@ def test_with_a_certificate_it_serves_https_and_the_client_checks_it(tmp_path, c
                     "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
     data = tmp_path / "serve"
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-    proc, url = start(fake_argv(data, tls_cert=str(cert), tls_key=str(key)), tmp_path)
+    proc = fake_serve_process(data, tls_cert=str(cert), tls_key=str(key))
+    url = proc.start()
     try:
         assert url.startswith("https://127.0.0.1:")
         assert main(["serve", "user", "add", "alice", "--data-dir", str(data)]) == 0
@@ -347,13 +271,13 @@ def test_with_a_certificate_it_serves_https_and_the_client_checks_it(tmp_path, c
         code, _, err = run(capsys, "leases", "list", "--server", url, "--token", token)
         assert code == 1 and "CERTIFICATE_VERIFY_FAILED" in one_line(err)
     finally:
-        assert stop(proc)[0] == 0
+        assert proc.stop()[0] == 0
 
 
 @pytest.mark.usefixtures("payload_sandbox")  # (a real server: it confines its payloads)
 def test_python_m_skylease_serve_answers_and_stops(tmp_path):
-    proc, url = start([sys.executable, "-m", "skylease", "serve", "--port", "0", "--data-dir",
-                       str(tmp_path / "serve"), "--time-scale", "60"], tmp_path)
+    proc = ServeProcess(tmp_path / "serve", time_scale=60)  # python -m skylease serve --port 0 ...
+    url = proc.start()
     assert httpx.get(url + "/leases").status_code == 401
-    code, out, err = stop(proc)
+    code, out, err = proc.stop()
     assert code == 0 and "skylease serve: stopped" in out and "Traceback" not in err, err

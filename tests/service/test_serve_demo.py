@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
+# integration: the demo's service part, end to end (pytest -m integration)
 pytestmark = [
+    pytest.mark.integration,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the lease service needs Linux"),
     pytest.mark.usefixtures("payload_sandbox")]
 

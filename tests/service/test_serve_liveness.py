@@ -9,9 +9,7 @@ on PostgreSQL.
 
 from __future__ import annotations
 
-import contextlib
 import html
-import os
 import re
 import threading
 import time
@@ -22,37 +20,39 @@ import pytest
 
 from skylease.cli import main
 
-from .test_serve_crash import (
-    MEM,
+from .browser import AUDIT, guarded, log_in, shot
+from .conftest import ServeProcess
+from .payloads import (
     TERMINAL,
-    Server,
     assert_no_payload_left,
     assert_processes_match_states,
-    payload_processes,
     wait_for_payloads,
 )
 
-pytestmark = pytest.mark.usefixtures("payload_sandbox")
+# integration: real servers whose lease manager is killed by an injected fault (pytest -m integration)
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("payload_sandbox")]
 
 #: The reason /health and every refused request give.
 REASON = re.compile(r"the lease manager stopped at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: "
                     r"RuntimeError: the spawn of lease (\d+) failed \(injected by the test\)")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def server(request, tmp_path, capsys):
-    db = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
-    srv = Server(tmp_path / "serve", db)
+#: Every VM asks for 256 MB.
+MEM = 256
+
+
+def liveness_server(serve_process, db: str | None, capsys) -> ServeProcess:
+    """A real server (not started yet) on a site of 6 nodes at 60 lease seconds a second; alice, bob
+    and root (an administrator) added."""
+    srv = serve_process(db, time_scale=60, grace=1)
+    site = srv.data.parent / "site.toml"
+    site.write_text("[[nodes]]\ncount = 6\ncpu = 1\nmemory = 1024\n")
+    srv.options["site"] = str(site)
     srv.add_users(capsys)
-    yield srv
-    srv.stop()
-    with contextlib.suppress(Exception):  # (whatever a failed test left running)
-        for pid, _ in payload_processes(srv.serve_id()):
-            with contextlib.suppress(OSError):
-                os.killpg(pid, 9)
+    return srv
 
 
-def wait_for_failure(srv: Server, limit_s: float) -> tuple[float, dict[str, Any]]:
+def wait_for_failure(srv: ServeProcess, limit_s: float) -> tuple[float, dict[str, Any]]:
     """Seconds until /health answers 503 (failing past ``limit_s``), and its answer."""
     t0 = time.monotonic()
     while True:
@@ -69,8 +69,9 @@ def page(client: httpx.Client, path: str) -> httpx.Response:
     return client.get(path, headers={"Accept": "text/html"})
 
 
-def test_a_dead_lease_manager_says_so_and_refuses_what_needs_it(server: Server, monkeypatch, capsys):
-    srv = server
+def test_a_dead_lease_manager_says_so_and_refuses_what_needs_it(serve_process, database_url, monkeypatch,
+                                                                capsys):
+    srv = liveness_server(serve_process, database_url, capsys)
     srv.start({"fail_spawn": 2})
     be = {"type": "best-effort", "memory": MEM, "nodes": 1, "duration": 3600}
     assert srv.call("POST", "/leases", "alice", json=be).status_code == 201
@@ -128,12 +129,12 @@ def test_a_dead_lease_manager_says_so_and_refuses_what_needs_it(server: Server, 
     print(f"/health said so {waited:.3f} s after the answer that preceded the failure")
 
 
-def test_no_lease_is_accepted_that_will_never_run(server: Server):
+def test_no_lease_is_accepted_that_will_never_run(serve_process, database_url, capsys):
     """Three clients request leases as fast as they can while the thread dies (on the spawn of lease
     4; the site has 6 nodes, so leases 1-6 start at once): every answer is 201 or 503, no refused
     request is journaled, and each lease answered 201 is, and after a restart runs (leases 1-6, 4's
     payload started then) or waits in the queue for a node."""
-    srv = server
+    srv = liveness_server(serve_process, database_url, capsys)
     srv.start({"fail_spawn": 4})
     body = {"type": "best-effort", "memory": MEM, "nodes": 1, "duration": 3600}
     answers: list[tuple[int, Any]] = []
@@ -160,7 +161,7 @@ def test_no_lease_is_accepted_that_will_never_run(server: Server):
     assert accepted == list(range(1, len(accepted) + 1)) and 4 in accepted, accepted
     assert [row["id"] for row in srv.query("SELECT id FROM leases ORDER BY id")] == accepted
 
-    assert 4 not in {r["lease"] for r in srv.payload_rows()}
+    assert 4 not in {r["lease"] for r in srv.query("SELECT * FROM lease_payloads")}
     print(f"{len(accepted)} leases accepted, {len(refused)} requests refused; server log:\n{srv.stderr()}")
 
     srv.stop()
@@ -179,15 +180,11 @@ def test_no_lease_is_accepted_that_will_never_run(server: Server):
 
 
 @pytest.mark.timeout(180)
-def test_the_dashboard_tells_an_open_page_and_every_page_why(chromium, tmp_path, capsys):
+def test_the_dashboard_tells_an_open_page_and_every_page_why(chromium, serve_process, tmp_path, capsys):
     """In headless Chromium: alice's leases page is open when the manager's thread dies; the page
     reloads and says why (the lease pages answer 503), every other page carries the banner, and
     those pages pass the dashboard's accessibility audit (the banner's contrast among the rest)."""
-    from .test_dashboard_a11y import AUDIT
-    from .test_dashboard_browser import guarded, log_in, shot
-
-    srv = Server(tmp_path / "serve", None)
-    srv.add_users(capsys)
+    srv = liveness_server(serve_process, None, capsys)
     srv.start({"fail_spawn": 2})
     be = {"type": "best-effort", "memory": MEM, "nodes": 1, "duration": 3600}
     try:
@@ -210,8 +207,4 @@ def test_the_dashboard_tells_an_open_page_and_every_page_why(chromium, tmp_path,
                 assert REASON.search(p.get_by_role("alert").inner_text()), path
                 assert p.evaluate(AUDIT) == [], path
     finally:
-        srv.stop()
-        with contextlib.suppress(Exception):
-            for pid, _ in payload_processes(srv.serve_id()):
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, 9)
+        srv.stop()  # (and serve_process kills whatever payload it left)

@@ -4,13 +4,6 @@ replay agrees with its stored events even though the data folder's free space ch
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
 import pytest
 
@@ -20,52 +13,9 @@ from skylease.runtime.leases.site import machine_cpus
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so this skips)
 pytestmark = pytest.mark.usefixtures("payload_sandbox")
 
-START_RE = re.compile(r"^skylease serve: (https?://\S+) \(OpenAPI at /docs\)")
 
-
-class Serve:
-    """``python -m skylease serve`` on a free loopback port, its data (and SQLite database) in ``data``,
-    on the default site; its standard error in a file per start."""
-
-    def __init__(self, data: Path) -> None:
-        self.data = data
-        self.proc: subprocess.Popen | None = None
-        self.url = ""
-        self.starts = 0
-
-    def start(self) -> None:
-        self.starts += 1
-        argv = [sys.executable, "-m", "skylease", "serve", "--port", "0", "--data-dir", str(self.data)]
-        with open(self.stderr_path(), "w") as err:
-            self.proc = subprocess.Popen(argv, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                                         stdout=subprocess.PIPE, stderr=err, text=True)
-        line = self.proc.stdout.readline().strip()
-        m = START_RE.match(line)
-        assert m is not None, f"no start line: {line!r}; stderr: {self.stderr_path().read_text()[-3000:]}"
-        self.url = m.group(1)
-
-    def stderr_path(self) -> Path:
-        return self.data.parent / f"server-{self.starts}.err"
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc.stdout.close()
-
-
-@pytest.fixture
-def serve(tmp_path) -> Iterator[Serve]:
-    srv = Serve(tmp_path / "serve")
-    yield srv
-    srv.stop()
-
-
-def test_a_restart_replays_a_rejection_after_the_free_space_changed(serve: Serve, tmp_path, capsys):
+def test_a_restart_replays_a_rejection_after_the_free_space_changed(serve_process, tmp_path, capsys):
+    serve = serve_process()  # python -m skylease serve --port 0 --data-dir DATA, on the default site
     assert main(["serve", "user", "add", "alice", "--data-dir", str(serve.data)]) == 0
     auth = {"Authorization": f"Bearer {capsys.readouterr().out.strip()}"}
     serve.start()
@@ -81,6 +31,6 @@ def test_a_restart_replays_a_rejection_after_the_free_space_changed(serve: Serve
     serve.start()
     got = httpx.get(serve.url + "/leases/1", headers=auth, timeout=30).json()
     serve.stop()
-    err = serve.stderr_path().read_text()
+    err = serve.stderr()
     assert "replay differs" not in err and "ERROR" not in err and "Traceback" not in err, err
     assert got["state"] == "rejected" and got["reason"] == reason

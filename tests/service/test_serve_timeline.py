@@ -54,10 +54,11 @@ from skylease.service.client import Client
 from skylease.service.server import load_serve_config, open_database
 from skylease.traces.lwf import clock_seconds, read_xml_lwf
 
-from .test_serve import start, stop
+from .conftest import ServeProcess
 
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
-pytestmark = pytest.mark.usefixtures("payload_sandbox")
+# integration: real servers replaying the scenarios against the simulator's timelines (pytest -m integration)
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("payload_sandbox")]
 
 SCALE = 60  # lease seconds per real second
 TOLERANCE_S = 5  # lease seconds
@@ -191,8 +192,8 @@ def run_scenario(name: str, config: str, scenarios: Path, tmp: Path, ready: thre
         data = tmp / name
         token = add_admin(data)
         site = site_file(tmp / f"{name}-site.toml", workload)
-        proc, url = start([sys.executable, "-m", "skylease", "serve", "--port", "0", "--data-dir", str(data),
-                           "--time-scale", str(SCALE), "--site", str(site), "--scheduler", config], tmp)
+        proc = ServeProcess(data, time_scale=SCALE, site=site, scheduler=config)  # python -m skylease serve
+        url = proc.start(cwd=tmp)
         server = Server(url, token)
         assert server.client.leases() == []  # the first call of a process is slower: not a timed one
         printed, err = simulation.communicate(timeout=120)
@@ -205,7 +206,7 @@ def run_scenario(name: str, config: str, scenarios: Path, tmp: Path, ready: thre
             simulation.kill()
             simulation.communicate()
         if proc is not None:
-            stop(proc)
+            proc.stop()
         raise
     try:
         ready.wait()
@@ -237,7 +238,7 @@ def run_scenario(name: str, config: str, scenarios: Path, tmp: Path, ready: thre
         out.hosts = server.client.hosts()
         server.close()
     finally:
-        out.returncode, _, out.stderr = stop(proc)
+        out.returncode, _, out.stderr = proc.stop()
     out.wall_s = time.monotonic() - t_wall
     return out
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +16,6 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-import uvicorn
 
 from skylease.runtime.changes import Changes
 from skylease.runtime.qos.service import QoSService
@@ -90,40 +88,15 @@ def test_places_are_counted_per_session_and_per_user():
 
 
 # -- a real server --------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
-def server(engine):
+def server(engine, app_server):
     """The app (the in-memory manager, SpeQuloS and the runs on SQLite) on uvicorn in a thread; its
     URL, the app, users' tokens, and a function that stops it (as SIGTERM does: should_exit)."""
     tokens = {u: add_user(engine, u) for u in ("alice", "bob", "carol", "dave", "erin")}
     app = create_app(FakeManager(nodes=4), engine, QoSService(engine))
-    port = free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
-                                        timeout_graceful_shutdown=5))
-    app.state.stopping = lambda: srv.should_exit
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
-        time.sleep(0.02)
-
-    def stop() -> float:
-        t = time.monotonic()
-        srv.should_exit = True
-        thread.join(timeout=20)
-        assert not thread.is_alive()
-        return time.monotonic() - t
-
-    yield url, app, tokens, stop
-    if thread.is_alive():
-        stop()
+    srv = app_server(app, timeout_graceful_shutdown=5)
+    app.state.stopping = lambda: srv.server.should_exit
+    return srv.url, app, tokens, srv.stop
 
 
 def session(url: str, token: str) -> httpx.Client:

@@ -20,8 +20,8 @@ from skylease.service.auth import add_user
 from skylease.service.leases_api import create_app
 from skylease.service.server import load_serve_config, open_database
 
-from .test_serve import fake_argv, start, stop
-from .test_web_pages import HTML, login
+from .conftest import fake_serve_process
+from .web import HTML, login
 
 
 @pytest.fixture
@@ -214,7 +214,8 @@ def test_a_bags_event_stream_streams_its_changes_and_does_not_hold_the_server_on
     """A real server: a session's /bots/{id}/events streams a change when the bag gets a report (and
     nothing for another user's bag), and an open stream does not keep SIGTERM from stopping the
     server at once (as the leases' /events)."""
-    proc, url = start(fake_argv(tmp_path / "serve"), tmp_path)
+    proc = fake_serve_process(tmp_path / "serve")
+    url = proc.start(cwd=tmp_path)
     try:
         engine = open_database(load_serve_config(None, data_dir=tmp_path / "serve"))
         tokens = {u: add_user(engine, u) for u in ("alice", "bob")}
@@ -236,10 +237,10 @@ def test_a_bags_event_stream_streams_its_changes_and_does_not_hold_the_server_on
             got = [next(lines) for _ in range(3)]  # (bob's report made no event: alice's is the next)
             assert got[1] == "event: change" and got[2] == f'data: {{"version": {version + 2}}}', got
             t = time.monotonic()
-            code, _, _ = stop(proc)
+            code, _, _ = proc.stop()
             assert time.monotonic() - t < 3.0 and code == 0
         browser.close()
         for c in api.values():
             c.close()
     finally:
-        stop(proc)
+        proc.stop()

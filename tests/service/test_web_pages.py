@@ -17,7 +17,8 @@ from skylease.service.db import web_sessions
 from skylease.service.leases_api import create_app
 from skylease.service.web.pages import COOKIE
 
-HTML = {"Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"}
+from .web import HTML, csrf_of, login
+
 BE = LeaseRequest(nodes=1, duration=600)
 
 
@@ -25,16 +26,6 @@ BE = LeaseRequest(nodes=1, duration=600)
 def client(manager, engine):
     with TestClient(create_app(manager, engine), raise_server_exceptions=False) as c:
         yield c
-
-
-def login(client: TestClient, token: str):
-    return client.post("/login", data={"token": token}, follow_redirects=False)
-
-
-def csrf_of(page: str) -> str:
-    m = re.search(r'name="csrf" value="([0-9a-f]{64})"', page)
-    assert m, page
-    return m.group(1)
 
 
 def test_login_sets_an_httponly_strict_session_cookie(client, tokens):

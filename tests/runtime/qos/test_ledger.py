@@ -262,6 +262,7 @@ def test_any_sequence_keeps_the_books_as_the_in_memory_bank(backend, ops):
 
 
 # -- 20 clients at once ----------------------------------------------------------------------------------
+@pytest.mark.integration  # a hammer: 20 client processes on a real database
 def test_twenty_clients_at_once_never_overdraw_nor_overspend_nor_lose_a_movement(backend, tmp_path):
     """The issue's Done-when, as written: 20 clients for 30 s on each database."""
     hammer(backend, tmp_path, HAMMER_S)
@@ -309,6 +310,7 @@ def check_hammer(engine: sa.Engine, led: Ledger, reports: list[dict]) -> None:
     print(f"{engine.dialect.name}: {sum(kinds.values())} movements {dict(kinds)}, refused {dict(refused)}")
 
 
+@pytest.mark.integration  # a hammer: threads on one real database
 def test_threads_sharing_one_engine_keep_the_books_too(backend):
     """The server's request threads share one engine (and its pool of connections)."""
     engine = backend[2]
