@@ -74,7 +74,7 @@ def test_a_db_url_with_a_password_on_the_command_line_is_refused(tmp_path, capsy
     code, out, err = run(capsys, *command, "--db", url, "--data-dir", str(tmp_path / "data"))
     line = one_line(err)
     assert code == 2 and out == ""
-    name = " ".join(w for w in command if w != "alice")  # docs/cli.md: the error names the command, not its arguments
+    name = " ".join(w for w in command if w != "alice")  # the command, not its arguments
     assert line.startswith(f"skylease {name}: error: --db: a URL with a password"), line
     assert "/proc/PID/cmdline" in line and PASSWORD_ENV in line and "--db-password-file" in line
     assert SECRET not in err and not (tmp_path / "data").exists()
