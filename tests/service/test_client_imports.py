@@ -13,8 +13,6 @@ import sys
 
 import httpx
 
-from .test_serve import fake_server, tokens  # noqa: F401 (fixtures)
-
 #: Never imported by a client command (top-level packages, and skylease's packages below the client).
 HEAVY = ("numpy", "pandas", "sqlalchemy", "dask", "distributed", "fastapi", "starlette", "uvicorn",
          "matplotlib", "scipy", "numba", "highspy", "psycopg", "click", "pygments")
@@ -41,7 +39,8 @@ def _loaded(argv: list[str], env: dict[str, str], stdin: str | None = None) -> t
     return p.returncode, p.stderr, heavy
 
 
-def test_client_commands_import_nothing_heavy(fake_server, tokens, tmp_path):  # noqa: F811
+def test_client_commands_import_nothing_heavy(fake_server, fake_tokens, tmp_path):
+    tokens = fake_tokens
     url, _ = fake_server
     alice = {"Authorization": f"Bearer {tokens['alice']}"}
     lease = httpx.post(f"{url}/leases", json={"nodes": 1, "duration": 600}, headers=alice, timeout=10).json()
