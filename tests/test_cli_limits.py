@@ -82,7 +82,7 @@ def test_a_budget_that_buys_no_host_is_refused_not_a_nan_speedup(capsys):
 
 
 # -- sizes: refused at once, in little memory -------------------------------------------------------
-def run_limited(argv: list[str], cwd: Path, limit_gb: float = 2.0, timeout: float = 60.0):
+def run_limited(argv: list[str], cwd: Path, data: Path, limit_gb: float = 2.0, timeout: float = 60.0):
     """``skylease ARGV`` in a child process whose address space is capped: (exit code, stderr, seconds)."""
     script = textwrap.dedent(f"""
         import resource, sys
@@ -91,7 +91,7 @@ def run_limited(argv: list[str], cwd: Path, limit_gb: float = 2.0, timeout: floa
         from skylease.cli import main
         sys.exit(main({[str(a) for a in argv]!r}))
     """)
-    env = {**os.environ, "SKYLEASE_DATA": str(ROOT.parent / "shared" / "data")}
+    env = {**os.environ, "SKYLEASE_DATA": str(data)}  # the data folder the shared_data fixture found
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout,
                        cwd=cwd, env=env)
@@ -119,7 +119,7 @@ def run_limited(argv: list[str], cwd: Path, limit_gb: float = 2.0, timeout: floa
 ])
 def test_sizes_past_the_limits_are_refused_at_once_in_little_memory(tmp_path, argv, needles, shared_data):
     (tmp_path / "HUGE").write_text("1000000000 1000000000 0\n1 2 3\n")
-    code, err, seconds = run_limited(argv, tmp_path)
+    code, err, seconds = run_limited(argv, tmp_path, shared_data)
     assert code == 2, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     for n in needles:

@@ -24,7 +24,7 @@ def test_a_spent_budget_is_said_and_its_finish_command_finishes(tmp_path, capsys
     s = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert s["left"] > 0 and s["outcome"] == "budget spent"
     assert s["budget_ran_out"] == {"spent": 1.0, "budget": 1.0, "least_charge": 1.0}
-    assert "The budget ran out: 1.00 spent of the 1.00 allowed" in text
+    assert "The budget ran out: $1.00 spent of the $1.00 allowed" in text  # money as docs/cli.md prints it
     assert "The budget ran out" in (tmp_path / "o" / "report.md").read_text()
     finish = shlex.split(s["next"]["resume"])
     budget = float(finish[finish.index("--budget") + 1])
