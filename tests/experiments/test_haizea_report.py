@@ -16,6 +16,7 @@ FILES = ("report.md", "runs.csv", "table1.csv", "fig2.csv", "claims.csv", "table
          "fig2_relative_runtime.png", "fig2_scatter.png")
 
 
+@pytest.mark.integration  # 10-33 s of the README's test command: run by CI's second level
 def test_a_small_reproduction_writes_the_report_beside_the_paper(shared_data, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SKYLEASE_DATA", str(shared_data))
     code = main(["reproduce", "haizea", "--workloads", "10/3/medium,5/4/small", "--configs",

@@ -3,6 +3,7 @@
 import json
 
 import pandas as pd
+import pytest
 
 from skylease.cli import main
 from skylease.control.qos.strategy import STRATEGIES
@@ -15,6 +16,7 @@ FILES = ("report.md", "runs.csv", "table1.csv", "fig2_slowdown.csv", "fig2_rando
          "variant_random_arrivals.csv", "metadata.json")
 
 
+@pytest.mark.integration  # 10-33 s of the README's test command: run by CI's second level
 def test_quick_reproduction_writes_the_report_beside_the_paper(shared_data, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SKYLEASE_DATA", str(shared_data))
     code = main(["reproduce", "spequlos", "--quick", "--processes", "2", "--out", str(tmp_path)])

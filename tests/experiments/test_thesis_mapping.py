@@ -18,6 +18,7 @@ def _oc_gains(sizes, scenarios, instances, mode, workers=None):
     return gain_table(r.table)
 
 
+@pytest.mark.integration  # 10-33 s of the README's test command: run by CI's second level
 def test_table_3_8_oc_quick():
     g = _oc_gains(("512x16",), ["0.1x0.1", "0.6x0.1", "0.6x0.6", "1.1x0.6"], 30, "inline")
     assert len(g) == 4 and g["instances"].eq(30).all()

@@ -36,6 +36,7 @@ def _results(out: Path) -> list[tuple]:
         return db.execute("SELECT task, status, segment FROM results ORDER BY task").fetchall()
 
 
+@pytest.mark.integration  # 10-33 s of the README's test command: run by CI's second level
 def test_example_job_finishes_on_the_default_local_pool(tmp_path, capsys):
     job = ROOT / "examples" / "sleep-jobs.txt"
     n = sum(1 for ln in job.read_text().splitlines() if ln.strip() and not ln.lstrip().startswith("#"))

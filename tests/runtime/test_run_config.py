@@ -126,6 +126,7 @@ def test_the_pools_example_in_the_docs_is_the_example_file():
     assert block == (ROOT / "examples" / "pools.toml").read_text()
 
 
+@pytest.mark.integration  # 10-33 s of the README's test command: run by CI's second level
 def test_the_pools_example_in_the_docs_runs_as_written(tmp_path, capsys, monkeypatch):
     (block,) = [b for b in _doc_blocks("bash") if "--pools examples/pools.toml" in b]
     argv = shlex.split(block.replace("\\\n", " "), comments=True)

@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.integration  # 10-33 s of the README's test command: run by CI's second level
 @pytest.mark.usefixtures("payload_sandbox")  # (a real server: it confines its payloads)
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl (the peer) is not installed")
 def test_the_benchmark_times_every_client_command_beside_curl(tmp_path):
