@@ -47,7 +47,6 @@ def _check_interrupted(code: int, out: str, err: str, resume: str) -> None:
     assert resume in out  # the exact command, on one line
 
 
-@pytest.mark.integration  # a real run interrupted with SIGINT, then resumed to its end
 def test_ctrl_c_prints_a_partial_summary_and_the_resume_command(tmp_path):
     job = _job(tmp_path)
     out = tmp_path / "o"
