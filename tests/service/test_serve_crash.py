@@ -20,7 +20,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -37,6 +36,8 @@ from skylease.experiments.leases import load_config
 from skylease.service.server import DEFAULT_SCHEDULER
 from skylease.sim.leases import simulate_leases
 
+from .payloads import TERMINAL, ProcWatcher, payload_processes, state_in_proc
+
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
 # kill -9 and restarts of real servers: CI's integration level
 pytestmark = [pytest.mark.usefixtures("payload_sandbox"), pytest.mark.integration]
@@ -49,7 +50,6 @@ NODES = 6
 #: Every VM asks for 256 MB: suspending or resuming it takes 6 lease seconds, and a lease that has
 #: run 66 s may be suspended for an AR (NOVM-SR's thresholds with 256 MB).
 MEM = 256
-TERMINAL = ("done", "rejected", "cancelled")
 START_RE = re.compile(r"^skylease serve: (https?://\S+) \(OpenAPI at /docs\)")
 #: The real server with a fault injected through the lease manager's enactment.
 SEAMED = Path(__file__).resolve().parent / "seamed_serve.py"
@@ -224,62 +224,6 @@ def _kill_payloads(srv: Server) -> None:
     for pid, _ticks in payload_processes(serve_id):
         with contextlib.suppress(OSError):
             os.killpg(pid, 9)
-
-
-# -- payload processes in /proc -----------------------------------------------------------------
-def proc_stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, process group, start ticks) of a process, or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    rest = data[data.rindex(b")") + 2:].split()
-    return rest[0].decode(), int(rest[2]), int(rest[19])
-
-
-def payload_processes(serve_id: str) -> dict[tuple[int, int], tuple[int, int, str]]:
-    """The live process group leaders whose environment holds ``SKYLEASE_SERVE_ID=serve_id``:
-    (pid, start ticks) -> (lease, vnode, state)."""
-    out = {}
-    mark = f"SKYLEASE_SERVE_ID={serve_id}".encode()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                items = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if mark not in items:
-            continue
-        st = proc_stat(pid)
-        if st is None or st[0] == "Z" or st[1] != pid:
-            continue
-        env = dict(item.decode().partition("=")[::2] for item in items if item)
-        out[(pid, st[2])] = (int(env["SKYLEASE_LEASE"]), int(env["SKYLEASE_VNODE"]), st[0])
-    return out
-
-
-class ProcWatcher:
-    """Every payload process that ever shows up in /proc (sampled every 50 ms in a thread)."""
-
-    def __init__(self, serve_id: str) -> None:
-        self.serve_id = serve_id
-        self.seen: dict[tuple[int, int], tuple[int, int]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            for key, (lease, vnode, _) in payload_processes(self.serve_id).items():
-                self.seen[key] = (lease, vnode)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 # -- the scenario ---------------------------------------------------------------------------------
@@ -471,11 +415,6 @@ def assert_as_without_the_crash(srv: Server, watcher: ProcWatcher, down: tuple[i
     events = srv.events()
     assert_same_timelines(events, simulated_events(srv, events))
     assert_one_process_per_vm_and_run(srv, watcher.seen, down)
-
-
-def state_in_proc(pid: int) -> str | None:
-    st = proc_stat(pid)
-    return None if st is None else st[0]
 
 
 # -- the tests --------------------------------------------------------------------------------------
