@@ -5,7 +5,8 @@ Starts a real ``skylease serve`` on a free loopback port with its data in a temp
 user (alice) and an administrator (root), logs alice in with ``skylease login`` (a token file in a
 temporary XDG_CONFIG_HOME, as a user's would be), puts a few leases and credits on the server, then
 runs each client command ``--runs`` times as a whole process (the ``skylease`` console script of
-this interpreter), each run paired with curl's call of the same route with the same token. Prints
+this interpreter), each run paired with curl's call of the same route with the same token, in
+rounds (every command once a round, so a machine that slows down for a while slows them alike). Prints
 the median wall time per command, curl's, their ratio and the median CPU time of our process (less
 sensitive than wall time to a busy machine); exits 1 if a median passes ``--bound`` (0.25 s).
 
@@ -122,14 +123,20 @@ def measure(runs: int, bound: float) -> dict:
             _call(url, tokens["root"], "POST", "/qos/accounts/alice/deposits", {"credits": 100})
             rows = []
             cases = [*COMMANDS, ("login (token on stdin)", ["login"], "/me", "alice")]
+            plans = []
             for label, args, route, who in cases:
                 ours_env = env if who == "alice" else {**env, "SKYLEASE_TOKEN": tokens[who]}
                 stdin = tokens["alice"] + "\n" if args == ["login"] else None
                 peer = [curl, "-sf", "-o", "/dev/null", "-H", f"Authorization: Bearer {tokens[who]}",
                         url + route]
                 _timed([*_skylease(), *args], ours_env, stdin)  # the first run writes bytecode caches
-                walls, cpus, peers = [], [], []
-                for _ in range(runs):
+                plans.append((label, args, route, ours_env, stdin, peer, ([], [], [])))
+            # round by round, every command once a round: a machine that slows down for a while
+            # slows every command alike, not the one measured then
+            bare: list[float] = []
+            for _ in range(runs):
+                bare.append(_timed([sys.executable, "-c", "pass"], env)[0])
+                for _label, args, route, ours_env, stdin, peer, (walls, cpus, peers) in plans:
                     w, c, code = _timed([*_skylease(), *args], ours_env, stdin)
                     if code != 0:
                         raise SystemExit(f"client_latency: `skylease {' '.join(args)}` exited {code}")
@@ -139,6 +146,7 @@ def measure(runs: int, bound: float) -> dict:
                     walls.append(w)
                     cpus.append(c)
                     peers.append(pw)
+            for label, args, _route, _env, _stdin, _peer, (walls, cpus, peers) in plans:
                 ours, theirs = statistics.median(walls), statistics.median(peers)
                 rows.append({"command": f"skylease {' '.join(args)}", "label": label, "median_s": ours,
                              "cpu_s": statistics.median(cpus), "curl_s": theirs, "ratio": ours / theirs,
@@ -150,7 +158,8 @@ def measure(runs: int, bound: float) -> dict:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.communicate()
-    return {"runs": runs, "bound_s": bound, "load": os.getloadavg()[0], "rows": rows}
+    return {"runs": runs, "bound_s": bound, "load": os.getloadavg()[0], "python_s": statistics.median(bare),
+            "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(res))
     else:
         print(f"{res['runs']} runs per command, load {res['load']:.1f}, bound {res['bound_s']:g} s "
-              "(median wall time)")
+              f"(median wall time); the interpreter alone (python -c pass): {res['python_s']:.3f} s")
         print(f"{'command':<34} {'median s':>9} {'CPU s':>7} {'curl s':>7} {'ratio':>6}")
         for r in res["rows"]:
             flag = "  over the bound" if r["over"] else ""

@@ -440,9 +440,9 @@ def _type_of(p) -> str:
     ann = getattr(getattr(p, "type_descriptor", None), "annotation", None)  # typer's own click
     if ann is not None:
         return {int: "int", float: "float", bool: "bool", Path: "path"}.get(ann, "str")
-    name = getattr(getattr(p, "type", None), "name", "text")  # click's types
-    return {"integer": "int", "integer range": "int", "float": "float", "float range": "float",
-            "boolean": "bool", "path": "path"}.get(name, "str")
+    name = getattr(getattr(p, "type", None), "name", "text")  # click's types (typer 0.28's own: "int range")
+    return {"integer": "int", "integer range": "int", "int range": "int", "float": "float",
+            "float range": "float", "boolean": "bool", "path": "path"}.get(name, "str")
 
 
 def _params() -> list[Param]:

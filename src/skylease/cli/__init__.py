@@ -118,12 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = cmd(args=args, prog_name="skylease", standalone_mode=False)
     except UserError as e:
-        err.print(errors.line(common.PROG, e), markup=False, highlight=False, soft_wrap=True)
+        err.line(errors.line(common.PROG, e))
         return 2
     except _EXIT as e:
         return int(getattr(e, "exit_code", 0) or 0)
     except (*_ABORT, KeyboardInterrupt):
-        err.print(f"{common.PROG}: interrupted", markup=False)
+        err.line(f"{common.PROG}: interrupted")
         return 130
     except _CLICK_ERRORS as e:  # bad option, unknown command, missing argument: usage errors
         if type(e).__name__ == "NoArgsIsHelpError":  # `skylease` or a group alone: its help, as --help
@@ -131,10 +131,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         ctx = getattr(e, "ctx", None)
         prog = ctx.command_path if ctx is not None else common.PROG
-        err.print(errors.line(prog, errors.usage_message(e)), markup=False, highlight=False, soft_wrap=True)
+        err.line(errors.line(prog, errors.usage_message(e)))
         return 2
     if rv == 130:  # typer turns Ctrl-C inside a command into Exit(130), silently
-        err.print(f"{common.PROG}: interrupted", markup=False)
+        err.line(f"{common.PROG}: interrupted")
     return rv if isinstance(rv, int) else 0  # typer.Exit(code) inside a command
 
 

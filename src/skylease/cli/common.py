@@ -4,17 +4,46 @@ options and call (``_ask``) for the commands that talk to a `skylease serve` ser
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from skylease.model.errors import UserError
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class _LazyConsole:
+    """A rich Console made at its first use: a command that prints JSON, or nothing, does not pay
+    rich's import (a third of a client command's: docs/performance.md, "Client commands")."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def made(self) -> Console:
+        """The console itself (what rich's Live and Progress are given)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.made(), name)
+
+    def line(self, text: str) -> None:
+        """Print ``text`` as it is, one line (no markup, colour or wrapping): what rich would print
+        of it with ``markup=False, highlight=False, soft_wrap=True``, without rich."""
+        print(text, file=sys.stderr if self._options.get("stderr") else sys.stdout, flush=True)
+
+
 # no emoji codes: a user's text such as 'nonsense:abc:' must print as typed
-out = Console(emoji=False)
-err = Console(stderr=True, emoji=False)
+out = _LazyConsole(emoji=False)
+err = _LazyConsole(stderr=True, emoji=False)
 
 #: The command being run, as errors and warnings name it ("skylease leases list"; set by main).
 PROG = "skylease"
@@ -22,7 +51,7 @@ PROG = "skylease"
 
 def error_line(text: object) -> None:
     """Print ``PROG: error: TEXT`` on stderr, one line (docs/cli.md)."""
-    err.print(f"{PROG}: error: {' '.join(str(text).split())}", markup=False, highlight=False, soft_wrap=True)
+    err.line(f"{PROG}: error: {' '.join(str(text).split())}")
 
 
 def _out_dir(text: str | Path) -> Path:
@@ -59,7 +88,7 @@ def _listed(what: str, items: list) -> str:
 
 def _ask(server: str | None, token: str | None, as_json: bool, call, render) -> None:
     """Send ``call(client)`` to the server and print its answer: JSON with ``--json``, else the
-    tables ``render(client module, answer)`` makes. A failing or unreachable server is one line
+    tables ``render(server_tables module, answer)`` makes. A failing or unreachable server is one line
     and exit status 1 (a refusal, 4xx, is a UserError: exit 2)."""
     from skylease.service import client as sc
 
@@ -74,7 +103,9 @@ def _ask(server: str | None, token: str | None, as_json: bool, call, render) -> 
     if as_json:
         print(json.dumps(answer, allow_nan=False))
         return
-    for table in render(sc, answer):
+    from skylease.cli import server_tables
+
+    for table in render(server_tables, answer):
         out.print(table)
 
 
@@ -87,5 +118,4 @@ _ID_SETTINGS = {"ignore_unknown_options": True}
 def _token_warning(option: str, prefix: str | None = None) -> None:
     from skylease.runtime.credentials import option_warning
 
-    err.print(f"{prefix or PROG}: warning: {option_warning(option)}", markup=False, highlight=False,
-              soft_wrap=True)
+    err.line(f"{prefix or PROG}: warning: {option_warning(option)}")

@@ -88,4 +88,4 @@ def traces_stats_cmd(
     if as_json:
         print(json.dumps(rows, default=float))
         return
-    out.print(format_stats_table(rows), markup=False, highlight=False, soft_wrap=True)
+    out.line(format_stats_table(rows))

@@ -165,7 +165,7 @@ def _demo_leases() -> None:
               "40 min at 00:05; at 00:15 an advance reservation asks for all 4 nodes from 00:30 to 01:00:")
     sr, nosr, h10 = leases_demo("NOVM-SR"), leases_demo("NOVM-NOSR"), leases_demo("haizea-1.0")
     for line in sr.timeline():
-        out.print(f"   {line}", markup=False, highlight=False, soft_wrap=True)
+        out.line(f"   {line}")
     out.print(f"   With suspend/resume (NOVM-SR) the best-effort work is done at "
               f"{sr.summary()['all_best_effort_s'] / 3600:.2f} h; cancelled and restarted (NOVM-NOSR), at "
               f"{nosr.summary()['all_best_effort_s'] / 3600:.2f} h.", markup=False, highlight=False,
@@ -205,11 +205,11 @@ def _demo_serve() -> None:
         try:
             res = serve_demo(tmp)
         except SandboxUnavailable as exc:  # (the server would refuse to start: it never runs a payload bare)
-            out.print(f"   Skipped: {exc.message}.", markup=False, highlight=False, soft_wrap=True)
+            out.line(f"   Skipped: {exc.message}.")
             return
     out.print(f"   server at {res.url}; times from the first request:", markup=False, highlight=False)
     for line in res.timeline:
-        out.print(f"   {line}", markup=False, highlight=False, soft_wrap=True)
+        out.line(f"   {line}")
     if res.payload_pid is not None:
         during, after = (_proc_state_words(s) for s in [*res.payload_states, None, None][:2])
         out.print(f"   Lease 1's payload (pid {res.payload_pid}) in /proc: {during} while the reservation "

@@ -74,16 +74,16 @@ def leases_simulate_cmd(
     out.print("Leases by state: " + (", ".join(f"{k} {v:,}" for k, v in s["states"].items()) or "none"))
     if s["leases"] <= 12:  # every lease's story, rejected ones with their reason
         for line in sim.timeline():
-            out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+            out.line(f"  {line}")
     rejected = sim.rejected()
     if rejected and s["leases"] > 12:
         out.print(f"Rejected ({len(rejected)}):")
         for lid, why in rejected[:10]:
-            out.print(f"  lease {lid}: {why}", markup=False, highlight=False, soft_wrap=True)
+            out.line(f"  lease {lid}: {why}")
         if len(rejected) > 10:
             out.print(f"  and {len(rejected) - 10} more")
     if gantt is not None:
-        out.print(f"Gantt chart: {gantt}", markup=False, highlight=False, soft_wrap=True)
+        out.line(f"Gantt chart: {gantt}")
 
 
 
@@ -133,7 +133,7 @@ def leases_request_cmd(
         body = request_from_options(**options).model_dump_json(exclude_unset=True).encode()
         content_type = "application/json"
     _ask(server, token, as_json, lambda c: c.request(body, content_type),
-         lambda sc, v: [sc.leases_table([v])])
+         lambda t, v: [t.leases_table([v])])
 
 
 def _lease_seconds(text: str, option: str) -> int:
@@ -162,7 +162,7 @@ def leases_cancel_cmd(
 ) -> None:
     """Cancel a lease on a server: it leaves the queue or its reservations, its payloads are stopped."""
     lid = _lease_id(lease_id)
-    _ask(server, token, as_json, lambda c: c.cancel(lid), lambda sc, v: [sc.leases_table([v])])
+    _ask(server, token, as_json, lambda c: c.cancel(lid), lambda t, v: [t.leases_table([v])])
 
 
 @leases_app.command("list")
@@ -170,7 +170,7 @@ def leases_list_cmd(server: ServerOption = None, token: TokenOption = None, as_j
                     limit: LimitOption = None, every: AllOption = False) -> None:
     """Your leases on a server (an administrator's: every lease), by id: the first page, or --all."""
     _ask(server, token, as_json, lambda c: c.leases(limit, every),
-         lambda sc, vs: [sc.leases_table(vs, title=_listed("lease(s)", vs))])
+         lambda t, vs: [t.leases_table(vs, title=_listed("lease(s)", vs))])
 
 
 @leases_app.command("show", context_settings=_ID_SETTINGS)
@@ -180,7 +180,7 @@ def leases_show_cmd(
 ) -> None:
     """One lease on a server: its state, events, reservations, where it runs and its payloads."""
     lid = _lease_id(lease_id)
-    _ask(server, token, as_json, lambda c: c.lease(lid), lambda sc, v: sc.lease_detail(v))
+    _ask(server, token, as_json, lambda c: c.lease(lid), lambda t, v: t.lease_detail(v))
 
 
 @leases_app.command("queue")
@@ -188,11 +188,11 @@ def leases_queue_cmd(server: ServerOption = None, token: TokenOption = None, as_
                      limit: LimitOption = None, every: AllOption = False) -> None:
     """The best-effort leases waiting on a server, in queue order: the first page, or --all."""
     _ask(server, token, as_json, lambda c: c.queue(limit, every),
-         lambda sc, vs: [sc.leases_table(vs, title="queue: " + _listed("lease(s)", vs))])
+         lambda t, vs: [t.leases_table(vs, title="queue: " + _listed("lease(s)", vs))])
 
 
 @leases_app.command("hosts")
 def leases_hosts_cmd(server: ServerOption = None, token: TokenOption = None,
                      as_json: JsonOption = False) -> None:
     """A server's nodes: capacity, leases running now, cached images (administrators only)."""
-    _ask(server, token, as_json, lambda c: c.hosts(), lambda sc, hs: [sc.hosts_table(hs)])
+    _ask(server, token, as_json, lambda c: c.hosts(), lambda t, hs: [t.hosts_table(hs)])

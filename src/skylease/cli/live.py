@@ -12,7 +12,7 @@ def _with_live_display(run, budget: float | None) -> dict:
         return run(None)
     from rich.live import Live
 
-    with Live(console=err, refresh_per_second=4, transient=True) as live:
+    with Live(console=err.made(), refresh_per_second=4, transient=True) as live:
         return run(lambda env: live.update(_run_progress(env, budget)))
 
 

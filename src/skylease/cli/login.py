@@ -41,13 +41,12 @@ def login_cmd(server: ServerOption = None) -> None:
     except sc.ServiceError as e:
         error_line(e)
         raise typer.Exit(1) from None
-    out.print(f"logged in to {done.server} as {done.name}{' (administrator)' if done.admin else ''}; token "
-              f"saved in {done.path}", markup=False, highlight=False, soft_wrap=True)
+    out.line(f"logged in to {done.server} as {done.name}{' (administrator)' if done.admin else ''}; token "
+             f"saved in {done.path}")
     import os
 
     if os.environ.get("SKYLEASE_TOKEN", "").strip():
-        err.print("skylease login: note: SKYLEASE_TOKEN is set, and wins over the token file while it is",
-                  markup=False, highlight=False, soft_wrap=True)
+        err.line("skylease login: note: SKYLEASE_TOKEN is set, and wins over the token file while it is")
 
 
 @app.command("logout")

@@ -45,8 +45,8 @@ def qos_account_cmd(
 ) -> None:
     """An account's balance and its last movements (deposits, orders, bills, refunds)."""
     _ask(server, token, as_json, lambda c: c.qos_account(user),
-         lambda sc, a: [sc.record_table(f"account {a['user']}", a),
-                        sc.rows_table("last movements", a.get("movements") or [],
+         lambda t, a: [t.record_table(f"account {a['user']}", a),
+                        t.rows_table("last movements", a.get("movements") or [],
                                       ("at", "kind", "amount", "bot", "worker", "note"))])
 
 
@@ -59,7 +59,7 @@ def qos_deposit_cmd(
     """Credit a user's account (administrators only)."""
     amount = _credits(credits)
     _ask(server, token, as_json, lambda c: c.qos_deposit(user, amount, note),
-         lambda sc, a: [sc.record_table("deposit", a)])
+         lambda t, a: [t.record_table("deposit", a)])
 
 
 @qos_app.command("order", context_settings=_ID_SETTINGS)  # (a negative number is a value)
@@ -68,7 +68,7 @@ def qos_order_cmd(bot: BotIdArgument, credits: CreditsArgument, server: ServerOp
     """Order credits for one of your bags: refused (exit 2, with the reason) when the balance is short."""
     amount = _credits(credits)
     _ask(server, token, as_json, lambda c: c.qos_order(bot, amount),
-         lambda sc, o: [sc.record_table(f"order of bag {bot}", o)])
+         lambda t, o: [t.record_table(f"order of bag {bot}", o)])
 
 
 @qos_app.command("predict", context_settings=_ID_SETTINGS)  # (a negative number is a value)
@@ -76,7 +76,7 @@ def qos_predict_cmd(bot: BotIdArgument, server: ServerOption = None, token: Toke
                     as_json: JsonOption = False) -> None:
     """The Oracle's predicted completion time of a bag, its ±20 % band and the success rate."""
     _ask(server, token, as_json, lambda c: c.qos_predict(bot),
-         lambda sc, p: [sc.record_table(f"prediction for bag {bot}", p)])
+         lambda t, p: [t.record_table(f"prediction for bag {bot}", p)])
 
 
 @qos_app.command("bots")
@@ -85,7 +85,7 @@ def qos_bots_cmd(server: ServerOption = None, token: TokenOption = None, as_json
     """Your bags of tasks (an administrator's: all), oldest first, with progress, prediction and
     credits: the first page, or --all."""
     _ask(server, token, as_json, lambda c: c.qos_bots(limit, every),
-         lambda sc, bs: [sc.rows_table(_listed("bag(s) of tasks", bs), bs, _BOT_COLUMNS)])
+         lambda t, bs: [t.rows_table(_listed("bag(s) of tasks", bs), bs, _BOT_COLUMNS)])
 
 
 @qos_app.command("history")
@@ -95,6 +95,6 @@ def qos_history_cmd(
 ) -> None:
     """Finished bags of an infrastructure: what the Oracle learns α from."""
     _ask(server, token, as_json, lambda c: c.qos_history(infrastructure),
-         lambda sc, h: [sc.record_table(f"{infrastructure}: α learned from {h['runs']} finished bag(s)", h),
-                        sc.rows_table("finished bags (yours; an administrator's: all)", h["bots"],
+         lambda t, h: [t.record_table(f"{infrastructure}: α learned from {h['runs']} finished bag(s)", h),
+                        t.rows_table("finished bags (yours; an administrator's: all)", h["bots"],
                                       ("id", "owner", "n_tasks", "p_half", "completion_time"))])

@@ -53,7 +53,7 @@ def reproduce_a2ha_cmd(
 
     kwargs = dict(quick=quick, orderings=orderings, workers=workers, scheduler=scheduler)
     if err.is_terminal:
-        with Progress(console=err, transient=True) as bar:
+        with Progress(console=err.made(), transient=True) as bar:
             task = bar.add_task("simulated runs", total=None)
             rep = reproduce_a2ha(out_dir, progress=lambda d, t: bar.update(task, completed=d, total=t),
                                  **kwargs)

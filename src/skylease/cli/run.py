@@ -176,9 +176,9 @@ def _print_dry_run(d: dict) -> None:
     out.print(t)
     out.print(f"First {len(d['first'])} command(s):", markup=False)
     for c in d["first"]:
-        out.print(f"  {c}", markup=False, highlight=False, soft_wrap=True)
+        out.line(f"  {c}")
     for w in d["warnings"]:
-        out.print(f"warning: {w}", markup=False, highlight=False, soft_wrap=True)
+        out.line(f"warning: {w}")
 
 
 def _print_nothing_to_run(res: dict) -> None:
@@ -190,7 +190,7 @@ def _print_nothing_to_run(res: dict) -> None:
                 f"run the failed ones again with: {retry}; {where}")
     else:
         said = f"the run is complete ({res['ok']} of {res['tasks']} tasks ok), nothing to resume; {where}"
-    out.print(f"{res['out']}: {said}", markup=False, highlight=False, soft_wrap=True)
+    out.line(f"{res['out']}: {said}")
 
 
 def _print_failed(failed: list[dict], total: int) -> None:
@@ -233,11 +233,11 @@ def _print_next(res: dict) -> None:
         return
     out.print("Next:", markup=False)
     for line in lines:
-        out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+        out.line(f"  {line}")
 
 
 def _notice(text: str) -> None:
-    err.print(f"skylease run: {text}", markup=False, highlight=False, soft_wrap=True)
+    err.line(f"skylease run: {text}")
 
 
 @app.command("status")
@@ -286,4 +286,4 @@ def export_cmd(
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    out.print(f"{n} task(s) written to {where}", markup=False, highlight=False, soft_wrap=True)
+    out.line(f"{n} task(s) written to {where}")

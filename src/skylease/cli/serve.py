@@ -61,13 +61,12 @@ def serve_cmd(
                             data_dir=data_dir, time_scale=time_scale, site=site, scheduler=scheduler,
                             grace=grace, tls_cert=tls_cert, tls_key=tls_key,
                             allow_remote=allow_remote or None)
-    served = serve(cfg, announce=lambda s: out.print(s.line(), markup=False, highlight=False,
-                                                     soft_wrap=True), warn=_serve_warning)
-    out.print(f"skylease serve: stopped ({served.url})", markup=False, highlight=False, soft_wrap=True)
+    served = serve(cfg, announce=lambda s: out.line(s.line()), warn=_serve_warning)
+    out.line(f"skylease serve: stopped ({served.url})")
 
 
 def _serve_warning(text: str) -> None:
-    err.print(f"skylease serve: warning: {text}", markup=False, highlight=False, soft_wrap=True)
+    err.line(f"skylease serve: warning: {text}")
 
 
 def _serve_database(config: Path | None, db: str | None, data_dir: Path | None, password_file: Path | None,

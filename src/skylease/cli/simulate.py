@@ -56,7 +56,7 @@ def simulate_a2ha_cmd(
             print(json.dumps(res))
             return
     else:
-        with Progress(console=err, transient=True) as bar:
+        with Progress(console=err.made(), transient=True) as bar:
             task = bar.add_task("orderings", total=orderings)
             res = study(workload, progress=lambda i: bar.update(task, completed=i), **kwargs)
     out.print(f"{res['workload']}: {res['tasks']} tasks, {res['orderings']} orderings, "
@@ -108,7 +108,7 @@ def simulate_bag_cmd(
         return
     out.print(f"{res['workload']}: {res['tasks']} tasks, {res['orderings']} run(s), {res['order']} order",
               markup=False, highlight=False, soft_wrap=True)
-    out.print(f"policy: {res['policy_class']}", markup=False, highlight=False, soft_wrap=True)
+    out.line(f"policy: {res['policy_class']}")
     table = fmt.table("mean ± sd", "value")
     for k, label in (("wall_s", "makespan"), ("cost", "cost"), ("hosts", "hosts"),
                      ("charged_hours", "charged (h)"), ("speedup", "speedup"),
@@ -207,7 +207,7 @@ def simulate_spequlos_cmd(
                   t(res["predicted_s"]) if res["predicted_s"] else "-")
     out.print(table)
     if res["tre_note"] is not None:
-        out.print(res["tre_note"], markup=False, highlight=False, soft_wrap=True)
+        out.line(res["tre_note"])
     else:
         out.print(f"Tail removal efficiency {res['tre']:.0%}; completion {res['speedup']:.2f}x as fast "
                   "as without QoS.")

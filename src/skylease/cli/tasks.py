@@ -54,7 +54,7 @@ def show_cmd(
         tail = t[f"{stream}_tail"]
         out.print(f"--- {stream} (last 2 KiB)" + ("" if tail else ": empty") + " ---", markup=False)
         if tail:
-            out.print(tail.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+            out.line(tail.rstrip("\n"))
 
 
 @app.command("failed")
@@ -73,8 +73,7 @@ def failed_cmd(
     sys.stdout.flush()
     if not f["text"]:
         what = "failed" if failed_only else "failed or without a result"
-        err.print(f"skylease failed: no task of {out_dir} is {what}", markup=False, highlight=False,
-                  soft_wrap=True)
+        err.line(f"skylease failed: no task of {out_dir} is {what}")
         return
     how = f"skylease run {f['target']} --args FILE" if f["kind"] == "python" else "skylease run FILE"
     err.print(f"skylease failed: {f['failed']} failed and {f['not_run']} not run of {f['tasks']} task(s); "

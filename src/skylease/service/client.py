@@ -1,5 +1,5 @@
 """The client of ``skylease serve`` (issue 19): the ``skylease leases request|cancel|list|show|queue|hosts``
-commands call the server through :class:`Client` and print what it answers with the tables here.
+commands call the server through :class:`Client` and print what it answers (cli/server_tables.py).
 
 The server is ``--server``, else ``$SKYLEASE_SERVER``, else the one of the token file ``skylease login``
 wrote, else ``http://127.0.0.1:8642``; the token ``--token``, else ``$SKYLEASE_TOKEN``, else the token
@@ -13,19 +13,17 @@ it there).
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from dataclasses import dataclass, field
+from http.client import HTTPException
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
-from rich.table import Table
-
 from skylease.model.errors import UserError
-from skylease.model.units import clock, duration
 from skylease.runtime.credentials import read_login, token_for, token_path
+from skylease.service.http_transport import Transport, TransportTimeout
 
 if TYPE_CHECKING:
     from skylease.runtime.leases.api import LeaseRequest
@@ -33,9 +31,8 @@ if TYPE_CHECKING:
 # What builds and checks a lease request (pydantic models, the XML and LWF readers) is imported by the
 # functions that do it: a command that only reads a list from the server answers sooner without them.
 
-__all__ = ["DEFAULT_SERVER", "Client", "Listed", "ServiceError", "TokenRefused", "events_table",
-           "hosts_table", "lease_detail", "leases_table", "parse_seconds", "read_request_file",
-           "record_table", "request_from_options", "rows_table", "server_url"]
+__all__ = ["DEFAULT_SERVER", "Client", "Listed", "ServiceError", "TokenRefused", "parse_seconds",
+           "read_request_file", "request_from_options", "server_url"]
 
 DEFAULT_SERVER = "http://127.0.0.1:8642"
 #: How long the client waits for an answer (a request is answered once it is journaled).
@@ -121,17 +118,17 @@ def read_request_file(path: Path) -> tuple[bytes, str]:
 # -- talking to the server ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Client:
-    """The server's URL and a token; its calls share one HTTP connection pool (and one TLS context,
+    """The server's URL and a token; its calls share one kept-alive connection (and one TLS context,
     whose making costs tens of milliseconds: a client that sends many requests, or sends one at a
-    given moment, must not pay it per call). :meth:`close` it, or use it as a context manager."""
+    given moment, must not pay it per call: service/http_transport.py). :meth:`close` it, or use it
+    as a context manager."""
 
     server: str
     token: str
     _http: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        httpx = _httpx()
-        object.__setattr__(self, "_http", httpx.Client(timeout=TIMEOUT_S, verify=_verify(self.server)))
+        object.__setattr__(self, "_http", Transport(self.server, TIMEOUT_S))
 
     def close(self) -> None:
         self._http.close()
@@ -180,16 +177,14 @@ class Client:
                 params: dict[str, Any] | None = None) -> tuple[Any, Any]:
         """The server's answer to ``method path`` and its JSON (an answer of another kind is a
         ServiceError)."""
-        httpx = _httpx()
-
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         if content_type is not None:
             headers["Content-Type"] = content_type
         try:
-            r = self._http.request(method, self.server + path, headers=headers, content=body, params=params)
-        except httpx.TimeoutException:
+            r = self._http.request(method, path, headers=headers, body=body, params=params)
+        except TransportTimeout:
             raise ServiceError(f"the server at {self.server} did not answer within {TIMEOUT_S:g} s") from None
-        except (httpx.HTTPError, OSError, ValueError) as exc:
+        except (HTTPException, OSError, ValueError) as exc:
             raise ServiceError(f"cannot reach the server at {self.server}: {_reason(exc)}") from None
         if r.status_code >= 400:
             detail = _detail(r)
@@ -251,43 +246,6 @@ class Client:
         return self.call("GET", f"/qos/history/{quote(infrastructure, safe='')}")
 
 
-def _httpx() -> Any:
-    """httpx, without its own command-line tool: its ``__init__`` imports ``httpx._main`` (click,
-    pygments, rich's syntax highlighting: a third of its import time) when those are installed, as
-    they are here, and takes an ImportError there as "not installed"; a None in ``sys.modules``
-    gives that ImportError. (Should a later httpx need the module, it is imported as usual.)"""
-    if "httpx" in sys.modules:
-        return sys.modules["httpx"]
-    blocked = "httpx._main" not in sys.modules
-    if blocked:
-        sys.modules["httpx._main"] = None  # type: ignore[assignment]
-    try:
-        import httpx
-    except ImportError:
-        if not blocked:
-            raise
-        sys.modules.pop("httpx._main", None)
-        import httpx
-    finally:
-        if blocked and "httpx._main" in sys.modules and sys.modules["httpx._main"] is None:
-            del sys.modules["httpx._main"]
-    return httpx
-
-
-def _verify(server: str) -> Any:
-    """What checks the server's certificate: the system's certificates (or $SSL_CERT_FILE's) for an
-    https:// server. An http:// one has no certificate, and loading them is most of a short
-    command's time (tens of milliseconds): a context that trusts nothing stands in, never used, as
-    the client follows no redirects (a TLS connection through it would fail, not pass unchecked).
-    Behind a proxy (whose connection may be TLS) the certificates are loaded as usual."""
-    proxied = any(os.environ.get(k) for k in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"))
-    if urlsplit(server).scheme != "http" or proxied:
-        return True
-    import ssl
-
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
 def server_url(server: str | None) -> str:
     """The server's URL (see the module's doc), checked: one line naming where it came from."""
     env_server = os.environ.get("SKYLEASE_SERVER", "").strip()
@@ -325,137 +283,3 @@ def _detail(r: Any) -> str:
     if detail is None:
         detail = r.text.strip()[:200] or r.reason_phrase
     return " ".join(str(detail).split())
-
-
-# -- tables ---------------------------------------------------------------------------------------
-def _t(v: Any) -> str:
-    return "-" if v is None or v == [] else str(v)
-
-
-#: A lease's fields that are times on the lease clock (seconds since the server's epoch) or lease
-#: durations: printed [Nd ]HH:MM:SS, as `leases simulate` prints them (docs/cli.md).
-_LEASE_TIMES = ("start", "end", "submit", "requested_start", "requested_duration", "time", "until")
-
-
-def _lt(key: str, v: Any) -> str:
-    return clock(v) if key in _LEASE_TIMES and isinstance(v, int | float) else _t(v)
-
-
-#: Columns of names and words kept whole (``advance-reservation``, ``local-grid``): the others wrap
-#: first on a narrow terminal.
-_WHOLE = ("id", "owner", "type", "state", "infrastructure", "strategy", "node", "user", "event", "kind",
-          "time")
-
-
-def _table(*columns: str, title: str | None = None) -> Table:
-    """A table whose cells never lose text: names stay whole, and a cell still too long folds onto
-    the next line instead of being cut to ``batch-ac…`` (docs/cli.md)."""
-    t = Table(title=title)
-    for i, c in enumerate(columns):
-        t.add_column(c, overflow="fold", no_wrap=i == 0 or c in _WHOLE)
-    return t
-
-
-def _joined(values: Any, sep: str = ",") -> str:
-    return sep.join(map(str, values or [])) or "-"
-
-
-def leases_table(views: list[dict[str, Any]], title: str | None = None) -> Table:
-    """Leases, one a row: id, owner, type, state, nodes, start, end, where it runs, why."""
-    t = _table("id", "owner", "type", "state", "nodes", "start", "end", "on", "reason", title=title)
-    for v in views:
-        t.add_row(*(_lt(k, v.get(k)) for k in ("id", "owner", "type", "state", "nodes", "start", "end")),
-                  _joined(v.get("running_on"), ", "), _t(v.get("reason")))
-    return t
-
-
-#: The payload tables of a lease's view, by key.
-_PAYLOADS = {"payloads": "payloads", "ended_payloads": "payloads that ended"}
-_SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requested_duration", "nodes", "image",
-          "start", "end", "reason", "failed_payloads", "running_on")
-
-
-def lease_detail(v: dict[str, Any]) -> list[Table]:
-    """One lease: its fields, its payloads and its events (each a table)."""
-    fields = _table("field", "value", title=f"lease {v.get('id')}")
-    for key in (*_SHOWN, *sorted(k for k in v if k not in (*_SHOWN, "events", *_PAYLOADS))):
-        value = v.get(key)
-        shown = _joined(value, ", ") if isinstance(value, list) else _lt(key, value)
-        fields.add_row(key.replace("_", " "), shown)
-    out = [fields]
-    for key, title in _PAYLOADS.items():
-        if v.get(key):
-            keys = list(dict.fromkeys(k for p in v[key] for k in p))
-            table = _table(*keys, title=title)
-            for p in v[key]:
-                table.add_row(*(_t(p.get(k)) for k in keys))
-            out.append(table)
-    out.append(events_table(v.get("events") or []))
-    return out
-
-
-def events_table(events: list[dict[str, Any]]) -> Table:
-    """A lease's events in order: when, what, and the rest of each record."""
-    t = _table("time", "event", "details", title="events")
-    for ev in events:
-        rest = {k: val for k, val in ev.items() if k not in ("time", "event")}
-        t.add_row(_lt("time", ev.get("time")), _t(ev.get("event")),
-                  " ".join(f"{k}={_lt(k, val) if k in _LEASE_TIMES else json.dumps(val)}"
-                           for k, val in rest.items()) or "-")
-    return t
-
-
-def hosts_table(hosts: list[dict[str, Any]]) -> Table:
-    """The site's nodes: capacity, CPUs, leases running now, cached images."""
-    t = _table("node", "cpu", "memory (MB)", "disk (MB)", "CPUs", "leases", "cache", title="hosts")
-    for h in hosts:
-        t.add_row(*(_t(h.get(k)) for k in ("name", "cpu", "memory", "disk")), _joined(h.get("cpus")),
-                  _joined(h.get("leases")), _joined(h.get("cache"), ", "))
-    return t
-
-
-# -- SpeQuloS tables --------------------------------------------------------------------------------
-def _cell(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.6g}"
-    return str(v)
-
-
-#: SpeQuloS fields that are durations in seconds (since a bag was registered): printed as durations.
-_DURATIONS = ("t", "t_c_r", "p", "t_p", "low", "high", "t_pred", "completion_time")
-
-
-def _value(key: str, v: Any) -> str:
-    return duration(v) if key in _DURATIONS and isinstance(v, int | float) and not isinstance(v, bool) \
-        else _cell(v)
-
-
-def record_table(title: str, record: dict[str, Any], skip: tuple[str, ...] = ()) -> Table:
-    """One record (an account, a prediction, an order) as a two-column table."""
-    t = _table("", "value", title=title)
-    for k, v in record.items():
-        if k not in skip and not isinstance(v, list | dict):
-            t.add_row(k.replace("_", " "), _value(k, v))
-    return t
-
-
-#: Columns that hold a Unix time: shown as the local date and time, to the second.
-_WHEN = ("at", "registered_at", "finished_at")
-
-
-def _when(v: Any) -> str:
-    import datetime as dt
-
-    if not isinstance(v, int | float) or not math.isfinite(v):
-        return _cell(v)
-    return dt.datetime.fromtimestamp(v).isoformat(sep=" ", timespec="seconds")
-
-
-def rows_table(title: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> Table:
-    """Records as rows (bags, history, ledger movements), the given columns in order."""
-    t = _table(*(c.replace("_", " ") for c in columns), title=title)
-    for r in rows:
-        t.add_row(*(_when(r.get(c)) if c in _WHEN else _value(c, r.get(c)) for c in columns))
-    return t
