@@ -198,6 +198,28 @@ def test_the_default_payload_runs_its_duration_not_counting_the_time_it_is_stopp
     assert duration + stopped - TICK_S - 0.02 <= total <= duration + stopped + 1.0, (total, stopped)
 
 
+def test_a_default_payload_stopped_in_its_start_up_still_works_its_duration(make):
+    """A suspension right after a start (the scheduler may preempt a lease seconds after starting
+    it; at 60 lease seconds a real second, within the payload's start-up) must not make the payload
+    take the time it stays stopped for work: stopped before it counts, it found `now - since` past
+    its duration when continued and ended at once (seen under load in the crash tests: a lease of
+    45 s recorded 18 s of work). The stop waits until it counts (its SIGCONT handler is set)."""
+    ln = make()
+    duration = 1.0
+    p = ln.spawn(1, 0, 0, duration_s=duration)
+    assert p.counts_work
+    ln.suspend(p)  # at once: the interpreter in the sandbox has not started yet
+    assert until(lambda: stat(p.pid)[0] == "T", 2)
+    time.sleep(1.5)  # longer than its duration
+    ln.resume(p)
+    resumed = time.monotonic()
+    (ended,) = collect(ln, 1, timeout=10)
+    after = time.monotonic() - resumed
+    assert ended is p and p.exit_code == 0
+    # it had worked at most its start-up before the stop: nearly all of its second is left
+    assert after >= duration - 0.4, after
+
+
 @TWO_CPUS
 def test_migrate_repins_every_thread_of_every_process_of_the_group(make, payload_sandbox):
     ln = make()

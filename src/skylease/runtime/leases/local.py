@@ -58,7 +58,15 @@ from typing import Literal
 
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.copies import ImageCopy
-from skylease.runtime.leases.procfs import environ_of, group_members, namespace_init, pids, pinned, proc_stat
+from skylease.runtime.leases.procfs import (
+    catches,
+    environ_of,
+    group_members,
+    namespace_init,
+    pids,
+    pinned,
+    proc_stat,
+)
 from skylease.runtime.leases.sandbox import IMAGES_DIR, LEASE_DIR, PAYLOAD_PATH, Sandbox
 from skylease.runtime.leases.site import Site
 
@@ -79,6 +87,8 @@ ENV_IMAGE = "SKYLEASE_IMAGE"
 PAYLOAD_LOG_BYTES = 64 * 1024
 #: The default payload's sleep step: a stop makes it miscount its running time by at most half of it.
 TICK_S = 0.02
+#: The longest a stop waits for a default payload still starting up (Payload.counts_work).
+STARTUP_WAIT_S = 5.0
 #: An image's cache file name (no slash; a leading dot is kept for the temporary files).
 _IMAGE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,254}$")
 _MB = 2**20
@@ -90,6 +100,9 @@ PayloadState = Literal["running", "stopped", "exited"]
 # really took, except across a stop (noticed by the SIGCONT that ends it), where it counts half a
 # step: it ran some part of that step, at most all of it. It exits at once when its work is done
 # (no interpreter teardown): the lease manager dates the end of the work by the exit.
+# `left` is computed before the SIGCONT handler is set, and a stop waits for the handler
+# (LocalNodes.suspend): stopped earlier, in its start-up, it would count the time it stayed
+# stopped as work done (`time.time() - since` spans the stop) and end at once when continued.
 _DEFAULT_PAYLOAD = f"""
 import os, signal, sys, time
 left = float(sys.argv[1]) - max(0.0, time.time() - float(sys.argv[2]))
@@ -145,6 +158,7 @@ class Payload:
     exit_code: int | None = None
     log: Path | None = None
     ended_at: float | None = None  # time.time() when its end was noticed
+    counts_work: bool = False  # the default payload (it counts its running time: see suspend)
 
 
 @dataclass(eq=False)
@@ -259,7 +273,7 @@ class LocalNodes:
             os.close(w)
         st = proc_stat(proc.pid)
         assert st is not None  # our unreaped child: at worst a zombie
-        p = Payload(lease, vnode, node, proc.pid, st.start_ticks, log=logfile)
+        p = Payload(lease, vnode, node, proc.pid, st.start_ticks, log=logfile, counts_work=command is None)
         tracked = _Proc(p, os.pidfd_open(proc.pid), proc)
         with self._lock:
             self._live[p.pid] = tracked
@@ -267,8 +281,29 @@ class LocalNodes:
         return p
 
     def suspend(self, p: Payload) -> bool:
-        """SIGSTOP to the group (delivered within milliseconds). False if it has ended."""
+        """SIGSTOP to the group (delivered within milliseconds). A default payload (``counts_work``)
+        still starting up is stopped once it counts its work, within :data:`STARTUP_WAIT_S`:
+        stopped before, it would take the time it stays stopped for work done (a stop that soon
+        after a spawn is a start followed by a suspension within the interpreter's start-up: on a
+        busy machine, tenths of a second). False if it has ended."""
+        if p.counts_work:
+            self._await_counting(p)
         return self._signal(p, (signal.SIGSTOP,), "stopped")
+
+    def _await_counting(self, p: Payload) -> None:
+        """Until the payload's processes in the sandbox (not its init) handle SIGCONT: the default
+        payload sets that handler once it has computed the work left (see _DEFAULT_PAYLOAD)."""
+        deadline = time.monotonic() + STARTUP_WAIT_S
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._ours(p):
+                    return
+            inside = [pid for pid in group_members(p.pid) if pid != p.pid and not namespace_init(pid)]
+            if inside and all(catches(pid, signal.SIGCONT) for pid in inside):
+                return
+            time.sleep(0.005)
+        log.warning("lease %d VM %d: its payload did not start counting within %g s; stopped anyway",
+                    p.lease, p.vnode, STARTUP_WAIT_S)
 
     def resume(self, p: Payload) -> bool:
         """SIGCONT to the group. False if it has ended."""

@@ -521,9 +521,14 @@ class LocalLeaseManager:
         live.checked = t
 
     def _stop_or_continue(self, lid: int, live: _Live, run: bool) -> None:
-        """SIGSTOP or SIGCONT a payload, its running time accounted (see :class:`_Live`)."""
-        self._account(lid, live, self._lease_clock(time.time()))
-        (self.nodes.resume if run else self.nodes.suspend)(live.payload)
+        """SIGSTOP or SIGCONT a payload, its running time accounted (see :class:`_Live`) up to the
+        signal (a stop may wait for a payload still starting up: LocalNodes.suspend)."""
+        if run:
+            self._account(lid, live, self._lease_clock(time.time()))
+            self.nodes.resume(live.payload)
+        else:
+            self.nodes.suspend(live.payload)
+            self._account(lid, live, self._lease_clock(time.time()))
         live.running = run
         self.journal.update_payload(live.row, state="running" if run else "stopped")
 
@@ -745,6 +750,8 @@ class LocalLeaseManager:
         adopted: set[int] = set()
         for p in self.nodes.find_own():
             r = by_process.get((p.pid, p.start_ticks))
+            request = self._request.get(p.lease)
+            p.counts_work = request is not None and request.get("command") is None  # (the default payload)
             if not self.nodes.adopt(p):
                 continue
             if r is None:  # spawned, then the server died before it was journaled

@@ -42,6 +42,18 @@ def group_members(pgid: int) -> list[int]:
             if (st := proc_stat(pid)) is not None and st.pgrp == pgid and st.state != "Z"]
 
 
+def catches(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` has a handler of its own for signal ``sig`` (its ``SigCgt`` mask)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
 def namespace_init(pid: int) -> bool:
     """Whether ``pid`` is the first process of a PID namespace below ours (a sandbox's init: a
     signal it has no handler for is dropped, and its end ends every process of its namespace)."""
