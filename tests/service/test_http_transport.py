@@ -216,6 +216,26 @@ def test_a_post_after_the_connection_idled_goes_on_a_new_connection(monkeypatch)
     assert server.seen[1].body == b'{"duration": 60}' and len({s.port for s in server.seen}) == 3
 
 
+def test_a_resent_get_that_times_out_is_a_timeout_and_leaves_no_broken_connection():
+    """The resend's own failure: TransportTimeout as for any other request, and the next
+    request on a new connection (not on one left waiting for an answer)."""
+    slow = threading.Event()
+
+    def answer(seen: Seen) -> Answer:
+        return Answer(close=seen.target == "/first", wait=slow if seen.target == "/slow" else None)
+
+    with serving(answer, releases=(slow,)) as server:
+        t = Transport(server.url, timeout=0.3)
+        try:
+            assert get(t, "/first") == []
+            with pytest.raises(TransportTimeout):
+                get(t, "/slow")  # stale connection, then resent: the server holds it back
+            assert get(t, "/after") == []
+        finally:
+            t.close()
+    assert server.targets() == ["/first", "/slow", "/after"]
+
+
 # -- proxies -----------------------------------------------------------------------------------------
 def test_linux_urllib_sends_loopback_through_a_proxy_when_no_proxy_is_unset(monkeypatch):
     """What the tests below rely on: urllib (whose reading of the environment the transport

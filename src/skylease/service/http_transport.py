@@ -89,13 +89,14 @@ class Transport:
                 and time.monotonic() - self._used_at > FRESH_AFTER_S:
             self.close()
         reused = self._conn is not None
-        try:
-            return self._send(method, target, headers, body)
-        except _STALE:
-            self.close()
-            if not (reused and method in _IDEMPOTENT):
-                raise
-            return self._send(method, target, headers, body)
+        try:  # (nested: a resend's own failure must meet the handlers below too)
+            try:
+                return self._send(method, target, headers, body)
+            except _STALE:
+                if not (reused and method in _IDEMPOTENT):
+                    raise
+                self.close()
+                return self._send(method, target, headers, body)
         except TimeoutError:
             self.close()
             raise TransportTimeout(f"no answer within {self.timeout:g} s") from None
