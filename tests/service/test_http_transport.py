@@ -251,7 +251,7 @@ def test_linux_urllib_sends_loopback_through_a_proxy_when_no_proxy_is_unset(monk
 def test_with_http_proxy_set_a_request_goes_to_the_proxy_with_the_whole_url(monkeypatch):
     with serving() as server, serving() as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
-        monkeypatch.setenv("NO_PROXY", "example.org,.example.com")
+        monkeypatch.setenv("NO_PROXY", "example.org,.example.com,127.0.0.1:1")  # (another port)
         with Client(server.url, "token") as client:
             assert client.listing("/leases", limit=5) == []
             assert client.call("POST", "/leases", body=b"{}", content_type="application/json") == []
@@ -277,7 +277,7 @@ def test_the_lower_case_http_proxy_with_credentials_sends_them_to_the_proxy(monk
         "Basic " + base64.b64encode(b"al@ice:s:cret").decode()
 
 
-@pytest.mark.parametrize("no_proxy", ["127.0.0.1", "example.org, 127.0.0.1", "*"])
+@pytest.mark.parametrize("no_proxy", ["127.0.0.1", "example.org, 127.0.0.1", "*", "PORT"])
 def test_no_proxy_naming_the_server_sends_requests_straight_to_it(monkeypatch, no_proxy):
     with serving() as server, serving() as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.url)

@@ -69,7 +69,7 @@ class Transport:
         self.host = parts.hostname or ""
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.timeout = timeout
-        self._proxy = _proxy_for(parts.scheme, self.host)
+        self._proxy = _proxy_for(parts.scheme, self.host, parts.netloc.rpartition("@")[2])
         self._context: ssl.SSLContext | None = None
         self._conn: http.client.HTTPConnection | None = None
         self._used_at = 0.0
@@ -139,15 +139,17 @@ class Transport:
         return conn
 
 
-def _proxy_for(scheme: str, host: str) -> tuple[tuple[str, int], dict[str, str]] | None:
+def _proxy_for(scheme: str, host: str, netloc: str) -> tuple[tuple[str, int], dict[str, str]] | None:
     """The proxy the environment names for ``scheme`` (its host and port, and the header carrying
-    its credentials), or None (none set, or ``NO_PROXY`` covers ``host``)."""
+    its credentials), or None (none set, or ``NO_PROXY`` covers ``host`` or ``netloc``, the URL's
+    ``host:port`` as written: what urllib itself checks, so that an entry ``host:port`` counts; the
+    bare host too, so that an IPv6 entry without brackets does)."""
     if not any(k.lower().endswith("_proxy") for k in os.environ):  # (urllib.request: 15 ms to import)
         return None
     import urllib.request
 
     url = urllib.request.getproxies().get(scheme)
-    if not url or urllib.request.proxy_bypass(host):
+    if not url or urllib.request.proxy_bypass(netloc) or urllib.request.proxy_bypass(host):
         return None
     parts = urlsplit(url if "://" in url else "http://" + url)
     auth = {}
