@@ -296,6 +296,19 @@ def test_https_proxy_is_only_for_https_servers(monkeypatch):
     assert proxy.seen == [] and server.targets() == ["/leases"]
 
 
+def test_through_a_proxy_an_ipv6_server_is_named_in_brackets(monkeypatch):
+    """(No IPv6 is used: the proxy on 127.0.0.1 is given the URL and answers itself.)"""
+    with serving() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        t = Transport("http://[::1]:8642", timeout=5)
+        try:
+            assert get(t, "/leases", limit=1) == []
+        finally:
+            t.close()
+    assert proxy.targets() == ["http://[::1]:8642/leases?limit=1"]
+    assert proxy.seen[0].headers["host"] == "[::1]:8642"
+
+
 # -- timeouts and answers ------------------------------------------------------------------------------
 def test_a_server_that_answers_too_late_is_a_timeout():
     late = threading.Event()

@@ -107,7 +107,8 @@ class Transport:
     def _send(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> Response:
         conn = self._connection()
         if self._proxy is not None and self.scheme == "http":  # a plain-HTTP proxy takes the whole URL
-            target = f"http://{self.host}:{self.port}{target}"
+            host = f"[{self.host}]" if ":" in self.host else self.host  # (an IPv6 address)
+            target = f"http://{host}:{self.port}{target}"
             headers = headers | self._proxy[1]
         conn.request(method, target, body=body, headers=headers)
         r = conn.getresponse()
