@@ -69,7 +69,7 @@ class Transport:
         self.host = parts.hostname or ""
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.timeout = timeout
-        self._proxy = _proxy_for(parts.scheme, self.host)
+        self._proxy = _proxy_for(parts.scheme, self.host, parts.netloc.rpartition("@")[2])
         self._context: ssl.SSLContext | None = None
         self._conn: http.client.HTTPConnection | None = None
         self._used_at = 0.0
@@ -89,13 +89,14 @@ class Transport:
                 and time.monotonic() - self._used_at > FRESH_AFTER_S:
             self.close()
         reused = self._conn is not None
-        try:
-            return self._send(method, target, headers, body)
-        except _STALE:
-            self.close()
-            if not (reused and method in _IDEMPOTENT):
-                raise
-            return self._send(method, target, headers, body)
+        try:  # (nested: a resend's own failure must meet the handlers below too)
+            try:
+                return self._send(method, target, headers, body)
+            except _STALE:
+                if not (reused and method in _IDEMPOTENT):
+                    raise
+                self.close()
+                return self._send(method, target, headers, body)
         except TimeoutError:
             self.close()
             raise TransportTimeout(f"no answer within {self.timeout:g} s") from None
@@ -106,7 +107,8 @@ class Transport:
     def _send(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> Response:
         conn = self._connection()
         if self._proxy is not None and self.scheme == "http":  # a plain-HTTP proxy takes the whole URL
-            target = f"http://{self.host}:{self.port}{target}"
+            host = f"[{self.host}]" if ":" in self.host else self.host  # (an IPv6 address)
+            target = f"http://{host}:{self.port}{target}"
             headers = headers | self._proxy[1]
         conn.request(method, target, body=body, headers=headers)
         r = conn.getresponse()
@@ -138,15 +140,17 @@ class Transport:
         return conn
 
 
-def _proxy_for(scheme: str, host: str) -> tuple[tuple[str, int], dict[str, str]] | None:
+def _proxy_for(scheme: str, host: str, netloc: str) -> tuple[tuple[str, int], dict[str, str]] | None:
     """The proxy the environment names for ``scheme`` (its host and port, and the header carrying
-    its credentials), or None (none set, or ``NO_PROXY`` covers ``host``)."""
+    its credentials), or None (none set, or ``NO_PROXY`` covers ``host`` or ``netloc``, the URL's
+    ``host:port`` as written: what urllib itself checks, so that an entry ``host:port`` counts; the
+    bare host too, so that an IPv6 entry without brackets does)."""
     if not any(k.lower().endswith("_proxy") for k in os.environ):  # (urllib.request: 15 ms to import)
         return None
     import urllib.request
 
     url = urllib.request.getproxies().get(scheme)
-    if not url or urllib.request.proxy_bypass(host):
+    if not url or urllib.request.proxy_bypass(netloc) or urllib.request.proxy_bypass(host):
         return None
     parts = urlsplit(url if "://" in url else "http://" + url)
     auth = {}
