@@ -585,7 +585,7 @@ def test_a_payload_that_died_while_the_server_was_down_ends_its_lease(server: Se
                        "command": "trap '' TERM; while :; do sleep 0.05; done"}),
             ("alice", {"type": "advance-reservation", "memory": MEM, "nodes": 1, "duration": 60,
                        "start_in": 80}),
-            ("bob", {**be, "nodes": 4, "duration": 120}),
+            ("bob", {**be, "nodes": 4, "duration": 600}),  # (still running when the test cancels it)
         ])
         srv.wait_until(answers[4]["requested_start"] + 60 + 30)  # the AR is over, 3 has resumed
         views = srv.leases()
