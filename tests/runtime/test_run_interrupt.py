@@ -1,5 +1,10 @@
 """Ctrl-C during `skylease run`: a partial summary naming the failed tasks, the exact command that
-finishes the run, exit 130; summary.json and report.md say the same; the printed command resumes."""
+finishes the run, exit 130; summary.json and report.md say the same; the printed command resumes.
+
+Deterministic under any load: the tasks after the first two wait for a gate file that the test
+creates only once the interrupted run has exited, so the bag cannot finish before the SIGINT lands;
+and the run is started with Python's Ctrl-C handler whatever SIGINT disposition pytest inherited
+(see ``_WITH_CTRL_C``)."""
 
 from __future__ import annotations
 
@@ -18,9 +23,21 @@ import pytest
 pytestmark = pytest.mark.timeout(240)
 
 
-def _job(folder: Path) -> Path:
+# A process started with SIGINT ignored passes that on across exec, and Python then installs no
+# KeyboardInterrupt handler: the SIGINT is lost and the run goes on to "(done)", exit 1. A non-interactive
+# shell ignores SIGINT in the commands it starts in the background (`pytest ... &` in a CI script), so
+# the run under test sets Python's own handler first, as a run started from a terminal has it.
+_WITH_CTRL_C = [sys.executable, "-c", "import runpy, signal; "
+                "signal.signal(signal.SIGINT, signal.default_int_handler); "
+                "runpy.run_module('skylease', run_name='__main__', alter_sys=True)"]
+
+
+def _job(folder: Path, gate: Path) -> Path:
+    """Two quick tasks (the second fails), then 30 that wait for ``gate`` (for at most 3 minutes, so a
+    task left behind by a failed test ends on its own)."""
     job = folder / "jobs.txt"
-    job.write_text("true\nexit 9\n# a comment\n" + "sleep 0.3\n" * 30)
+    wait = f"i=0; until [ -e {shlex.quote(str(gate))} ] || [ $i -ge 3600 ]; do sleep 0.05; i=$((i+1)); done\n"
+    job.write_text("true\nexit 9\n# a comment\n" + wait * 30)
     return job
 
 
@@ -48,12 +65,16 @@ def _check_interrupted(code: int, out: str, err: str, resume: str) -> None:
 
 
 def test_ctrl_c_prints_a_partial_summary_and_the_resume_command(tmp_path):
-    job = _job(tmp_path)
+    gate = tmp_path / "gate"
+    job = _job(tmp_path, gate)
     out = tmp_path / "o"
     env = dict(os.environ)
     args = ["run", str(job), "--out", str(out), "--policy", "fixed:1", "--price", "0.5"]
-    code, stdout, stderr = _interrupt_after([sys.executable, "-m", "skylease", *args], out / "results.sqlite",
-                                            5, env, tmp_path)
+    try:  # SIGINT once the two quick tasks are recorded: the other 30 cannot end until the gate opens
+        code, stdout, stderr = _interrupt_after([*_WITH_CTRL_C, *args], out / "results.sqlite", 2, env,
+                                                tmp_path)
+    finally:
+        gate.touch()  # (after the run exited) the resume's tasks end at once
     resume = f"skylease run {job} --out {out} --policy fixed:1 --price 0.5 --resume"
     _check_interrupted(code, stdout, stderr, resume)
     summary = json.loads((out / "summary.json").read_text())
