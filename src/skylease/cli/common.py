@@ -103,7 +103,7 @@ def _ask(server: str | None, token: str | None, as_json: bool, call, render) -> 
     if as_json:
         print(json.dumps(answer, allow_nan=False))
         return
-    from skylease.cli import server_tables
+    import skylease.cli.server_tables as server_tables  # (not `from skylease.cli`: no cycle)
 
     for table in render(server_tables, answer):
         out.print(table)
