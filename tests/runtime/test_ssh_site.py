@@ -173,9 +173,13 @@ def test_the_command_line_starts_reports_and_stops_a_site(ssh_site, tmp_path: Pa
     assert r.returncode == 2 and "no test site here" in r.stderr
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys):
+    from skylease.testing.site import main
+
     a_file = tmp_path / "a_file"
     a_file.write_text("")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "site.json").write_text("{")
     cases = [
         (["start", 0, tmp_path / "s"], "N: must be from 1 to 50 hosts, got 0"),
         (["start", 51, tmp_path / "s"], "got 51"),
@@ -186,21 +190,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path):
         (["start", 2], "expected `start N DIR`"),
         (["stop", tmp_path], "no test site here"),
         (["status", tmp_path / "nothing"], "no test site here"),
+        (["stop", tmp_path / "broken"], "not a site.json"),
         (["stop"], "expected"),
         ([], "got 'nothing'"),
         (["restart", tmp_path], "expected"),
     ]
-    for args, why in cases:
-        r = cli(*args)
-        assert r.returncode == 2, (args, r.stderr)
-        assert len(r.stderr.splitlines()) == 1 and why in r.stderr, (args, r.stderr)
-        assert r.stderr.startswith("skylease.testing.site") and "Traceback" not in r.stderr
-        assert not r.stdout
-    (tmp_path / "broken").mkdir()
-    (tmp_path / "broken" / "site.json").write_text("{")
-    r = cli("stop", tmp_path / "broken")
-    assert r.returncode == 2 and "not a site.json" in r.stderr and len(r.stderr.splitlines()) == 1
-    assert cli("--help").returncode == 0
+    for args, why in cases:  # in this process: main() returns the exit code, raises nothing
+        assert main([str(a) for a in args]) == 2, args
+        out, err = capsys.readouterr()
+        assert len(err.splitlines()) == 1 and why in err, (args, err)
+        assert err.startswith("skylease.testing.site"), err
+        assert not out
+    # and through `python -m`, as a user types it: the exit code and the one line, no traceback
+    r = cli("start", 51, tmp_path / "s")
+    assert r.returncode == 2
+    assert r.stderr == "skylease.testing.site start: error: N: must be from 1 to 50 hosts, got 51\n"
+    assert not (tmp_path / "s").exists()  # nothing made for a request refused
+    r = cli("--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: python -m skylease.testing.site start N DIR")
 
 
 def _howto_blocks() -> tuple[str, str]:
@@ -255,3 +262,21 @@ def test_a_host_that_cannot_start_is_one_error_naming_it_and_nothing_is_left(ssh
         except OSError:
             pass
     assert left == [] and not (tmp_path / "s" / "site.json").exists()
+
+
+def test_hosts_tied_to_their_caller_end_when_it_is_killed(ssh_site, tmp_path: Path):
+    folder = tmp_path / "tied"
+    code = ("import sys, time\nfrom pathlib import Path\nfrom skylease.testing.site import start_site\n"
+            f"site = start_site(1, Path({str(folder)!r}), base=30, die_with_caller=True)\n"
+            "print(site.hosts[0].pid, flush=True)\ntime.sleep(60)\n")
+    caller = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        sshd_pid = int(caller.stdout.readline())
+        assert listens("127.0.0.31") and "sshd_config" in Path(f"/proc/{sshd_pid}/cmdline").read_text()
+    finally:
+        caller.kill()  # SIGKILL: no stop(), no clean-up of its own
+        caller.wait()
+    deadline = time.monotonic() + 10
+    while (listens("127.0.0.31") or proc_stat(sshd_pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not listens("127.0.0.31") and proc_stat(sshd_pid) is None
