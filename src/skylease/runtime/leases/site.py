@@ -206,10 +206,11 @@ def host_address(address: str) -> str:
 
 
 def _default_prefix(address: str) -> str:
-    """A host's name when its table gives none: its address as a node-name prefix (``2001:db8::1``
-    -> ``2001-db8--1``)."""
-    prefix = re.sub(r"[^A-Za-z0-9._-]", "-", address).lstrip("._-")[:HOST_NAME_MAX]
-    return prefix or "host"
+    """A host's name when its table gives none: its address as a node-name prefix, each character
+    a name may not hold made ``-`` (``2001:db8::1`` -> ``2001-db8--1``; ``::1`` -> ``0--1``, as
+    ``0::1``), cut to :data:`HOST_NAME_MAX` characters."""
+    prefix = re.sub(r"[^A-Za-z0-9._-]", "-", address)
+    return (prefix if prefix[:1].isalnum() else f"0{prefix}")[:HOST_NAME_MAX]
 
 
 @dataclass(frozen=True)
@@ -400,12 +401,16 @@ def _file(site: Path, keys: KeyLines, given: str | None, *loc: str | int, key: b
     "Permission denied")."""
     if given is None:
         return None
-    file = (site.parent / Path(given).expanduser()).resolve()
-    if not file.exists():
-        raise keys.error(f"file not found: {file} (the path is relative to the site file)", *loc)
-    if not file.is_file():
-        raise keys.error(f"not a file: {file}", *loc)
-    st = file.stat()
+    try:
+        file = (site.parent / Path(given).expanduser()).resolve()
+        if not file.exists():
+            raise keys.error(f"file not found: {file} (the path is relative to the site file)", *loc)
+        if not file.is_file():
+            raise keys.error(f"not a file: {file}", *loc)
+        st = file.stat()
+    except (OSError, RuntimeError, ValueError) as exc:  # (no such home folder, a symlink loop, a NUL)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise keys.error(f"cannot use {given[:80]!r}: {' '.join(reason.split())}", *loc) from None
     if key and st.st_uid == os.getuid() and st.st_mode & 0o077:
         raise keys.error(f"{file} may be read by other users (mode {st.st_mode & 0o777:o}); ssh ignores "
                          "such a key: chmod 600 it", *loc)

@@ -59,10 +59,10 @@ def ssh_argv(host: SiteHost, *command: str, program: str = "ssh",
     return [*argv, *options, "-p", str(host.port), "-l", host.user, "--", host.address, *command]
 
 
-def _check(host: SiteHost, program: str) -> str | None:
+def _check(host: SiteHost, program: str, handshake_s: float) -> str | None:
     """Why ``host`` cannot be reached, in ssh's words, or None if ``true`` ran there."""
     argv = ssh_argv(host, "true", program=program, options=("-o", "ControlPath=none", "-T"))
-    limit = host.connect_timeout + HANDSHAKE_S
+    limit = host.connect_timeout + handshake_s
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, timeout=limit, check=False)
@@ -77,17 +77,17 @@ def _check(host: SiteHost, program: str) -> str | None:
     return last[:300] if last else f"ssh ended with exit code {done.returncode} and said nothing"
 
 
-def check_hosts(site: Site, *, program: str = "ssh") -> None:
+def check_hosts(site: Site, *, program: str = "ssh", handshake_s: float = HANDSHAKE_S) -> None:
     """Run ``true`` on each of the site's hosts over SSH (``program``: the OpenSSH client), at most
-    :data:`MAX_PARALLEL` at once, each within its ``connect_timeout`` + :data:`HANDSHAKE_S`
-    seconds; a UserError naming the site file, the first host (in file order) that failed, its
+    :data:`MAX_PARALLEL` at once, each within its ``connect_timeout`` + ``handshake_s`` seconds;
+    a UserError naming the site file, the first host (in file order) that failed, its
     address and ssh's error, if any did."""
     hosts = site.hosts
     if not hosts:
         return
     workers = min(MAX_PARALLEL, len(hosts))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ssh-check") as pool:
-        reasons = list(pool.map(lambda h: _check(h, program), hosts))
+        reasons = list(pool.map(lambda h: _check(h, program, handshake_s), hosts))
     failed = [(h, r) for h, r in zip(hosts, reasons, strict=True) if r is not None]
     if not failed:
         return
