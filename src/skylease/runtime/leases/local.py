@@ -181,7 +181,8 @@ class LocalNodes:
     folder ``data``, each payload confined by ``sandbox`` (:func:`skylease.runtime.leases.sandbox.probe`
     gives this machine's). ``serve_id`` marks our payloads (a server's database id: a restarted server
     with the same id finds them). ``on_exit`` is called (from the watcher thread) when payloads
-    have ended, so that the caller can collect them with :meth:`exited`."""
+    have ended, so that the caller can collect them with :meth:`exited`. A site with hosts (other
+    machines, reached over SSH) is refused (:meth:`check_site`): their nodes are never run here."""
 
     def __init__(self, site: Site, data: Path, serve_id: str, *, sandbox: Sandbox,
                  on_exit: Callable[[], None] | None = None) -> None:
