@@ -312,11 +312,13 @@ def sshd(tmp_path_factory) -> Iterator[Sshd]:
         UsePAM no
         StrictModes no
         """))
+    log = (srv / "sshd.log").open("wb")
     # sshd wants /run/sshd: a tmpfs /run in a mount namespace of its own gives it one, touching nothing here
     proc = subprocess.Popen(["unshare", "--mount", "--", "sh", "-c",
                              'mount -t tmpfs none /run && mkdir -m 755 /run/sshd && exec /usr/sbin/sshd '
                              '-D -e -f "$1"', "sh", str(srv / "sshd_config")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=log)
+    log.close()  # (sshd holds it: its log, read if it fails to start)
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -324,14 +326,12 @@ def sshd(tmp_path_factory) -> Iterator[Sshd]:
                 if s.connect_ex((ADDRESS, port)) == 0:
                     break
             if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.poll() is not None else "not listening after 10 s"
-                pytest.fail(f"sshd did not start: {err}")
+                pytest.fail(f"sshd did not start within 10 s: {(srv / 'sshd.log').read_text()[-2000:]}")
             time.sleep(0.05)
         yield Sshd(port, d / "client_ed25519", d / "known_hosts")
     finally:
         proc.terminate()  # (our own sshd, by its pid: unshare and sh exec'd it)
         proc.wait(10)
-        proc.stderr.close()
 
 
 def _site(*hosts: SiteHost) -> Site:
