@@ -4,7 +4,7 @@ the site file, before the server starts.
 For each distinct host, concurrently, :func:`check_hosts` runs OpenSSH's own client::
 
     ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=KNOWN_HOSTS
-        -o ConnectTimeout=SECONDS [-i KEY -o IdentitiesOnly=yes] -p PORT -l USER -- ADDRESS true
+        -o ConnectTimeout=SECONDS [-o IdentityFile=KEY -o IdentitiesOnly=yes] -p PORT -l USER -- ADDRESS true
 
 and refuses the site, in one line naming the host and ssh's own last word on it (its last line on
 stderr: ``Permission denied (publickey).``, ``Connection refused``, ``Host key verification
@@ -55,7 +55,8 @@ def ssh_argv(host: SiteHost, *command: str, program: str = "ssh",
             "-o", f"UserKnownHostsFile={_option_path(host.known_hosts)}",
             "-o", f"ConnectTimeout={host.connect_timeout}"]
     if host.identity_file is not None:
-        argv += ["-i", str(host.identity_file).replace("%", "%%"), "-o", "IdentitiesOnly=yes"]
+        # (as an option, not -i: ssh looks for the file named by -i before it expands its '%')
+        argv += ["-o", f"IdentityFile={_option_path(host.identity_file)}", "-o", "IdentitiesOnly=yes"]
     return [*argv, *options, "-p", str(host.port), "-l", host.user, "--", host.address, *command]
 
 
