@@ -262,6 +262,20 @@ def _local_parts(cfg: ServeConfig) -> tuple[Any, Any]:
     return scheduler, load_site(Path(cfg.site)) if cfg.site is not None else None
 
 
+def check_site_hosts(site: Any) -> None:
+    """A site's hosts each answer over SSH with the site's keys
+    (:func:`skylease.runtime.leases.ssh_check.check_hosts`), and the enactment runs them
+    (:meth:`skylease.runtime.leases.local.LocalNodes.check_site`: not yet): one line naming the site
+    file and the host otherwise, before anything is created."""
+    if not site.hosts:
+        return
+    from skylease.runtime.leases.local import LocalNodes
+    from skylease.runtime.leases.ssh_check import check_hosts
+
+    check_hosts(site)
+    LocalNodes.check_site(site)
+
+
 def secret_paths(cfg: ServeConfig) -> list[Path]:
     """The server's files a payload must never see, besides the data folder: its configuration
     file, the TLS key and certificate, the database's password file, and an SQLite database kept
@@ -419,7 +433,9 @@ def _serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None,
     data_dir = data_dir_of(cfg)
     check_data_dir(data_dir)
     if manager_factory is None:
-        _local_parts(cfg)  # a wrong scheduler or site file: said before anything is created
+        _, site = _local_parts(cfg)  # a wrong scheduler or site file: said before anything is created
+        if site is not None:
+            check_site_hosts(site)
     logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
     existed = data_dir.exists()
     loosened = private_data_dir(data_dir)

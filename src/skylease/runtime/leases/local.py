@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from skylease.model.errors import UserError
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.copies import ImageCopy
 from skylease.runtime.leases.procfs import (
@@ -180,7 +181,8 @@ class LocalNodes:
     folder ``data``, each payload confined by ``sandbox`` (:func:`skylease.runtime.leases.sandbox.probe`
     gives this machine's). ``serve_id`` marks our payloads (a server's database id: a restarted server
     with the same id finds them). ``on_exit`` is called (from the watcher thread) when payloads
-    have ended, so that the caller can collect them with :meth:`exited`."""
+    have ended, so that the caller can collect them with :meth:`exited`. A site with hosts (other
+    machines, reached over SSH) is refused (:meth:`check_site`): their nodes are never run here."""
 
     def __init__(self, site: Site, data: Path, serve_id: str, *, sandbox: Sandbox,
                  on_exit: Callable[[], None] | None = None) -> None:
@@ -188,6 +190,7 @@ class LocalNodes:
             raise RuntimeError("local enactment needs Linux (/proc, pidfds, CPU affinity)")
         if not serve_id or "\0" in serve_id:
             raise ValueError("serve_id must be a non-empty string")
+        self.check_site(site)
         self.sandbox = sandbox
         self.site = site
         self.data = Path(data)
@@ -209,6 +212,19 @@ class LocalNodes:
         self._vital = Vital("the payload watcher")
         self._thread = self._vital.thread(self._watch, name="skylease-local-nodes")
         self._thread.start()
+
+    @staticmethod
+    def check_site(site: Site) -> None:
+        """A UserError naming the site file if ``site`` has hosts: this enactment runs payloads on
+        this machine only, and never runs a host's node here instead (the enactment over SSH is
+        another implementation of these primitives, given to the lease manager as its
+        ``nodes_factory``)."""
+        hosts = site.hosts
+        if hosts:
+            names = ", ".join(h.name for h in hosts[:3]) + (", ..." if len(hosts) > 3 else "")
+            raise UserError(f"hosts are not enacted yet: this server runs payloads on its own machine "
+                            f"only, and would not run those of {names} there", file=site.source,
+                            field="hosts")
 
     def failure(self) -> str | None:
         """Why the watcher thread stopped (payload exits and SIGKILL deadlines are no longer seen
