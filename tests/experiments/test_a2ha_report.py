@@ -5,6 +5,8 @@ import pytest
 
 from skylease.experiments.a2ha_report import reproduce_a2ha
 
+pytestmark = pytest.mark.integration  # the reproduction's report, 25-35 s: CI's second level
+
 
 @pytest.fixture(scope="module")
 def rep(tmp_path_factory):

@@ -19,6 +19,8 @@ import pytest
 from skylease.runtime.leases.procfs import pids, proc_stat
 from skylease.testing.site import TestSite
 
+pytestmark = pytest.mark.integration  # real sshd hosts: CI's second level
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "skylease.testing.site"]
 NAMES = [("host1", "127.0.0.11"), ("host2", "127.0.0.12"), ("host3", "127.0.0.13")]

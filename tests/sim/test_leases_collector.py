@@ -31,6 +31,7 @@ def collections():
     gc.callbacks.remove(cb)
 
 
+@pytest.mark.integration  # 3,000 leases simulated, 10-17 s: CI's second level
 def test_a_run_leaves_what_existed_before_it_to_the_collector_frozen(collections):
     assert gc.get_freeze_count() == 0
     leases = _leases(3_000)

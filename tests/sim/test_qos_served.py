@@ -6,6 +6,7 @@ the same prediction and the same completion."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,8 @@ from skylease.runtime.qos.scheduler import QoSScheduler
 from skylease.sim.dg import DesktopGridEnv, DGBot
 
 from .test_dg_env import random_trace
+
+pytestmark = pytest.mark.integration  # 20-40 s of property runs: CI's second level
 
 MW = ("boinc", "xwhep")
 

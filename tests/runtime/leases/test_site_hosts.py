@@ -175,6 +175,7 @@ KH = '[ssh]\nknown_hosts = "kh"\n'  # lines 1 and 2
 
 
 @pytest.mark.parametrize(("text", "line", "field", "message"), [
+    # a host's address: an option, a number or a name that is none of them
     (KH + '[[hosts]]\naddress = "-oProxyCommand=sh"\n', 4, "hosts[0].address",
      "must be an IPv4 or IPv6 address or a host name"),
     (KH + '[[hosts]]\naddress = "1.2.3.256"\n', 4, "hosts[0].address", "got '1.2.3.256'"),
@@ -182,6 +183,7 @@ KH = '[ssh]\nknown_hosts = "kh"\n'  # lines 1 and 2
     (KH + '[[hosts]]\naddress = "under_score.org"\n', 4, "hosts[0].address", "host name"),
     (KH + '[[hosts]]\naddress = "a..b"\n', 4, "hosts[0].address", "host name"),
     (KH + '[[hosts]]\naddress = 17\n', 4, "hosts[0].address", "must be a string, got 17"),
+    # a host's other keys
     (KH + '[[hosts]]\nnodes = 2\n', 3, "hosts[0].address", "required"),
     (KH + '[[hosts]]\naddress = "h"\nnode = 2\n', 5, "hosts[0].node", "did you mean 'nodes'?"),
     (KH + '[[hosts]]\naddress = "h"\nnodes = 0\n', 5, "hosts[0].nodes", "must be a whole number >= 1"),
@@ -190,6 +192,7 @@ KH = '[ssh]\nknown_hosts = "kh"\n'  # lines 1 and 2
     (KH + '[[hosts]]\naddress = "h"\nuser = "-oX"\n', 5, "hosts[0].user", "must be a user name"),
     (KH + '[[hosts]]\naddress = "h"\nname = "../x"\n', 5, "hosts[0].name", "its nodes are <name>-<i>"),
     (KH + f'[[hosts]]\naddress = "h"\nname = "{"n" * 59}"\n', 5, "hosts[0].name", "1 to 58 letters"),
+    # a name or an address twice, too many nodes
     (KH + '[[hosts]]\naddress = "h1"\nname = "a"\n[[hosts]]\naddress = "h2"\nname = "a"\n', 8,
      "hosts[1].name", "host name 'a' is already the name of hosts[0]"),
     (KH + '[[hosts]]\naddress = "h1"\n[[hosts]]\naddress = "h1"\nport = 2222\n', 6, "hosts[1].address",
@@ -202,6 +205,7 @@ KH = '[ssh]\nknown_hosts = "kh"\n'  # lines 1 and 2
      "node name 'h-0' is already the name of node 0"),
     (KH + '[[nodes]]\ncount = 60000\n[[hosts]]\naddress = "h"\nnodes = 50000\n', 7, "hosts[0].nodes",
      "more than 100,000 nodes"),
+    # the files ssh is given
     ('[[hosts]]\naddress = "h"\n', 1, "ssh.known_hosts", "required with [[hosts]]"),
     ('[ssh]\nuser = "u"\n[[hosts]]\naddress = "h"\n', 1, "ssh.known_hosts", "required with [[hosts]]"),
     ('[ssh]\nknown_hosts = "missing"\n[[hosts]]\naddress = "h"\n', 2, "ssh.known_hosts", "file not found: "),
@@ -213,6 +217,7 @@ KH = '[ssh]\nknown_hosts = "kh"\n'  # lines 1 and 2
      "file not found"),
     ('[ssh]\nknown_hosts = "kh"\nidentity_file = "~nosuchuser_x/k"\n[[nodes]]\n', 3, "ssh.identity_file",
      "cannot use '~nosuchuser_x/k'"),
+    # the [ssh] table and the file as a whole
     ('[ssh]\nknown_hosts = "kh"\nconnect_timeout = 1.5\n', 3, "ssh.connect_timeout",
      "must be a whole number"),
     ('[ssh]\nknown_hosts = "kh"\nconnect_timeout = 0\n[[nodes]]\n', 3, "ssh.connect_timeout", ">= 1"),
@@ -339,6 +344,7 @@ def _site(*hosts: SiteHost) -> Site:
     return Site(tuple(nodes), source=Path("site.toml"))
 
 
+@pytest.mark.integration  # (a real sshd: CI's second level)
 def test_a_host_that_answers_with_the_key_and_a_known_host_key_passes(sshd):
     assert " " in str(sshd.known_hosts) and "%" in str(sshd.known_hosts)
     check_hosts(_site(sshd.host()))
@@ -355,6 +361,7 @@ def _refusal(site: Site, **kw: object) -> str:
     return err.message
 
 
+@pytest.mark.integration  # (a real sshd: CI's second level)
 def test_an_unknown_host_key_a_changed_one_and_a_refused_key_are_one_line_each(sshd, tmp_path):
     empty = touch(tmp_path / "empty_known_hosts")
     msg = _refusal(_site(sshd.host(known_hosts=empty)))
@@ -369,6 +376,7 @@ def test_an_unknown_host_key_a_changed_one_and_a_refused_key_are_one_line_each(s
     assert msg.endswith("Permission denied (publickey).") and "root@127.0.0.37" in msg
 
 
+@pytest.mark.integration  # (a real sshd: CI's second level)
 def test_a_closed_port_is_connection_refused_naming_the_first_host_that_failed(sshd):
     closed = _free_port(NOBODY)
     bad = sshd.host(name="gone", address=NOBODY, port=closed)
@@ -377,6 +385,7 @@ def test_a_closed_port_is_connection_refused_naming_the_first_host_that_failed(s
                    f"host {NOBODY} port {closed}: Connection refused (and 1 more host)")
 
 
+@pytest.mark.integration  # (a real sshd: CI's second level)
 def test_silent_hosts_time_out_together_within_their_connect_timeout(sshd):
     listeners = [socket.create_server((NOBODY, 0)) for _ in range(4)]  # (never accepted: no banner)
     try:
@@ -392,6 +401,7 @@ def test_silent_hosts_time_out_together_within_their_connect_timeout(sshd):
     assert 2.0 <= took < 6.0, took  # concurrently: one by one would take 8 s at least
 
 
+@pytest.mark.integration  # (a real sshd: CI's second level)
 def test_a_host_that_stalls_after_its_banner_is_cut_off_after_the_handshake_bound(sshd):
     server = socket.create_server((NOBODY, 0))
     held: list[socket.socket] = []
@@ -424,6 +434,7 @@ def _serve(tmp_path: Path, site: Path) -> subprocess.CompletedProcess:
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
 
 
+@pytest.mark.integration  # (a real `skylease serve`: CI's second level)
 def test_serve_refuses_a_site_whose_host_does_not_answer_in_one_line_before_anything_is_made(tmp_path):
     if shutil.which("ssh") is None:
         if os.environ.get("SKYLEASE_REQUIRE_SSH") == "1":
@@ -440,6 +451,7 @@ def test_serve_refuses_a_site_whose_host_does_not_answer_in_one_line_before_anyt
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.integration  # (a real sshd: CI's second level)
 def test_serve_refuses_a_site_with_reachable_hosts_until_they_are_enacted(sshd, tmp_path):
     site = write(tmp_path, f"""\
         [ssh]

@@ -100,16 +100,21 @@ _PORT = Annotated[int, Field(ge=1, le=65535)]
 _PATH = Annotated[str, Field(min_length=1, max_length=4096)]
 
 
-class NodeSetFile(FileModel):
-    """One ``[[nodes]]`` table: ``count`` nodes of one capacity."""
+class _CapacityFile(FileModel):
+    """A node's capacity, as ``[[nodes]]`` and ``[[hosts]]`` tables give it (each node of the table)."""
 
-    name: str | None = None
-    count: Annotated[int, Field(ge=1, le=MAX_NODES)] = 1
     cpu: _CPU = 1.0
     memory: _MB = 1024
     disk: _MB = 0
     net: _NET | None = None
     cache_mb: _MB | None = None
+
+
+class NodeSetFile(_CapacityFile):
+    """One ``[[nodes]]`` table: ``count`` nodes of one capacity."""
+
+    name: str | None = None
+    count: Annotated[int, Field(ge=1, le=MAX_NODES)] = 1
 
     @field_validator("name")
     @classmethod
@@ -143,7 +148,7 @@ class SshFile(FileModel):
         return user
 
 
-class HostFile(FileModel):
+class HostFile(_CapacityFile):
     """One ``[[hosts]]`` table: a machine reached over SSH, holding ``nodes`` nodes of one capacity."""
 
     address: str
@@ -152,11 +157,6 @@ class HostFile(FileModel):
     user: str | None = None
     identity_file: _PATH | None = None
     nodes: Annotated[int, Field(ge=1, le=MAX_NODES)] = 1
-    cpu: _CPU = 1.0
-    memory: _MB = 1024
-    disk: _MB = 0
-    net: _NET | None = None
-    cache_mb: _MB | None = None
 
     @field_validator("user")
     @classmethod
