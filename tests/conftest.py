@@ -150,3 +150,46 @@ def payload_sandbox(tmp_path_factory: pytest.TempPathFactory):
     except SandboxUnavailable as exc:
         why = f"payloads cannot be confined here: {exc.message}"
         pytest.fail(why) if os.environ.get("SKYLEASE_REQUIRE_SANDBOX") == "1" else pytest.skip(why)
+
+
+class SshSites:
+    """The ``ssh_site`` fixture: ``ssh_site(n=4)`` starts a test site of n real sshd hosts on this
+    machine (skylease.testing.site: host1 on 127.0.0.11, ...) in a fresh folder and returns its
+    TestSite. The addresses are fixed, so one site runs at a time: starting one stops the one before
+    (``stop_all()`` stops them for a test that starts its own through the command line)."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self._tmp = tmp_path_factory
+        self.started: list = []
+
+    def __call__(self, n: int = 4, **kwargs):
+        from skylease.testing.site import start_site
+
+        self.stop_all()
+        site = start_site(n, self._tmp.mktemp("ssh-site"), **kwargs)
+        self.started.append(site)
+        return site
+
+    def stop_all(self) -> None:
+        for site in self.started:
+            site.stop()
+
+
+@pytest.fixture(scope="module")
+def ssh_site(tmp_path_factory: pytest.TempPathFactory):
+    """A factory of test sites of real SSH hosts (see SshSites); every site it started is stopped at
+    the end of the test module. Skips when sshd, ssh or unshare is missing or namespaces cannot be
+    made here, fails instead when ``SKYLEASE_REQUIRE_SSH=1`` (CI, which installs Debian's
+    openssh-server)."""
+    from skylease.testing.site import SiteError, probe
+
+    try:
+        probe()
+    except SiteError as exc:
+        why = f"no test site of SSH hosts here: {exc}"
+        pytest.fail(why) if os.environ.get("SKYLEASE_REQUIRE_SSH") == "1" else pytest.skip(why)
+    sites = SshSites(tmp_path_factory)
+    try:
+        yield sites
+    finally:
+        sites.stop_all()

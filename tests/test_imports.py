@@ -110,3 +110,12 @@ def test_the_cycle_finder_sees_function_level_and_relative_imports(tmp_path, mon
     graph = {m: imports(m, p, set(mods)) for m, p in mods.items()}
     assert graph["skylease.sub.b"] == {"skylease.sub.c"} and graph["skylease.d"] == {"skylease", "skylease.a"}
     assert cycles(graph) == [frozenset({"skylease.a", "skylease.sub.b", "skylease.sub.c"})]
+
+
+def test_nothing_in_src_imports_the_testing_package() -> None:
+    """skylease.testing (the test site of SSH hosts) serves the tests and its own command line only."""
+    graph = import_graph()
+    assert "skylease.testing.site" in graph  # the package is there to be checked
+    users = sorted(m for m, deps in graph.items() if not m.startswith("skylease.testing")
+                   and any(d == "skylease.testing" or d.startswith("skylease.testing.") for d in deps))
+    assert not users, f"modules of src/ that import skylease.testing: {users}"
