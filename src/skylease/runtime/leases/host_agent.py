@@ -294,7 +294,7 @@ def main(argv: list[str]) -> int:
     sig = sub.add_parser("signal")
     sig.add_argument("pgid", type=int)
     sig.add_argument("ticks", type=int)
-    sig.add_argument("actions", nargs="*", choices=["STOP", "CONT", "TERM", "KILL"])
+    sig.add_argument("actions", nargs="*", metavar="{STOP,CONT,TERM,KILL}")  # (choices= refuses none)
     sig.add_argument("--counting", type=float, default=0.0)
     w = sub.add_parser("watch")
     w.add_argument("dir")
@@ -305,6 +305,8 @@ def main(argv: list[str]) -> int:
     t.add_argument("path")
     t.add_argument("bytes", type=int)
     args = parser.parse_args(argv)
+    if args.command == "signal" and not set(args.actions) <= {"STOP", "CONT", "TERM", "KILL"}:
+        parser.error(f"signal: actions are STOP, CONT, TERM and KILL, got {' '.join(args.actions)}")
     try:
         if args.command == "spawn":
             _emit(spawn(json.loads(sys.stdin.read())))

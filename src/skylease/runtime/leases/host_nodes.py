@@ -29,7 +29,7 @@ sshd and python3, nothing installed.
   (:meth:`HostNodes.host_state`, ``on_state``): the watcher then reconnects every ``down_after_s``
   seconds, tells the new ``watch`` every payload it tracks, and the host is answering again at the
   first heartbeat (a payload that ended meanwhile is reported then). While the host does not
-  answer, a command raises :class:`~skylease.runtime.leases.ssh.SshError`.
+  answer, a command raises :class:`~skylease.runtime.leases.ssh.SshError` at once.
 
 Times the host measures are sent as ages (seconds ago), never as the host's clock: a start time
 ``since`` becomes the host's own time that long ago, and an end's ``ended_at`` is this machine's
@@ -254,6 +254,7 @@ class HostNodes:
 
     def output(self, p: Payload, limit: int = PAYLOAD_LOG_BYTES) -> str:
         """The last ``limit`` bytes of what the payload's lease and VM wrote (read on the host)."""
+        self._answering()
         code, out, err = self.conn.run(self._argv("tail", self.log_path(p), str(int(limit))),
                                        timeout=self.timeout_s)
         if code != 0:
@@ -347,6 +348,7 @@ class HostNodes:
 
     def _agent(self, *args: str, stdin: str = "") -> dict[str, Any]:
         """Run the helper with ``args`` on the host: its one JSON answer."""
+        self._answering()
         code, out, err = self.conn.run(self._argv(*args), stdin=stdin, timeout=self.timeout_s)
         try:
             answer = json.loads(out.splitlines()[-1])
@@ -355,6 +357,13 @@ class HostNodes:
         if code != 0 or "error" in answer:
             raise self.conn.error(b"", f"the helper failed: {answer.get('error', code)}")
         return answer
+
+    def _answering(self) -> None:
+        """:class:`SshError` at once while the host does not answer (a command would wait for ssh's
+        timeouts: a host that accepts TCP connections but hangs takes tens of seconds to fail)."""
+        state = self._state
+        if not state.up:
+            raise SshError(f"not answering: {state.reason}", field=self.conn.target.label)
 
     def _signal(self, p: Payload, args: list[str], state: str) -> bool:
         with self._lock:
@@ -392,8 +401,9 @@ class HostNodes:
                 self._tell(p)
         self._sel.register(stream.stdout, selectors.EVENT_READ, stream)
 
-    def _end_stream(self) -> str:
-        """Stop the watch session (closing its input ends the helper); ssh's last word."""
+    def _end_stream(self, kill: bool = False) -> str:
+        """Stop the watch session (closing its input ends the helper; ``kill``: end its ssh at once,
+        the host not answering); ssh's last word."""
         with self._lock:
             stream, self._stream = self._stream, None
         if stream is None:
@@ -402,6 +412,8 @@ class HostNodes:
             self._sel.unregister(stream.stdout)
         with contextlib.suppress(OSError):
             stream.stdin.close()
+        if kill and stream.poll() is None:
+            stream.kill()
         try:
             stream.wait(2.0)
         except subprocess.TimeoutExpired:
@@ -416,16 +428,16 @@ class HostNodes:
         return self.conn.error(err, "the session ended").message
 
     def _set_state(self, up: bool, reason: str | None) -> None:
-        before = self._state
+        before, callback = self._state, self.on_state  # (read first: the constructor waits for the state)
         self._state = HostState(up, time.time() if up else before.last_contact, reason)
         if before.up != up:
             if up:
                 log.info("%s answers again", self.conn.target.label)
             else:
                 log.warning("%s is not answering: %s", self.conn.target.label, reason)
-            if self.on_state is not None:
+            if callback is not None:
                 try:
-                    self.on_state()
+                    callback()
                 except Exception:
                     log.exception("on_state callback")
 
@@ -526,12 +538,13 @@ class HostNodes:
                 log.warning("lease %d VM %d: SIGKILL not sent: %s", p.lease, p.vnode, exc)
 
     def _lost(self, reason: str) -> None:
-        """The host stopped answering: end the session and its master (a hung connection would keep
-        the next attempt waiting), try again in ``down_after_s`` seconds."""
-        self._end_stream()
-        self.conn.close()
-        self._retry_at = time.monotonic() + self.down_after_s
+        """The host stopped answering: end the session and its master by their process ids (a master
+        whose host hangs may not answer ``ssh -O``, and would keep the next attempt waiting), try
+        again in ``down_after_s`` seconds."""
         self._set_state(False, reason)
+        self._end_stream(kill=True)
+        self.conn.close(force=True)
+        self._retry_at = time.monotonic() + self.down_after_s
 
     def _reconnect(self) -> None:
         try:

@@ -154,9 +154,9 @@ class SshConnection:
         try:
             # the master keeps this file as its standard error (a pipe would be held open by it)
             done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fd,
-                                  timeout=self.target.connect_timeout + 30, check=False)
+                                  timeout=self.target.connect_timeout + 10, check=False)
         except subprocess.TimeoutExpired:
-            raise SshError(f"no connection within {self.target.connect_timeout + 30:g} s",
+            raise SshError(f"no connection within {self.target.connect_timeout + 10:g} s",
                            field=self.target.label) from None
         finally:
             os.close(fd)
@@ -177,16 +177,18 @@ class SshConnection:
         self.pid = int(found.group(1)) if found else None
         return self.pid is not None
 
-    def close(self) -> None:
-        """End the master (``ssh -O exit``, then SIGTERM by its process id if it is still there)."""
+    def close(self, *, force: bool = False) -> None:
+        """End the master (``ssh -O exit``, then SIGTERM by its process id if it is still there);
+        ``force``: SIGTERM at once (a master whose host hangs may not answer ``ssh -O``)."""
         if self.pid is None and not self.check():
             return
-        self._exit_master()
+        self._exit_master(ask=not force)
 
-    def _exit_master(self) -> None:
+    def _exit_master(self, ask: bool = True) -> None:
         pid = self.pid
-        self._control("exit", timeout=10.0)
-        deadline = time.monotonic() + 2.0
+        if ask or pid is None:
+            self._control("exit", timeout=5.0)
+        deadline = time.monotonic() + (2.0 if ask else 0.0)
         while pid is not None and self._is_master(pid) and time.monotonic() < deadline:
             time.sleep(0.01)
         if pid is not None and self._is_master(pid):
