@@ -13,8 +13,12 @@ Each round, for each enactment in turn (paired: the machine's load is about the 
 times ``spawn`` of ``sleep 60`` (until the call returns with the process's id), ``suspend``,
 ``resume``, ``shutdown`` (the call: SIGCONT + SIGTERM), and ``end`` (from the shutdown call until
 :meth:`exited` reports the end: the exit noticed by the watcher). The table gives medians over the
-rounds in milliseconds and the ratio ssh / local. Kind of comparison: local enactment is the floor
-(no network, no helper); the ratio is what reaching a host over SSH costs per command.
+rounds in milliseconds and the ratio ssh / local, then the floor every ssh command pays: a session
+through the master running ``true`` (the host's sshd and the SSH user's login shell, which runs its
+rc files: bash reads ``~/.bashrc`` for a command from sshd) and running the host's Python with
+nothing to do (``--python``: the interpreter the helper runs with). Kind of comparison: local
+enactment is the floor (no network, no helper); the ratio is what reaching a host over SSH costs
+per command.
 
     python benchmarks/bench_enactment.py [--rounds 10]    # as root (the test site needs it)
 """
@@ -69,6 +73,8 @@ def one_round(nodes, lease: int, timeout: float = 20.0) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=10, help="rounds of each enactment (1 to 100)")
+    ap.add_argument("--python", default="python3", help="the host's python3 (a name looked up in the "
+                    "login shell's PATH, or an absolute path)")
     args = ap.parse_args(argv)
     rounds = max(1, min(100, args.rounds))
     site = Site((SiteNode("a", ResourceTuple()),))
@@ -80,10 +86,18 @@ def main(argv: list[str] | None = None) -> int:
             h = ts.hosts[0]
             conn = SshConnection(SshTarget(h.address, 22, "root", ts.key, ts.known_hosts), data / "ssh")
             local = LocalNodes(site, data, serve_id, sandbox=probe(data))
-            remote = HostNodes(site, data, serve_id, connection=conn, remote_dir=str(folder / "remote"))
+            remote = HostNodes(site, data, serve_id, connection=conn, remote_dir=str(folder / "remote"),
+                               python=args.python)
             times: dict[str, dict[str, list[float]]] = {"local": {o: [] for o in OPS},
                                                          "ssh": {o: [] for o in OPS}}
+            floors: dict[str, list[float]] = {"true": [], f"{args.python} -I -S -c pass": []}
             try:
+                for _ in range(rounds):  # what any command pays: a session, the login shell, python
+                    for label, argv in (("true", ["true"]), (f"{args.python} -I -S -c pass",
+                                                             [args.python, "-I", "-S", "-c", "pass"])):
+                        t = time.perf_counter()
+                        conn.run(argv)
+                        floors[label].append(time.perf_counter() - t)
                 for i in range(rounds + 1):  # the first round warms up (not counted)
                     for name, nodes in (("local", local), ("ssh", remote)):
                         got = one_round(nodes, i + 1)
@@ -100,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     for o in OPS:
         lo, ss = statistics.median(times["local"][o]) * 1e3, statistics.median(times["ssh"][o]) * 1e3
         print(f"{o:<10} {lo:>9.1f} {ss:>9.1f} {ss / lo:>9.1f}x")
+    for label, ts in floors.items():
+        print(f"floor: one session through the master running `{label}`: "
+              f"{statistics.median(ts) * 1e3:.1f} ms (median)")
     return 0
 
 
