@@ -7,14 +7,15 @@ Two enactments of the same one-node site, one command sequence, in one run:
 * **ssh**: :class:`HostNodes` on host1 of a test site started here (skylease.testing.site: a real
   sshd in namespaces of its own on a loopback address; the same machine, so the figures are the
   cost of SSH and the helper, not of a network), through one multiplexed connection
-  (ControlMaster); payloads unconfined there (not yet done on hosts).
+  (ControlMaster) and the helper's watch session, which carries every command; payloads unconfined
+  there (not yet done on hosts).
 
 Each round, for each enactment in turn (paired: the machine's load is about the same for both),
 times ``spawn`` of ``sleep 60`` (until the call returns with the process's id), ``suspend``,
 ``resume``, ``shutdown`` (the call: SIGCONT + SIGTERM), and ``end`` (from the shutdown call until
 :meth:`exited` reports the end: the exit noticed by the watcher). The table gives medians over the
-rounds in milliseconds and the ratio ssh / local, then the floor every ssh command pays: a session
-through the master running ``true`` (the host's sshd and the SSH user's login shell, which runs its
+rounds in milliseconds and the ratio ssh / local, then what a command would cost in a session of
+its own (which is why commands go through the watch session): a session through the master running ``true`` (the host's sshd and the SSH user's login shell, which runs its
 rc files: bash reads ``~/.bashrc`` for a command from sshd) and running the host's Python with
 nothing to do (``--python``: the interpreter the helper runs with). Kind of comparison: local
 enactment is the floor (no network, no helper); the ratio is what reaching a host over SSH costs

@@ -32,7 +32,14 @@ lines on its standard output; a failure prints ``{"error": "..."}`` and exits wi
   reused) it prints ``{"ended": {"pid", "ticks", "code", "age"}}`` (``code``: the payload's exit
   code from its exit file, negative for a signal, null when unknown, e.g. after a SIGKILL of the
   group; ``age``: how many seconds ago it ended, by the host's clock). Every S seconds (default 1)
-  it prints ``{"beat": N}``, so that the server notices a host that stops answering.
+  it prints ``{"beat": N}``, so that the server notices a host that stops answering. An input line
+  ``{"id": N, "do": COMMAND, ...}`` runs one of the commands below in the watch itself (``spawn``
+  with ``request``; ``signal`` with ``pgid``, ``ticks``, ``actions``, ``counting``; ``find`` with
+  ``serve_id``; ``tail`` with ``path`` and ``bytes``, answered as ``{"text"}``) and prints
+  ``{"id": N, "answer": ...}`` or ``{"id": N, "error": "..."}``: a command then costs one line
+  each way on a session already open, not a session, a login shell and a Python start of its own.
+  Ends are seen at once through pidfds (Linux 5.3 and later), else within 50 ms.
+  (The payloads it spawns are its children: it reaps them.)
 * ``find SERVE_ID``: the payloads of this user whose leader carries ``SKYLEASE_SERVE_ID=SERVE_ID``:
   ``{"found": [{"pid", "ticks", "lease", "vnode", "node", "state"}, ...]}``.
 * ``tail PATH BYTES``: the last BYTES bytes of ``PATH.1`` followed by ``PATH`` (the log and the
@@ -49,10 +56,12 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 __all__ = ["SOURCE", "WAITER"]
 
-#: How often ``watch`` looks at the payloads it watches (seconds).
+#: How often ``watch`` looks at the payloads it watches without a pidfd (seconds); with one, an end
+#: is seen at once.
 POLL_S = 0.05
 ENV_SERVE_ID = "SKYLEASE_SERVE_ID"
 
@@ -173,7 +182,8 @@ def spawn(req: dict) -> dict:
     return {"pid": proc.pid, "ticks": st[2] if st else -1, "log": log}
 
 
-def signal_group(pgid: int, ticks: int, actions: list[str], counting: float) -> dict:
+def signal_group(pgid: int, ticks: int, actions: list[str], counting: float,
+                 pulse: Callable[[], None] = lambda: None) -> dict:
     st = _stat(pgid)
     leader = st is not None and st[0] != "Z" and st[2] == ticks
     if st is not None and st[2] != ticks:
@@ -187,6 +197,7 @@ def signal_group(pgid: int, ticks: int, actions: list[str], counting: float) -> 
                 inside = [pid for pid in _members(pgid) if pid != pgid]
                 if (inside and all(_catches_cont(pid) for pid in inside)) or not _members(pgid):
                     break
+                pulse()  # (in a watch: its heartbeat goes on meanwhile)
                 time.sleep(0.005)
         if action == "TERM":
             inside = [pid for pid in _members(pgid) if pid != pgid]
@@ -199,19 +210,50 @@ def signal_group(pgid: int, ticks: int, actions: list[str], counting: float) -> 
     return {"ok": True, "leader": leader, "state": _group_state(pgid)}
 
 
+def _request(req: dict, pulse: Callable[[], None]) -> dict:
+    """The answer to a command sent to ``watch``: ``{"id", "answer"}`` or ``{"id", "error"}``."""
+    try:
+        op = req["do"]
+        if op == "spawn":
+            answer = spawn(req["request"])
+        elif op == "signal":
+            actions = [str(a) for a in req.get("actions", [])]
+            if not set(actions) <= {"STOP", "CONT", "TERM", "KILL"}:
+                raise ValueError(f"actions are STOP, CONT, TERM and KILL, got {actions}")
+            answer = signal_group(int(req["pgid"]), int(req["ticks"]), actions,
+                                  float(req.get("counting", 0.0)), pulse)
+        elif op == "find":
+            answer = find(str(req["serve_id"]))
+        elif op == "tail":
+            answer = {"text": tail(str(req["path"]), int(req["bytes"])).decode(errors="replace")}
+        else:
+            raise ValueError(f"no command {op!r}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return {"id": req.get("id"), "error": f"{type(exc).__name__}: {exc}"}
+    return {"id": req.get("id"), "answer": answer}
+
+
 def watch(base: str, beat: float) -> None:
     exits = os.path.join(os.path.abspath(os.path.expanduser(base)), "exits")
     watched: dict[int, int] = {}
+    pidfds: dict[int, int] = {}  # watched pid -> its pidfd (readable once it ends), where there are pidfds
     buf, next_beat, n = b"", 0.0, 0
-    while True:
+
+    def pulse() -> None:
+        nonlocal next_beat, n
         now = time.monotonic()
         if now >= next_beat:
             n += 1
             _emit({"beat": n})
             next_beat = now + beat
-        timeout = min(next_beat - now, POLL_S) if watched else next_beat - now
-        ready, _, _ = select.select([0], [], [], max(0.0, timeout))
-        if ready:
+
+    while True:
+        pulse()
+        now = time.monotonic()
+        polled = len(pidfds) < len(watched)
+        timeout = min(next_beat - now, POLL_S) if polled else next_beat - now
+        ready, _, _ = select.select([0, *pidfds.values()], [], [], max(0.0, timeout))
+        if 0 in ready:
             chunk = os.read(0, 65536)
             if not chunk:
                 return  # the server closed the channel (or died)
@@ -219,15 +261,27 @@ def watch(base: str, beat: float) -> None:
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
                 try:
-                    pid, ticks = json.loads(line)["watch"]
-                    watched[int(pid)] = int(ticks)
-                except (ValueError, KeyError, TypeError):
-                    _emit({"error": f"not a watch request: {line[:200]!r}"})
+                    req = json.loads(line)
+                    if "do" in req:
+                        _emit(_request(req, pulse))
+                    else:
+                        pid, ticks = int(req["watch"][0]), int(req["watch"][1])
+                        watched[pid] = ticks
+                        if pid not in pidfds:
+                            with contextlib.suppress(AttributeError, OSError):  # (Linux 5.3+)
+                                pidfds[pid] = os.pidfd_open(pid)
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    _emit({"error": f"not a request: {line[:200]!r}"})
+        with contextlib.suppress(ChildProcessError):  # payloads spawned by this watch: its children
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
         for pid, ticks in list(watched.items()):
             st = _stat(pid)
             if st is not None and st[0] != "Z" and st[2] == ticks:
                 continue
             del watched[pid]
+            if pid in pidfds:
+                os.close(pidfds.pop(pid))
             code, age = None, 0.0
             path = os.path.join(exits, f"{pid}-{ticks}.json")
             try:

@@ -3,10 +3,13 @@ another machine (docs/decisions/ssh-enactment.md).
 
 :class:`HostNodes` holds, for the nodes of the site that lie on one host, the primitives of
 :class:`~skylease.runtime.leases.local.LocalNodes` with the same meaning; it decides nothing itself.
-Each command is one session on the host's multiplexed SSH connection
-(:class:`~skylease.runtime.leases.ssh.SshConnection`) running the helper
-:mod:`skylease.runtime.leases.host_agent`, whose source is shipped with the command: the host needs
-sshd and python3, nothing installed.
+One long-lived session on the host's multiplexed SSH connection
+(:class:`~skylease.runtime.leases.ssh.SshConnection`) runs the helper
+:mod:`skylease.runtime.leases.host_agent`'s ``watch`` (its source shipped with the command: the host
+needs sshd and python3, nothing installed), and every command is a JSON line on that session
+answered by one line: a session of its own per command would cost the host's session set-up, the
+SSH user's login shell and a Python start each (0.15-0.5 s measured on the test site, whose root
+runs ``pyenv init`` in its ``~/.bashrc``; docs/performance.md).
 
 * a VM is one **process group** on the host (its own session, so that neither the end of the SSH
   session nor a ``kill -9`` of the server ends it): its leader is the helper's *waiter*, which
@@ -144,6 +147,8 @@ class HostNodes:
         self._stopping = False
         self._state = HostState(False, None, _NO_BEAT_YET)
         self._stream: subprocess.Popen | None = None
+        self._rid = 0
+        self._waiting: dict[int, tuple[threading.Event, dict[str, Any] | None]] = {}  # id -> (done, answer)
         self._buf = b""
         self._heard = time.monotonic()  # when the last line came (or the stream started)
         self._retry_at = 0.0
@@ -200,7 +205,7 @@ class HostNodes:
                 ENV_SERVE_ID: self.serve_id}
         req = {"argv": argv, "env": inside, "mark": mark, "dir": self.remote_dir, "lease": lease,
                "vnode": vnode, "keeper": _KEEPER, "limit": PAYLOAD_LOG_BYTES, "since_age": since_age}
-        out = self._agent("spawn", stdin=json.dumps(req))
+        out = self._agent("spawn", request=req)
         p = Payload(lease, vnode, node, int(out["pid"]), int(out["ticks"]), counts_work=command is None)
         with self._lock:
             self._live[p.pid] = p
@@ -211,12 +216,12 @@ class HostNodes:
         """SIGSTOP to the group; a default payload still starting up is stopped once it counts its
         work, within :data:`~skylease.runtime.leases.local.STARTUP_WAIT_S` (as on this machine).
         False if it has ended."""
-        extra = ["--counting", repr(STARTUP_WAIT_S)] if p.counts_work else []
-        return self._signal(p, ["STOP", *extra], "stopped")
+        return self._signal(p, {"actions": ["STOP"], "counting": STARTUP_WAIT_S if p.counts_work else 0.0},
+                            "stopped")
 
     def resume(self, p: Payload) -> bool:
         """SIGCONT to the group. False if it has ended."""
-        return self._signal(p, ["CONT"], "running")
+        return self._signal(p, {"actions": ["CONT"]}, "running")
 
     def migrate(self, p: Payload, node: int) -> bool:
         raise NotImplementedError("moving a payload between nodes of a host reached over SSH is not "
@@ -226,7 +231,7 @@ class HostNodes:
         """SIGCONT to the group and SIGTERM to the payload's processes now, SIGKILL to the group
         after ``grace_s`` seconds if it still runs then (the watcher thread does it; the caller does
         not wait). The exit is reported by :meth:`exited`. False if it has ended already."""
-        if not self._signal(p, ["CONT", "TERM"], "running"):
+        if not self._signal(p, {"actions": ["CONT", "TERM"]}, "running"):
             return False
         with self._lock:
             self._seq += 1
@@ -254,12 +259,7 @@ class HostNodes:
 
     def output(self, p: Payload, limit: int = PAYLOAD_LOG_BYTES) -> str:
         """The last ``limit`` bytes of what the payload's lease and VM wrote (read on the host)."""
-        self._answering()
-        code, out, err = self.conn.run(self._argv("tail", self.log_path(p), str(int(limit))),
-                                       timeout=self.timeout_s)
-        if code != 0:
-            raise self.conn.error(err, f"the helper exited with {code}")
-        return out.decode(errors="replace")
+        return self._agent("tail", path=self.log_path(p), bytes=int(limit))["text"]
 
     # -- after a restart --------------------------------------------------------------------------
     def find_own(self) -> list[Payload]:
@@ -267,7 +267,7 @@ class HostNodes:
         user carrying our ``SKYLEASE_SERVE_ID``; ``node`` is the node their environment names (-1:
         the site has no such node on this host now). Nothing is adopted: see :meth:`adopt`."""
         found = []
-        for f in self._agent("find", self.serve_id)["found"]:
+        for f in self._agent("find", serve_id=self.serve_id)["found"]:
             try:
                 node = self.site.index(f["node"])
             except KeyError:
@@ -284,7 +284,7 @@ class HostNodes:
         with self._lock:
             if p.pid in self._live:
                 return self._live[p.pid].start_ticks == p.start_ticks
-        out = self._agent("signal", str(p.pid), str(p.start_ticks))
+        out = self._agent("signal", pgid=p.pid, ticks=p.start_ticks)
         if not out["ok"] or not out["leader"]:
             return False
         p.state, p.exit_code, p.ended_at = out["state"], None, None
@@ -346,17 +346,42 @@ class HostNodes:
     def _argv(self, *args: str) -> list[str]:
         return [self.python, "-I", "-S", "-c", SOURCE, *args]
 
-    def _agent(self, *args: str, stdin: str = "") -> dict[str, Any]:
-        """Run the helper with ``args`` on the host: its one JSON answer."""
+    def _agent(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Run the helper's command ``op`` in the host's watch session (one JSON line each way, no
+        session of its own: see :mod:`~skylease.runtime.leases.host_agent`); its answer."""
         self._answering()
-        code, out, err = self.conn.run(self._argv(*args), stdin=stdin, timeout=self.timeout_s)
-        try:
-            answer = json.loads(out.splitlines()[-1])
-        except (ValueError, IndexError):
-            raise self.conn.error(err, f"the helper exited with {code} and no answer") from None
-        if code != 0 or "error" in answer:
-            raise self.conn.error(b"", f"the helper failed: {answer.get('error', code)}")
-        return answer
+        done = threading.Event()
+        rid = self._send(op, fields, done)
+        if not done.wait(self.timeout_s):
+            with self._lock:
+                self._waiting.pop(rid, None)
+            raise SshError(f"no answer to {op} within {self.timeout_s:g} s", field=self.conn.target.label)
+        with self._lock:
+            answer = self._waiting.pop(rid)[1]
+        if answer is None:  # the session ended meanwhile
+            raise SshError(f"not answering: {self._state.reason}", field=self.conn.target.label)
+        if "error" in answer:
+            raise SshError(f"the helper's {op} failed: {answer['error']}", field=self.conn.target.label)
+        return answer["answer"]
+
+    def _send(self, op: str, fields: dict[str, Any], done: threading.Event | None = None) -> int:
+        """Send command ``op`` to the watch session; its request id (its answer is kept only when
+        ``done`` is given, and ``done`` set when it comes or the session ends)."""
+        with self._lock:
+            stream = self._stream
+            if stream is None or stream.stdin is None:
+                raise SshError(f"not answering: {self._state.reason}", field=self.conn.target.label)
+            self._rid += 1
+            rid = self._rid
+            if done is not None:
+                self._waiting[rid] = (done, None)
+            try:
+                stream.stdin.write(json.dumps({"id": rid, "do": op, **fields}).encode() + b"\n")
+            except OSError:
+                self._waiting.pop(rid, None)
+                raise SshError("not answering: the watch session ended", field=self.conn.target.label) \
+                    from None
+        return rid
 
     def _answering(self) -> None:
         """:class:`SshError` at once while the host does not answer (a command would wait for ssh's
@@ -365,12 +390,12 @@ class HostNodes:
         if not state.up:
             raise SshError(f"not answering: {state.reason}", field=self.conn.target.label)
 
-    def _signal(self, p: Payload, args: list[str], state: str) -> bool:
+    def _signal(self, p: Payload, args: dict[str, Any], state: str) -> bool:
         with self._lock:
             t = self._live.get(p.pid)
             if t is None or t.start_ticks != p.start_ticks:
                 return False
-        out = self._agent("signal", str(p.pid), str(p.start_ticks), *args)
+        out = self._agent("signal", pgid=p.pid, ticks=p.start_ticks, **args)
         if not out["ok"]:
             return False
         with self._lock:
@@ -406,6 +431,8 @@ class HostNodes:
         the host not answering); ssh's last word."""
         with self._lock:
             stream, self._stream = self._stream, None
+            for done, _ in self._waiting.values():
+                done.set()  # (no answer: the caller raises SshError)
         if stream is None:
             return ""
         with contextlib.suppress(KeyError, ValueError):
@@ -494,7 +521,14 @@ class HostNodes:
                 msg = {"error": line[:200].decode(errors="replace")}  # (a login script's noise, say)
             if not isinstance(msg, dict):
                 msg = {"error": msg}
-            if "beat" in msg:
+            if "id" in msg:
+                with self._lock:
+                    waiting = self._waiting.get(msg["id"])
+                    if waiting is not None:
+                        self._waiting[msg["id"]] = (waiting[0], msg)
+                if waiting is not None:
+                    waiting[0].set()
+            elif "beat" in msg:
                 if not self._state.up:
                     self._set_state(True, None)
                 else:
@@ -529,11 +563,11 @@ class HostNodes:
                 p = self._live.get(pid)
                 if p is not None and p.start_ticks == ticks:
                     due.append(p)
-        for p in due:
+        for p in due:  # (sent, not waited for: this thread is the one that reads the answers)
             try:
-                if self._agent("signal", str(p.pid), str(p.start_ticks), "KILL")["ok"]:
-                    with self._lock:
-                        self._killed.add((p.pid, p.start_ticks))
+                self._send("signal", {"pgid": p.pid, "ticks": p.start_ticks, "actions": ["KILL"]})
+                with self._lock:
+                    self._killed.add((p.pid, p.start_ticks))
             except SshError as exc:
                 log.warning("lease %d VM %d: SIGKILL not sent: %s", p.lease, p.vnode, exc)
 
