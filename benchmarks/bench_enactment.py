@@ -15,11 +15,11 @@ times ``spawn`` of ``sleep 60`` (until the call returns with the process's id), 
 ``resume``, ``shutdown`` (the call: SIGCONT + SIGTERM), and ``end`` (from the shutdown call until
 :meth:`exited` reports the end: the exit noticed by the watcher). The table gives medians over the
 rounds in milliseconds and the ratio ssh / local, then what a command would cost in a session of
-its own (which is why commands go through the watch session): a session through the master running ``true`` (the host's sshd and the SSH user's login shell, which runs its
-rc files: bash reads ``~/.bashrc`` for a command from sshd) and running the host's Python with
-nothing to do (``--python``: the interpreter the helper runs with). Kind of comparison: local
-enactment is the floor (no network, no helper); the ratio is what reaching a host over SSH costs
-per command.
+its own (which is why commands go through the watch session): a session through the master running
+``true`` (the host's sshd and the SSH user's login shell, which runs its rc files: bash reads
+``~/.bashrc`` for a command from sshd) and running the host's Python with nothing to do
+(``--python``: the interpreter the helper runs with). Kind of comparison: local enactment is the
+floor (no network, no helper); the ratio is what reaching a host over SSH costs per command.
 
     python benchmarks/bench_enactment.py [--rounds 10]    # as root (the test site needs it)
 """
