@@ -260,3 +260,26 @@ def test_a_host_whose_sshd_is_killed_is_reported_as_not_answering_at_once(make, 
     assert hn.host_state().reason
     assert hn.exited() == []  # its payloads' fate is unknown, not an exit
     print(json.dumps({"killed_noticed_s": round(took, 2)}))
+
+
+def test_the_helper_answers_on_its_own_too(make):
+    """Each command of the helper also runs as a session of its own (python3 -c SOURCE COMMAND)."""
+    hn = make()
+    p = hn.spawn(9, 0, 0, command="echo hello; exec sleep 60")
+    assert until(lambda: "hello" in hn.output(p), 5)
+
+    def alone(*args: str) -> dict:
+        code, out, err = hn.conn.run(hn._argv(*args))
+        assert code == 0, err
+        return json.loads(out)
+
+    [found] = alone("find", hn.serve_id)["found"]
+    assert (found["pid"], found["ticks"], found["lease"], found["vnode"], found["node"]) == \
+        (p.pid, p.start_ticks, 9, 0, "a")
+    assert alone("signal", str(p.pid), str(p.start_ticks)) == {"ok": True, "leader": True, "state": "running"}
+    assert alone("signal", str(p.pid), str(p.start_ticks + 1), "KILL")["ok"] is False  # not that process
+    assert alone("signal", str(p.pid), str(p.start_ticks), "STOP")["state"] == "stopped"
+    code, out, _ = hn.conn.run(hn._argv("tail", hn.log_path(p), "3"))
+    assert (code, out) == (0, b"lo\n")
+    code, out, _ = hn.conn.run(hn._argv("signal", str(p.pid), str(p.start_ticks), "HUP"))
+    assert code == 2 and out == b""  # a usage error: argparse's, on stderr

@@ -1,7 +1,9 @@
 """The helper that carries out the enactment's commands on a host reached over SSH.
 
-This module's own source is what runs on the host: :data:`SOURCE`, shipped with each command as
+This module's own source is what runs on the host: :data:`SOURCE`, shipped with the command as
 ``python3 -I -S -c SOURCE SUBCOMMAND ARGS`` over the SSH channel (docs/decisions/ssh-enactment.md).
+The server runs one ``watch`` per host and sends it every other command as a JSON line (see
+``watch``); each subcommand also runs on its own (by hand, say).
 Nothing is installed on the host, no daemon runs there and nothing listens: a host needs sshd and
 python3 (3.9 or later; the standard library only, which is why this file imports nothing of
 skylease). Each subcommand reads at most one JSON document on its standard input and prints JSON
