@@ -166,7 +166,8 @@ class SshSites:
         from skylease.testing.site import start_site
 
         self.stop_all()
-        site = start_site(n, self._tmp.mktemp("ssh-site"), **kwargs)
+        # die_with_caller: a test run killed half-way leaves no sshd holding 127.0.0.11...
+        site = start_site(n, self._tmp.mktemp("ssh-site"), die_with_caller=True, **kwargs)
         self.started.append(site)
         return site
 

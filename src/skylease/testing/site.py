@@ -35,6 +35,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -225,12 +226,18 @@ _UNSHARE = ["--uts", "--pid", "--mount", "--fork", "--mount-proc", "--kill-child
 _HOST_SH = 'hostname "$1" && exec "$2" -D -e -f "$3"'
 
 
-def start_site(n: int, folder: Path, *, timeout: float = 30, sshd: str = SSHD, base: int = BASE) -> TestSite:
+def start_site(n: int, folder: Path, *, timeout: float = 30, sshd: str = SSHD, base: int = BASE,
+               die_with_caller: bool = False) -> TestSite:
     """Start an n-host test site with its files in ``folder`` (created; keys and configurations
     replaced); return once every host accepted a login and answered its hostname, within
     ``timeout`` seconds. Host i listens on 127.0.0.(base+i) (host1 on 127.0.0.11). UserError for bad
     input (n, the folder, a site running there already); SiteError when it cannot run here, naming
-    the host and the end of its sshd's log. Whatever was started is stopped on failure."""
+    the host and the end of its sshd's log. Whatever was started is stopped on failure.
+
+    ``die_with_caller``: the hosts get SIGKILL when the thread that called this ends (``setpriv
+    --pdeathsig KILL`` on unshare, whose --kill-child passes it on to sshd), so a test run killed
+    half-way leaves no host holding the addresses. The command line's ``start`` leaves it off: its
+    hosts outlive it."""
     check_count(n)
     folder = check_folder(Path(folder))
     files = layout(n, folder, base)
@@ -242,20 +249,24 @@ def start_site(n: int, folder: Path, *, timeout: float = 30, sshd: str = SSHD, b
         raise UserError("a test site runs here already: stop it first "
                         f"(python -m skylease.testing.site stop {folder})", file=folder)
     probe(sshd)
+    if die_with_caller and not which("setpriv"):
+        raise SiteError("die_with_caller needs util-linux's setpriv, which is missing")
     for h in files.hosts:
         if _accepts(h.address, 0.3):
             raise SiteError(f"{h.name}: {h.address}:{SSH_PORT} is taken already (another test site? "
-                            "python -m skylease.testing.site status DIR tells)")
+                            "python -m skylease.testing.site stop DIR ends it)")
     write_configs(files, which("ssh-keygen") or "ssh-keygen")
     PRIVSEP_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
     site = TestSite(folder, [], files.key, files.known_hosts, files.site_file, files.ssh_config, [])
     deadline = time.monotonic() + timeout
     try:
         for h in files.hosts:
-            site.hosts.append(_start_host(site, h, sshd, deadline))
+            site.hosts.append(_start_host(site, h, sshd, deadline, die_with_caller))
             site.save()  # as soon as there is a process: `stop DIR` ends a start that failed half-way
-        for h in files.hosts:
-            _wait_ready(site, h, deadline)
+        # the logins at once (each takes a key exchange and a fork of sshd: a second under load)
+        with ThreadPoolExecutor(max_workers=min(n, 8), thread_name_prefix="site-ready") as pool:
+            for ready in [pool.submit(_wait_ready, site, h, deadline) for h in files.hosts]:
+                ready.result()
     except BaseException:
         with contextlib.suppress(SiteError):  # the first error is the one to tell
             site.stop(grace=1.0)
@@ -263,11 +274,12 @@ def start_site(n: int, folder: Path, *, timeout: float = 30, sshd: str = SSHD, b
     return site
 
 
-def _start_host(site: TestSite, h: HostFiles, sshd: str, deadline: float) -> SiteHost:
+def _start_host(site: TestSite, h: HostFiles, sshd: str, deadline: float, die_with_caller: bool) -> SiteHost:
     """Start host ``h``: unshare, then sshd as its child; both recorded."""
     mark = str(h.config)  # in both command lines (unshare's, sshd's), and only this site's
+    tie = [which("setpriv") or "setpriv", "--pdeathsig", "KILL"] if die_with_caller else []
     with open(h.log, "wb") as log:  # this start's log only
-        child = subprocess.Popen([which("unshare") or "unshare", *_UNSHARE, "sh", "-c", _HOST_SH, "sh",
+        child = subprocess.Popen([*tie, which("unshare") or "unshare", *_UNSHARE, "sh", "-c", _HOST_SH, "sh",
                                   h.name, sshd, str(h.config)], stdin=subprocess.DEVNULL, stdout=log,
                                  stderr=log, start_new_session=True, close_fds=True)
     site._children.append(child)
