@@ -3,52 +3,43 @@ another machine (docs/decisions/ssh-enactment.md).
 
 :class:`HostNodes` holds, for the nodes of the site that lie on one host, the primitives of
 :class:`~skylease.runtime.leases.local.LocalNodes` with the same meaning; it decides nothing itself.
-One long-lived session on the host's multiplexed SSH connection
-(:class:`~skylease.runtime.leases.ssh.SshConnection`) runs the helper
-:mod:`skylease.runtime.leases.host_agent`'s ``watch`` (its source shipped with the command: the host
-needs sshd and python3, nothing installed), and every command is a JSON line on that session
-answered by one line: a session of its own per command would cost the host's session set-up, the
-SSH user's login shell and a Python start each (0.15-0.5 s measured on the test site, whose root
-runs ``pyenv init`` in its ``~/.bashrc``; docs/performance.md).
+Every command goes as a JSON line through the helper's ``watch``, one long-lived session on the
+host's multiplexed SSH connection (:mod:`~skylease.runtime.leases.host_session`,
+:mod:`~skylease.runtime.leases.host_agent`: the host needs sshd and python3, nothing installed).
 
-* a VM is one **process group** on the host (its own session, so that neither the end of the SSH
-  session nor a ``kill -9`` of the server ends it): its leader is the helper's *waiter*, which
-  carries the marks (``SKYLEASE_SERVE_ID``, ``SKYLEASE_LEASE``, ``SKYLEASE_VNODE``,
-  ``SKYLEASE_NODE``) by which a restarted server finds it (:meth:`HostNodes.find_own`), starts the
-  payload (``sh -c COMMAND``, or the default payload of
-  :mod:`~skylease.runtime.leases.local` run by the host's python3) with a fresh environment in the
-  lease's folder ``<remote_dir>/leases/<lease>`` on the host, and records its exit code in a file
-  on the host when it ends (the waiter is no child of the server, which could not wait for it);
+* a VM is one **process group** on the host (its own session: neither the end of an SSH session
+  nor a ``kill -9`` of the server ends it); its leader, the helper's *waiter*, carries the marks
+  (``SKYLEASE_SERVE_ID``, ``SKYLEASE_LEASE``, ``SKYLEASE_VNODE``, ``SKYLEASE_NODE``) by which a
+  restarted server finds it (:meth:`HostNodes.find_own`), starts the payload (``sh -c COMMAND``, or
+  the default payload of :mod:`~skylease.runtime.leases.local` run by the host's python3) with a
+  fresh environment in ``<remote_dir>/leases/<lease>`` on the host, and records its exit code in a
+  file there (no process of the server is its parent, to wait for it);
 * suspend = SIGSTOP to the group, resume = SIGCONT, shutdown = SIGCONT to the group and SIGTERM
   to the payload's processes, then SIGKILL to the group after the grace (this object's watcher
   thread keeps the deadlines; the caller never waits); a group is signalled only while its leader
   has the recorded start time, or is gone while members remain, as on this machine;
-* its standard output and error go to the log keeper of the local enactment, started on the host
-  in a session of its own: ``<remote_dir>/payloads/<lease>-<vnode>.log`` on the host
-  (:meth:`HostNodes.output` reads its end);
-* ends are noticed by the helper's ``watch``, one long-lived session that reports each ended
-  payload it was told about (within 50 ms) and prints a heartbeat every ``beat_s`` seconds. When
-  no line has come for ``down_after_s`` seconds, or the session ends, the host is **not answering**
-  (:meth:`HostNodes.host_state`, ``on_state``): the watcher then reconnects every ``down_after_s``
-  seconds, tells the new ``watch`` every payload it tracks, and the host is answering again at the
-  first heartbeat (a payload that ended meanwhile is reported then). While the host does not
-  answer, a command raises :class:`~skylease.runtime.leases.ssh.SshError` at once.
+* its output goes to the local enactment's log keeper, started on the host in a session of its
+  own: ``<remote_dir>/payloads/<lease>-<vnode>.log`` there (:meth:`HostNodes.output`);
+* the ``watch`` reports each ended payload it was told about and prints a heartbeat every
+  ``beat_s`` seconds. When no line has come for ``down_after_s`` seconds, or the session ends, the
+  host is **not answering** (:meth:`HostNodes.host_state`, ``on_state``): the watcher thread then
+  reconnects every ``down_after_s`` seconds and tells the new ``watch`` every payload it tracks;
+  the host answers again at the first heartbeat (what ended meanwhile is reported then). While it
+  does not answer, a command raises :class:`~skylease.runtime.leases.ssh.SshError` at once.
 
-Times the host measures are sent as ages (seconds ago), never as the host's clock: a start time
-``since`` becomes the host's own time that long ago, and an end's ``ended_at`` is this machine's
-time minus the age the host reports, so the two clocks need not agree.
+The host's times are sent as ages (seconds ago), never as its clock: ``since`` becomes the host's
+own time that long ago, and ``ended_at`` is this machine's time minus the age the host reports.
 
 What is not done yet, and what the lease manager cannot use this class without:
 
 * not yet: payload confinement on the host. A payload runs as the SSH user, with a fresh
-  environment but with that user's rights on the host (no bubblewrap sandbox, no payload user);
-  a site shared between users must not use it before that is done;
-* not yet: CPU pinning (a payload may run on any of the host's CPUs), and migration
-  (:meth:`HostNodes.migrate` raises NotImplementedError);
+  environment but that user's rights there (no bubblewrap sandbox, no payload user): a site
+  shared between users must not use it before that is done;
+* not yet: CPU pinning, and migration (:meth:`HostNodes.migrate` raises NotImplementedError);
 * not yet: disk images (:meth:`HostNodes.copy_image`, and ``spawn`` with an image, raise
   NotImplementedError; a host's caches are empty);
-* not yet: the wiring into the lease manager and the site file (which hosts, which nodes on each),
-  and what to do with a host's leases while it does not answer;
+* not yet: the wiring into the lease manager and the site file, and what to do with a host's
+  leases while it does not answer;
 * exit files of payloads that ended while no server watched them stay in
   ``<remote_dir>/exits`` on the host (a few bytes each).
 """
@@ -57,21 +48,19 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import json
 import logging
 import os
 import selectors
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.host_agent import SOURCE
+from skylease.runtime.leases.host_session import HostState, WatchSession
 from skylease.runtime.leases.local import (
     _DEFAULT_PAYLOAD,
     _KEEPER,
@@ -92,16 +81,6 @@ __all__ = ["HostNodes", "HostState"]
 log = logging.getLogger(__name__)
 
 _NO_BEAT_YET = "no heartbeat yet"
-
-
-@dataclass(frozen=True)
-class HostState:
-    """Whether the host answers (its helper's heartbeats arrive), when it last did (Unix time, None:
-    never), and why it does not."""
-
-    up: bool
-    last_contact: float | None
-    reason: str | None = None
 
 
 class HostNodes:
@@ -146,11 +125,7 @@ class HostNodes:
         self._closed = False
         self._stopping = False
         self._state = HostState(False, None, _NO_BEAT_YET)
-        self._stream: subprocess.Popen | None = None
-        self._rid = 0
-        self._waiting: dict[int, tuple[threading.Event, dict[str, Any] | None]] = {}  # id -> (done, answer)
-        self._buf = b""
-        self._heard = time.monotonic()  # when the last line came (or the stream started)
+        self._session: WatchSession | None = None
         self._retry_at = 0.0
         self._sel = selectors.DefaultSelector()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -347,41 +322,12 @@ class HostNodes:
         return [self.python, "-I", "-S", "-c", SOURCE, *args]
 
     def _agent(self, op: str, **fields: Any) -> dict[str, Any]:
-        """Run the helper's command ``op`` in the host's watch session (one JSON line each way, no
-        session of its own: see :mod:`~skylease.runtime.leases.host_agent`); its answer."""
+        """Run the helper's command ``op`` on the host (through the watch session); its answer."""
         self._answering()
-        done = threading.Event()
-        rid = self._send(op, fields, done)
-        if not done.wait(self.timeout_s):
-            with self._lock:
-                self._waiting.pop(rid, None)
-            raise SshError(f"no answer to {op} within {self.timeout_s:g} s", field=self.conn.target.label)
-        with self._lock:
-            answer = self._waiting.pop(rid)[1]
-        if answer is None:  # the session ended meanwhile
+        session = self._session
+        if session is None:
             raise SshError(f"not answering: {self._state.reason}", field=self.conn.target.label)
-        if "error" in answer:
-            raise SshError(f"the helper's {op} failed: {answer['error']}", field=self.conn.target.label)
-        return answer["answer"]
-
-    def _send(self, op: str, fields: dict[str, Any], done: threading.Event | None = None) -> int:
-        """Send command ``op`` to the watch session; its request id (its answer is kept only when
-        ``done`` is given, and ``done`` set when it comes or the session ends)."""
-        with self._lock:
-            stream = self._stream
-            if stream is None or stream.stdin is None:
-                raise SshError(f"not answering: {self._state.reason}", field=self.conn.target.label)
-            self._rid += 1
-            rid = self._rid
-            if done is not None:
-                self._waiting[rid] = (done, None)
-            try:
-                stream.stdin.write(json.dumps({"id": rid, "do": op, **fields}).encode() + b"\n")
-            except OSError:
-                self._waiting.pop(rid, None)
-                raise SshError("not answering: the watch session ended", field=self.conn.target.label) \
-                    from None
-        return rid
+        return session.call(op, self.timeout_s, **fields)
 
     def _answering(self) -> None:
         """:class:`SshError` at once while the host does not answer (a command would wait for ssh's
@@ -404,12 +350,11 @@ class HostNodes:
         return True
 
     def _tell(self, p: Payload) -> None:
-        """Ask the host's watch to report ``p``'s end (lock held). A watch that is gone is told
-        again when it is restarted."""
-        if self._stream is None or self._stream.stdin is None:
-            return
-        with contextlib.suppress(OSError):
-            self._stream.stdin.write(json.dumps({"watch": [p.pid, p.start_ticks]}).encode() + b"\n")
+        """Ask the host's watch to report ``p``'s end (a watch that is gone is told again when it is
+        restarted)."""
+        session = self._session
+        if session is not None:
+            session.watch(p.pid, p.start_ticks)
 
     def _wake(self) -> None:
         with contextlib.suppress(BlockingIOError, OSError):
@@ -417,63 +362,38 @@ class HostNodes:
 
     def _start_watch(self) -> None:
         """Start the host's watch session and tell it every payload tracked."""
-        stream = self.conn.stream(self._argv("watch", self.remote_dir, "--beat", repr(self.beat_s)))
-        assert stream.stdout is not None
-        os.set_blocking(stream.stdout.fileno(), False)
+        session = WatchSession(self.conn, self._argv("watch", self.remote_dir, "--beat", repr(self.beat_s)))
         with self._lock:
-            self._stream, self._buf, self._heard = stream, b"", time.monotonic()
+            self._session = session
             for p in self._live.values():
-                self._tell(p)
-        self._sel.register(stream.stdout, selectors.EVENT_READ, stream)
+                session.watch(p.pid, p.start_ticks)
+        self._sel.register(session.fileno(), selectors.EVENT_READ, session)
 
     def _end_stream(self, kill: bool = False) -> str:
-        """Stop the watch session (closing its input ends the helper; ``kill``: end its ssh at once,
-        the host not answering); ssh's last word."""
+        """Stop the watch session; ssh's last word."""
         with self._lock:
-            stream, self._stream = self._stream, None
-            for done, _ in self._waiting.values():
-                done.set()  # (no answer: the caller raises SshError)
-        if stream is None:
+            session, self._session = self._session, None
+        if session is None:
             return ""
         with contextlib.suppress(KeyError, ValueError):
-            self._sel.unregister(stream.stdout)
-        with contextlib.suppress(OSError):
-            stream.stdin.close()
-        if kill and stream.poll() is None:
-            stream.kill()
-        try:
-            stream.wait(2.0)
-        except subprocess.TimeoutExpired:
-            stream.kill()
-            stream.wait()
-        err = b""
-        with contextlib.suppress(OSError, ValueError):
-            err = stream.stderr.read() or b""
-        for fh in (stream.stdout, stream.stderr):
-            with contextlib.suppress(OSError):
-                fh.close()
-        return self.conn.error(err, "the session ended").message
+            self._sel.unregister(session.fileno())
+        return session.close(kill=kill)
 
     def _set_state(self, up: bool, reason: str | None) -> None:
         before, callback = self._state, self.on_state  # (read first: the constructor waits for the state)
         self._state = HostState(up, time.time() if up else before.last_contact, reason)
         if before.up != up:
-            if up:
-                log.info("%s answers again", self.conn.target.label)
-            else:
-                log.warning("%s is not answering: %s", self.conn.target.label, reason)
-            if callback is not None:
-                try:
-                    callback()
-                except Exception:
-                    log.exception("on_state callback")
+            log.log(logging.INFO if up else logging.WARNING, "%s %s", self.conn.target.label,
+                    "answers again" if up else f"is not answering: {reason}")
+            _call(callback, "on_state")
 
     def _watch(self) -> None:
         while True:
             now = time.monotonic()
             with self._lock:
                 due = [self._kills[0][0]] if self._kills else []
-            due.append(self._heard + self.down_after_s if self._stream is not None else self._retry_at)
+            session = self._session
+            due.append(session.heard + self.down_after_s if session is not None else self._retry_at)
             events = self._sel.select(max(0.0, min(due) - now))
             with self._lock:
                 if self._stopping:
@@ -484,55 +404,28 @@ class HostNodes:
                     with contextlib.suppress(BlockingIOError):
                         while os.read(self._wake_r, 4096):
                             pass
-                elif key.data is self._stream:
-                    ended |= self._read()
+                elif key.data is self._session:
+                    ended |= self._read(key.data)
             self._due_kills()
             now = time.monotonic()
-            if self._stream is not None and now - self._heard > self.down_after_s:
+            session = self._session
+            if session is not None and now - session.heard > self.down_after_s:
                 self._lost(f"no heartbeat for {self.down_after_s:g} s")
-            elif self._stream is None and now >= self._retry_at:
+            elif session is None and now >= self._retry_at:
                 self._reconnect()
-            if ended and self.on_exit is not None:
-                try:
-                    self.on_exit()
-                except Exception:
-                    log.exception("on_exit callback")
+            if ended:
+                _call(self.on_exit, "on_exit")
 
-    def _read(self) -> bool:
+    def _read(self, session: WatchSession) -> bool:
         """Read what the watch printed; whether a payload's end was among it."""
-        assert self._stream is not None and self._stream.stdout is not None
-        try:
-            chunk = self._stream.stdout.read(65536)
-        except BlockingIOError:
-            return False
-        if chunk is None:  # (an unbuffered pipe in non-blocking mode: nothing to read yet)
-            return False
-        if not chunk:
+        msgs = session.read()
+        if msgs is None:
             self._lost(self._end_stream())
             return False
-        self._heard = time.monotonic()
-        self._buf += chunk
         ended = False
-        while b"\n" in self._buf:
-            line, self._buf = self._buf.split(b"\n", 1)
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                msg = {"error": line[:200].decode(errors="replace")}  # (a login script's noise, say)
-            if not isinstance(msg, dict):
-                msg = {"error": msg}
-            if "id" in msg:
-                with self._lock:
-                    waiting = self._waiting.get(msg["id"])
-                    if waiting is not None:
-                        self._waiting[msg["id"]] = (waiting[0], msg)
-                if waiting is not None:
-                    waiting[0].set()
-            elif "beat" in msg:
-                if not self._state.up:
-                    self._set_state(True, None)
-                else:
-                    self._state = HostState(True, time.time())
+        for msg in msgs:
+            if "beat" in msg:
+                self._set_state(True, None)
             elif "ended" in msg:
                 ended |= self._end(msg["ended"])
             else:
@@ -565,7 +458,10 @@ class HostNodes:
                     due.append(p)
         for p in due:  # (sent, not waited for: this thread is the one that reads the answers)
             try:
-                self._send("signal", {"pgid": p.pid, "ticks": p.start_ticks, "actions": ["KILL"]})
+                session = self._session
+                if session is None:
+                    raise SshError(f"not answering: {self._state.reason}", field=self.conn.target.label)
+                session.send("signal", {"pgid": p.pid, "ticks": p.start_ticks, "actions": ["KILL"]})
                 with self._lock:
                     self._killed.add((p.pid, p.start_ticks))
             except SshError as exc:
@@ -587,3 +483,12 @@ class HostNodes:
         except SshError as exc:
             self._retry_at = time.monotonic() + self.down_after_s
             self._state = HostState(False, self._state.last_contact, exc.message)
+
+
+def _call(callback: Callable[[], None] | None, what: str) -> None:
+    """Call the owner's ``callback`` (from the watcher thread): its error is logged, not ours."""
+    if callback is not None:
+        try:
+            callback()
+        except Exception:
+            log.exception("%s callback", what)
