@@ -1,0 +1,391 @@
+"""The helper that carries out the enactment's commands on a host reached over SSH.
+
+This module's own source is what runs on the host: :data:`SOURCE`, shipped with the command as
+``python3 -I -S -c SOURCE SUBCOMMAND ARGS`` over the SSH channel (docs/decisions/ssh-enactment.md).
+The server runs one ``watch`` per host and sends it every other command as a JSON line (see
+``watch``); each subcommand also runs on its own (by hand, say).
+Nothing is installed on the host, no daemon runs there and nothing listens: a host needs sshd and
+python3 (3.9 or later; the standard library only, which is why this file imports nothing of
+skylease). Each subcommand reads at most one JSON document on its standard input and prints JSON
+lines on its standard output; a failure prints ``{"error": "..."}`` and exits with 1.
+
+* ``spawn`` (request on stdin: ``argv``, ``env``, ``mark``, ``dir``, ``lease``, ``vnode``,
+  ``keeper``, ``limit``, ``since_age``): starts a payload as a new session and process group whose
+  leader is a small *waiter* (:data:`WAITER`): it carries the ``mark`` environment (by which
+  ``find`` knows it), starts ``argv`` with the ``env`` environment in the lease's folder
+  ``DIR/leases/LEASE`` (also its ``HOME``), waits for it, writes its exit code to
+  ``DIR/exits/PID-TICKS.json`` and kills what is left of its group. Standard output and error go
+  through a pipe to the ``keeper`` program (the server's log keeper, in a session of its own) that
+  writes ``DIR/payloads/LEASE-VNODE.log``. ``since_age`` (seconds, or null) appends the host's Unix
+  time that many seconds ago to ``argv``: a start time measured by the host's clock, not the
+  server's. Prints ``{"pid", "ticks", "log"}``; ``ticks`` is the leader's start time in clock
+  ticks since boot (field 22 of /proc/PID/stat): with the pid, it names the process.
+* ``signal PGID TICKS [ACTION ...] [--counting S]``: acts on the process group ``PGID`` only while
+  it is ours: its leader has the start time ``TICKS``, or the leader is gone and members remain (a
+  pid number is not reused while a process group still holds it). Actions, in order: ``STOP``,
+  ``CONT``, ``KILL`` (the group) and ``TERM`` (the payload's processes: the group but its leader,
+  the waiter; the leader itself when it has no child yet). ``--counting S`` makes a ``STOP`` wait up
+  to S seconds until every process of the group but the leader handles SIGCONT (the default payload
+  does once it counts its running time). No action: only the answer. Prints ``{"ok", "leader",
+  "state"}`` (``leader``: the leader itself is alive; ``state``: ``stopped`` when a process of the
+  group is, ``running``, or ``gone``).
+* ``watch DIR [--beat S]``: runs until its standard input ends. Each input line
+  ``{"watch": [PID, TICKS]}`` adds a payload; when its leader has ended (gone, a zombie, or its pid
+  reused) it prints ``{"ended": {"pid", "ticks", "code", "age"}}`` (``code``: the payload's exit
+  code from its exit file, negative for a signal, null when unknown, e.g. after a SIGKILL of the
+  group; ``age``: how many seconds ago it ended, by the host's clock). Every S seconds (default 1)
+  it prints ``{"beat": N}``, so that the server notices a host that stops answering. An input line
+  ``{"id": N, "do": COMMAND, ...}`` runs one of the commands below in the watch itself (``spawn``
+  with ``request``; ``signal`` with ``pgid``, ``ticks``, ``actions``, ``counting``; ``find`` with
+  ``serve_id``; ``tail`` with ``path`` and ``bytes``, answered as ``{"text"}``) and prints
+  ``{"id": N, "answer": ...}`` or ``{"id": N, "error": "..."}``: a command then costs one line
+  each way on a session already open, not a session, a login shell and a Python start of its own.
+  Ends are seen at once through pidfds (Linux 5.3 and later), else within 50 ms.
+  (The payloads it spawns are its children: it reaps them.)
+* ``find SERVE_ID``: the payloads of this user whose leader carries ``SKYLEASE_SERVE_ID=SERVE_ID``:
+  ``{"found": [{"pid", "ticks", "lease", "vnode", "node", "state"}, ...]}``.
+* ``tail PATH BYTES``: the last BYTES bytes of ``PATH.1`` followed by ``PATH`` (the log and the
+  part the keeper moved aside), raw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import select
+import signal
+import sys
+import time
+from collections.abc import Callable
+
+__all__ = ["SOURCE", "WAITER"]
+
+#: How often ``watch`` looks at the payloads it watches without a pidfd (seconds); with one, an end
+#: is seen at once.
+POLL_S = 0.05
+ENV_SERVE_ID = "SKYLEASE_SERVE_ID"
+
+# The leader of a payload's group: starts the payload (argv[3:], environment argv[2]), waits for it,
+# records its exit code in the folder argv[1] (PID-TICKS.json, written whole or not at all) and
+# kills what is left of its group, itself included (nobody waits for it: it is an orphan). It
+# ignores SIGTERM, SIGINT and SIGHUP once the payload runs (a shutdown's SIGTERM is the payload's
+# to handle; the group's SIGKILL after the grace ends both) and does not catch SIGCONT.
+WAITER = r"""
+import json, os, signal, sys, time
+exits, env, argv = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3:]
+child = -1
+def on_term(signum, frame):
+    if child == -1:  # no payload yet (or the payload's side of the fork, before its exec)
+        os._exit(128 + signum)
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(s, on_term)
+with open("/proc/self/stat", "rb") as fh:
+    data = fh.read()
+ticks = int(data[data.rindex(b")") + 2:].split()[19])
+pid = os.fork()
+if pid == 0:
+    try:
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(s, signal.SIG_DFL)
+        os.execvpe(argv[0], argv, env)
+    except OSError as exc:
+        os.write(2, ("%s: %s\n" % (argv[0], exc.strerror)).encode())
+    os._exit(127)
+child = pid
+_, status = os.waitpid(pid, 0)
+code = os.waitstatus_to_exitcode(status)
+path = os.path.join(exits, "%d-%d.json" % (os.getpid(), ticks))
+with open(path + ".tmp", "w") as fh:
+    json.dump({"code": code, "time": time.time()}, fh)
+os.replace(path + ".tmp", path)
+os.killpg(0, signal.SIGKILL)
+"""
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, process group, start ticks) of a process, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    rest = data[data.rindex(b")") + 2:].split()  # the command name may hold spaces and parens
+    return rest[0].decode(), int(rest[2]), int(rest[19])
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``."""
+    out = []
+    for pid in _pids():
+        st = _stat(pid)
+        if st is not None and st[1] == pgid and st[0] != "Z":
+            out.append(pid)
+    return out
+
+
+def _catches_cont(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signal.SIGCONT - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def _emit(obj: object) -> None:
+    sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def _group_state(pgid: int) -> str:
+    states = [st[0] for pid in _members(pgid) if (st := _stat(pid)) is not None]
+    if not states:
+        return "gone"
+    return "stopped" if any(s in "Tt" for s in states) else "running"
+
+
+# -- subcommands ------------------------------------------------------------------------------------
+def spawn(req: dict) -> dict:
+    base = os.path.abspath(os.path.expanduser(req["dir"]))
+    lease, vnode = int(req["lease"]), int(req["vnode"])
+    for sub in ("payloads", "exits", "leases"):
+        os.makedirs(os.path.join(base, sub), mode=0o700, exist_ok=True)
+    lease_dir = os.path.join(base, "leases", str(lease))
+    os.makedirs(lease_dir, mode=0o700, exist_ok=True)
+    log = os.path.join(base, "payloads", f"{lease}-{vnode}.log")
+    argv = [str(a) for a in req["argv"]]
+    if req.get("since_age") is not None:
+        argv.append(repr(time.time() - max(0.0, float(req["since_age"]))))
+    env = {str(k): str(v) for k, v in req["env"].items()}
+    env.update({"HOME": lease_dir, "SKYLEASE_LEASE_DIR": lease_dir})
+    mark = {str(k): str(v) for k, v in req["mark"].items()}
+    import subprocess  # (here: the other subcommands start faster without it)
+
+    r, w = os.pipe()
+    try:
+        subprocess.Popen([sys.executable, "-I", "-S", "-c", req["keeper"], log, str(int(req["limit"]))],
+                         stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, env={}, cwd="/")
+        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", WAITER, os.path.join(base, "exits"),
+                                 json.dumps(env), *argv], stdin=subprocess.DEVNULL, stdout=w, stderr=w,
+                                start_new_session=True, env=mark, cwd=lease_dir)
+    finally:
+        os.close(r)
+        os.close(w)
+    st = _stat(proc.pid)  # our unreaped child: at worst a zombie
+    return {"pid": proc.pid, "ticks": st[2] if st else -1, "log": log}
+
+
+def signal_group(pgid: int, ticks: int, actions: list[str], counting: float,
+                 pulse: Callable[[], None] = lambda: None) -> dict:
+    st = _stat(pgid)
+    leader = st is not None and st[0] != "Z" and st[2] == ticks
+    if st is not None and st[2] != ticks:
+        return {"ok": False, "leader": False, "state": "gone"}  # the number is another process's now
+    if not leader and not _members(pgid):
+        return {"ok": False, "leader": False, "state": "gone"}
+    for action in actions:
+        if action == "STOP" and counting > 0:
+            deadline = time.monotonic() + counting
+            while time.monotonic() < deadline:
+                inside = [pid for pid in _members(pgid) if pid != pgid]
+                if (inside and all(_catches_cont(pid) for pid in inside)) or not _members(pgid):
+                    break
+                pulse()  # (in a watch: its heartbeat goes on meanwhile)
+                time.sleep(0.005)
+        if action == "TERM":
+            inside = [pid for pid in _members(pgid) if pid != pgid]
+            for pid in inside or [pgid]:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGTERM)
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, getattr(signal, "SIG" + action))
+    return {"ok": True, "leader": leader, "state": _group_state(pgid)}
+
+
+def _request(req: dict, pulse: Callable[[], None]) -> dict:
+    """The answer to a command sent to ``watch``: ``{"id", "answer"}`` or ``{"id", "error"}``."""
+    try:
+        op = req["do"]
+        if op == "spawn":
+            answer = spawn(req["request"])
+        elif op == "signal":
+            actions = [str(a) for a in req.get("actions", [])]
+            if not set(actions) <= {"STOP", "CONT", "TERM", "KILL"}:
+                raise ValueError(f"actions are STOP, CONT, TERM and KILL, got {actions}")
+            answer = signal_group(int(req["pgid"]), int(req["ticks"]), actions,
+                                  float(req.get("counting", 0.0)), pulse)
+        elif op == "find":
+            answer = find(str(req["serve_id"]))
+        elif op == "tail":
+            answer = {"text": tail(str(req["path"]), int(req["bytes"])).decode(errors="replace")}
+        else:
+            raise ValueError(f"no command {op!r}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return {"id": req.get("id"), "error": f"{type(exc).__name__}: {exc}"}
+    return {"id": req.get("id"), "answer": answer}
+
+
+def watch(base: str, beat: float) -> None:
+    exits = os.path.join(os.path.abspath(os.path.expanduser(base)), "exits")
+    watched: dict[int, int] = {}
+    pidfds: dict[int, int] = {}  # watched pid -> its pidfd (readable once it ends), where there are pidfds
+    buf, next_beat, n = b"", 0.0, 0
+
+    def pulse() -> None:
+        nonlocal next_beat, n
+        now = time.monotonic()
+        if now >= next_beat:
+            n += 1
+            _emit({"beat": n})
+            next_beat = now + beat
+
+    while True:
+        pulse()
+        now = time.monotonic()
+        polled = len(pidfds) < len(watched)
+        timeout = min(next_beat - now, POLL_S) if polled else next_beat - now
+        ready, _, _ = select.select([0, *pidfds.values()], [], [], max(0.0, timeout))
+        if 0 in ready:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                return  # the server closed the channel (or died)
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                try:
+                    req = json.loads(line)
+                    if "do" in req:
+                        _emit(_request(req, pulse))
+                    else:
+                        pid, ticks = int(req["watch"][0]), int(req["watch"][1])
+                        watched[pid] = ticks
+                        if pid not in pidfds:
+                            with contextlib.suppress(AttributeError, OSError):  # (Linux 5.3+)
+                                pidfds[pid] = os.pidfd_open(pid)
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    _emit({"error": f"not a request: {line[:200]!r}"})
+        with contextlib.suppress(ChildProcessError):  # payloads spawned by this watch: its children
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        for pid, ticks in list(watched.items()):
+            st = _stat(pid)
+            if st is not None and st[0] != "Z" and st[2] == ticks:
+                continue
+            del watched[pid]
+            if pid in pidfds:
+                os.close(pidfds.pop(pid))
+            code, age = None, 0.0
+            path = os.path.join(exits, f"{pid}-{ticks}.json")
+            try:
+                with open(path) as fh:
+                    rec = json.load(fh)
+                code, age = rec["code"], max(0.0, time.time() - float(rec["time"]))
+                os.unlink(path)
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+            _emit({"ended": {"pid": pid, "ticks": ticks, "code": code, "age": age}})
+
+
+def find(serve_id: str) -> dict:
+    uid, stats = os.getuid(), {}
+    for pid in _pids():
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+        except OSError:
+            continue
+        st = _stat(pid)
+        if st is not None and st[0] != "Z":
+            stats[pid] = st
+    groups: dict[int, list[str]] = {}
+    for st in stats.values():
+        groups.setdefault(st[1], []).append(st[0])
+    found = []
+    for pid, st in stats.items():
+        if st[1] != pid:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                raw = fh.read()
+        except OSError:
+            continue
+        env = dict(item.decode(errors="replace").partition("=")[::2] for item in raw.split(b"\0") if item)
+        if env.get(ENV_SERVE_ID) != serve_id:
+            continue
+        try:
+            lease, vnode = int(env["SKYLEASE_LEASE"]), int(env["SKYLEASE_VNODE"])
+        except (KeyError, ValueError):
+            continue
+        state = "stopped" if any(s in "Tt" for s in groups[pid]) else "running"
+        found.append({"pid": pid, "ticks": st[2], "lease": lease, "vnode": vnode,
+                      "node": env.get("SKYLEASE_NODE", ""), "state": state})
+    return {"found": found}
+
+
+def tail(path: str, limit: int) -> bytes:
+    data = b""
+    for p in (path + ".1", path):
+        try:
+            with open(os.path.expanduser(p), "rb") as fh:
+                data += fh.read()
+        except FileNotFoundError:
+            pass
+    return data[-limit:] if limit > 0 else b""
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="skylease-host-agent")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("spawn")
+    sig = sub.add_parser("signal")
+    sig.add_argument("pgid", type=int)
+    sig.add_argument("ticks", type=int)
+    sig.add_argument("actions", nargs="*", metavar="{STOP,CONT,TERM,KILL}")  # (choices= refuses none)
+    sig.add_argument("--counting", type=float, default=0.0)
+    w = sub.add_parser("watch")
+    w.add_argument("dir")
+    w.add_argument("--beat", type=float, default=1.0)
+    f = sub.add_parser("find")
+    f.add_argument("serve_id")
+    t = sub.add_parser("tail")
+    t.add_argument("path")
+    t.add_argument("bytes", type=int)
+    args = parser.parse_args(argv)
+    if args.command == "signal" and not set(args.actions) <= {"STOP", "CONT", "TERM", "KILL"}:
+        parser.error(f"signal: actions are STOP, CONT, TERM and KILL, got {' '.join(args.actions)}")
+    try:
+        if args.command == "spawn":
+            _emit(spawn(json.loads(sys.stdin.read())))
+        elif args.command == "signal":
+            _emit(signal_group(args.pgid, args.ticks, args.actions, args.counting))
+        elif args.command == "watch":
+            watch(args.dir, args.beat)
+        elif args.command == "find":
+            _emit(find(args.serve_id))
+        else:
+            sys.stdout.buffer.write(tail(args.path, args.bytes))
+            sys.stdout.flush()
+    except (BrokenPipeError, KeyboardInterrupt):
+        return 0  # the server went away
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _emit({"error": f"{type(exc).__name__}: {exc}"})
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+else:
+    with open(__file__, encoding="utf-8") as _fh:
+        #: This module's source: what runs on the host.
+        SOURCE = _fh.read()

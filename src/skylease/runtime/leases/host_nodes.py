@@ -1,0 +1,494 @@
+"""Enactment on a host reached over SSH: the lease scheduler's commands carried out as processes on
+another machine (docs/decisions/ssh-enactment.md).
+
+:class:`HostNodes` holds, for the nodes of the site that lie on one host, the primitives of
+:class:`~skylease.runtime.leases.local.LocalNodes` with the same meaning; it decides nothing itself.
+Every command goes as a JSON line through the helper's ``watch``, one long-lived session on the
+host's multiplexed SSH connection (:mod:`~skylease.runtime.leases.host_session`,
+:mod:`~skylease.runtime.leases.host_agent`: the host needs sshd and python3, nothing installed).
+
+* a VM is one **process group** on the host (its own session: neither the end of an SSH session
+  nor a ``kill -9`` of the server ends it); its leader, the helper's *waiter*, carries the marks
+  (``SKYLEASE_SERVE_ID``, ``SKYLEASE_LEASE``, ``SKYLEASE_VNODE``, ``SKYLEASE_NODE``) by which a
+  restarted server finds it (:meth:`HostNodes.find_own`), starts the payload (``sh -c COMMAND``, or
+  the default payload of :mod:`~skylease.runtime.leases.local` run by the host's python3) with a
+  fresh environment in ``<remote_dir>/leases/<lease>`` on the host, and records its exit code in a
+  file there (no process of the server is its parent, to wait for it);
+* suspend = SIGSTOP to the group, resume = SIGCONT, shutdown = SIGCONT to the group and SIGTERM
+  to the payload's processes, then SIGKILL to the group after the grace (this object's watcher
+  thread keeps the deadlines; the caller never waits); a group is signalled only while its leader
+  has the recorded start time, or is gone while members remain, as on this machine;
+* its output goes to the local enactment's log keeper, started on the host in a session of its
+  own: ``<remote_dir>/payloads/<lease>-<vnode>.log`` there (:meth:`HostNodes.output`);
+* the ``watch`` reports each ended payload it was told about and prints a heartbeat every
+  ``beat_s`` seconds. When no line has come for ``down_after_s`` seconds, or the session ends, the
+  host is **not answering** (:meth:`HostNodes.host_state`, ``on_state``): the watcher thread then
+  reconnects every ``down_after_s`` seconds and tells the new ``watch`` every payload it tracks;
+  the host answers again at the first heartbeat (what ended meanwhile is reported then). While it
+  does not answer, a command raises :class:`~skylease.runtime.leases.ssh.SshError` at once.
+
+The host's times are sent as ages (seconds ago), never as its clock: ``since`` becomes the host's
+own time that long ago, and ``ended_at`` is this machine's time minus the age the host reports.
+
+What is not done yet, and what the lease manager cannot use this class without:
+
+* not yet: payload confinement on the host. A payload runs as the SSH user, with a fresh
+  environment but that user's rights there (no bubblewrap sandbox, no payload user): a site
+  shared between users must not use it before that is done;
+* not yet: CPU pinning, and migration (:meth:`HostNodes.migrate` raises NotImplementedError);
+* not yet: disk images (:meth:`HostNodes.copy_image`, and ``spawn`` with an image, raise
+  NotImplementedError; a host's caches are empty);
+* not yet: the wiring into the lease manager and the site file, and what to do with a host's
+  leases while it does not answer;
+* exit files of payloads that ended while no server watched them stay in
+  ``<remote_dir>/exits`` on the host (a few bytes each).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import logging
+import os
+import selectors
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from skylease.runtime.health import Vital
+from skylease.runtime.leases.host_agent import SOURCE
+from skylease.runtime.leases.host_session import HostState, WatchSession
+from skylease.runtime.leases.local import (
+    _DEFAULT_PAYLOAD,
+    _KEEPER,
+    ENV_LEASE,
+    ENV_NODE,
+    ENV_SERVE_ID,
+    ENV_VNODE,
+    PAYLOAD_LOG_BYTES,
+    STARTUP_WAIT_S,
+    Payload,
+)
+from skylease.runtime.leases.sandbox import PAYLOAD_PATH
+from skylease.runtime.leases.site import Site
+from skylease.runtime.leases.ssh import SshConnection, SshError
+
+__all__ = ["HostNodes", "HostState"]
+
+log = logging.getLogger(__name__)
+
+_NO_BEAT_YET = "no heartbeat yet"
+
+
+class HostNodes:
+    """The nodes ``nodes`` (default: all) of ``site`` on the host of ``connection`` (opened here
+    when it is not open yet: :class:`SshError` if the host cannot be reached; it is this object's
+    from then on, closed by :meth:`close`). ``serve_id`` marks our payloads, as for
+    :class:`~skylease.runtime.leases.local.LocalNodes`; ``data`` is the server's data folder (the
+    connection's control socket lies in it). ``remote_dir``: the folder of payload logs, lease
+    folders and exit files on the host (default ``.skylease/<serve_id>/<address>`` in the SSH user's
+    home: hosts that share a home folder keep theirs apart). ``on_exit`` is called (from the watcher
+    thread) when payloads have ended, ``on_state`` when the host stops or starts answering (its first
+    heartbeat, which the constructor waits for, included)."""
+
+    def __init__(self, site: Site, data: Path, serve_id: str, *, connection: SshConnection,
+                 nodes: Sequence[int] | None = None, remote_dir: str | None = None,
+                 python: str = "python3", on_exit: Callable[[], None] | None = None,
+                 on_state: Callable[[], None] | None = None, beat_s: float = 1.0,
+                 down_after_s: float = 5.0, timeout_s: float = 30.0) -> None:
+        if not serve_id or "\0" in serve_id or "/" in serve_id:
+            raise ValueError("serve_id must be a non-empty string without '/'")
+        self.site = site
+        self.data = Path(data)
+        self.serve_id = serve_id
+        self.conn = connection
+        self.nodes = frozenset(range(site.n_nodes) if nodes is None else nodes)
+        for k in self.nodes:
+            if not 0 <= k < site.n_nodes:
+                raise ValueError(f"node {k} is not a node of the site (0..{site.n_nodes - 1})")
+        self.remote_dir = remote_dir or f".skylease/{serve_id}/{connection.target.address}"
+        self.python = python
+        self.on_exit = on_exit
+        self.on_state = on_state
+        self.beat_s = beat_s
+        self.down_after_s = down_after_s
+        self.timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._live: dict[int, Payload] = {}  # leader pid -> payload
+        self._killed: set[tuple[int, int]] = set()  # (pid, ticks) sent the group's SIGKILL
+        self._ended: list[Payload] = []
+        self._kills: list[tuple[float, int, int, int]] = []  # heap: (deadline, seq, pid, start ticks)
+        self._seq = 0
+        self._closed = False
+        self._stopping = False
+        self._state = HostState(False, None, _NO_BEAT_YET)
+        self._session: WatchSession | None = None
+        self._retry_at = 0.0
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, None)
+        if not connection.check():
+            connection.open()
+        self._start_watch()
+        self._vital = Vital(f"the payload watcher of {connection.target.label}")
+        self._thread = self._vital.thread(self._watch, name=f"skylease-host-{connection.target.address}")
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while (self._state.reason == _NO_BEAT_YET and self._vital.failure() is None
+               and time.monotonic() < deadline):  # (until its first heartbeat, or its first failure)
+            time.sleep(0.005)
+        if not self._state.up:
+            reason = self._vital.failure() or self._state.reason or f"no heartbeat within {timeout_s:g} s"
+            self.close()
+            raise SshError(f"the helper's watch did not start: {reason}", field=connection.target.label)
+
+    def failure(self) -> str | None:
+        """Why the watcher thread stopped, or None while it runs."""
+        return self._vital.failure()
+
+    def host_state(self) -> HostState:
+        """Whether the host answers now, and when it last did."""
+        return self._state
+
+    # -- payloads -------------------------------------------------------------------------------
+    def spawn(self, lease: int, vnode: int, node: int, *, command: str | None = None,
+              duration_s: float = 0.0, env: Mapping[str, str] | None = None,
+              since: float | None = None, image: str | None = None) -> Payload:
+        """Start VM ``vnode`` of ``lease`` on ``node`` (as
+        :meth:`~skylease.runtime.leases.local.LocalNodes.spawn`, unconfined: see the module's
+        docstring): ``sh -c command``, or (``command=None``) the default payload, ``duration_s``
+        seconds of running time from ``since``, run by the host's python3. ``env`` is added to its
+        environment."""
+        self._check_node(node)
+        if image is not None:
+            raise NotImplementedError("disk images on hosts reached over SSH are not supported yet")
+        if self._closed:
+            raise RuntimeError("HostNodes is closed")
+        name = self.site.nodes[node].name
+        inside = {"PATH": PAYLOAD_PATH, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **(env or {}),
+                  ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name}
+        since_age = None
+        if command is None:
+            argv = [self.python, "-I", "-S", "-c", _DEFAULT_PAYLOAD, repr(float(duration_s))]
+            since_age = 0.0 if since is None else max(0.0, time.time() - float(since))
+        else:
+            argv = ["/bin/sh", "-c", command]
+        mark = {"PATH": PAYLOAD_PATH, ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
+                ENV_SERVE_ID: self.serve_id}
+        req = {"argv": argv, "env": inside, "mark": mark, "dir": self.remote_dir, "lease": lease,
+               "vnode": vnode, "keeper": _KEEPER, "limit": PAYLOAD_LOG_BYTES, "since_age": since_age}
+        out = self._agent("spawn", request=req)
+        p = Payload(lease, vnode, node, int(out["pid"]), int(out["ticks"]), counts_work=command is None)
+        with self._lock:
+            self._live[p.pid] = p
+            self._tell(p)
+        return p
+
+    def suspend(self, p: Payload) -> bool:
+        """SIGSTOP to the group; a default payload still starting up is stopped once it counts its
+        work, within :data:`~skylease.runtime.leases.local.STARTUP_WAIT_S` (as on this machine).
+        False if it has ended."""
+        return self._signal(p, {"actions": ["STOP"], "counting": STARTUP_WAIT_S if p.counts_work else 0.0},
+                            "stopped")
+
+    def resume(self, p: Payload) -> bool:
+        """SIGCONT to the group. False if it has ended."""
+        return self._signal(p, {"actions": ["CONT"]}, "running")
+
+    def migrate(self, p: Payload, node: int) -> bool:
+        raise NotImplementedError("moving a payload between nodes of a host reached over SSH is not "
+                                  "supported yet (no CPU pinning there)")
+
+    def shutdown(self, p: Payload, grace_s: float = 5.0) -> bool:
+        """SIGCONT to the group and SIGTERM to the payload's processes now, SIGKILL to the group
+        after ``grace_s`` seconds if it still runs then (the watcher thread does it; the caller does
+        not wait). The exit is reported by :meth:`exited`. False if it has ended already."""
+        if not self._signal(p, {"actions": ["CONT", "TERM"]}, "running"):
+            return False
+        with self._lock:
+            self._seq += 1
+            deadline = time.monotonic() + max(0.0, grace_s)
+            heapq.heappush(self._kills, (deadline, self._seq, p.pid, p.start_ticks))
+        self._wake()
+        return True
+
+    def exited(self) -> list[Payload]:
+        """The payloads whose leader ended since the last call (state ``exited``; ``exit_code`` the
+        payload's as the host recorded it, negative for a signal, -9 after the group's SIGKILL;
+        ``ended_at`` by this machine's clock)."""
+        with self._lock:
+            out, self._ended = self._ended, []
+        return out
+
+    def live(self) -> list[Payload]:
+        """The payloads spawned or adopted whose end has not been reported."""
+        with self._lock:
+            return list(self._live.values())
+
+    def log_path(self, p: Payload) -> str:
+        """The payload's log on the host."""
+        return f"{self.remote_dir}/payloads/{p.lease}-{p.vnode}.log"
+
+    def output(self, p: Payload, limit: int = PAYLOAD_LOG_BYTES) -> str:
+        """The last ``limit`` bytes of what the payload's lease and VM wrote (read on the host)."""
+        return self._agent("tail", path=self.log_path(p), bytes=int(limit))["text"]
+
+    # -- after a restart --------------------------------------------------------------------------
+    def find_own(self) -> list[Payload]:
+        """Our payloads alive on the host (after a restart): the process group leaders of the SSH
+        user carrying our ``SKYLEASE_SERVE_ID``; ``node`` is the node their environment names (-1:
+        the site has no such node on this host now). Nothing is adopted: see :meth:`adopt`."""
+        found = []
+        for f in self._agent("find", serve_id=self.serve_id)["found"]:
+            try:
+                node = self.site.index(f["node"])
+            except KeyError:
+                node = -1
+            found.append(Payload(int(f["lease"]), int(f["vnode"]), node if node in self.nodes else -1,
+                                 int(f["pid"]), int(f["ticks"]), f["state"]))
+        return found
+
+    def adopt(self, p: Payload) -> bool:
+        """Whether ``p`` (a recorded or found payload) is still the same live process on the host; if
+        so it is watched from now on (its end reported by :meth:`exited`) and ``p.state`` is
+        refreshed. Signals are idempotent: after a restart, resume what should run and suspend what
+        should not."""
+        with self._lock:
+            if p.pid in self._live:
+                return self._live[p.pid].start_ticks == p.start_ticks
+        out = self._agent("signal", pgid=p.pid, ticks=p.start_ticks)
+        if not out["ok"] or not out["leader"]:
+            return False
+        p.state, p.exit_code, p.ended_at = out["state"], None, None
+        with self._lock:
+            self._live[p.pid] = p
+            self._tell(p)
+        return True
+
+    # -- images (not yet) -------------------------------------------------------------------------
+    def copy_image(self, image: str, size_mb: int, nodes: Sequence[int], seconds: float) -> Any:
+        raise NotImplementedError("image copies to hosts reached over SSH are not supported yet")
+
+    def evict(self, node: int, image: str) -> bool:
+        """Nothing to evict: a host's cache holds no image yet."""
+        self._check_node(node)
+        return False
+
+    def cached(self, node: int) -> list[str]:
+        """A host's cache holds no image yet."""
+        self._check_node(node)
+        return []
+
+    # -- the end ----------------------------------------------------------------------------------
+    def close(self, kill: bool = False, grace_s: float = 5.0) -> None:
+        """Stop the watcher and close the connection. With ``kill``, shut every payload down first
+        (SIGKILL after ``grace_s``) and wait for their ends to be reported; without, they keep
+        running (a new HostNodes with the same ``serve_id`` can adopt them)."""
+        if self._closed:
+            return
+        if kill:
+            for p in self.live():
+                with contextlib.suppress(SshError):
+                    self.shutdown(p, grace_s)
+            deadline = time.monotonic() + grace_s + 2.0
+            while self.live() and time.monotonic() < deadline and self._state.up:
+                time.sleep(0.01)
+        self._closed = True
+        with self._lock:
+            self._stopping = True
+        self._wake()
+        self._thread.join()
+        self._end_stream()
+        self._sel.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        self.conn.close()
+
+    def __enter__(self) -> HostNodes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(kill=True)
+
+    # -- inside -----------------------------------------------------------------------------------
+    def _check_node(self, node: int) -> None:
+        if node not in self.nodes:
+            raise ValueError(f"node {node} is not a node of {self.conn.target.address}")
+
+    def _argv(self, *args: str) -> list[str]:
+        return [self.python, "-I", "-S", "-c", SOURCE, *args]
+
+    def _agent(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Run the helper's command ``op`` on the host (through the watch session); its answer."""
+        self._answering()
+        session = self._session
+        if session is None:
+            raise SshError(f"not answering: {self._state.reason}", field=self.conn.target.label)
+        return session.call(op, self.timeout_s, **fields)
+
+    def _answering(self) -> None:
+        """:class:`SshError` at once while the host does not answer (a command would wait for ssh's
+        timeouts: a host that accepts TCP connections but hangs takes tens of seconds to fail)."""
+        state = self._state
+        if not state.up:
+            raise SshError(f"not answering: {state.reason}", field=self.conn.target.label)
+
+    def _signal(self, p: Payload, args: dict[str, Any], state: str) -> bool:
+        with self._lock:
+            t = self._live.get(p.pid)
+            if t is None or t.start_ticks != p.start_ticks:
+                return False
+        out = self._agent("signal", pgid=p.pid, ticks=p.start_ticks, **args)
+        if not out["ok"]:
+            return False
+        with self._lock:
+            if (t := self._live.get(p.pid)) is not None and t.start_ticks == p.start_ticks:
+                p.state = t.state = state  # type: ignore[assignment]
+        return True
+
+    def _tell(self, p: Payload) -> None:
+        """Ask the host's watch to report ``p``'s end (a watch that is gone is told again when it is
+        restarted)."""
+        session = self._session
+        if session is not None:
+            session.watch(p.pid, p.start_ticks)
+
+    def _wake(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self._wake_w, b"x")
+
+    def _start_watch(self) -> None:
+        """Start the host's watch session and tell it every payload tracked."""
+        session = WatchSession(self.conn, self._argv("watch", self.remote_dir, "--beat", repr(self.beat_s)))
+        with self._lock:
+            self._session = session
+            for p in self._live.values():
+                session.watch(p.pid, p.start_ticks)
+        self._sel.register(session.fileno(), selectors.EVENT_READ, session)
+
+    def _end_stream(self, kill: bool = False) -> str:
+        """Stop the watch session; ssh's last word."""
+        with self._lock:
+            session, self._session = self._session, None
+        if session is None:
+            return ""
+        with contextlib.suppress(KeyError, ValueError):
+            self._sel.unregister(session.fileno())
+        return session.close(kill=kill)
+
+    def _set_state(self, up: bool, reason: str | None) -> None:
+        before, callback = self._state, self.on_state  # (read first: the constructor waits for the state)
+        self._state = HostState(up, time.time() if up else before.last_contact, reason)
+        if before.up != up:
+            log.log(logging.INFO if up else logging.WARNING, "%s %s", self.conn.target.label,
+                    "answers again" if up else f"is not answering: {reason}")
+            _call(callback, "on_state")
+
+    def _watch(self) -> None:
+        while True:
+            now = time.monotonic()
+            with self._lock:
+                due = [self._kills[0][0]] if self._kills else []
+            session = self._session
+            due.append(session.heard + self.down_after_s if session is not None else self._retry_at)
+            events = self._sel.select(max(0.0, min(due) - now))
+            with self._lock:
+                if self._stopping:
+                    return
+            ended = False
+            for key, _ in events:
+                if key.data is None:
+                    with contextlib.suppress(BlockingIOError):
+                        while os.read(self._wake_r, 4096):
+                            pass
+                elif key.data is self._session:
+                    ended |= self._read(key.data)
+            self._due_kills()
+            now = time.monotonic()
+            session = self._session
+            if session is not None and now - session.heard > self.down_after_s:
+                self._lost(f"no heartbeat for {self.down_after_s:g} s")
+            elif session is None and now >= self._retry_at:
+                self._reconnect()
+            if ended:
+                _call(self.on_exit, "on_exit")
+
+    def _read(self, session: WatchSession) -> bool:
+        """Read what the watch printed; whether a payload's end was among it."""
+        msgs = session.read()
+        if msgs is None:
+            self._lost(self._end_stream())
+            return False
+        ended = False
+        for msg in msgs:
+            if "beat" in msg:
+                self._set_state(True, None)
+            elif "ended" in msg:
+                ended |= self._end(msg["ended"])
+            else:
+                log.warning("%s: the watch said %s", self.conn.target.label, msg.get("error", msg))
+        return ended
+
+    def _end(self, e: dict[str, Any]) -> bool:
+        pid, ticks = int(e["pid"]), int(e["ticks"])
+        with self._lock:
+            p = self._live.get(pid)
+            if p is None or p.start_ticks != ticks:
+                return False
+            del self._live[pid]
+            code = e.get("code")
+            if code is None and (pid, ticks) in self._killed:
+                code = -signal.SIGKILL
+            self._killed.discard((pid, ticks))
+            p.state, p.exit_code = "exited", code
+            p.ended_at = time.time() - max(0.0, float(e.get("age") or 0.0))
+            self._ended.append(p)
+        return True
+
+    def _due_kills(self) -> None:
+        now, due = time.monotonic(), []
+        with self._lock:
+            while self._kills and self._kills[0][0] <= now:
+                _, _, pid, ticks = heapq.heappop(self._kills)
+                p = self._live.get(pid)
+                if p is not None and p.start_ticks == ticks:
+                    due.append(p)
+        for p in due:  # (sent, not waited for: this thread is the one that reads the answers)
+            try:
+                session = self._session
+                if session is None:
+                    raise SshError(f"not answering: {self._state.reason}", field=self.conn.target.label)
+                session.send("signal", {"pgid": p.pid, "ticks": p.start_ticks, "actions": ["KILL"]})
+                with self._lock:
+                    self._killed.add((p.pid, p.start_ticks))
+            except SshError as exc:
+                log.warning("lease %d VM %d: SIGKILL not sent: %s", p.lease, p.vnode, exc)
+
+    def _lost(self, reason: str) -> None:
+        """The host stopped answering: end the session and its master by their process ids (a master
+        whose host hangs may not answer ``ssh -O``, and would keep the next attempt waiting), try
+        again in ``down_after_s`` seconds."""
+        self._set_state(False, reason)
+        self._end_stream(kill=True)
+        self.conn.close(force=True)
+        self._retry_at = time.monotonic() + self.down_after_s
+
+    def _reconnect(self) -> None:
+        try:
+            self.conn.open()
+            self._start_watch()
+        except SshError as exc:
+            self._retry_at = time.monotonic() + self.down_after_s
+            self._state = HostState(False, self._state.last_contact, exc.message)
+
+
+def _call(callback: Callable[[], None] | None, what: str) -> None:
+    """Call the owner's ``callback`` (from the watcher thread): its error is logged, not ours."""
+    if callback is not None:
+        try:
+            callback()
+        except Exception:
+            log.exception("%s callback", what)
