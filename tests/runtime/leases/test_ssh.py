@@ -16,7 +16,7 @@ import pytest
 
 from skylease.runtime.leases.ssh import SshConnection, SshError, SshTarget
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.integration]  # real sshd hosts: CI's second level
 
 #: The test site's first address (127.0.0.(BASE+1)): apart from other test modules' sites.
 BASE = 30
