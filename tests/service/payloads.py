@@ -140,11 +140,3 @@ def kill_payloads_of(srv: ServeProcess) -> None:
             os.killpg(pid, 9)
 
 
-def until(cond, timeout: float = 5.0, step: float = 0.01):
-    """Poll ``cond`` until it is truthy (its value) or the timeout passes (its last value)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(step)

@@ -37,14 +37,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.waits import until
 
 import skylease
 from skylease.cli import main
 from skylease.service.auth import add_user
 from skylease.service.db import create_schema, engine_for
 from skylease.service.demo import _START
-
-from .payloads import until
 
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only"),
               pytest.mark.timeout(180)]

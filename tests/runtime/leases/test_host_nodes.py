@@ -14,6 +14,7 @@ import signal
 import time
 
 import pytest
+from tests import waits
 
 from skylease.control.leases.lease import ResourceTuple
 from skylease.runtime.leases.host_nodes import HostNodes
@@ -57,19 +58,13 @@ def group_states(site, host: str, pgid: int) -> list[str]:
     return sorted(line.split()[1] for line in r.stdout.splitlines())
 
 
-def until(cond, timeout: float = 10.0, step: float = 0.02):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(step)
+def until(cond, timeout: float = 10.0):
+    """(SSH round trips: a longer default wait than the local tests')"""
+    return waits.until(cond, timeout, 0.02)
 
 
 def collect(hn: HostNodes, n: int, timeout: float = 10.0) -> list[Payload]:
-    out: list[Payload] = []
-    until(lambda: out.extend(hn.exited()) or len(out) >= n, timeout)
-    return out
+    return waits.collect(hn, n, timeout)
 
 
 @pytest.fixture

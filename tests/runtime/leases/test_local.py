@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.waits import collect, until
 
 from skylease.control.leases.lease import ResourceTuple
 from skylease.runtime.leases.local import ENV_SERVE_ID, TICK_S, LocalNodes, Payload
@@ -77,22 +78,6 @@ def group_stopped(pgid: int) -> bool:
     its vfork and its child's exec waits in state D)."""
     states = [stat(pid)[0] for pid in group(pgid)]
     return "T" in states and set(states) <= {"T", "D"}
-
-
-def until(cond, timeout: float = 5.0, step: float = 0.01):
-    """Poll ``cond`` until it is truthy (its value) or the timeout passes (its last value)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(step)
-
-
-def collect(ln: LocalNodes, n: int, timeout: float = 10.0) -> list[Payload]:
-    out: list[Payload] = []
-    until(lambda: out.extend(ln.exited()) or len(out) >= n, timeout)
-    return out
 
 
 def kill_serve_ids(ids: set[str]) -> None:

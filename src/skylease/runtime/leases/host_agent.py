@@ -105,7 +105,8 @@ os.killpg(0, signal.SIGKILL)
 
 
 def _stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, process group, start ticks) of a process, or None."""
+    """(state, process group, start ticks) of a process, or None. (procfs.proc_stat's reading,
+    again: this program runs alone on a host, where skylease is not installed.)"""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             data = fh.read()

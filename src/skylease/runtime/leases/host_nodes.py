@@ -47,7 +47,6 @@ What is not done yet, and what the lease manager cannot use this class without:
 from __future__ import annotations
 
 import contextlib
-import heapq
 import logging
 import os
 import selectors
@@ -61,6 +60,7 @@ from typing import Any
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.host_agent import SOURCE
 from skylease.runtime.leases.host_session import HostState, WatchSession
+from skylease.runtime.leases.kills import GraceKills
 from skylease.runtime.leases.local import (
     _DEFAULT_PAYLOAD,
     _KEEPER,
@@ -120,8 +120,7 @@ class HostNodes:
         self._live: dict[int, Payload] = {}  # leader pid -> payload
         self._killed: set[tuple[int, int]] = set()  # (pid, ticks) sent the group's SIGKILL
         self._ended: list[Payload] = []
-        self._kills: list[tuple[float, int, int, int]] = []  # heap: (deadline, seq, pid, start ticks)
-        self._seq = 0
+        self._kills = GraceKills()
         self._closed = False
         self._stopping = False
         self._state = HostState(False, None, _NO_BEAT_YET)
@@ -209,9 +208,7 @@ class HostNodes:
         if not self._signal(p, {"actions": ["CONT", "TERM"]}, "running"):
             return False
         with self._lock:
-            self._seq += 1
-            deadline = time.monotonic() + max(0.0, grace_s)
-            heapq.heappush(self._kills, (deadline, self._seq, p.pid, p.start_ticks))
+            self._kills.add(p.pid, p.start_ticks, grace_s)
         self._wake()
         return True
 
@@ -391,7 +388,8 @@ class HostNodes:
         while True:
             now = time.monotonic()
             with self._lock:
-                due = [self._kills[0][0]] if self._kills else []
+                kill_at = self._kills.next_deadline()
+                due = [] if kill_at is None else [kill_at]
             session = self._session
             due.append(session.heard + self.down_after_s if session is not None else self._retry_at)
             events = self._sel.select(max(0.0, min(due) - now))
@@ -449,10 +447,9 @@ class HostNodes:
         return True
 
     def _due_kills(self) -> None:
-        now, due = time.monotonic(), []
+        due = []
         with self._lock:
-            while self._kills and self._kills[0][0] <= now:
-                _, _, pid, ticks = heapq.heappop(self._kills)
+            for pid, ticks in self._kills.due():
                 p = self._live.get(pid)
                 if p is not None and p.start_ticks == ticks:
                     due.append(p)

@@ -41,7 +41,6 @@ name renamed at the end: a cached image is whole or absent.
 from __future__ import annotations
 
 import contextlib
-import heapq
 import logging
 import os
 import re
@@ -59,6 +58,7 @@ from typing import Literal
 from skylease.model.errors import UserError
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.copies import ImageCopy
+from skylease.runtime.leases.kills import GraceKills
 from skylease.runtime.leases.procfs import (
     catches,
     environ_of,
@@ -200,8 +200,7 @@ class LocalNodes:
         self._live: dict[int, _Proc] = {}  # leader pid -> payload
         self._keepers: dict[int, subprocess.Popen] = {}  # pidfd -> log keeper (reaped when it ends)
         self._ended: list[Payload] = []
-        self._kills: list[tuple[float, int, int, int]] = []  # heap: (deadline, seq, pid, start ticks)
-        self._seq = 0
+        self._kills = GraceKills()
         self._pending: list[tuple[int, object]] = []  # pidfds for the watcher to register
         self._copies: set[ImageCopy] = set()
         self._closed = False
@@ -362,9 +361,7 @@ class LocalNodes:
                 for pid in inside or [p.pid]:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGTERM)
-            self._seq += 1
-            deadline = time.monotonic() + max(0.0, grace_s)
-            heapq.heappush(self._kills, (deadline, self._seq, p.pid, p.start_ticks))
+            self._kills.add(p.pid, p.start_ticks, grace_s)
         self._wake()
         return True
 
@@ -591,7 +588,8 @@ class LocalNodes:
     def _watch(self) -> None:
         while True:
             with self._lock:
-                timeout = max(0.0, self._kills[0][0] - time.monotonic()) if self._kills else None
+                due = self._kills.next_deadline()
+                timeout = None if due is None else max(0.0, due - time.monotonic())
             events = self._sel.select(timeout)
             with self._lock:
                 if self._stopping:
@@ -628,9 +626,7 @@ class LocalNodes:
             elif isinstance(what, _Proc) and self._live.get(what.payload.pid) is what:
                 self._end(what)
                 ended = True
-        now = time.monotonic()
-        while self._kills and self._kills[0][0] <= now:
-            _, _, pid, ticks = heapq.heappop(self._kills)
+        for pid, ticks in self._kills.due():
             t = self._live.get(pid)
             if t is not None and t.payload.start_ticks == ticks and self._ours(t.payload):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
