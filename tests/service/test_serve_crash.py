@@ -36,7 +36,14 @@ from skylease.experiments.leases import load_config
 from skylease.service.server import DEFAULT_SCHEDULER
 from skylease.sim.leases import simulate_leases
 
-from .payloads import TERMINAL, ProcWatcher, payload_processes, state_in_proc
+from .payloads import (
+    TERMINAL,
+    ProcWatcher,
+    assert_no_payload_left,
+    assert_processes_match_states,
+    payload_processes,
+    state_in_proc,
+)
 
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
 # kill -9 and restarts of real servers: CI's integration level
@@ -377,42 +384,6 @@ def assert_one_process_per_vm_and_run(srv: Server, seen: dict[tuple[int, int], t
     return rows
 
 
-def assert_no_payload_left(srv: Server, timeout: float = 10) -> None:
-    """No payload process of the server is alive (each has GRACE_S of grace after SIGTERM)."""
-    deadline = time.monotonic() + timeout
-    while (left := payload_processes(srv.serve_id())) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not left, left
-
-
-def assert_processes_match_states(srv: Server, tries: int = 5) -> None:
-    """Each lease's processes are what its state says: one running process per VM while its VM
-    reservation is active, only stopped ones otherwise (suspended, or being suspended or resumed),
-    none once it is over; and the server shows the same pids. (Compared again if a step came
-    between the two looks.)"""
-    for attempt in range(tries):
-        views = srv.leases()
-        procs = payload_processes(srv.serve_id())
-        if views == srv.leases():
-            break
-        assert attempt < tries - 1, "the leases kept changing"
-    by_lease: dict[int, dict[int, tuple[int, str]]] = {}
-    for (pid, _), (lid, vnode, state) in procs.items():
-        assert vnode not in by_lease.setdefault(lid, {}), f"lease {lid} VM {vnode} has two processes"
-        by_lease[lid][vnode] = (pid, state)
-    for lid, v in views.items():
-        mine = by_lease.get(lid, {})
-        shown = sorted((p["vnode"], p["pid"]) for p in v["payloads"])
-        assert shown == sorted((k, pid) for k, (pid, _) in mine.items()), (lid, shown, mine)
-        stopped = [st == "T" for _, st in mine.values()]
-        if v["state"] in TERMINAL:
-            assert not mine, (lid, v["state"], mine)
-        elif v["running_on"]:
-            assert sorted(mine) == list(range(v["nodes"])) and not any(stopped), (lid, mine)
-        else:
-            assert all(stopped), (lid, v["state"], mine)
-
-
 def assert_as_without_the_crash(srv: Server, watcher: ProcWatcher, down: tuple[int, int]) -> None:
     """After the last server stopped: it logged no error (a replay that differs from the journal's
     events is one), every lease's timeline is the simulator's, and no lease ever had more than one
@@ -485,7 +456,7 @@ def test_kill_9_and_restart_lose_no_lease_and_start_none_twice(server: Server):
 
         final = srv.wait_all_over(timeout=300)
         assert all(v["state"] == "done" for v in final.values()), {i: v["state"] for i, v in final.items()}
-        assert_no_payload_left(srv)  # (d) processes match states: every lease is over, no process left
+        assert_no_payload_left(srv, timeout=10)  # (d) every lease is over, no process left
         assert all(v["payloads"] == [] for v in srv.leases().values())
     finally:
         watcher.stop()
@@ -559,7 +530,7 @@ def test_a_crash_between_the_commit_and_the_spawn_neither_loses_nor_doubles_the_
         r = srv.call("POST", "/leases", "bob", json={**be, "nodes": 2})
         assert r.status_code == 201 and r.json()["id"] == 4
         srv.wait_all_over(timeout=60)
-        assert_no_payload_left(srv)
+        assert_no_payload_left(srv, timeout=10)
     finally:
         watcher.stop()
         srv.stop()
@@ -623,7 +594,7 @@ def test_a_payload_that_died_while_the_server_was_down_ends_its_lease(server: Se
         assert len(rows) == 3 + 1 + 1 + 1 + 1 + 4  # nothing started again, nothing recorded twice
         for i in (2, 6):
             assert srv.call("DELETE", f"/leases/{i}").status_code == 200
-        assert_no_payload_left(srv)
+        assert_no_payload_left(srv, timeout=10)
     finally:
         srv.stop()
     srv.assert_quiet()
