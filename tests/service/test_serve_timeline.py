@@ -48,6 +48,7 @@ from typing import Any
 import httpx
 import pytest
 
+from skylease.runtime.leases.journal import Journal
 from skylease.service.auth import add_user
 from skylease.service.bodies import lease_request_from_xml
 from skylease.service.client import Client
@@ -151,6 +152,8 @@ class Served:
     stderr: str = ""
     returncode: int | None = None
     wall_s: float = 0.0
+    # (lease, VM) -> host -> the lines its payload's log holds there (host scenarios)
+    outputs: dict[tuple[int, int], dict[str, list[str]]] = field(default_factory=dict)
 
 
 class Server:
@@ -181,17 +184,23 @@ def shifted(element: str, t0: int) -> str:
 
 
 def run_scenario(name: str, config: str, scenarios: Path, tmp: Path, ready: threading.Barrier, delay: int,
-                 watch: Callable[[Server, Served, list[dict[str, Any]]], None] | None = None) -> Served:
+                 watch: Callable[[Server, Served, list[dict[str, Any]]], None] | None = None, *,
+                 site_of: Callable[[Path, Path], Path] = site_file,
+                 commands: Callable[[int], str | None] | None = None,
+                 after: Callable[[Served, Path], None] | None = None) -> Served:
     """Start the scenario's server; once every scenario's server is up (``ready``: starting one
-    loads the machine), send its requests on time, follow its leases until they are over."""
+    loads the machine), send its requests on time, follow its leases until they are over.
+    ``name`` is the workload's, or ``WORKLOAD@VARIANT``; ``site_of(path, workload)`` writes the site
+    file; ``commands(i)`` is the payload command of the i-th request (None: COMMANDS' or the default
+    payload); ``after(run, data)`` is called once the server stopped."""
     t_wall = time.monotonic()
-    workload = scenarios / f"{name}.lwf"
+    workload = scenarios / f"{name.split('@')[0]}.lwf"
     proc = simulation = None
     try:
         simulation = simulate(workload, config)  # (while the server starts)
         data = tmp / name
         token = add_admin(data)
-        site = site_file(tmp / f"{name}-site.toml", workload)
+        site = site_of(tmp / f"{name}-site.toml", workload)
         proc = ServeProcess(data, time_scale=SCALE, site=site, scheduler=config)  # python -m skylease serve
         url = proc.start(cwd=tmp)
         server = Server(url, token)
@@ -214,9 +223,10 @@ def run_scenario(name: str, config: str, scenarios: Path, tmp: Path, ready: thre
         ids = []
         for i, (arrival, element) in enumerate(requests_of(workload)):
             body, ctype = shifted(element, out.t0), "application/xml"
-            if i in COMMANDS.get(name, {}):  # the same request as JSON, with a payload command
+            command = commands(i) if commands is not None else COMMANDS.get(name, {}).get(i)
+            if command is not None:  # the same request as JSON, with a payload command
                 doc = lease_request_from_xml(body).model_dump(exclude_none=True)
-                body, ctype = json.dumps({**doc, "command": COMMANDS[name][i]}), "application/json"
+                body, ctype = json.dumps({**doc, "command": command}), "application/json"
             seen = server.wait_until(out.t0 + arrival)
             t = time.monotonic()
             view = server.client.request(body.encode(), ctype)
@@ -239,11 +249,14 @@ def run_scenario(name: str, config: str, scenarios: Path, tmp: Path, ready: thre
         server.close()
     finally:
         out.returncode, _, out.stderr = proc.stop()
+    if after is not None:
+        after(out, data)
     out.wall_s = time.monotonic() - t_wall
     return out
 
 
-def watch_suspension(server: Server, out: Served, views: list[dict[str, Any]]) -> None:
+def watch_suspension(server: Server, out: Served, views: list[dict[str, Any]],
+                     states_of: Callable[[int], dict[int, str]] = group_states) -> None:
     """Lease 1's payload group in /proc (with the state the server reports for it): while it runs
     before the AR, while it is suspended (after its ``suspend`` event, before its ``resume``: the
     processes stay stopped until the ``start`` that follows, 21 lease seconds later), and while it
@@ -270,22 +283,130 @@ def watch_suspension(server: Server, out: Served, views: list[dict[str, Any]]) -
             return
         phase = "resumed"
     pid = v["payloads"][0]["pid"]
-    out.samples.append((phase, pid, v["payloads"][0]["state"], group_states(pid)))
+    out.samples.append((phase, pid, v["payloads"][0]["state"], states_of(pid)))
 
+
+
+# -- the same scenarios on a site of four SSH hosts (issue 37) ---------------------------------------
+#: The scenarios also run on a test site of four real sshd hosts (host1..host4, one node each):
+#: ``NAME@hosts``. Every lease there runs a payload that prints its host's name first.
+HOST_SCENARIOS = {f"{name}@hosts": SCENARIOS[name]
+                  for name in ("wait", "preemption", "reservation", "reuse2")}
+#: What each payload on a host prints first (``uname -n``: the host's name, from its UTS namespace).
+SAY_HOST = 'echo "on $(uname -n)"'
+
+
+def host_site_file(site: Any) -> Callable[[Path, Path], Path]:
+    """Writes a site file whose nodes are the test site's hosts, one node each, with the workload's
+    capacities."""
+
+    def write(path: Path, workload: Path) -> Path:
+        xml = read_xml_lwf(workload)
+        res = xml.node_resources
+        assert xml.n_nodes == len(site.hosts), (xml.n_nodes, len(site.hosts))
+        text = (f'[ssh]\nuser = "root"\nidentity_file = "{site.key}"\nknown_hosts = "{site.known_hosts}"\n'
+                f"connect_timeout = 10\n")
+        for h in site.hosts:
+            text += (f'[[hosts]]\naddress = "{h.address}"\nname = "{h.name}"\nnodes = 1\n'
+                     f"cpu = {res['CPU']:g}\nmemory = {int(res['Memory'])}\n")
+        path.write_text(text)
+        return path
+
+    return write
+
+
+def host_command(name: str, i: int) -> str:
+    """The payload of request ``i`` of a host scenario: says its host, then sleeps until shut down
+    (preemption's best-effort lease: a pipe of two sleeps, as on this machine)."""
+    if name == "preemption@hosts" and i == 0:
+        return f"{SAY_HOST}; sleep 100000 | sleep 100000"
+    return f"{SAY_HOST}; exec sleep 100000"
+
+
+def pid_namespace(pid: int) -> str:
+    return os.readlink(f"/proc/{pid}/ns/pid")
+
+
+def host_group_states(ns: str, pgid: int) -> dict[int, str]:
+    """:func:`group_states` of process group ``pgid`` of a host whose PID namespace is ``ns`` (the
+    test hosts are namespaces of this kernel: this /proc shows their processes with this machine's
+    pids), keyed by the pids the host gives them."""
+    inside: dict[int, int] = {}  # this machine's pid -> the host's
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{name}/ns/pid") != ns:
+                continue
+            status = Path(f"/proc/{name}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("NSpid:"):
+                inside[int(name)] = int(line.split()[-1])
+    leader = next((mine for mine, theirs in inside.items() if theirs == pgid), None)
+    if leader is None:
+        return {}
+    return {inside.get(q, -q): st for q, st in group_states(leader).items()}
+
+
+def host_outputs(site: Any) -> Callable[[Served, Path], None]:
+    """After a host scenario: each payload's log, read on the host its node is on (over SSH), by
+    (lease, VM): ``Served.outputs``."""
+
+    def read(run: Served, data: Path) -> None:
+        engine = open_database(load_serve_config(None, data_dir=data))
+        try:
+            serve_id = Journal(engine).settings()["serve_id"]
+        finally:
+            engine.dispose()
+        for h in site.hosts:
+            logs = f".skylease/{serve_id}/{h.address}/payloads"
+            each = 'for f in *.log; do echo "== $f"; cat "$f"; done'
+            done = site.ssh(h.name, f"cd {logs} 2>/dev/null && {each}")
+            current = None
+            for line in done.stdout.splitlines():
+                if line.startswith("== "):
+                    lease, vnode = line[3:].removesuffix(".log").split("-")
+                    current = (int(lease), int(vnode))
+                    run.outputs.setdefault(current, {})[h.name] = []
+                elif current is not None:
+                    run.outputs[current][h.name].append(line)
+
+    return read
 
 
 @pytest.fixture(scope="module")
-def served(shared_data, tmp_path_factory) -> dict[str, Served | BaseException]:
-    """Every scenario run at once; a scenario that failed gives its exception (its tests raise it)."""
+def served(shared_data, tmp_path_factory, request) -> dict[str, Served | BaseException]:
+    """Every scenario run at once, on this machine's nodes and on the test site's hosts; a scenario
+    that failed (or could not run: no sshd here) gives its exception (its tests raise it)."""
     scenarios = shared_data / "lwf" / "scenarios"
     tmp = tmp_path_factory.mktemp("timeline")
     t0 = time.monotonic()
-    ready = threading.Barrier(len(SCENARIOS), timeout=120)
-    with ThreadPoolExecutor(len(SCENARIOS)) as pool:
-        futures = {name: pool.submit(run_scenario, name, config, scenarios, tmp, ready, i * STAGGER_S,
-                                     watch_suspension if name == "preemption" else None)
-                   for i, (name, config) in enumerate(SCENARIOS.items())}
-        results = {name: f.exception() or f.result() for name, f in futures.items()}
+    runs = dict(SCENARIOS)
+    site = None
+    results: dict[str, Served | BaseException] = {}
+    try:
+        site = request.getfixturevalue("ssh_site")(4)
+        runs.update(HOST_SCENARIOS)
+    except (pytest.skip.Exception, pytest.fail.Exception) as exc:  # (skipped or failed: said per test)
+        results.update({name: exc for name in HOST_SCENARIOS})
+    ready = threading.Barrier(len(runs), timeout=120)
+    with ThreadPoolExecutor(len(runs)) as pool:
+        futures = {}
+        for i, (name, config) in enumerate(runs.items()):
+            kwargs: dict[str, Any] = {}
+            watch = watch_suspension if name == "preemption" else None
+            if name.endswith("@hosts"):
+                ns = {h.name: pid_namespace(h.pid) for h in site.hosts}
+                kwargs = {"site_of": host_site_file(site), "after": host_outputs(site),
+                          "commands": lambda i, name=name: host_command(name, i)}
+                if name == "preemption@hosts":  # (lease 1 runs on node 0: host1)
+                    def watch(server, out, views, ns=ns["host1"]):
+                        watch_suspension(server, out, views, lambda pid: host_group_states(ns, pid))
+            futures[name] = pool.submit(run_scenario, name, config, scenarios, tmp, ready, i * STAGGER_S,
+                                        watch, **kwargs)
+        results.update({name: f.exception() or f.result() for name, f in futures.items()})
     print(f"\n[timeline] all scenarios: {time.monotonic() - t0:.1f} s of wall time")
     return results
 
@@ -328,7 +449,7 @@ def run_of(served: dict[str, Served | BaseException], name: str) -> Served:
     return run
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("name", [*SCENARIOS, *HOST_SCENARIOS])
 def test_the_server_gives_the_simulators_timeline(served, name):
     run = run_of(served, name)
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
@@ -340,10 +461,16 @@ def test_the_server_gives_the_simulators_timeline(served, name):
     assert not problems, "\n".join(problems[:12])
 
 
-def test_the_suspended_lease_is_stopped_and_continues(served):
+#: How many processes the suspended lease's payload group has: on this machine, its sandbox's two
+#: (bwrap and its init), the shell and its two sleeps; on a host, also the helper's waiter that leads it.
+GROUP_SIZE = {"preemption": 5, "preemption@hosts": 6}
+
+
+@pytest.mark.parametrize("name", list(GROUP_SIZE))
+def test_the_suspended_lease_is_stopped_and_continues(served, name):
     """Every process of the suspended lease's payload group is stopped (T) while the AR runs, and
-    the same processes run again afterwards."""
-    run = run_of(served, "preemption")
+    the same processes run again afterwards (on a host: read in the host's own /proc)."""
+    run = run_of(served, name)
     by_phase: dict[str, list[tuple[int, str, dict[int, str]]]] = {}
     for phase, pid, said, states in run.samples:
         by_phase.setdefault(phase, []).append((pid, said, states))
@@ -353,7 +480,7 @@ def test_the_suspended_lease_is_stopped_and_continues(served):
     assert all(counts.get(k, 0) >= n for k, n in (("before", 5), ("suspended", 20), ("resumed", 20))), counts
     pid, _, states = by_phase["before"][0]
     group = set(states)
-    assert len(group) == 5 and pid in group, states  # its sandbox's two, the shell and its two sleeps
+    assert len(group) == GROUP_SIZE[name] and pid in group, states
     for phase, expected in (("before", "running"), ("suspended", "stopped"), ("resumed", "running")):
         for p, said, states in by_phase[phase]:
             assert p == pid and set(states) == group, (phase, pid, group, states)  # the same processes, alive
@@ -362,10 +489,30 @@ def test_the_suspended_lease_is_stopped_and_continues(served):
             assert stopped == (group if expected == "stopped" else set()), (phase, states)
 
 
-def test_image_reuse_leaves_the_images_where_the_schedule_put_them(served):
-    caches = {h["name"]: h["cache"] for h in run_of(served, "reuse2").hosts}
-    assert caches == {"node0": ["foobar1.img"], "node1": ["foobar1.img"], "node2": ["foobar2.img"],
-                      "node3": ["foobar2.img"]}
+@pytest.mark.parametrize("name", ["reuse2", "reuse2@hosts"])
+def test_image_reuse_leaves_the_images_where_the_schedule_put_them(served, name):
+    run = run_of(served, name)
+    caches = {h["index"]: h["cache"] for h in run.hosts}
+    assert caches == {0: ["foobar1.img"], 1: ["foobar1.img"], 2: ["foobar2.img"], 3: ["foobar2.img"]}
+    if name.endswith("@hosts"):  # (and they are the hosts' nodes, each on its own host)
+        assert [(h["name"], h["host"], h["state"]) for h in run.hosts] == \
+            [(f"host{k}-0", f"host{k}", "up") for k in range(1, 5)]
+
+
+@pytest.mark.parametrize("name", list(HOST_SCENARIOS))
+def test_each_payload_ran_on_the_host_the_schedule_gave_it(served, name):
+    """Each VM's payload printed the name of the host its node is on (host k holds node k-1), on
+    each host the schedule gave it and on no other (a lease suspended and resumed on its node goes on
+    as the same process: it says it once)."""
+    run = run_of(served, name)
+    expected: dict[tuple[int, int], dict[str, list[str]]] = {}
+    for v in run.views:
+        for ev in v["events"]:
+            if ev["event"] == "start":
+                for vnode, k in enumerate(ev["nodes"]):
+                    host = f"host{k + 1}"
+                    expected.setdefault((v["id"], vnode), {})[host] = [f"on {host}"]
+    assert expected and run.outputs == expected
 
 
 def test_a_client_makes_one_tls_context_and_one_connection_for_its_calls(monkeypatch):

@@ -93,13 +93,30 @@ def events_table(events: list[dict[str, Any]]) -> Table:
     return t
 
 
-def hosts_table(hosts: list[dict[str, Any]]) -> Table:
-    """The site's nodes: capacity, CPUs, leases running now, cached images."""
-    t = _table("node", "cpu", "memory (MB)", "disk (MB)", "CPUs", "leases", "cache", title="hosts")
+def hosts_table(hosts: list[dict[str, Any]], now: float | None = None) -> Table:
+    """The site's nodes: where each is (its host, or this machine), whether it answers and when it
+    last did, capacity, CPUs, leases running now, cached images."""
+    t = _table("node", "host", "state", "last contact", "cpu", "memory (MB)", "disk (MB)", "CPUs", "leases",
+               "cache", title="hosts")
     for h in hosts:
-        t.add_row(*(_t(h.get(k)) for k in ("name", "cpu", "memory", "disk")), _joined(h.get("cpus")),
+        state = h.get("state") or "up"
+        if h.get("reason") and state != "up":
+            state = f"{state}: {h['reason']}"
+        t.add_row(_t(h.get("name")), _t(h.get("host") or "(this machine)"), _t(state),
+                  last_contact(h.get("last_contact"), now),
+                  *(_t(h.get(k)) for k in ("cpu", "memory", "disk")), _joined(h.get("cpus")),
                   _joined(h.get("leases")), _joined(h.get("cache"), ", "))
     return t
+
+
+def last_contact(unix: float | None, now: float | None = None) -> str:
+    """When a host last answered, as an age (``-``: this machine, or never)."""
+    if unix is None:
+        return "-"
+    import time
+
+    age = max(0.0, (time.time() if now is None else now) - float(unix))
+    return f"{age:.0f} s ago" if age < 120 else f"{age / 60:.0f} min ago"
 
 
 # -- SpeQuloS tables --------------------------------------------------------------------------------

@@ -264,16 +264,13 @@ def _local_parts(cfg: ServeConfig) -> tuple[Any, Any]:
 
 def check_site_hosts(site: Any) -> None:
     """A site's hosts each answer over SSH with the site's keys
-    (:func:`skylease.runtime.leases.ssh_check.check_hosts`), and the enactment runs them
-    (:meth:`skylease.runtime.leases.local.LocalNodes.check_site`: not yet): one line naming the site
-    file and the host otherwise, before anything is created."""
+    (:func:`skylease.runtime.leases.ssh_check.check_hosts`): one line naming the site file and the
+    host otherwise, before anything is created."""
     if not site.hosts:
         return
-    from skylease.runtime.leases.local import LocalNodes
     from skylease.runtime.leases.ssh_check import check_hosts
 
     check_hosts(site)
-    LocalNodes.check_site(site)
 
 
 def secret_paths(cfg: ServeConfig) -> list[Path]:
@@ -281,6 +278,12 @@ def secret_paths(cfg: ServeConfig) -> list[Path]:
     file, the TLS key and certificate, the database's password file, and an SQLite database kept
     elsewhere (its folder, for the WAL beside it)."""
     out = [Path(p) for p in (cfg._source, cfg.tls_key, cfg.tls_cert, cfg.db_password_file) if p is not None]
+    if cfg.site is not None:  # the site's SSH key reaches every host as its user: never a payload's
+        from skylease.runtime.leases.site import load_site
+
+        with contextlib.suppress(Exception):  # (a site file that does not load is refused before)
+            for host in load_site(Path(cfg.site)).hosts:
+                out += [p for p in (host.identity_file, host.known_hosts) if p is not None]
     if cfg.db is not None:
         from sqlalchemy.engine import make_url
 

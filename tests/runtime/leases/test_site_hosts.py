@@ -1,7 +1,7 @@
 """Hosts in the site file (issue 37, item 2): [ssh] defaults and [[hosts]] tables give scheduler nodes
 on other machines, each saying where it is; every mistake is one line naming file, line and key;
 check_hosts runs OpenSSH on each host and refuses an unreachable host, a refused key or an unknown
-host key in one line; `skylease serve` refuses a site with hosts before anything is made.
+host key in one line; `skylease serve` refuses such a site before anything is made.
 
 The SSH tests run against a real OpenSSH server this module starts (on 127.0.0.37, a free port,
 in a mount namespace of its own for sshd's /run/sshd) and against loopback addresses where
@@ -241,17 +241,19 @@ def test_a_mistake_about_hosts_is_one_line_naming_file_line_and_key(tmp_path, te
         assert str(err).startswith(f"{path}:{line}: {field}: ")
 
 
-def test_the_local_enactment_refuses_a_site_with_hosts_and_takes_one_without(tmp_path):
+def test_the_local_enactment_never_runs_a_hosts_node_on_this_machine(tmp_path):
     touch(tmp_path / "kh")
     path = write(tmp_path, KH + '[[nodes]]\n[[hosts]]\naddress = "h1"\n')
     site = load_site(path)
-    with pytest.raises(UserError) as exc:
-        LocalNodes.check_site(site)
-    assert str(exc.value).startswith(f"{path}: hosts: hosts are not enacted yet") and "h1" in str(exc.value)
-    with pytest.raises(UserError, match="not enacted yet"):  # (refused before the sandbox is looked at)
-        LocalNodes(site, tmp_path / "data", "sid", sandbox=None)  # type: ignore[arg-type]
-    assert not (tmp_path / "data").exists()
-    LocalNodes.check_site(Site((SiteNode("a", ResourceTuple()),)))
+    nodes = LocalNodes(site, tmp_path / "data", "sid", sandbox=None)  # type: ignore[arg-type]
+    try:
+        with pytest.raises(ValueError, match=r"node 1 \(h1-0\) is on host h1, not this machine"):
+            nodes.spawn(1, 0, 1, command="true")
+        with pytest.raises(ValueError, match="is on host h1"):
+            nodes.copy_image("a.img", 1, [0, 1], 0.0)
+        assert nodes.host_states() == {}
+    finally:
+        nodes.close()
 
 
 # -- check_hosts ------------------------------------------------------------------------------------
@@ -449,22 +451,3 @@ def test_serve_refuses_a_site_whose_host_does_not_answer_in_one_line_before_anyt
                                    f"port {port}) cannot be reached over SSH: ssh: connect to host {NOBODY} "
                                    f"port {port}: Connection refused"), done.stderr
     assert not (tmp_path / "data").exists()
-
-
-@pytest.mark.integration  # (a real sshd: CI's second level)
-def test_serve_refuses_a_site_with_reachable_hosts_until_they_are_enacted(sshd, tmp_path):
-    site = write(tmp_path, f"""\
-        [ssh]
-        identity_file = "{sshd.key}"
-        known_hosts = "{sshd.known_hosts}"
-        [[nodes]]
-        [[hosts]]
-        address = "{ADDRESS}"
-        port = {sshd.port}
-        name = "s1"
-        """)
-    done = _serve(tmp_path, site)
-    assert done.returncode == 2 and done.stdout == "", done
-    says = f"skylease serve: error: {site}: hosts: hosts are not enacted yet"
-    assert done.stderr.strip().startswith(says), done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "data").exists()

@@ -131,10 +131,15 @@ class LeaseView(BaseModel):
     #: The scheduler's plan not begun yet: ``kind`` (vm, suspend, resume, shutdown), ``nodes`` (indices),
     #: ``start``, ``end`` in lease time; it may still move (a preemption, a premature end).
     planned: list[dict[str, Any]] = []
+    #: Why the lease lost part of what it holds (an advance reservation or an immediate lease whose
+    #: node's host stopped answering; Blazar's "degraded"), or None: it has all its nodes.
+    degraded: str | None = None
 
 
 class HostView(BaseModel):
-    """A node of the site: its capacity, what runs there now and its image cache."""
+    """A node of the site: its capacity, what runs there now and its image cache; where it is
+    (``host``: None for this machine) and whether it answers (``state`` up or down, with the
+    ``reason``; ``last_contact``: the Unix time its host last answered, None for this machine)."""
 
     name: str
     index: int
@@ -144,6 +149,10 @@ class HostView(BaseModel):
     cpus: list[int]  # the machine's CPUs its payloads are pinned to
     leases: list[int]  # leases with an active reservation on it now
     cache: list[str]  # images in its cache
+    host: str | None = None
+    state: str = "up"
+    last_contact: float | None = None
+    reason: str | None = None
 
 
 class LeaseManager(Protocol):

@@ -89,6 +89,8 @@ class InputKind(StrEnum):
     CANCEL = "cancel"
     END = "end"  # a premature end: the lease's payloads exited at t
     STEP = "step"
+    HOST_DOWN = "host-down"  # body: {"host": name, "nodes": [...], "reason": why}
+    HOST_UP = "host-up"  # body: {"host": name, "nodes": [...]}
 
 
 @dataclass(frozen=True)

@@ -53,9 +53,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from skylease.model.errors import UserError
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.copies import ImageCopy
 from skylease.runtime.leases.kills import GraceKills
@@ -169,6 +168,14 @@ class _Proc:
     popen: subprocess.Popen | None  # None: adopted
 
 
+def _pid_namespace(pid: int | str) -> str | None:
+    """The PID namespace of process ``pid`` (None: gone, or not ours to look at)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
 def _state(states: Sequence[str]) -> PayloadState:
     """A group is stopped when any of its processes is: the rest may be waiting for it (a shell
     stopped between its vfork and the child's exec waits in state D until the child continues)."""
@@ -181,8 +188,10 @@ class LocalNodes:
     folder ``data``, each payload confined by ``sandbox`` (:func:`skylease.runtime.leases.sandbox.probe`
     gives this machine's). ``serve_id`` marks our payloads (a server's database id: a restarted server
     with the same id finds them). ``on_exit`` is called (from the watcher thread) when payloads
-    have ended, so that the caller can collect them with :meth:`exited`. A site with hosts (other
-    machines, reached over SSH) is refused (:meth:`check_site`): their nodes are never run here."""
+    have ended, so that the caller can collect them with :meth:`exited`. Only the site's nodes of
+    this machine (``[[nodes]]``) are run here: a host's node (``[[hosts]]``, another machine) is
+    refused by every primitive (:class:`~skylease.runtime.leases.site_nodes.SiteNodes` sends those
+    to the host's enactment)."""
 
     def __init__(self, site: Site, data: Path, serve_id: str, *, sandbox: Sandbox,
                  on_exit: Callable[[], None] | None = None) -> None:
@@ -190,7 +199,6 @@ class LocalNodes:
             raise RuntimeError("local enactment needs Linux (/proc, pidfds, CPU affinity)")
         if not serve_id or "\0" in serve_id:
             raise ValueError("serve_id must be a non-empty string")
-        self.check_site(site)
         self.sandbox = sandbox
         self.site = site
         self.data = Path(data)
@@ -211,19 +219,6 @@ class LocalNodes:
         self._vital = Vital("the payload watcher")
         self._thread = self._vital.thread(self._watch, name="skylease-local-nodes")
         self._thread.start()
-
-    @staticmethod
-    def check_site(site: Site) -> None:
-        """A UserError naming the site file if ``site`` has hosts: this enactment runs payloads on
-        this machine only, and never runs a host's node here instead (the enactment over SSH is
-        another implementation of these primitives, given to the lease manager as its
-        ``nodes_factory``)."""
-        hosts = site.hosts
-        if hosts:
-            names = ", ".join(h.name for h in hosts[:3]) + (", ..." if len(hosts) > 3 else "")
-            raise UserError(f"hosts are not enacted yet: this server runs payloads on its own machine "
-                            f"only, and would not run those of {names} there", file=site.source,
-                            field="hosts")
 
     def failure(self) -> str | None:
         """Why the watcher thread stopped (payload exits and SIGKILL deadlines are no longer seen
@@ -407,8 +402,11 @@ class LocalNodes:
         for st in stats.values():
             groups.setdefault(st.pgrp, []).append(st.state)
         found = []
+        ours = _pid_namespace("self")
         for pid, st in stats.items():
-            if st.pgrp != pid:
+            # (a host of the site may be a PID namespace of this machine, as the test sites are: its
+            # payloads are that host's, found through it)
+            if st.pgrp != pid or _pid_namespace(pid) != ours:
                 continue
             env = environ_of(pid)
             if env is None or env.get(ENV_SERVE_ID) != self.serve_id:
@@ -417,9 +415,16 @@ class LocalNodes:
                 lease, vnode = int(env[ENV_LEASE]), int(env[ENV_VNODE])
             except (KeyError, ValueError):
                 continue
-            found.append(Payload(lease, vnode, self._node_of(pid, env.get(ENV_NODE, "")), pid, st.start_ticks,
-                                 _state(groups[pid]), log=self.data / "payloads" / f"{lease}-{vnode}.log"))
+            node = self._node_of(pid, env.get(ENV_NODE, ""))
+            if node >= 0 and self.site.nodes[node].host is not None:
+                continue
+            found.append(Payload(lease, vnode, node, pid, st.start_ticks, _state(groups[pid]),
+                                 log=self.data / "payloads" / f"{lease}-{vnode}.log"))
         return found
+
+    def host_states(self) -> dict[str, Any]:
+        """No host: this machine's nodes always answer (see SiteNodes.host_states)."""
+        return {}
 
     def adopt(self, p: Payload) -> bool:
         """Whether ``p`` (a recorded or found payload) is still the same live process; if so it is
@@ -537,6 +542,9 @@ class LocalNodes:
     def _check_node(self, node: int) -> None:
         if not 0 <= node < self.site.n_nodes:
             raise ValueError(f"node {node} is not a node of the site (0..{self.site.n_nodes - 1})")
+        if (host := self.site.nodes[node].host) is not None:
+            raise ValueError(f"node {node} ({self.site.nodes[node].name}) is on host {host.name}, "
+                             "not this machine")
 
     @staticmethod
     def _check_image(image: str) -> None:

@@ -73,7 +73,9 @@ from skylease.runtime.leases.api import (
     LeaseView,
 )
 from skylease.runtime.leases.clock import RealClock
+from skylease.runtime.leases.host_failures import HostFailures
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, PayloadRow
+from skylease.runtime.leases.ssh import SshError
 from skylease.runtime.leases.views import ViewParts, build_view, build_views
 
 if TYPE_CHECKING:
@@ -166,7 +168,7 @@ def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[
     return "none", ()
 
 
-class LocalLeaseManager:
+class LocalLeaseManager(HostFailures):
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
     sandbox=..., on_exit=...)`` makes it (default factory:
@@ -200,12 +202,15 @@ class LocalLeaseManager:
                             "another database", field="--db")
         self.serve_id: str = settings["serve_id"]
         self.clock = RealClock(settings["epoch"], settings["time_scale"])
+        self._lock = threading.RLock()  # (before the enactment: its callbacks take it)
+        self._wake = threading.Condition(self._lock)
         if nodes is None:
             if nodes_factory is None:
-                from skylease.runtime.leases.local import LocalNodes
+                from skylease.runtime.leases.site_nodes import SiteNodes
 
-                nodes_factory = LocalNodes
-            if sandbox is None:
+                def nodes_factory(*args: Any, **kwargs: Any) -> Any:
+                    return SiteNodes(*args, on_state=self._poke, **kwargs)
+            if sandbox is None and any(n.host is None for n in site.nodes):
                 from skylease.runtime.leases.sandbox import probe
 
                 sandbox = probe(self.data_dir)
@@ -235,8 +240,6 @@ class LocalLeaseManager:
         self._now = 0  # the lease time of the step being taken (events are stamped with it)
         self._stepped = -1  # the last time stepped
         self._next_id = 1
-        self._lock = threading.RLock()
-        self._wake = threading.Condition(self._lock)
         self._closing = False
         self.changes = Changes()  # bumped by each commit that journals something
         self._thread: threading.Thread | None = None
@@ -245,6 +248,7 @@ class LocalLeaseManager:
         self._recording = True  # False while the journal is replayed: its events are stored already
         self._replayed: list[Event] = []
         self._ends: dict[int, int] = {}  # lease -> the lease time its work ended (premature ends due)
+        self._down_hosts: dict[str, str] = {}  # host -> why it is down (as journaled)
 
     # -- life --------------------------------------------------------------------------------------
     def start(self) -> LocalLeaseManager:
@@ -429,12 +433,18 @@ class LocalLeaseManager:
                     if part is not None and part.state is LeaseState.ACTIVE:
                         for k in part.nodes:
                             on[k].add(vm.lease.id)
+            states = self.nodes.host_states()
             out = []
             for k in range(self.site.n_nodes):
                 cap = self.site.capacity[k]
+                host = self._host_of(k)
+                st = states.get(host) if host is not None else None
                 out.append(HostView(name=self._name(k), index=k, cpu=cap.cpu, memory=cap.memory,
                                     disk=cap.disk, cpus=list(self.site.cpus(k)), leases=sorted(on[k]),
-                                    cache=list(self.nodes.cached(k))))
+                                    cache=list(self.nodes.cached(k)), host=host,
+                                    state="down" if host in self._down_hosts else "up",
+                                    last_contact=None if st is None else st.last_contact,
+                                    reason=self._down_hosts.get(host) if host is not None else None))
             return out
 
     # -- the loop ----------------------------------------------------------------------------------
@@ -444,8 +454,9 @@ class LocalLeaseManager:
                 while not self._closing:
                     now = self.clock.now()
                     self._payload_exits(now)
+                    back = self._host_changes(now)
                     self._advance(now)
-                    self._commit_and_enact(now)
+                    self._commit_and_enact(now, back)
                     nxt = self.sched.next_event(self._stepped)
                     wait = self.poll_s if nxt == float("inf") else self.clock.seconds_until(nxt)
                     self._wake.wait(max(min(wait, self.poll_s), 0.001))
@@ -546,42 +557,56 @@ class LocalLeaseManager:
         if changed:
             self.changes.bump()
 
-    def _commit_and_enact(self, now: int) -> None:
+    def _commit_and_enact(self, now: int, hosts_back: list[str] | None = None) -> None:
         self._commit()
+        self._lose_payloads_on_down_hosts()
+        if hosts_back:
+            self._end_strays(hosts_back)
         touched, self._unenacted = self._unenacted, set()
         self._reconcile(sorted(touched), now)
         self._transfers(now)
 
     def _reconcile(self, lease_ids: Iterable[int], now: int) -> None:
         for lid in lease_ids:
-            lease = self.sched.lease(lid)
-            what, nodes = desired(self.sched, lease, self._full[lid])
-            mine = sorted((k, v) for k, v in self._live.items() if k[0] == lid)
-            if what == "none":
-                for key, live in mine:
+            try:
+                self._reconcile_lease(lid, now)
+            except SshError as exc:  # its host stopped answering since its last heartbeat: the
+                # watch notices within seconds, and the scheduler then requeues or degrades the lease
+                log.warning("lease %d: %s: %s", lid, exc.field, exc.message)
+
+    def _reconcile_lease(self, lid: int, now: int) -> None:
+        lease = self.sched.lease(lid)
+        what, nodes = desired(self.sched, lease, self._full[lid])
+        mine = sorted((k, v) for k, v in self._live.items() if k[0] == lid)
+        if what == "none":
+            for key, live in mine:
+                state, reason = "killed", f"lease {lease.state.value}"
+                try:
                     self.nodes.shutdown(live.payload, grace_s=self.grace_s)
-                    reason = f"lease {lease.state.value}"
-                    self.journal.update_payload(live.row, state="killed", reason=reason)
-                    self._ended_payload(lid, key[1], live.payload.node, live.payload.pid, "killed", None,
-                                        reason)
-                    del self._live[key]
-                continue
-            if what == "stopped":
-                for _, live in mine:
-                    if live.payload.state != "stopped":
-                        self._stop_or_continue(lid, live, run=False)
-                continue
-            vm = self.sched.rr[lid]
-            for vnode, k in enumerate(nodes):
-                live = self._live.get((lid, vnode))
-                if live is not None:
-                    if live.payload.node != k:
-                        self.nodes.migrate(live.payload, k)
-                        self.journal.update_payload(live.row, state=live.payload.state, node=k)
-                    if live.payload.state == "stopped":
-                        self._stop_or_continue(lid, live, run=True)
-                elif (lid, vnode, vm.start) not in self._rows:  # never started in this run
-                    self._spawn(lease, vnode, k, vm, nodes, now)
+                except SshError as exc:  # (ended when its host answers again: HostFailures)
+                    state, reason = "lost", f"{exc.field}: {exc.message}"
+                self.journal.update_payload(live.row, state=state, reason=reason)
+                self._ended_payload(lid, key[1], live.payload.node, live.payload.pid, state, None,
+                                    reason)
+                del self._live[key]
+            return
+        if what == "stopped":
+            for _, live in mine:
+                if live.payload.state != "stopped":
+                    self._stop_or_continue(lid, live, run=False)
+            return
+        vm = self.sched.rr[lid]
+        for vnode, k in enumerate(nodes):
+            live = self._live.get((lid, vnode))
+            if live is not None:
+                if live.payload.node != k:
+                    self.nodes.migrate(live.payload, k)
+                    self.journal.update_payload(live.row, state=live.payload.state, node=k)
+                if live.payload.state == "stopped":
+                    self._stop_or_continue(lid, live, run=True)
+            elif (lid, vnode, vm.start) not in self._rows and k not in getattr(self.sched, "down", ()):
+                self._spawn(lease, vnode, k, vm, nodes, now)  # never started in this run (a node
+                # that is down holds a degraded reservation's VM that does not run)
 
     def _spawn(self, lease: Lease, vnode: int, node: int, vm: Reservation, nodes: tuple[int, ...],
                now: int) -> None:
@@ -715,6 +740,9 @@ class LocalLeaseManager:
                 self.sched.cancel(int(inp.lease or 0), inp.t)
             elif inp.kind is InputKind.END:
                 self.sched.premature_end(int(inp.lease or 0), inp.t)
+            elif inp.kind in (InputKind.HOST_DOWN, InputKind.HOST_UP):
+                assert inp.body is not None
+                self._host_input(inp.kind, inp.body, inp.t)
             else:
                 self._step(inp.t)
             t_last = max(t_last, inp.t)
@@ -746,10 +774,11 @@ class LocalLeaseManager:
         rows = self.journal.payloads()
         for r in rows:
             self._rows[(r.lease, r.vnode, r.run)] = r.id
-        by_process = {(r.pid, r.start_ticks): r for r in rows}
+        # (a pid and start time are a process's on one machine: each host has its own)
+        by_process = {(self._host_of(r.node), r.pid, r.start_ticks): r for r in rows}
         adopted: set[int] = set()
         for p in self.nodes.find_own():
-            r = by_process.get((p.pid, p.start_ticks))
+            r = by_process.get((self._host_of(p.node), p.pid, p.start_ticks))
             request = self._request.get(p.lease)
             p.counts_work = request is not None and request.get("command") is None  # (the default payload)
             if not self.nodes.adopt(p):

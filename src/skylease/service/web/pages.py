@@ -31,6 +31,7 @@ No route here is in the OpenAPI document.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -333,9 +334,14 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         if not user.admin:
             return render_page("Forbidden", '<p class="error">Only an administrator may list the hosts.</p>',
                          user, sid, 403)
-        rows = [[e(h.name), e(h.cpu), e(h.memory), e(h.disk), e(", ".join(map(str, h.leases))),
+        now = time.time()
+        rows = [[e(h.name), e(h.host or "(this machine)"),
+                 e(h.state if h.reason is None else f"{h.state}: {h.reason}"),
+                 e("-" if h.last_contact is None else f"{max(0.0, now - h.last_contact):.0f} s ago"),
+                 e(h.cpu), e(h.memory), e(h.disk), e(", ".join(map(str, h.leases))),
                  e(", ".join(h.cache))] for h in manager.hosts()]
-        heads = ["node", "CPU", "memory (MB)", "disk (MB)", "leases now", "image cache"]
+        heads = ["node", "host", "state", "last contact", "CPU", "memory (MB)", "disk (MB)", "leases now",
+                 "image cache"]
         body = table("The site's nodes", heads, rows, "No nodes.")
         return render_page("Hosts", body, user, sid)
 

@@ -1,0 +1,222 @@
+"""The enactment of a whole site: each node's primitives carried out where the node is.
+
+A site file lists nodes of this machine (``[[nodes]]``) and nodes of hosts reached over SSH
+(``[[hosts]]``). :class:`SiteNodes` gives the lease manager one object with the primitives of
+:class:`~skylease.runtime.leases.local.LocalNodes` (spawn, suspend, resume, shutdown, exits, find
+and adopt after a restart, image copies and caches) and sends each call to the part that holds the
+node: one :class:`~skylease.runtime.leases.local.LocalNodes` for this machine's nodes, one
+:class:`~skylease.runtime.leases.host_nodes.HostNodes` per host. It decides nothing itself.
+
+A host that stops answering is the manager's business (:meth:`SiteNodes.host_states`, ``on_state``):
+its nodes' commands raise :class:`~skylease.runtime.leases.ssh.SshError` at once meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from skylease.runtime.leases.host_nodes import HostNodes, HostState
+from skylease.runtime.leases.local import LocalNodes, Payload
+from skylease.runtime.leases.sandbox import Sandbox
+from skylease.runtime.leases.site import Site, SiteHost
+from skylease.runtime.leases.ssh import SshConnection, SshError, SshTarget
+
+__all__ = ["HostFactory", "SiteNodes", "host_connection"]
+
+log = logging.getLogger(__name__)
+
+#: Makes the enactment of one host: ``(site, data, serve_id, host, nodes, on_exit, on_state)``.
+HostFactory = Callable[..., Any]
+
+
+def host_connection(host: SiteHost, data: Path) -> SshConnection:
+    """The multiplexed OpenSSH connection to ``host`` as the site file describes it (its control
+    socket in ``<data>/ssh``)."""
+    target = SshTarget(host.address, host.port, host.user, host.identity_file, host.known_hosts,
+                       float(host.connect_timeout))
+    return SshConnection(target, data / "ssh")
+
+
+def _default_host(site: Site, data: Path, serve_id: str, host: SiteHost, nodes: Sequence[int], *,
+                  on_exit: Callable[[], None] | None, on_state: Callable[[], None] | None) -> HostNodes:
+    return HostNodes(site, data, serve_id, connection=host_connection(host, data), nodes=nodes,
+                     on_exit=on_exit, on_state=on_state)
+
+
+class SiteNodes:
+    """The nodes of ``site``: those of this machine enacted by ``LocalNodes`` (confined by
+    ``sandbox``), those of each host by ``host_factory`` (default: :class:`HostNodes` over the
+    site file's SSH settings). Every host is connected at construction (an :class:`SshError`
+    naming the host if one cannot be: nothing is left connected then). ``on_exit`` as for
+    ``LocalNodes``; ``on_state`` is called when a host stops or starts answering."""
+
+    def __init__(self, site: Site, data: Path, serve_id: str, *, sandbox: Sandbox | None,
+                 on_exit: Callable[[], None] | None = None, on_state: Callable[[], None] | None = None,
+                 host_factory: HostFactory | None = None, local_factory: Callable[..., Any] | None = None
+                 ) -> None:
+        self.site = site
+        self.data = Path(data)
+        self.serve_id = serve_id
+        self._parts: list[Any] = []
+        self._of_node: list[Any] = [None] * site.n_nodes
+        self._host_of: dict[int, str] = {}  # id(part) -> host name
+        self.hosts: dict[str, Any] = {}  # host name -> its enactment
+        by_host: dict[str, list[int]] = {}
+        local = []
+        for k, node in enumerate(site.nodes):
+            if node.host is None:
+                local.append(k)
+            else:
+                by_host.setdefault(node.host.name, []).append(k)
+        try:
+            if local:
+                if sandbox is None:
+                    raise ValueError("a site with nodes on this machine needs a sandbox")
+                part = (local_factory or LocalNodes)(site, self.data, serve_id, sandbox=sandbox,
+                                                      on_exit=on_exit)
+                self._add(part, local, None)
+            make = host_factory or _default_host
+            for host in site.hosts:
+                part = make(site, self.data, serve_id, host, by_host[host.name], on_exit=on_exit,
+                            on_state=on_state)
+                self._add(part, by_host[host.name], host.name)
+        except BaseException:
+            self.close()
+            raise
+
+    def _add(self, part: Any, nodes: Sequence[int], host: str | None) -> None:
+        self._parts.append(part)
+        for k in nodes:
+            self._of_node[k] = part
+        if host is not None:
+            self._host_of[id(part)] = host
+            self.hosts[host] = part
+
+    # -- where things are -------------------------------------------------------------------------
+    def part(self, node: int) -> Any:
+        """The enactment that holds ``node``."""
+        if not 0 <= node < self.site.n_nodes:
+            raise ValueError(f"node {node} is not a node of the site (0..{self.site.n_nodes - 1})")
+        return self._of_node[node]
+
+    def host_states(self) -> dict[str, HostState]:
+        """Each host's state now (whether it answers, its last contact), by host name."""
+        return {name: part.host_state() for name, part in self.hosts.items()}
+
+    def failure(self) -> str | None:
+        for part in self._parts:
+            if (why := part.failure()) is not None:
+                return why
+        return None
+
+    # -- payloads -------------------------------------------------------------------------------
+    def spawn(self, lease: int, vnode: int, node: int, **kwargs: Any) -> Payload:
+        return self.part(node).spawn(lease, vnode, node, **kwargs)
+
+    def suspend(self, p: Payload) -> bool:
+        return self.part(p.node).suspend(p)
+
+    def resume(self, p: Payload) -> bool:
+        return self.part(p.node).resume(p)
+
+    def migrate(self, p: Payload, node: int) -> bool:
+        """Move ``p`` to ``node``: only between nodes of one machine (a process does not move
+        between hosts; a VM does: :class:`NotImplementedError` until leases run in VMs)."""
+        if self.part(p.node) is not self.part(node):
+            raise NotImplementedError(f"lease {p.lease} VM {p.vnode}: a payload process cannot move from "
+                                      f"{self.site.nodes[p.node].name} to {self.site.nodes[node].name} "
+                                      "(another machine)")
+        return self.part(node).migrate(p, node)
+
+    def shutdown(self, p: Payload, grace_s: float = 5.0) -> bool:
+        return self.part(p.node).shutdown(p, grace_s)
+
+    def exited(self) -> list[Payload]:
+        return [p for part in self._parts for p in part.exited()]
+
+    def live(self) -> list[Payload]:
+        return [p for part in self._parts for p in part.live()]
+
+    def output(self, p: Payload, limit: int | None = None) -> str:
+        part = self.part(p.node)
+        return part.output(p) if limit is None else part.output(p, limit)
+
+    # -- after a restart --------------------------------------------------------------------------
+    def find_own(self) -> list[Payload]:
+        """Our payloads alive on every part that answers (a host that does not is logged: its
+        payloads are found when it answers again, :meth:`find_own_on`)."""
+        found = []
+        for part in self._parts:
+            try:
+                found += [p for p in part.find_own() if p.node >= 0 and self._of_node[p.node] is part]
+            except SshError as exc:
+                log.warning("%s: its payloads cannot be looked for now: %s", exc.field, exc.message)
+        return found
+
+    def find_own_on(self, host: str) -> list[Payload]:
+        """Our payloads alive on ``host`` (SshError if it does not answer)."""
+        part = self.hosts[host]
+        return [p for p in part.find_own() if p.node >= 0 and self._of_node[p.node] is part]
+
+    def adopt(self, p: Payload) -> bool:
+        return p.node >= 0 and self.part(p.node).adopt(p)
+
+    # -- images -----------------------------------------------------------------------------------
+    def copy_image(self, image: str, size_mb: int, nodes: Sequence[int], seconds: float) -> Any:
+        """One copy per machine holding some of ``nodes``; the copies' handle (done when all are)."""
+        groups: dict[int, tuple[Any, list[int]]] = {}
+        for k in nodes:
+            part = self.part(k)
+            groups.setdefault(id(part), (part, []))[1].append(k)
+        copies = [part.copy_image(image, size_mb, ks, seconds) for part, ks in groups.values()]
+        return copies[0] if len(copies) == 1 else _Copies(image, copies)
+
+    def evict(self, node: int, image: str) -> bool:
+        return self.part(node).evict(node, image)
+
+    def cached(self, node: int) -> list[str]:
+        """The images in ``node``'s cache (a host that does not answer: none known)."""
+        try:
+            return self.part(node).cached(node)
+        except SshError:
+            return []
+
+    # -- the end ----------------------------------------------------------------------------------
+    def close(self, kill: bool = False, grace_s: float = 5.0) -> None:
+        for part in self._parts:
+            with contextlib.suppress(SshError):
+                part.close(kill=kill, grace_s=grace_s)
+
+    def __enter__(self) -> SiteNodes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(kill=True)
+
+
+class _Copies:
+    """Copies of one image to several machines, seen as one."""
+
+    def __init__(self, image: str, copies: Sequence[Any]) -> None:
+        self.image = image
+        self.copies = list(copies)
+
+    @property
+    def done(self) -> bool:
+        return all(c.done for c in self.copies)
+
+    @property
+    def error(self) -> str | None:
+        return next((c.error for c in self.copies if c.error is not None), None)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return all(c.wait(timeout) for c in self.copies)
+
+    def cancel(self) -> None:
+        for c in self.copies:
+            c.cancel()
+
