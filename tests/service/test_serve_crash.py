@@ -296,13 +296,14 @@ def worked(events: list[tuple[str, int, int]]) -> int:
 Timelines = dict[int, list[tuple[str, int, int]]]  # lease -> its events (what, at, decided at)
 
 
-def simulated_events(srv: Server, served: Timelines) -> Timelines:
+def simulated_events(srv: Server, served: Timelines, migration: bool = True) -> Timelines:
     """The same requests at the same submit times (as the server journaled them), on the simulator
     with the server's configuration and site. A lease's real duration is the time its VMs really
     ran on the server, which must be its request's (``real_duration``, else ``duration``) within the
     tolerance: work is neither lost nor made up by the crash; the rest of the schedule follows
     from the requests and those ends. (The real ends are measured: a second too late or too early,
-    as a payload's exit allows, may tip a tie between two leases the other way; so it is given.)"""
+    as a payload's exit allows, may tip a tie between two leases the other way; so it is given.)
+    ``migration``: the configuration's (off on a site with hosts, as the server sets it)."""
     leases, wrong = [], []
     requests = {r["id"]: json.loads(r["request"]) for r in srv.query("SELECT id, request FROM leases")}
     for r in srv.query("SELECT body FROM lease_inputs WHERE kind = 'submit' ORDER BY seq"):
@@ -320,7 +321,8 @@ def simulated_events(srv: Server, served: Timelines) -> Timelines:
 
     site = load_site(srv.data.parent / "site.toml")
     run = simulate_leases(leases, site.n_nodes, capacity=site.capacity[0],
-                          config=load_config(DEFAULT_SCHEDULER).scheduler, until="all")
+                          config=load_config(DEFAULT_SCHEDULER).scheduler.with_(migration=migration),
+                          until="all")
     out: dict[int, list[tuple[str, int, int]]] = {}
     for e in run.log:
         out.setdefault(e.lease, []).append((e.what, e.at, e.now))

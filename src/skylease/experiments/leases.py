@@ -152,6 +152,7 @@ class LeaseConfigFile(FileModel):
     transfer_link: Literal["two-channels", "one-link"] | None = None
     premature_end: Literal["slide", "reschedule"] | None = None
     migration_reservations: bool | None = None
+    migration: bool | None = None
     stop_when: Literal["besteffort", "all"] | None = None
     policies: PoliciesSection | None = None
 

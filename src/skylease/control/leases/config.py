@@ -97,6 +97,10 @@ class SchedulerConfig:
     transfer_link: Literal["two-channels", "one-link"] = "two-channels"
     premature_end: Literal["slide", "reschedule"] = "slide"
     migration_reservations: bool = False
+    # Haizea 1.0's ``migration = no``: a suspended lease resumes on the nodes it was suspended on,
+    # never elsewhere (a payload that is a process cannot move to another machine; the lease manager
+    # sets it for a site with hosts: docs/decisions/host-failures.md)
+    migration: bool = True
     stop_when: Literal["besteffort", "all"] = "besteffort"
     # -- pluggable policies (Haizea 1.0's policy manager; the defaults are the built-in rules) -----
     admission: AdmissionPolicy = DEFAULT_ADMISSION
@@ -259,7 +263,7 @@ class SchedulerConfig:
 #: The keys of Haizea 1.0's behaviours (the module docstring), added after the paper's.
 HAIZEA10_KEYS = ("enactment_overhead_s", "override_suspend_s", "override_resume_s", "resume_rate",
                  "suspendresume_exclusion", "shutdown_s", "threshold", "backfill_release", "transfer_link",
-                 "premature_end", "migration_reservations", "stop_when")
+                 "premature_end", "migration_reservations", "migration", "stop_when")
 
 #: The keys of the pluggable policies (:mod:`skylease.control.leases.policies`).
 POLICY_KEYS = ("admission", "preemption", "host_selection")

@@ -506,6 +506,8 @@ class LeaseScheduler:
             w = self.table.window(t, req)
             if usable is not None:
                 w = w.restricted(usable)
+            if resuming and not cfg.migration:  # (it resumes where it was suspended, or waits)
+                w = w.restricted(set(lease.last_nodes))
             if len(w.until) < lease.nodes:
                 continue
             maxend = t + need

@@ -184,6 +184,8 @@ class LocalLeaseManager(HostFailures):
                  sandbox: Sandbox | None = None, nodes_factory: Callable[..., Any] | None = None) -> None:
         self.site = site
         self.config = config if config is not None else SchedulerConfig()
+        if site.hosts and self.config.migration:  # a payload process does not move between machines
+            self.config = self.config.with_(migration=False)
         self.data_dir = Path(data_dir)
         self.grace_s = grace_s
         self.max_leases_per_user = max_leases_per_user
