@@ -129,6 +129,57 @@ def test_a_best_effort_lease_with_only_a_future_plan_there_keeps_its_work_and_wa
     assert sched.down == frozenset()
 
 
+def _suspended_and_planned_elsewhere(config: str) -> tuple[LeaseScheduler, list[Lease], _Log]:
+    """Three nodes, leases 1 and 2 of 1000 s on nodes 0 and 1, lease 3 of 650 s on node 2; an AR
+    (lease 4) on one node at [600, 700) preempts lease 1, suspended on node 0, whose plan resumes
+    it on node 2 once lease 3 ends (at 682); run to 620."""
+    cfg, _ = NAMED_CONFIGURATIONS[config]
+    log = _Log()
+    sched = LeaseScheduler(3, config=cfg, enactment=log)
+    leases = [_be(1, 0, 1, 1000), _be(2, 0, 1, 1000), _be(3, 0, 1, 650), _ar(4, 500, 600, 1, 100)]
+    for le in leases[:3]:
+        sched.submit(le)
+    _run(sched, 0, until=500)
+    sched.submit(leases[3])
+    _run(sched, 500, until=620)
+    vm = sched.rr[1]
+    assert leases[0].last_nodes == (0,) and vm.nodes == (2,) and vm.resume is not None
+    assert vm.resume.start == 682 and leases[3].state is LeaseState.ACTIVE
+    return sched, leases, log
+
+
+def test_a_suspended_lease_whose_future_resumption_was_on_the_down_node_keeps_its_work():
+    sched, (a, _, c, ar), log = _suspended_and_planned_elsewhere("NOVM-SR")
+    remaining = a.remaining
+    assert remaining < 1000
+    sched.nodes_down([2], 620, WHY)  # its memory is on node 0, up
+    assert a.history[-1] == ("unschedule", 620) and a.state is LeaseState.SUSPENDED
+    assert a.remaining == remaining and a.last_nodes == (0,) and a in sched.queue
+    assert c.history[-1] == ("requeue", 620)  # lease 3 ran on node 2
+    assert ar.degraded is None
+    _run(sched, 620)
+    assert any(i == 1 and kind == "resume" for _, i, kind, _, _ in log.calls)  # it resumes
+    assert a.state is LeaseState.DONE and all(n != (2,) for n, _ in log.vm_runs(1)[1:])
+
+
+@pytest.mark.parametrize("node", [0, 2])
+def test_a_lease_migrating_from_or_to_the_down_node_loses_its_work(node):
+    # Haizea 1.0 reserves the migration right after the suspension: at 620 the memory moves from
+    # node 0 to node 2; either going down loses it.
+    sched, (a, b, *_), log = _suspended_and_planned_elsewhere("HAIZEA-1.0")
+    mig = sched.rr[1].migrate
+    assert mig is not None and mig.state is LeaseState.ACTIVE
+    sched.nodes_down([node], 620, WHY)
+    assert a.history[-1] == ("requeue", 620) and a.state is LeaseState.PENDING
+    assert ("stop", 1, "migrate", (2,), 620) in log.calls
+    sched.nodes_up([node], 620)
+    _run(sched, 620)
+    assert a.state is LeaseState.DONE and b.state is LeaseState.DONE
+    # its last run is as long as lease 2's, which ran its 1000 s whole from 0
+    assert a.end - log.vm_runs(1)[-1][1] == b.end - log.vm_runs(2)[0][1]
+    assert not any(i == 1 and kind == "resume" and now > 620 for _, i, kind, _, now in log.calls)
+
+
 def test_a_future_advance_reservation_moves_to_a_free_node():
     log = _Log()
     sched = LeaseScheduler(3, enactment=log)
@@ -178,6 +229,21 @@ def test_a_running_advance_reservation_is_degraded_and_keeps_its_other_nodes():
     assert ar.degraded == WHY  # a degraded lease stays degraded: it is its history
 
 
+def test_a_degraded_lease_kept_on_a_down_node_can_end_early_or_be_cancelled():
+    sched = LeaseScheduler(2)
+    ar1, ar2 = _ar(1, 0, 0, 2, 100), _ar(2, 0, 200, 2, 100)
+    sched.submit(ar1)
+    sched.submit(ar2)
+    _run(sched, 0, until=50)
+    sched.nodes_down([1], 50, WHY)
+    assert ar1.degraded == WHY and ar2.degraded == WHY  # ar2 has nowhere to go
+    assert sched.premature_end(1, 60)  # its payload exited: the plan is cut on the down node too
+    sched.step(60)
+    assert ar1.state is LeaseState.DONE and ar1.end == 60
+    assert sched.cancel(2, 70).state is LeaseState.CANCELLED
+    assert not sched.table.on_node(1) and sched.down == {1}
+
+
 def test_nothing_starts_on_a_down_node_and_it_is_used_again_once_up():
     log = _Log()
     sched = LeaseScheduler(2, enactment=log)
@@ -191,6 +257,32 @@ def test_nothing_starts_on_a_down_node_and_it_is_used_again_once_up():
     _run(sched, 150)
     assert log.vm_runs(3) == [((0,), 150)]
     assert all(le.state is LeaseState.DONE for le in leases)
+
+
+def test_a_node_coming_up_is_used_at_once_by_a_lease_the_queue_had_given_up_on():
+    # The one future reservation is held (lease 2, after lease 1 on node 0), so a queued lease that
+    # failed is not tried again until nodes are freed (or CPU is): a node coming up counts as both.
+    log = _Log()
+    sched = LeaseScheduler(2, enactment=log)
+    sched.nodes_down([1], 0, WHY)
+    for le in (_be(1, 0, 1, 1000), _be(2, 0, 1, 10), _be(3, 0, 1, 10)):
+        sched.submit(le)
+    _run(sched, 0, until=100)
+    assert sched.reserved == 1 and sched.rr[2].start == 1000 and 3 not in sched.rr
+    sched.nodes_up([1], 100)
+    sched.step(100)
+    assert log.vm_runs(3) == [((1,), 100)]
+    # the same with a lease that was tried and failed (it needs two nodes, one was free)
+    log = _Log()
+    sched = LeaseScheduler(3, enactment=log)
+    sched.nodes_down([2], 0, WHY)
+    for le in (_be(1, 0, 1, 1000), _be(2, 0, 2, 10), _be(3, 0, 2, 10)):
+        sched.submit(le)
+    _run(sched, 0, until=100)
+    assert sched.rr[2].start == 1000 and 3 in sched._stale  # its failure remembered
+    sched.nodes_up([2], 100)
+    sched.step(100)
+    assert log.vm_runs(3) == [((1, 2), 100)]
 
 
 def test_a_lease_is_not_rejected_because_a_node_is_down_right_now():
@@ -243,13 +335,18 @@ def _scenario(draw: Any) -> dict[str, Any]:
         nodes = draw(st.integers(1, n))
         dur = draw(st.integers(10, 300))
         real = draw(st.integers(1, dur))
-        start = submit + draw(st.integers(0, 300)) if draw(st.booleans()) else None
-        leases.append((i, submit, nodes, dur, real, start, draw(st.sampled_from(["a.img", "b.img"]))))
+        kind = draw(st.sampled_from(["BE", "BE", "AR", "IM"]))
+        start = submit + draw(st.integers(0, 300)) if kind == "AR" else None
+        leases.append((i, kind, submit, nodes, dur, real, start, draw(st.sampled_from(["a.img", "b.img"]))))
     calls = []
-    for _ in range(draw(st.integers(1, 5))):
+    for _ in range(draw(st.integers(1, 6))):  # hosts down and up, and the owners' calls among them
         t = draw(st.integers(0, 600))
-        ks = draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n))
-        calls.append((t, draw(st.sampled_from(["down", "up"])), tuple(sorted(ks))))
+        what = draw(st.sampled_from(["down", "down", "up", "up", "cancel", "early"]))
+        if what in ("down", "up"):
+            ks = draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n))
+            calls.append((t, what, tuple(sorted(ks))))
+        else:
+            calls.append((t, what, draw(st.integers(1, len(leases)))))
     calls.sort(key=lambda c: c[0])
     last = calls[-1][0]
     calls.append((last + draw(st.integers(0, 300)), "up", tuple(range(n))))  # all up in the end
@@ -280,7 +377,12 @@ class _Checked:
 
 
 def _within_capacity(sched: LeaseScheduler) -> None:
+    """No node over its configured capacity at any instant; on a node down, only the plans of
+    degraded AR or IM leases (kept there)."""
     table = sched.table
+    for k in table.down:
+        for rr in table.on_node(k):
+            assert rr.lease.kind is not LeaseKind.BEST_EFFORT and rr.lease.degraded is not None, (k, rr)
     for k in range(table.n_nodes):
         row = table.on_node(k)
         for p in {rr.start for rr in row}:
@@ -293,17 +395,19 @@ def _within_capacity(sched: LeaseScheduler) -> None:
 
 
 def _play(sc: dict[str, Any]) -> tuple[list[tuple[str, int, int]], list[Lease], list[tuple]]:
-    """Run a scenario: submissions and down/up calls at their times (each followed by a step, as
-    the lease manager does), checking the table at each step."""
+    """Run a scenario: submissions, down/up calls, cancellations and early ends at their times (each
+    call followed by a step, as the lease manager does), checking the table at each step."""
     enact = _Checked()
     events: list[tuple[str, int, int]] = []
     sched = LeaseScheduler(sc["n"], capacity=sc["capacity"], config=CONFIGS[sc["config"]], enactment=enact,
                            on_event=lambda what, le, t: events.append((what, le.id, t)))
     enact.sched = sched
-    leases = [(_ar(i, s, start, n, d, r) if start is not None else _be(i, s, n, d, r))
-              for i, s, n, d, r, start, _ in sc["leases"]]
+    make = {"BE": lambda i, s, n, d, r, _: _be(i, s, n, d, r), "AR": _ar,
+            "IM": lambda i, s, n, d, r, _: Lease(i, LeaseKind.IMMEDIATE, s, n, d, r, r, preemptible=False)}
+    leases = [make[kind](i, s, start, n, d, r) if kind == "AR" else make[kind](i, s, n, d, r, None)
+              for i, kind, s, n, d, r, start, _ in sc["leases"]]
     for le, spec in zip(leases, sc["leases"], strict=True):
-        le.image, le.image_size = spec[6], 200
+        le.image, le.image_size = spec[7], 200
     actions = sorted([(le.submit, 0, "submit", le) for le in leases]
                      + [(t, 1, what, ks) for t, what, ks in sc["calls"]], key=lambda a: (a[0], a[1]))
     now, i = 0, 0
@@ -315,8 +419,12 @@ def _play(sc: dict[str, Any]) -> tuple[list[tuple[str, int, int]], list[Lease], 
             else:
                 if what == "down":
                     sched.nodes_down(arg, now, f"nodes {arg} down")
-                else:
+                elif what == "up":
                     sched.nodes_up(arg, now)
+                elif what == "cancel" and leases[arg - 1].state not in OVER and leases[arg - 1].submit <= now:
+                    sched.cancel(arg, now)
+                elif what == "early":
+                    sched.premature_end(arg, now)
                 sched.step(now)
                 _within_capacity(sched)
             i += 1
