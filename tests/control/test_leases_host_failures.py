@@ -312,6 +312,9 @@ def test_down_and_up_are_idempotent():
     assert sched.down == {1}
     with pytest.raises(ValueError, match="node 7"):
         sched.nodes_down([7], 50, WHY)
+    with pytest.raises(ValueError, match="node -1"):
+        sched.nodes_up([-1, 0], 50)
+    assert sched.down == {1}
 
 
 def test_a_record_shows_degraded_only_when_set():
@@ -440,7 +443,7 @@ def _play(sc: dict[str, Any]) -> tuple[list[tuple[str, int, int]], list[Lease], 
 
 
 @seed(37)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_scenario())
 def test_random_workloads_with_hosts_down_and_up(sc):
     events, leases, calls = _play(sc)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 def nodes_down(s: LeaseScheduler, nodes: Iterable[int], now: int, reason: str) -> None:
     """``nodes`` are down from ``now`` (``reason``: why, kept by the leases degraded by it)."""
-    new = sorted(set(nodes) - s.table.down)
+    new = sorted(_known(s, nodes) - s.table.down)
     if not new:
         return
     s.table.set_down(new, down=True)
@@ -72,9 +72,18 @@ def nodes_down(s: LeaseScheduler, nodes: Iterable[int], now: int, reason: str) -
 def nodes_up(s: LeaseScheduler, nodes: Iterable[int], now: int) -> None:
     """``nodes`` are up again from ``now``: their configured capacity is offered again. Nothing
     else changes (``now`` is for the caller's journal and for symmetry with :func:`nodes_down`)."""
-    back = sorted(set(nodes) & s.table.down)
+    back = sorted(_known(s, nodes) & s.table.down)
     if back:
         s.table.set_down(back, down=False)
+
+
+def _known(s: LeaseScheduler, nodes: Iterable[int]) -> set[int]:
+    """``nodes`` as a set; a node the scheduler does not have is the caller's bug (ValueError)."""
+    ks = set(nodes)
+    bad = sorted(k for k in ks if not 0 <= k < s.table.n_nodes)
+    if bad:
+        raise ValueError(f"node {bad[0]} is not one of the scheduler's {s.table.n_nodes} nodes")
+    return ks
 
 
 def _holds(vm: Reservation, hit: set[int]) -> bool:
