@@ -337,7 +337,8 @@ def lease_timeline(records: list[dict[str, Any]]) -> list[str]:
 
 
 _TIMELINE = {"start": "runs", "preempt": "preempted", "suspend": "suspends", "resume": "resumes",
-             "migrate": "migrates", "transfer": "image", "reject": "rejected", "shutdown": "shuts down"}
+             "migrate": "migrates", "transfer": "image", "reject": "rejected", "shutdown": "shuts down",
+             "requeue": "requeued (a node went down)", "degraded": "degraded (a node went down)"}
 
 
 def _step(ev: dict[str, Any]) -> str:

@@ -105,6 +105,9 @@ class Lease:
     end: int | None = None
     reason: str | None = None  # why it was rejected
     history: list[tuple[str, int]] = field(default_factory=list)  # (event, time)
+    # why an AR or IM lease lost a node it holds (a host went down, docs/decisions/host-failures.md);
+    # None while it has lost none. Kept once set: it is the lease's history.
+    degraded: str | None = None
     # what is left to run (planned and actual): less than the durations once a run was suspended
     remaining: int = field(init=False, repr=False)
     real_remaining: int = field(init=False, repr=False)

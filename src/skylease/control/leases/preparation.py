@@ -168,6 +168,37 @@ class ImagePreparation:
         self._uses[lease.id] = [tr]
         self.ready[lease.id] = b
 
+    def move_ar(self, lease: Lease, old: tuple[int, ...], new: tuple[int, ...], end: int) -> bool:
+        """An AR not started moves from the nodes ``old`` to ``new`` (a host went down,
+        docs/decisions/host-failures.md): each node it gains must hold its image in its pool until
+        the AR's start, or join the AR's transfer that has not started (a multicast takes as long
+        whatever its destinations); else False, and nothing changes. The pool references it held
+        on the nodes it leaves are released; the pooled copies it gains are pinned until ``end``."""
+        assert lease.start is not None
+        gone = {k for k in old if k not in new}
+        gained = tuple(k for k in new if k not in old)
+        pooled = self.pooled_at(lease, lease.start)
+        need = {k for k in gained if k not in pooled}
+        uses = self._uses.get(lease.id, [])
+        pending = [tr for tr in uses if tr.state is TransferState.SCHEDULED]
+        if need and not pending:
+            return False
+        for tr in uses:
+            if lease.id in tr.users:
+                tr.users[lease.id] -= gone
+        if need:
+            pending[0].users.setdefault(lease.id, set()).update(need)
+        kept = []
+        for image, k in self._pooled.pop(lease.id, ()):
+            if k in gone:
+                self.pools.release(k, image, lease.id)
+            else:
+                kept.append((image, k))
+        if kept:
+            self._pooled[lease.id] = kept
+        self.pin(lease, gained, pooled, end)
+        return True
+
     def pin(self, lease: Lease, nodes: tuple[int, ...], pooled: set[int], end: int) -> None:
         """Reference the pooled copies an AR uses, valid until it ends (decision H13 [R])."""
         img = lease.image or ""

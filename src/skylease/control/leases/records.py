@@ -206,8 +206,14 @@ def lease_events(log: Iterable[Event], runs: Iterable[Run],
 
 
 def lease_record(lease: Lease, events: list[dict[str, Any]]) -> dict[str, Any]:
-    """A lease's request, what happened to it and its events (one item of ``--json``'s ``leases``)."""
-    return {"id": lease.id, "type": KIND_NAMES[lease.kind], "submit": lease.submit,
-            "requested_start": lease.start, "requested_duration": lease.duration, "nodes": lease.nodes,
-            "image": lease.image, "start": lease.first_start, "end": lease.end, "state": lease.state.value,
-            "reason": lease.reason, "events": events}
+    """A lease's request, what happened to it and its events (one item of ``--json``'s ``leases``);
+    ``degraded`` (why it lost a node, docs/decisions/host-failures.md) only when it did, so a
+    record of a lease that lost none is as it always was."""
+    rec = {"id": lease.id, "type": KIND_NAMES[lease.kind], "submit": lease.submit,
+           "requested_start": lease.start, "requested_duration": lease.duration, "nodes": lease.nodes,
+           "image": lease.image, "start": lease.first_start, "end": lease.end, "state": lease.state.value,
+           "reason": lease.reason}
+    if lease.degraded is not None:
+        rec["degraded"] = lease.degraded
+    rec["events"] = events
+    return rec

@@ -68,8 +68,9 @@ The scheduler never reads a clock: the caller (the simulator now, a real enactme
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
+from skylease.control.leases import failures
 from skylease.control.leases.config import SchedulerConfig
 from skylease.control.leases.enact import Enactment, NullEnactment
 from skylease.control.leases.images import Transfer
@@ -198,6 +199,29 @@ class LeaseScheduler:
         self.table.reschedule(vm, vm.start, vm.end, now)
         vm.lease.real_remaining = now - vm.start
         return True
+
+    # -- host failures (docs/decisions/host-failures.md; the rules are in failures.py) --------------
+    @property
+    def down(self) -> frozenset[int]:
+        """The nodes down now (they host nothing new)."""
+        return frozenset(self.table.down)
+
+    def nodes_down(self, nodes: Iterable[int], now: int, reason: str) -> None:
+        """``nodes`` stopped answering at ``now`` (``reason``: why, in words; an AR or IM lease that
+        keeps a node of them is marked degraded with it). Nothing new is placed on them until
+        :meth:`nodes_up`; the best-effort leases whose work was there are queued again from
+        scratch (``requeue``), those that only had a future plan there are queued again as they
+        are (``unschedule``); an AR not started moves to free nodes where it can, else it and a
+        running one stay, degraded (``degraded``). Nodes already down are ignored. Deterministic
+        (the same calls in the same order give the same schedule and events). Call :meth:`step`
+        at ``now`` right after it: the leases it queued again are scheduled only by a step."""
+        failures.nodes_down(self, nodes, now, reason)
+
+    def nodes_up(self, nodes: Iterable[int], now: int) -> None:
+        """``nodes`` answer again at ``now``: they host leases again (nothing else changes: a
+        degraded lease stays degraded). Nodes already up are ignored. Call :meth:`step` at ``now``
+        right after it so that the queue can use them at once (else only at the next event)."""
+        failures.nodes_up(self, nodes, now)
 
     def lease(self, lease_id: int) -> Lease:
         """A lease this scheduler was given (KeyError if none)."""

@@ -14,6 +14,11 @@ Queries answer the scheduler's questions: how long a request fits continuously o
 ``t`` (:meth:`SlotTable.free_until`), the availability window at ``t``
 (:class:`AvailabilityWindow`: "continuously free from ``t`` until ``x``", decision H4), the change
 points after ``t`` (all, or on some nodes), and the next event time.
+
+A node can be **down** (:meth:`SlotTable.set_down`, docs/decisions/host-failures.md): it then hosts
+nothing new (every fit query answers "not free" there, and :meth:`SlotTable.add` refuses it) while
+its configured capacity stays what it is; the reservations already on it stay until the scheduler
+takes them out.
 """
 
 from __future__ import annotations
@@ -156,13 +161,21 @@ class SlotTable:
         self._exclusive_cache: dict[ResourceTuple, bool] = {}
         self._window_cache: dict[tuple[int, ResourceTuple], AvailabilityWindow] = {}
         self._cpu_last: tuple[int, int, int | None] | None = None  # has_free_cpu's last answer
+        self.down: set[int] = set()  # nodes that host nothing new (a host that stopped answering)
 
     # -- changes ------------------------------------------------------------------------------------
     def add(self, rr: Reservation) -> None:
-        """Insert ``rr``; raises ``ValueError`` if a node would be over capacity during it."""
+        """Insert ``rr``; raises ``ValueError`` if a node would be over capacity during it (a
+        node that is down has no room for anything)."""
+        self._insert(rr, check=True)
+
+    def _insert(self, rr: Reservation, check: bool) -> None:
         if rr.end <= rr.start or not rr.start <= rr.real_end <= rr.end:
             raise ValueError(f"bad reservation times [{rr.start}, {rr.end}) real end {rr.real_end}")
-        for k in set(rr.nodes):
+        for k in set(rr.nodes) if check else ():
+            if k in self.down:
+                raise ValueError(f"node {k} cannot host lease {rr.lease.id} on [{rr.start}, {rr.end}): "
+                                 "it is down")
             need = rr.usage
             for _ in range(rr.nodes.count(k) - 1):
                 need = need.plus(rr.usage)
@@ -185,16 +198,37 @@ class SlotTable:
         self._unindex(rr)
 
     def reschedule(self, rr: Reservation, start: int, end: int, real_end: int) -> None:
-        """Move ``rr`` (same nodes) to ``[start, end)``; restores it if that does not fit."""
+        """Move ``rr`` (same nodes) to ``[start, end)``; restores it if that does not fit. A
+        reservation cut to a part of its interval needs no capacity check (it takes nothing it
+        did not hold): so the reservation of a lease kept on a node that went down can still end
+        early."""
         old = (rr.start, rr.end, rr.real_end)
+        inside = old[0] <= start and end <= old[1]
         self.remove(rr)
         rr.start, rr.end, rr.real_end = start, end, real_end
         try:
-            self.add(rr)
+            self._insert(rr, check=not inside)
         except ValueError:
             rr.start, rr.end, rr.real_end = old
-            self.add(rr)
+            self._insert(rr, check=False)
             raise
+
+    def set_down(self, nodes: Iterable[int], down: bool) -> None:
+        """Mark ``nodes`` down (they host nothing new from now on) or up again (their configured
+        capacity is offered again). The caches that assume every node is usable are dropped: the
+        windows (by version), has_free_cpu's last answer, and the stale-fit test's ``freed``
+        counts a node coming up as freed (a queued lease may fit now where it could not)."""
+        ks = sorted(set(nodes))
+        for k in ks:
+            if not 0 <= k < self.n_nodes:
+                raise ValueError(f"node {k} is not one of the table's {self.n_nodes} nodes")
+        if down:
+            self.down.update(ks)
+        else:
+            self.down.difference_update(ks)
+            self.freed += len(ks)
+        self._cpu_last = None
+        self._changed()
 
     def add_marker(self, start: int, end: int) -> None:
         """Change points of something outside the nodes' capacity (an image transfer on the
@@ -264,7 +298,9 @@ class SlotTable:
     def free_until(self, k: int, t: int, request: ResourceTuple, skip: Skip | None = None) -> float:
         """The first time ``>= t`` at which ``request`` no longer fits on node ``k`` beside its
         reservations (``t`` if it does not fit at ``t``; ``inf`` if it always fits). RRs for which
-        ``skip(rr)`` is true are ignored."""
+        ``skip(rr)`` is true are ignored. A node that is down is never free."""
+        if self.down and k in self.down:
+            return t
         if skip is None and self._exclusive(request):
             # rows are by start: the first one still running after t starts earliest
             for rr in self._rows[k]:
@@ -339,7 +375,10 @@ class SlotTable:
                 return hit
         until: dict[int, float] = {}
         if skip is None and self._exclusive(request):
+            down = self.down
             for k, row in enumerate(self._rows):
+                if k in down:
+                    continue
                 u = _INF
                 for rr in row:
                     if rr.end > t:
@@ -378,8 +417,10 @@ class SlotTable:
 
     def _with_cpu_left(self, t: int, nodes: Iterable[int]) -> int | None:
         """The first of ``nodes`` with CPU left at ``t``, or None."""
-        rows, caps = self._rows, self.capacity
+        rows, caps, down = self._rows, self.capacity, self.down
         for k in nodes:
+            if k in down:
+                continue
             used = 0.0
             for rr in rows[k]:
                 if rr.start > t:
