@@ -165,6 +165,35 @@ class TestSite:
         self.processes = []
         (self.folder / "site.json").unlink(missing_ok=True)
 
+    def kill_host(self, name: str) -> None:
+        """A host fails: SIGKILL to its sshd and unshare (the end of its PID namespace's first
+        process ends every process of the host), waited for."""
+        h = self.host(name)
+        mine = [p for p in self.processes if p.mark == str(self.folder / h.name / "sshd_config")]
+        for p in mine:
+            p.signal(signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while any(p.alive() for p in mine) and time.monotonic() < deadline:
+            self._reap()
+            time.sleep(0.02)
+        if any(p.alive() for p in mine):
+            raise SiteError(f"{h.name}: its sshd did not end after SIGKILL")
+        self.processes = [p for p in self.processes if p not in mine]
+        self.save()
+
+    def restart_host(self, name: str, *, timeout: float = 30, sshd: str = SSHD,
+                     die_with_caller: bool = False) -> SiteHost:
+        """Start a killed host again (same address, name and keys); returns once it accepts a login."""
+        old = self.host(name)
+        files = layout(len(self.hosts), self.folder, _base_of(self.hosts))
+        h = next(f for f in files.hosts if f.name == old.name)
+        deadline = time.monotonic() + timeout
+        new = _start_host(self, h, sshd, deadline, die_with_caller)
+        self.hosts = [new if x.name == name else x for x in self.hosts]
+        self.save()
+        _wait_ready(self, h, deadline)
+        return new
+
     def _reap(self, wait: bool = False) -> None:
         for child in self._children:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -185,6 +214,11 @@ class TestSite:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _base_of(hosts: list[SiteHost]) -> int:
+    """The ``base`` a site's hosts were laid out with (host1 is on 127.0.0.(base+1))."""
+    return int(hosts[0].address.rsplit(".", 1)[1]) - 1
 
 
 def ssh_command(address: str, key: Path, known_hosts: Path) -> list[str]:

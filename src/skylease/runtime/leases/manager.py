@@ -606,7 +606,7 @@ class LocalLeaseManager(HostFailures):
                     self.journal.update_payload(live.row, state=live.payload.state, node=k)
                 if live.payload.state == "stopped":
                     self._stop_or_continue(lid, live, run=True)
-            elif (lid, vnode, vm.start) not in self._rows and k not in getattr(self.sched, "down", ()):
+            elif (lid, vnode, vm.start) not in self._rows and k not in self.sched.down:
                 self._spawn(lease, vnode, k, vm, nodes, now)  # never started in this run (a node
                 # that is down holds a degraded reservation's VM that does not run)
 
