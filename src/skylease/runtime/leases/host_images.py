@@ -20,14 +20,28 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from skylease.runtime.leases.local import _IMAGE_NAME
+from skylease.runtime.leases.site import Site
 from skylease.runtime.leases.ssh import SSH_FAILED, SshConnection
 
-__all__ = ["HostImageCopy", "image_source"]
+__all__ = ["HostImageCopy", "cache_dir", "check_image", "image_source"]
 
 _MB = 2**20
+
+
+def check_image(image: str) -> None:
+    """ValueError unless ``image`` is an image name (the local enactment's rule)."""
+    if not _IMAGE_NAME.match(image):
+        raise ValueError(f"{image!r} is not an image name (letters, digits, . _ + -; no leading dot)")
+
+
+def cache_dir(remote_dir: str, node: str) -> str:
+    """``<remote_dir>/nodes/<node>/cache``: a node's image cache on its host (as
+    ``<data>/nodes/<node>/cache`` on this machine; the helper's ``receive`` and ``cache`` agree)."""
+    return f"{remote_dir}/nodes/{node}/cache"
 
 
 def image_source(repository: Path | None, image: str, size_mb: int) -> tuple[Path | None, int]:
@@ -68,6 +82,20 @@ class HostImageCopy:
         self._thread = threading.Thread(target=self._run, name=f"skylease-copy-{image}", daemon=True)
         self._thread.start()
 
+    @classmethod
+    def start(cls, conn: SshConnection, helper: Callable[..., list[str]], site: Site, remote_dir: str,
+              image: str, size_mb: int, nodes: Sequence[int], seconds: float, *, timeout_s: float = 30.0,
+              refused: str | None = None) -> HostImageCopy:
+        """Copy ``<site.repository>/<image>`` (without such a file, or a repository: ``size_mb`` MB of
+        zeros, which cross the network too and are kept sparse on the host) into the cache of each
+        of the site's ``nodes`` on ``conn``'s host, paced to take ``seconds`` (never less).
+        ``helper(*args)`` is the command line that runs the helper with ``args`` on the host."""
+        source, size = image_source(site.repository, image, size_mb)
+        names = [site.nodes[k].name for k in nodes]
+        return cls(conn, helper("receive", remote_dir, image, str(size), *names), image, source, size,
+                   [f"{cache_dir(remote_dir, n)}/{image}" for n in names], max(0.0, seconds),
+                   timeout_s=timeout_s, refused=refused)
+
     @property
     def done(self) -> bool:
         """The image is in place, whole, on every destination node of the host."""
@@ -97,16 +125,21 @@ class HostImageCopy:
 
     def _run(self) -> None:
         try:
+            if not self.paths:  # no destination (as locally: nothing is written, the window passes)
+                self._pace(self.size_bytes)
+                self._done = True
+                return
             self._proc = proc = self.conn.stream(self.argv)
             try:
                 trailer = self._send(proc)
             except InterruptedError:
                 self._finish(proc, b"")
-                self.error = "cancelled"
-                return
+                raise
             except BrokenPipeError:  # the helper (or ssh) ended early: its answer says why
                 trailer = b""
             self._finish(proc, trailer)
+        except InterruptedError:
+            self.error = "cancelled"
         except OSError as exc:
             self.error = f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc)
         finally:
@@ -142,14 +175,13 @@ class HostImageCopy:
             out, err = proc.communicate(trailer, timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
             proc.kill()
-            out, err = proc.communicate()
-            if not self._cancel.is_set():
-                self.error = f"no answer from {self.conn.target.label} within {self.timeout_s:g} s"
+            proc.communicate()
+            self.error = f"no answer from {self.conn.target.label} within {self.timeout_s:g} s"
             return
         except BrokenPipeError:
             out, err = proc.communicate()
         if proc.returncode == SSH_FAILED:
-            self.error = self.conn.error(err).message
+            self.error = str(self.conn.error(err))  # (user@address:port: what ssh said)
             return
         try:
             answer = json.loads(out.strip().splitlines()[-1])
@@ -157,5 +189,5 @@ class HostImageCopy:
             answer = {"error": f"the helper's receive said {out[-200:]!r}"}
         if proc.returncode == 0 and trailer and "error" not in answer:
             self._done = True
-        elif not self._cancel.is_set():
+        else:
             self.error = f"{self.conn.target.label}: {answer.get('error', 'the copy failed')}"

@@ -26,13 +26,9 @@ host's multiplexed SSH connection (:mod:`~skylease.runtime.leases.host_session`,
   reconnects every ``down_after_s`` seconds and tells the new ``watch`` every payload it tracks;
   the host answers again at the first heartbeat (what ended meanwhile is reported then). While it
   does not answer, a command raises :class:`~skylease.runtime.leases.ssh.SshError` at once;
-* each node's image cache is ``<remote_dir>/nodes/<node>/cache`` on the host. An image copy
-  (:meth:`HostNodes.copy_image`, :mod:`~skylease.runtime.leases.host_images`) crosses the network
-  once per host, in a session of its own running the helper's ``receive``, paced by the server to
-  fill the window the schedule reserved; the helper writes it into each destination node's cache
-  (a file each, as on this machine) under a temporary name renamed only when the whole image has
-  come and the window is over: whole or absent. A payload with an image finds its path in
-  ``SKYLEASE_IMAGE``.
+* each node's image cache is ``<remote_dir>/nodes/<node>/cache`` on the host; an image crosses
+  the network once per host, paced to fill its window, whole or absent there
+  (:mod:`~skylease.runtime.leases.host_images`); a payload finds its image at ``$SKYLEASE_IMAGE``.
 
 The host's times are sent as ages (seconds ago), never as its clock: ``since`` becomes the host's
 own time that long ago, and ``ended_at`` is this machine's time minus the age the host reports.
@@ -64,12 +60,11 @@ from typing import Any
 
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.host_agent import SOURCE
-from skylease.runtime.leases.host_images import HostImageCopy, image_source
+from skylease.runtime.leases.host_images import HostImageCopy, cache_dir, check_image
 from skylease.runtime.leases.host_session import HostState, WatchSession
 from skylease.runtime.leases.kills import GraceKills
 from skylease.runtime.leases.local import (
     _DEFAULT_PAYLOAD,
-    _IMAGE_NAME,
     _KEEPER,
     ENV_LEASE,
     ENV_NODE,
@@ -172,7 +167,7 @@ class HostNodes:
         this machine, an image not in the cache is no error: the payload does not find it there)."""
         self._check_node(node)
         if image is not None:
-            _check_image(image)
+            check_image(image)
         if self._closed:
             raise RuntimeError("HostNodes is closed")
         name = self.site.nodes[node].name
@@ -279,27 +274,21 @@ class HostNodes:
     # -- images -----------------------------------------------------------------------------------
     def cache_dir(self, node: int) -> str:
         """``<remote_dir>/nodes/<name>/cache``: the node's image cache on the host."""
-        return f"{self.remote_dir}/nodes/{self.site.nodes[node].name}/cache"
+        return cache_dir(self.remote_dir, self.site.nodes[node].name)
 
     def copy_image(self, image: str, size_mb: int, nodes: Sequence[int], seconds: float) -> HostImageCopy:
-        """Copy ``<repository>/<image>`` from this machine into the cache of each of ``nodes`` on the
-        host, in the background, paced to take ``seconds`` (never less): across the network once,
-        written on the host into each node's cache (see the module's docstring). Without such a file
-        (or a repository) a stand-in of ``size_mb`` MB of zeros is sent (and kept sparse there). A
-        host that is not answering fails the copy at once (its ``error`` says so)."""
-        _check_image(image)
+        """Copy ``<repository>/<image>`` (or a stand-in of ``size_mb`` MB of zeros) from this machine
+        into the cache of each of ``nodes`` on the host, in the background, paced to take ``seconds``
+        (never less): :meth:`HostImageCopy.start`. A host not answering fails it at once."""
+        check_image(image)
         for k in nodes:
             self._check_node(k)
         if self._closed:
             raise RuntimeError("HostNodes is closed")
-        source, size = image_source(self.site.repository, image, size_mb)
-        dests = sorted(set(nodes))
-        names = [self.site.nodes[k].name for k in dests]
         state = self._state
-        copy = HostImageCopy(self.conn, self._argv("receive", self.remote_dir, image, str(size), *names),
-                             image, source, size, [f"{self.cache_dir(k)}/{image}" for k in dests],
-                             max(0.0, seconds), timeout_s=self.timeout_s,
-                             refused=None if state.up else f"not answering: {state.reason}")
+        copy = HostImageCopy.start(self.conn, self._argv, self.site, self.remote_dir, image, size_mb,
+                                   sorted(set(nodes)), seconds, timeout_s=self.timeout_s,
+                                   refused=None if state.up else f"not answering: {state.reason}")
         with self._lock:
             self._copies = {c for c in self._copies if not c.wait(0)}
             self._copies.add(copy)
@@ -308,7 +297,7 @@ class HostNodes:
     def evict(self, node: int, image: str) -> bool:
         """Delete ``image`` from ``node``'s cache on the host; whether it was there."""
         self._check_node(node)
-        _check_image(image)
+        check_image(image)
         return bool(self._agent("cache", dir=self.remote_dir, node=self.site.nodes[node].name,
                                 evict=image)["evicted"])
 
@@ -523,11 +512,6 @@ class HostNodes:
         except SshError as exc:
             self._retry_at = time.monotonic() + self.down_after_s
             self._state = HostState(False, self._state.last_contact, exc.message)
-
-
-def _check_image(image: str) -> None:
-    if not _IMAGE_NAME.match(image):
-        raise ValueError(f"{image!r} is not an image name (letters, digits, . _ + -; no leading dot)")
 
 
 def _call(callback: Callable[[], None] | None, what: str) -> None:
