@@ -193,3 +193,18 @@ def test_a_failed_copy_says_why_and_leaves_nothing(make, site, tmp_path):
     assert copy.wait(10.0) and not copy.done
     assert (copy.error or "").startswith("root@127.0.0.71:22: NotADirectoryError"), copy.error
     assert cache_listing(site, 0, hn, 1) == [[]]
+
+
+def test_a_copy_whose_connection_drops_leaves_nothing(make, site):
+    hn = make(1)
+    copy = hn.copy_image("disk.img", SIZE_MB, [0, 1], 2.0)
+    assert waits.until(lambda: len(files_in(hn, 0)) == 1, 1.0)  # under way
+    hn.conn.close(force=True)  # the master ends (SIGTERM), and every session on it: the copy's too
+    assert copy.wait(10.0) and not copy.done
+    assert (copy.error or "").startswith("root@127.0.0.72:22: "), copy.error
+    assert waits.until(lambda: files_in(hn, 0) == files_in(hn, 1) == [], 5.0)  # the helper cleaned up
+    assert cache_listing(site, 1, hn, 0, 1) == [[], []]
+    assert waits.until(lambda: not hn.host_state().up, 5.0)  # (its watch session ended with the master)
+    refused = hn.copy_image("disk.img", SIZE_MB, [0], 2.0)  # (it tries again in 5 s: down_after_s)
+    assert refused.wait(0) and not refused.done
+    assert (refused.error or "").startswith("not answering: "), refused.error
