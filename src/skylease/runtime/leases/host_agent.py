@@ -417,14 +417,16 @@ def receive(base: str, image: str, size: int, nodes: list[str]) -> dict:
                 raise ValueError(f"incomplete: {size - left} of {size} bytes came")
             left -= len(chunk)
             digest.update(chunk)
-            hole = chunk[0] == 0 and chunk[-1] == 0 and chunk.count(0) == len(chunk)
-            for fd in fds:
-                if hole:
-                    os.lseek(fd, len(chunk), os.SEEK_CUR)
-                    continue
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view):]
+            for i in range(0, len(chunk), 65536):  # 64 KiB of zeros: a hole (whatever the read's size)
+                j = min(len(chunk), i + 65536)
+                hole = chunk[i] == 0 and chunk[j - 1] == 0 and chunk.count(0, i, j) == j - i
+                for fd in fds:
+                    if hole:
+                        os.lseek(fd, j - i, os.SEEK_CUR)
+                        continue
+                    view = memoryview(chunk)[i:j]
+                    while view:
+                        view = view[os.write(fd, view):]
         trailer = b""
         while (part := os.read(0, 4096)) and len(trailer) < 4096:
             trailer += part
