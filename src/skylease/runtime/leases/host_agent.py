@@ -46,6 +46,15 @@ lines on its standard output; a failure prints ``{"error": "..."}`` and exits wi
   ``{"found": [{"pid", "ticks", "lease", "vnode", "node", "state"}, ...]}``.
 * ``tail PATH BYTES``: the last BYTES bytes of ``PATH.1`` followed by ``PATH`` (the log and the
   part the keeper moved aside), raw.
+* ``receive DIR IMAGE SIZE NODE...`` (its own session: the image's bytes on stdin): writes the SIZE
+  bytes it reads into ``DIR/nodes/NODE/cache/.IMAGE.<random>.part`` of each NODE (each node its own
+  file, as on the server's machine; zero blocks left as holes), then reads the trailer
+  ``{"commit": SHA256}`` up to the end of stdin; only if that is the SHA-256 of the bytes received
+  does it rename each file to ``IMAGE`` and print ``{"bytes", "sha256", "paths"}``. Anything else (a
+  short stream, no trailer: the server cancelled or went away, a signal, a mismatch) removes the
+  temporary files: a cached image is whole or absent (docs/decisions/ssh-enactment.md).
+* ``cache`` (in a ``watch`` only, with ``dir``, ``node`` and ``evict``: an image name or null): deletes
+  ``evict`` from the node's cache if given; answers ``{"images": [whole images, sorted], "evicted"}``.
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import select
 import signal
 import sys
@@ -66,6 +76,8 @@ __all__ = ["SOURCE", "WAITER"]
 #: is seen at once.
 POLL_S = 0.05
 ENV_SERVE_ID = "SKYLEASE_SERVE_ID"
+#: An image's cache file name (local.py's rule: no slash, no leading dot: temporary files have one).
+IMAGE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,254}$")
 
 # The leader of a payload's group: starts the payload (argv[3:], environment argv[2]), waits for it,
 # records its exit code in the folder argv[1] (PID-TICKS.json, written whole or not at all) and
@@ -167,6 +179,8 @@ def spawn(req: dict) -> dict:
         argv.append(repr(time.time() - max(0.0, float(req["since_age"]))))
     env = {str(k): str(v) for k, v in req["env"].items()}
     env.update({"HOME": lease_dir, "SKYLEASE_LEASE_DIR": lease_dir})
+    if req.get("image"):  # its path in the node's cache, relative to DIR
+        env["SKYLEASE_IMAGE"] = os.path.join(base, str(req["image"]))
     mark = {str(k): str(v) for k, v in req["mark"].items()}
     import subprocess  # (here: the other subcommands start faster without it)
 
@@ -229,6 +243,8 @@ def _request(req: dict, pulse: Callable[[], None]) -> dict:
             answer = find(str(req["serve_id"]))
         elif op == "tail":
             answer = {"text": tail(str(req["path"]), int(req["bytes"])).decode(errors="replace")}
+        elif op == "cache":
+            answer = cache(str(req["dir"]), str(req["node"]), req.get("evict"))
         else:
             raise ValueError(f"no command {op!r}")
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -344,6 +360,95 @@ def tail(path: str, limit: int) -> bytes:
     return data[-limit:] if limit > 0 else b""
 
 
+# -- images -----------------------------------------------------------------------------------------
+def _cache_dir(base: str, node: str) -> str:
+    if not node or "/" in node or node in (".", ".."):
+        raise ValueError(f"{node!r} is not a node name")
+    return os.path.join(os.path.abspath(os.path.expanduser(base)), "nodes", node, "cache")
+
+
+def _check_image(image: str) -> None:
+    if not IMAGE_NAME.match(image):
+        raise ValueError(f"{image!r} is not an image name")
+
+
+def cache(base: str, node: str, evict: str | None) -> dict:
+    folder, evicted = _cache_dir(base, node), False
+    if evict is not None:
+        _check_image(str(evict))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(folder, str(evict)))
+            evicted = True
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        names = []
+    return {"images": sorted(n for n in names if not n.startswith(".")), "evicted": evicted}
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise InterruptedError(f"ended by signal {signum}")
+
+
+def receive(base: str, image: str, size: int, nodes: list[str]) -> dict:
+    import hashlib
+    import secrets
+
+    _check_image(image)
+    if size < 0 or not nodes:
+        raise ValueError("a size >= 0 and at least one node are needed")
+    finals = [os.path.join(_cache_dir(base, n), image) for n in nodes]
+    tmps = [os.path.join(os.path.dirname(f), f".{image}.{secrets.token_hex(4)}.part") for f in finals]
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, _interrupted)  # (the temporary files are removed on the way out)
+    fds: list[int] = []
+    digest, left = hashlib.sha256(), size
+    with contextlib.suppress(ImportError, AttributeError, OSError):  # fewer, larger reads (Linux)
+        import fcntl
+
+        fcntl.fcntl(0, fcntl.F_SETPIPE_SZ, 1 << 20)
+    try:
+        for t in tmps:
+            os.makedirs(os.path.dirname(t), mode=0o700, exist_ok=True)
+            fds.append(os.open(t, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        while left > 0:
+            chunk = os.read(0, min(left, 1 << 20))
+            if not chunk:
+                raise ValueError(f"incomplete: {size - left} of {size} bytes came")
+            left -= len(chunk)
+            digest.update(chunk)
+            for i in range(0, len(chunk), 65536):  # 64 KiB of zeros: a hole (whatever the read's size)
+                j = min(len(chunk), i + 65536)
+                hole = chunk[i] == 0 and chunk[j - 1] == 0 and chunk.count(0, i, j) == j - i
+                for fd in fds:
+                    if hole:
+                        os.lseek(fd, j - i, os.SEEK_CUR)
+                        continue
+                    view = memoryview(chunk)[i:j]
+                    while view:
+                        view = view[os.write(fd, view):]
+        trailer = b""
+        while (part := os.read(0, 4096)) and len(trailer) < 4096:
+            trailer += part
+        try:
+            commit = json.loads(trailer).get("commit")
+        except (ValueError, AttributeError):
+            commit = None
+        if commit != digest.hexdigest():
+            raise ValueError("not committed" if commit is None else "the SHA-256 differs from the sender's")
+        for fd in fds:
+            os.ftruncate(fd, size)  # (a hole at the end)
+        for i, t in enumerate(tmps):  # (no zip(strict=): python 3.9 on a host)
+            os.replace(t, finals[i])
+        return {"bytes": size, "sha256": digest.hexdigest(), "paths": finals}
+    finally:
+        for fd in fds:
+            os.close(fd)
+        for t in tmps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(t)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="skylease-host-agent")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -361,6 +466,11 @@ def main(argv: list[str]) -> int:
     t = sub.add_parser("tail")
     t.add_argument("path")
     t.add_argument("bytes", type=int)
+    r = sub.add_parser("receive")
+    r.add_argument("dir")
+    r.add_argument("image")
+    r.add_argument("size", type=int)
+    r.add_argument("nodes", nargs="+")
     args = parser.parse_args(argv)
     if args.command == "signal" and not set(args.actions) <= {"STOP", "CONT", "TERM", "KILL"}:
         parser.error(f"signal: actions are STOP, CONT, TERM and KILL, got {' '.join(args.actions)}")
@@ -373,6 +483,8 @@ def main(argv: list[str]) -> int:
             watch(args.dir, args.beat)
         elif args.command == "find":
             _emit(find(args.serve_id))
+        elif args.command == "receive":
+            _emit(receive(args.dir, args.image, args.size, args.nodes))
         else:
             sys.stdout.buffer.write(tail(args.path, args.bytes))
             sys.stdout.flush()

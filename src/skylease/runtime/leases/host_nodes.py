@@ -25,7 +25,10 @@ host's multiplexed SSH connection (:mod:`~skylease.runtime.leases.host_session`,
   host is **not answering** (:meth:`HostNodes.host_state`, ``on_state``): the watcher thread then
   reconnects every ``down_after_s`` seconds and tells the new ``watch`` every payload it tracks;
   the host answers again at the first heartbeat (what ended meanwhile is reported then). While it
-  does not answer, a command raises :class:`~skylease.runtime.leases.ssh.SshError` at once.
+  does not answer, a command raises :class:`~skylease.runtime.leases.ssh.SshError` at once;
+* each node's image cache is ``<remote_dir>/nodes/<node>/cache`` on the host; an image crosses
+  the network once per host, paced to fill its window, whole or absent there
+  (:mod:`~skylease.runtime.leases.host_images`); a payload finds its image at ``$SKYLEASE_IMAGE``.
 
 The host's times are sent as ages (seconds ago), never as its clock: ``since`` becomes the host's
 own time that long ago, and ``ended_at`` is this machine's time minus the age the host reports.
@@ -36,8 +39,6 @@ What is not done yet, and what the lease manager cannot use this class without:
   environment but that user's rights there (no bubblewrap sandbox, no payload user): a site
   shared between users must not use it before that is done;
 * not yet: CPU pinning, and migration (:meth:`HostNodes.migrate` raises NotImplementedError);
-* not yet: disk images (:meth:`HostNodes.copy_image`, and ``spawn`` with an image, raise
-  NotImplementedError; a host's caches are empty);
 * not yet: the wiring into the lease manager and the site file, and what to do with a host's
   leases while it does not answer;
 * exit files of payloads that ended while no server watched them stay in
@@ -59,6 +60,7 @@ from typing import Any
 
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.host_agent import SOURCE
+from skylease.runtime.leases.host_images import HostImageCopy, cache_dir, check_image
 from skylease.runtime.leases.host_session import HostState, WatchSession
 from skylease.runtime.leases.kills import GraceKills
 from skylease.runtime.leases.local import (
@@ -121,6 +123,7 @@ class HostNodes:
         self._killed: set[tuple[int, int]] = set()  # (pid, ticks) sent the group's SIGKILL
         self._ended: list[Payload] = []
         self._kills = GraceKills()
+        self._copies: set[HostImageCopy] = set()
         self._closed = False
         self._stopping = False
         self._state = HostState(False, None, _NO_BEAT_YET)
@@ -160,10 +163,11 @@ class HostNodes:
         :meth:`~skylease.runtime.leases.local.LocalNodes.spawn`, unconfined: see the module's
         docstring): ``sh -c command``, or (``command=None``) the default payload, ``duration_s``
         seconds of running time from ``since``, run by the host's python3. ``env`` is added to its
-        environment."""
+        environment; ``image``, a name in the node's cache, is at the path ``$SKYLEASE_IMAGE`` (as on
+        this machine, an image not in the cache is no error: the payload does not find it there)."""
         self._check_node(node)
         if image is not None:
-            raise NotImplementedError("disk images on hosts reached over SSH are not supported yet")
+            check_image(image)
         if self._closed:
             raise RuntimeError("HostNodes is closed")
         name = self.site.nodes[node].name
@@ -179,6 +183,8 @@ class HostNodes:
                 ENV_SERVE_ID: self.serve_id}
         req = {"argv": argv, "env": inside, "mark": mark, "dir": self.remote_dir, "lease": lease,
                "vnode": vnode, "keeper": _KEEPER, "limit": PAYLOAD_LOG_BYTES, "since_age": since_age}
+        if image is not None:  # (relative to the remote dir: the helper makes it absolute)
+            req["image"] = f"nodes/{name}/cache/{image}"
         out = self._agent("spawn", request=req)
         p = Payload(lease, vnode, node, int(out["pid"]), int(out["ticks"]), counts_work=command is None)
         with self._lock:
@@ -265,25 +271,47 @@ class HostNodes:
             self._tell(p)
         return True
 
-    # -- images (not yet) -------------------------------------------------------------------------
-    def copy_image(self, image: str, size_mb: int, nodes: Sequence[int], seconds: float) -> Any:
-        raise NotImplementedError("image copies to hosts reached over SSH are not supported yet")
+    # -- images -----------------------------------------------------------------------------------
+    def cache_dir(self, node: int) -> str:
+        """``<remote_dir>/nodes/<name>/cache``: the node's image cache on the host."""
+        return cache_dir(self.remote_dir, self.site.nodes[node].name)
+
+    def copy_image(self, image: str, size_mb: int, nodes: Sequence[int], seconds: float) -> HostImageCopy:
+        """Copy ``<repository>/<image>`` (or a stand-in of ``size_mb`` MB of zeros) from this machine
+        into the cache of each of ``nodes`` on the host, in the background, paced to take ``seconds``
+        (never less): :meth:`HostImageCopy.start`. A host not answering fails it at once."""
+        check_image(image)
+        for k in nodes:
+            self._check_node(k)
+        if self._closed:
+            raise RuntimeError("HostNodes is closed")
+        state = self._state
+        copy = HostImageCopy.start(self.conn, self._argv, self.site, self.remote_dir, image, size_mb,
+                                   sorted(set(nodes)), seconds, timeout_s=self.timeout_s,
+                                   refused=None if state.up else f"not answering: {state.reason}")
+        with self._lock:
+            self._copies = {c for c in self._copies if not c.wait(0)}
+            self._copies.add(copy)
+        return copy
 
     def evict(self, node: int, image: str) -> bool:
-        """Nothing to evict: a host's cache holds no image yet."""
+        """Delete ``image`` from ``node``'s cache on the host; whether it was there."""
         self._check_node(node)
-        return False
+        check_image(image)
+        return bool(self._agent("cache", dir=self.remote_dir, node=self.site.nodes[node].name,
+                                evict=image)["evicted"])
 
     def cached(self, node: int) -> list[str]:
-        """A host's cache holds no image yet."""
+        """The images in ``node``'s cache on the host (whole ones only), sorted."""
         self._check_node(node)
-        return []
+        return list(self._agent("cache", dir=self.remote_dir, node=self.site.nodes[node].name,
+                                evict=None)["images"])
 
     # -- the end ----------------------------------------------------------------------------------
     def close(self, kill: bool = False, grace_s: float = 5.0) -> None:
-        """Stop the watcher and close the connection. With ``kill``, shut every payload down first
-        (SIGKILL after ``grace_s``) and wait for their ends to be reported; without, they keep
-        running (a new HostNodes with the same ``serve_id`` can adopt them)."""
+        """Stop the image copies and the watcher and close the connection. With ``kill``, shut every
+        payload down first (SIGKILL after ``grace_s``) and wait for their ends to be reported;
+        without, they keep running (a new HostNodes with the same ``serve_id`` can adopt them)."""
         if self._closed:
             return
         if kill:
@@ -294,6 +322,10 @@ class HostNodes:
             while self.live() and time.monotonic() < deadline and self._state.up:
                 time.sleep(0.01)
         self._closed = True
+        with self._lock:
+            copies = list(self._copies)
+        for c in copies:
+            c.cancel()
         with self._lock:
             self._stopping = True
         self._wake()
