@@ -52,7 +52,9 @@ lines on its standard output; a failure prints ``{"error": "..."}`` and exits wi
   ``{"commit": SHA256}`` up to the end of stdin; only if that is the SHA-256 of the bytes received
   does it rename each file to ``IMAGE`` and print ``{"bytes", "sha256", "paths"}``. Anything else (a
   short stream, no trailer: the server cancelled or went away, a signal, a mismatch) removes the
-  temporary files: a cached image is whole or absent (docs/decisions/ssh-enactment.md).
+  temporary files: a cached image is whole or absent (docs/decisions/ssh-enactment.md). With
+  ``--zeros`` (a stand-in: the repository has no such image) no byte comes: the files are SIZE bytes
+  of holes, renamed once the trailer ``{"commit": "zeros"}`` comes (at the window's end).
 * ``cache`` (in a ``watch`` only, with ``dir``, ``node`` and ``evict``: an image name or null): deletes
   ``evict`` from the node's cache if given; answers ``{"images": [whole images, sorted], "evicted"}``.
 """
@@ -390,7 +392,7 @@ def _interrupted(signum: int, frame: object) -> None:
     raise InterruptedError(f"ended by signal {signum}")
 
 
-def receive(base: str, image: str, size: int, nodes: list[str]) -> dict:
+def receive(base: str, image: str, size: int, nodes: list[str], zeros: bool = False) -> dict:
     import hashlib
     import secrets
 
@@ -402,7 +404,7 @@ def receive(base: str, image: str, size: int, nodes: list[str]) -> dict:
     for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(s, _interrupted)  # (the temporary files are removed on the way out)
     fds: list[int] = []
-    digest, left = hashlib.sha256(), size
+    digest, left = hashlib.sha256(), 0 if zeros else size
     with contextlib.suppress(ImportError, AttributeError, OSError):  # fewer, larger reads (Linux)
         import fcntl
 
@@ -434,13 +436,13 @@ def receive(base: str, image: str, size: int, nodes: list[str]) -> dict:
             commit = json.loads(trailer).get("commit")
         except (ValueError, AttributeError):
             commit = None
-        if commit != digest.hexdigest():
+        if commit != ("zeros" if zeros else digest.hexdigest()):
             raise ValueError("not committed" if commit is None else "the SHA-256 differs from the sender's")
         for fd in fds:
             os.ftruncate(fd, size)  # (a hole at the end)
         for i, t in enumerate(tmps):  # (no zip(strict=): python 3.9 on a host)
             os.replace(t, finals[i])
-        return {"bytes": size, "sha256": digest.hexdigest(), "paths": finals}
+        return {"bytes": size, "sha256": None if zeros else digest.hexdigest(), "paths": finals}
     finally:
         for fd in fds:
             os.close(fd)
@@ -471,6 +473,7 @@ def main(argv: list[str]) -> int:
     r.add_argument("image")
     r.add_argument("size", type=int)
     r.add_argument("nodes", nargs="+")
+    r.add_argument("--zeros", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "signal" and not set(args.actions) <= {"STOP", "CONT", "TERM", "KILL"}:
         parser.error(f"signal: actions are STOP, CONT, TERM and KILL, got {' '.join(args.actions)}")
@@ -484,7 +487,7 @@ def main(argv: list[str]) -> int:
         elif args.command == "find":
             _emit(find(args.serve_id))
         elif args.command == "receive":
-            _emit(receive(args.dir, args.image, args.size, args.nodes))
+            _emit(receive(args.dir, args.image, args.size, args.nodes, args.zeros))
         else:
             sys.stdout.buffer.write(tail(args.path, args.bytes))
             sys.stdout.flush()

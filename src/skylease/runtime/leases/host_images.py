@@ -1,9 +1,9 @@
 """Image transfers to a host reached over SSH: a cached image is whole or absent, as on this machine
 (:mod:`~skylease.runtime.leases.copies`; docs/decisions/ssh-enactment.md).
 
-:class:`HostImageCopy` sends an image file from the server's repository (or a stand-in of zeros of
-its size, which crosses the network too: the transfer is what the schedule reserved time for) to
-one host, once, through a session of its own on the host's multiplexed connection that runs the
+:class:`HostImageCopy` sends an image file from the server's repository (or, when the repository has no such
+file, a stand-in of zeros of its size, made on the host: no byte crosses, the window still passes)
+to one host, once, through a session of its own on the host's multiplexed connection that runs the
 helper's ``receive`` (:mod:`~skylease.runtime.leases.host_agent`). The server paces its writes to
 fill the window the schedule reserved (never faster); the helper writes what arrives into a
 temporary file in each destination node's cache on the host and renames them only when the
@@ -86,13 +86,14 @@ class HostImageCopy:
     def start(cls, conn: SshConnection, helper: Callable[..., list[str]], site: Site, remote_dir: str,
               image: str, size_mb: int, nodes: Sequence[int], seconds: float, *, timeout_s: float = 30.0,
               refused: str | None = None) -> HostImageCopy:
-        """Copy ``<site.repository>/<image>`` (without such a file, or a repository: ``size_mb`` MB of
-        zeros, which cross the network too and are kept sparse on the host) into the cache of each
+        """Copy ``<site.repository>/<image>`` (without such a file, or a repository: a stand-in of
+        ``size_mb`` MB of zeros, a sparse file made on the host, as locally) into the cache of each
         of the site's ``nodes`` on ``conn``'s host, paced to take ``seconds`` (never less).
         ``helper(*args)`` is the command line that runs the helper with ``args`` on the host."""
         source, size = image_source(site.repository, image, size_mb)
         names = [site.nodes[k].name for k in nodes]
-        return cls(conn, helper("receive", remote_dir, image, str(size), *names), image, source, size,
+        zeros = ["--zeros"] if source is None else []
+        return cls(conn, helper("receive", remote_dir, image, str(size), *names, *zeros), image, source, size,
                    [f"{cache_dir(remote_dir, n)}/{image}" for n in names], max(0.0, seconds),
                    timeout_s=timeout_s, refused=refused)
 
@@ -152,12 +153,14 @@ class HostImageCopy:
             fcntl.fcntl(proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, _MB)
         chunk = min(4 * _MB, max(64 * 1024, self.size_bytes // 64))
         digest, sent = hashlib.sha256(), 0
-        zeros = bytes(chunk) if self.source is None else b""
-        with open(self.source, "rb") if self.source is not None else contextlib.nullcontext() as src:
+        if self.source is None:  # a stand-in: made on the host, committed when its window is over
+            self._pace(self.size_bytes)
+            return json.dumps({"commit": "zeros"}).encode()
+        with open(self.source, "rb") as src:
             while sent < self.size_bytes:
                 self._pace(sent)
                 n = min(chunk, self.size_bytes - sent)
-                data = src.read(n) if src is not None else zeros[:n]
+                data = src.read(n)
                 if not data:
                     raise OSError(f"{self.source} got shorter while it was copied")
                 digest.update(data)
