@@ -67,14 +67,17 @@ __all__ = ["SOURCE", "WAITER"]
 POLL_S = 0.05
 ENV_SERVE_ID = "SKYLEASE_SERVE_ID"
 
-# The leader of a payload's group: starts the payload (argv[3:], environment argv[2]), waits for it,
+# The leader of a payload's group: pins itself (and so the payload it starts) to the CPUs argv[3]
+# (comma-separated; empty: as it is), starts the payload (argv[4:], environment argv[2]), waits for it,
 # records its exit code in the folder argv[1] (PID-TICKS.json, written whole or not at all) and
 # kills what is left of its group, itself included (nobody waits for it: it is an orphan). It
 # ignores SIGTERM, SIGINT and SIGHUP once the payload runs (a shutdown's SIGTERM is the payload's
 # to handle; the group's SIGKILL after the grace ends both) and does not catch SIGCONT.
 WAITER = r"""
 import json, os, signal, sys, time
-exits, env, argv = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3:]
+exits, env, cpus, argv = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4:]
+if cpus:
+    os.sched_setaffinity(0, [int(c) for c in cpus.split(",")])
 child = -1
 def on_term(signum, frame):
     if child == -1:  # no payload yet (or the payload's side of the fork, before its exec)
@@ -130,6 +133,30 @@ def _members(pgid: int) -> list[int]:
     return out
 
 
+def _nspid(pid: int) -> list[bytes]:
+    """A process's pid in each PID namespace it is in, from ours down (its ``NSpid``), or []."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"NSpid:"):
+                    return line.split()[1:]
+    except OSError:
+        pass
+    return []
+
+
+def _sandboxed(pgid: int) -> list[int]:
+    """The payload's processes in group ``pgid``: those in a PID namespace below ours (the sandbox's)
+    but that namespace's first (the sandbox's init, which drops a signal it has no handler for)."""
+    depth = len(_nspid(os.getpid()))
+    out = []
+    for pid in _members(pgid):
+        ns = _nspid(pid)
+        if len(ns) > depth and ns[-1] != b"1":
+            out.append(pid)
+    return out
+
+
 def _catches_cont(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/status", "rb") as fh:
@@ -165,8 +192,10 @@ def spawn(req: dict) -> dict:
     argv = [str(a) for a in req["argv"]]
     if req.get("since_age") is not None:
         argv.append(repr(time.time() - max(0.0, float(req["since_age"]))))
+    if req.get("owner"):  # (the payload user's: the payload's only writable folder)
+        os.chown(lease_dir, int(req["owner"][0]), int(req["owner"][1]))
     env = {str(k): str(v) for k, v in req["env"].items()}
-    env.update({"HOME": lease_dir, "SKYLEASE_LEASE_DIR": lease_dir})
+    cpus = ",".join(str(int(c)) for c in req.get("cpus") or ())
     mark = {str(k): str(v) for k, v in req["mark"].items()}
     import subprocess  # (here: the other subcommands start faster without it)
 
@@ -176,7 +205,7 @@ def spawn(req: dict) -> dict:
                          stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True, env={}, cwd="/")
         proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", WAITER, os.path.join(base, "exits"),
-                                 json.dumps(env), *argv], stdin=subprocess.DEVNULL, stdout=w, stderr=w,
+                                 json.dumps(env), cpus, *argv], stdin=subprocess.DEVNULL, stdout=w, stderr=w,
                                 start_new_session=True, env=mark, cwd=lease_dir)
     finally:
         os.close(r)
@@ -197,13 +226,13 @@ def signal_group(pgid: int, ticks: int, actions: list[str], counting: float,
         if action == "STOP" and counting > 0:
             deadline = time.monotonic() + counting
             while time.monotonic() < deadline:
-                inside = [pid for pid in _members(pgid) if pid != pgid]
+                inside = _sandboxed(pgid)
                 if (inside and all(_catches_cont(pid) for pid in inside)) or not _members(pgid):
                     break
                 pulse()  # (in a watch: its heartbeat goes on meanwhile)
                 time.sleep(0.005)
         if action == "TERM":
-            inside = [pid for pid in _members(pgid) if pid != pgid]
+            inside = _sandboxed(pgid) or [pid for pid in _members(pgid) if pid != pgid]
             for pid in inside or [pgid]:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGTERM)

@@ -57,14 +57,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from skylease.model.errors import UserError
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.host_agent import SOURCE
+from skylease.runtime.leases.host_sandbox import HostSandbox, probe_host
 from skylease.runtime.leases.host_session import HostState, WatchSession
 from skylease.runtime.leases.kills import GraceKills
 from skylease.runtime.leases.local import (
     _DEFAULT_PAYLOAD,
     _KEEPER,
     ENV_LEASE,
+    ENV_LEASE_DIR,
     ENV_NODE,
     ENV_SERVE_ID,
     ENV_VNODE,
@@ -72,7 +75,7 @@ from skylease.runtime.leases.local import (
     STARTUP_WAIT_S,
     Payload,
 )
-from skylease.runtime.leases.sandbox import PAYLOAD_PATH
+from skylease.runtime.leases.sandbox import AUTO_USER, LEASE_DIR, PAYLOAD_PATH
 from skylease.runtime.leases.site import Site
 from skylease.runtime.leases.ssh import SshConnection, SshError
 
@@ -96,7 +99,8 @@ class HostNodes:
 
     def __init__(self, site: Site, data: Path, serve_id: str, *, connection: SshConnection,
                  nodes: Sequence[int] | None = None, remote_dir: str | None = None,
-                 python: str = "python3", on_exit: Callable[[], None] | None = None,
+                 python: str = "python3", payload_user: str = AUTO_USER,
+                 on_exit: Callable[[], None] | None = None,
                  on_state: Callable[[], None] | None = None, beat_s: float = 1.0,
                  down_after_s: float = 5.0, timeout_s: float = 30.0) -> None:
         if not serve_id or "\0" in serve_id or "/" in serve_id:
@@ -131,6 +135,13 @@ class HostNodes:
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         if not connection.check():
             connection.open()
+        try:
+            self.confinement: HostSandbox = probe_host(
+                connection, site, self.nodes, remote_dir=self.remote_dir, python=python,
+                payload_user=payload_user, timeout_s=timeout_s)
+        except UserError:
+            connection.close()
+            raise
         self._start_watch()
         self._vital = Vital(f"the payload watcher of {connection.target.label}")
         self._thread = self._vital.thread(self._watch, name=f"skylease-host-{connection.target.address}")
@@ -167,18 +178,21 @@ class HostNodes:
         if self._closed:
             raise RuntimeError("HostNodes is closed")
         name = self.site.nodes[node].name
-        inside = {"PATH": PAYLOAD_PATH, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **(env or {}),
-                  ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name}
+        box = self.confinement
+        inside = {**(env or {}), ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
+                  ENV_LEASE_DIR: LEASE_DIR}
         since_age = None
-        if command is None:
-            argv = [self.python, "-I", "-S", "-c", _DEFAULT_PAYLOAD, repr(float(duration_s))]
+        if command is None:  # (its start time is appended on the host: the host's clock)
+            argv = box.sandbox.default_payload(_DEFAULT_PAYLOAD, repr(float(duration_s)))
             since_age = 0.0 if since is None else max(0.0, time.time() - float(since))
         else:
             argv = ["/bin/sh", "-c", command]
+        argv = box.wrap(argv, lease=lease, env=inside)
         mark = {"PATH": PAYLOAD_PATH, ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
                 ENV_SERVE_ID: self.serve_id}
-        req = {"argv": argv, "env": inside, "mark": mark, "dir": self.remote_dir, "lease": lease,
-               "vnode": vnode, "keeper": _KEEPER, "limit": PAYLOAD_LOG_BYTES, "since_age": since_age}
+        req = {"argv": argv, "env": {"PATH": PAYLOAD_PATH}, "mark": mark, "dir": self.remote_dir,
+               "lease": lease, "vnode": vnode, "keeper": _KEEPER, "limit": PAYLOAD_LOG_BYTES,
+               "since_age": since_age, "cpus": list(self.site.cpus(node)), "owner": box.owner()}
         out = self._agent("spawn", request=req)
         p = Payload(lease, vnode, node, int(out["pid"]), int(out["ticks"]), counts_work=command is None)
         with self._lock:

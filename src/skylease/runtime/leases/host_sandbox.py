@@ -1,0 +1,153 @@
+"""Payload confinement and CPU pinning on a host reached over SSH (docs/decisions/ssh-enactment.md).
+
+A payload on a host is confined as on the server's machine (:mod:`~skylease.runtime.leases.sandbox`,
+docs/decisions/payload-confinement.md): the same bubblewrap sandbox, built by the same
+:meth:`~skylease.runtime.leases.sandbox.Sandbox.wrap`, from facts about the host's file system that
+:func:`probe_host` gathered there once (:mod:`~skylease.runtime.leases.host_probe`), not from this
+machine's. On the host:
+
+* ``/lease`` is the lease's folder ``<remote_dir>/leases/<lease>`` (owned by the payload user, mode
+  0700); nothing else of ``remote_dir`` (other leases' folders, exit files, payload logs) and
+  nothing of the SSH user's home is bound, and either is covered where it lies under a bound
+  system tree;
+* the SSH user root: the payload drops to the host's payload user (``payload_user``, default
+  ``auto``: ``skylease-payload``, created with ``useradd`` where missing, else ``nobody``) through
+  ``setpriv``; another SSH user: a user namespace, as a non-root server's payload;
+* the sandbox's host name is the host's own (a payload's output names the machine it ran on);
+* the default payload runs on the host's ``python3``, bound read-only.
+
+The payload's whole process group (the helper's waiter, the sandbox and the payload) is pinned to
+its node's CPUs, the host's own numbers (:meth:`~skylease.runtime.leases.site.Site.cpus`).
+
+:func:`probe_host` checks all of it before a payload is started: bubblewrap present, ``setpriv``
+present when the SSH user is root, a payload user, every node's CPUs among those of the host, and
+a trial payload really confined; else :class:`~skylease.runtime.leases.sandbox.SandboxUnavailable`,
+one line naming the host and what to install or change (the server does not start).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skylease.runtime.leases.host_probe import SOURCE as PROBE_SOURCE
+from skylease.runtime.leases.sandbox import (
+    AUTO_USER,
+    FIX_BWRAP,
+    PROBE_S,
+    FileFacts,
+    PayloadUser,
+    Sandbox,
+    SandboxUnavailable,
+    hint,
+    python_trees,
+    wrap_paths,
+)
+from skylease.runtime.leases.site import Site
+from skylease.runtime.leases.ssh import SshConnection, SshError
+
+__all__ = ["HostSandbox", "probe_host"]
+
+@dataclass(frozen=True)
+class HostSandbox:
+    """How payloads are confined on one host: the ``sandbox`` (its paths the host's), the host's
+    ``hostname``, the SSH user's ``home``, the remote folder ``remote_dir`` (absolute) and the CPUs
+    a process may run on there (``cpus``)."""
+
+    sandbox: Sandbox
+    hostname: str
+    home: str
+    remote_dir: str
+    cpus: tuple[int, ...]
+
+    def lease_dir(self, lease: int) -> str:
+        """The lease's folder on the host (bound at ``/lease`` in the sandbox)."""
+        return f"{self.remote_dir}/leases/{int(lease)}"
+
+    def owner(self) -> list[int] | None:
+        """``[uid, gid]`` a lease folder is given (the payload user's), or None (the SSH user's)."""
+        user = self.sandbox.user
+        return None if user is None else [user.uid, user.gid]
+
+    def wrap(self, argv: Sequence[str], *, lease: int, env: Mapping[str, str]) -> list[str]:
+        """The host's command line that runs ``argv`` confined in ``lease``'s folder."""
+        return self.sandbox.wrap(argv, lease_dir=self.lease_dir(lease), hostname=self.hostname, env=env)
+
+
+def probe_host(conn: SshConnection, site: Site, nodes: Iterable[int], *, remote_dir: str,
+               python: str = "python3", payload_user: str = AUTO_USER,
+               timeout_s: float = PROBE_S) -> HostSandbox:
+    """The sandbox of ``conn``'s host, checked by a trial payload run there (see the module's
+    docstring): :class:`SandboxUnavailable` naming the host when payloads cannot be confined there
+    or a node of ``nodes`` has CPUs the host does not have; :class:`SshError` when the host does not
+    answer."""
+    label = conn.target.label
+    f = _run(conn, python, "facts", {"dir": remote_dir, "payload_user": payload_user,
+                                     "paths": wrap_paths()}, timeout_s)
+    root = f["euid"] == 0
+    if not root and payload_user not in (AUTO_USER, str(f["euid"])):
+        raise _unavailable(label, f"payloads can run as {payload_user!r} only when the SSH user is root; "
+                                  "leave payload_user unset (payloads then run in a user namespace)")
+    if not f["bwrap"]:
+        raise _unavailable(label, f"bwrap (bubblewrap) is not installed there; {FIX_BWRAP}")
+    if root and not f["setpriv"]:
+        raise _unavailable(label, "setpriv is missing there (Debian: apt-get install util-linux)")
+    user = None
+    if root:
+        if "error" in f["user"]:
+            raise _unavailable(label, f"no payload user: {f['user']['error']}")
+        user = PayloadUser(str(f["user"]["name"]), int(f["user"]["uid"]), int(f["user"]["gid"]))
+    cpus = tuple(int(c) for c in f["cpus"])
+    for k in sorted(nodes):
+        missing = sorted(set(site.cpus(k)) - set(cpus))
+        if missing:
+            raise _unavailable(label, f"node {site.nodes[k].name} is pinned to CPUs "
+                                      f"{_cpu_list(site.cpus(k))}, but the host has {_cpu_list(cpus)} "
+                                      f"(missing {_cpu_list(missing)}): give its nodes fewer CPUs",
+                               what="cannot pin lease payloads")
+    files = FileFacts(tuple((str(p), bool(link), bool(isdir), bool(there), str(target))
+                            for p, link, isdir, there, target in f["files"]))
+    box = Sandbox(str(f["bwrap"]), user, f["setpriv"] if root else None,
+                  python_trees(str(f["python"]), str(f["prefix"])),
+                  tuple(sorted({str(f["dir"]), str(f["home"])})), str(f["python"]), files)
+    host = HostSandbox(box, str(f["hostname"]), str(f["home"]), str(f["dir"]), cpus)
+    _trial(conn, python, host, label, root, timeout_s)
+    return host
+
+
+def _trial(conn: SshConnection, python: str, host: HostSandbox, label: str, root: bool,
+           timeout_s: float) -> None:
+    """A confined payload that creates a file in its lease folder, run on the host."""
+    lease_dir = f"{host.remote_dir}/.probe-{secrets.token_hex(6)}/0"
+    argv = host.sandbox.wrap(host.sandbox.default_payload("open('ok', 'w').close()"), lease_dir=lease_dir,
+                             hostname="probe", env={})
+    t = _run(conn, python, "trial", {"argv": argv, "lease_dir": lease_dir, "owner": host.owner(),
+                                     "timeout": timeout_s}, timeout_s + 10.0)
+    if not t["ok"]:
+        said = " ".join(str(t["stderr"]).split())[:300] or f"exit {t['code']}"
+        raise _unavailable(label, f"bwrap failed there ({said}); {hint(said, root)}")
+
+
+def _run(conn: SshConnection, python: str, command: str, req: dict[str, Any], timeout_s: float) -> dict:
+    code, out, err = conn.run([python, "-I", "-S", "-c", PROBE_SOURCE, command], stdin=json.dumps(req),
+                              timeout=timeout_s)
+    try:
+        answer = json.loads(out.decode(errors="replace").strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise conn.error(err, f"the probe of payload confinement failed (exit {code})") from None
+    if code != 0 or "error" in answer:
+        raise SshError(f"the probe of payload confinement failed: {answer.get('error', code)}",
+                       field=conn.target.label)
+    return answer
+
+
+def _unavailable(label: str, why: str, what: str = "cannot confine lease payloads") -> SandboxUnavailable:
+    """One line: the host, then what cannot be done and why."""
+    return SandboxUnavailable(f"{what}: {why}", field=label)
+
+
+def _cpu_list(cpus: Iterable[int]) -> str:
+    return ",".join(str(c) for c in cpus) or "none"
