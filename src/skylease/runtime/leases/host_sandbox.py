@@ -150,4 +150,11 @@ def _unavailable(label: str, why: str, what: str = "cannot confine lease payload
 
 
 def _cpu_list(cpus: Iterable[int]) -> str:
-    return ",".join(str(c) for c in cpus) or "none"
+    """``0-3,6``: CPU numbers as ranges (the kernel's list format), ``none`` for none."""
+    out: list[str] = []
+    for c in sorted(set(cpus)):
+        if out and out[-1].split("-")[-1] == str(c - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{c}"
+        else:
+            out.append(str(c))
+    return ",".join(out) or "none"
