@@ -10,10 +10,13 @@ skylease). Each subcommand reads at most one JSON document on its standard input
 lines on its standard output; a failure prints ``{"error": "..."}`` and exits with 1.
 
 * ``spawn`` (request on stdin: ``argv``, ``env``, ``mark``, ``dir``, ``lease``, ``vnode``,
-  ``keeper``, ``limit``, ``since_age``): starts a payload as a new session and process group whose
-  leader is a small *waiter* (:data:`WAITER`): it carries the ``mark`` environment (by which
-  ``find`` knows it), starts ``argv`` with the ``env`` environment in the lease's folder
-  ``DIR/leases/LEASE`` (also its ``HOME``), waits for it, writes its exit code to
+  ``keeper``, ``limit``, ``since_age``, ``cpus``, ``owner``): creates the lease's folder
+  ``DIR/leases/LEASE`` (mode 0700; owned by ``owner``, ``[uid, gid]``, when given) and starts a
+  payload as a new session and process group whose leader is a small *waiter* (:data:`WAITER`): it
+  carries the ``mark`` environment (by which ``find`` knows it), pins itself to the CPUs ``cpus``
+  (when given: the group inherits them), starts ``argv`` (the server's command line, the payload
+  in its bubblewrap sandbox: docs/decisions/ssh-enactment.md) with the ``env`` environment in the
+  lease's folder, waits for it, writes its exit code to
   ``DIR/exits/PID-TICKS.json`` and kills what is left of its group. Standard output and error go
   through a pipe to the ``keeper`` program (the server's log keeper, in a session of its own) that
   writes ``DIR/payloads/LEASE-VNODE.log``. ``since_age`` (seconds, or null) appends the host's Unix
@@ -23,10 +26,12 @@ lines on its standard output; a failure prints ``{"error": "..."}`` and exits wi
 * ``signal PGID TICKS [ACTION ...] [--counting S]``: acts on the process group ``PGID`` only while
   it is ours: its leader has the start time ``TICKS``, or the leader is gone and members remain (a
   pid number is not reused while a process group still holds it). Actions, in order: ``STOP``,
-  ``CONT``, ``KILL`` (the group) and ``TERM`` (the payload's processes: the group but its leader,
-  the waiter; the leader itself when it has no child yet). ``--counting S`` makes a ``STOP`` wait up
-  to S seconds until every process of the group but the leader handles SIGCONT (the default payload
-  does once it counts its running time). No action: only the answer. Prints ``{"ok", "leader",
+  ``CONT``, ``KILL`` (the group) and ``TERM`` (the payload's processes: those of the group in a PID
+  namespace below ours but that namespace's first, i.e. in its sandbox but the sandbox's init;
+  while there are none, the group but its leader, the waiter: a sandbox being set up; the leader
+  itself when it has no child yet). ``--counting S`` makes a ``STOP`` wait up to S seconds until
+  every payload process (as for ``TERM``) handles SIGCONT (the default payload does once it counts
+  its running time). No action: only the answer. Prints ``{"ok", "leader",
   "state"}`` (``leader``: the leader itself is alive; ``state``: ``stopped`` when a process of the
   group is, ``running``, or ``gone``).
 * ``watch DIR [--beat S]``: runs until its standard input ends. Each input line

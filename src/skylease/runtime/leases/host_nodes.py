@@ -5,17 +5,30 @@ another machine (docs/decisions/ssh-enactment.md).
 :class:`~skylease.runtime.leases.local.LocalNodes` with the same meaning; it decides nothing itself.
 Every command goes as a JSON line through the helper's ``watch``, one long-lived session on the
 host's multiplexed SSH connection (:mod:`~skylease.runtime.leases.host_session`,
-:mod:`~skylease.runtime.leases.host_agent`: the host needs sshd and python3, nothing installed).
+:mod:`~skylease.runtime.leases.host_agent`: the host needs sshd, python3 and bubblewrap, and
+util-linux's setpriv when the SSH user is root; nothing of skylease is installed there).
+
+At start, the host is probed (:func:`~skylease.runtime.leases.host_sandbox.probe_host`): a host
+where payloads cannot be confined, or that lacks a CPU a node of it is pinned to, is refused in one
+line naming it (:class:`~skylease.runtime.leases.sandbox.SandboxUnavailable`), as the server's own
+machine would be.
 
 * a VM is one **process group** on the host (its own session: neither the end of an SSH session
   nor a ``kill -9`` of the server ends it); its leader, the helper's *waiter*, carries the marks
   (``SKYLEASE_SERVE_ID``, ``SKYLEASE_LEASE``, ``SKYLEASE_VNODE``, ``SKYLEASE_NODE``) by which a
-  restarted server finds it (:meth:`HostNodes.find_own`), starts the payload (``sh -c COMMAND``, or
-  the default payload of :mod:`~skylease.runtime.leases.local` run by the host's python3) with a
-  fresh environment in ``<remote_dir>/leases/<lease>`` on the host, and records its exit code in a
-  file there (no process of the server is its parent, to wait for it);
+  restarted server finds it (:meth:`HostNodes.find_own`), pins itself to the node's CPUs (the
+  host's own numbers: :meth:`~skylease.runtime.leases.site.Site.cpus`), so that the whole group
+  runs on them, starts the payload (``sh -c COMMAND``, or the default payload of
+  :mod:`~skylease.runtime.leases.local` run by the host's python3) **confined** in a bubblewrap
+  sandbox as on this machine (:mod:`~skylease.runtime.leases.host_sandbox`: the lease's folder
+  ``<remote_dir>/leases/<lease>`` on the host seen as ``/lease``, nothing else of ``remote_dir`` or
+  of the SSH user's home, a fresh environment, its own PID namespace, as the host's payload user
+  when the SSH user is root), and records its exit code in a file there (no process of the server
+  is its parent, to wait for it);
 * suspend = SIGSTOP to the group, resume = SIGCONT, shutdown = SIGCONT to the group and SIGTERM
-  to the payload's processes, then SIGKILL to the group after the grace (this object's watcher
+  to the payload's processes (those in its sandbox but the sandbox's init: a payload ended by a
+  signal is reported as its sandbox reports it, 128 + the signal), then SIGKILL to the group after
+  the grace (this object's watcher
   thread keeps the deadlines; the caller never waits); a group is signalled only while its leader
   has the recorded start time, or is gone while members remain, as on this machine;
 * its output goes to the local enactment's log keeper, started on the host in a session of its
@@ -32,10 +45,10 @@ own time that long ago, and ``ended_at`` is this machine's time minus the age th
 
 What is not done yet, and what the lease manager cannot use this class without:
 
-* not yet: payload confinement on the host. A payload runs as the SSH user, with a fresh
-  environment but that user's rights there (no bubblewrap sandbox, no payload user): a site
-  shared between users must not use it before that is done;
-* not yet: CPU pinning, and migration (:meth:`HostNodes.migrate` raises NotImplementedError);
+* not yet: migration between the nodes of a host (:meth:`HostNodes.migrate` raises
+  NotImplementedError: the group would be re-pinned, as on this machine);
+* a node's CPUs must be among the host's (the probe refuses the host otherwise); two nodes of a
+  host never share a CPU, so a host has at least as many CPUs as its nodes' ``cpu`` (rounded up);
 * not yet: disk images (:meth:`HostNodes.copy_image`, and ``spawn`` with an image, raise
   NotImplementedError; a host's caches are empty);
 * not yet: the wiring into the lease manager and the site file, and what to do with a host's
@@ -95,7 +108,11 @@ class HostNodes:
     folders and exit files on the host (default ``.skylease/<serve_id>/<address>`` in the SSH user's
     home: hosts that share a home folder keep theirs apart). ``on_exit`` is called (from the watcher
     thread) when payloads have ended, ``on_state`` when the host stops or starts answering (its first
-    heartbeat, which the constructor waits for, included)."""
+    heartbeat, which the constructor waits for, included). ``payload_user``: who payloads run as on
+    the host when the SSH user is root (as ``payload_user`` of ``skylease serve``); how the host
+    confines them is :attr:`confinement`, probed here
+    (:class:`~skylease.runtime.leases.sandbox.SandboxUnavailable` when it cannot:
+    nothing is started then)."""
 
     def __init__(self, site: Site, data: Path, serve_id: str, *, connection: SshConnection,
                  nodes: Sequence[int] | None = None, remote_dir: str | None = None,
@@ -168,10 +185,10 @@ class HostNodes:
               duration_s: float = 0.0, env: Mapping[str, str] | None = None,
               since: float | None = None, image: str | None = None) -> Payload:
         """Start VM ``vnode`` of ``lease`` on ``node`` (as
-        :meth:`~skylease.runtime.leases.local.LocalNodes.spawn`, unconfined: see the module's
-        docstring): ``sh -c command``, or (``command=None``) the default payload, ``duration_s``
-        seconds of running time from ``since``, run by the host's python3. ``env`` is added to its
-        environment."""
+        :meth:`~skylease.runtime.leases.local.LocalNodes.spawn`, confined and pinned on the host:
+        see the module's docstring): ``sh -c command``, or (``command=None``) the default payload,
+        ``duration_s`` seconds of running time from ``since``, run by the host's python3. ``env`` is
+        added to its environment."""
         self._check_node(node)
         if image is not None:
             raise NotImplementedError("disk images on hosts reached over SSH are not supported yet")
@@ -213,7 +230,7 @@ class HostNodes:
 
     def migrate(self, p: Payload, node: int) -> bool:
         raise NotImplementedError("moving a payload between nodes of a host reached over SSH is not "
-                                  "supported yet (no CPU pinning there)")
+                                  "supported yet")
 
     def shutdown(self, p: Payload, grace_s: float = 5.0) -> bool:
         """SIGCONT to the group and SIGTERM to the payload's processes now, SIGKILL to the group

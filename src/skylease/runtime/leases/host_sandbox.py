@@ -128,7 +128,8 @@ def _trial(conn: SshConnection, python: str, host: HostSandbox, label: str, root
                                      "timeout": timeout_s}, timeout_s + 10.0)
     if not t["ok"]:
         said = " ".join(str(t["stderr"]).split())[:300] or f"exit {t['code']}"
-        raise _unavailable(label, f"bwrap failed there ({said}); {hint(said, root)}")
+        fix = hint(said, root, "log in to the host as root")
+        raise _unavailable(label, f"bwrap failed there ({said}); {fix}")
 
 
 def _run(conn: SshConnection, python: str, command: str, req: dict[str, Any], timeout_s: float) -> dict:

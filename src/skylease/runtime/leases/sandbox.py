@@ -40,6 +40,10 @@ lease folder is bound.
 Where neither works (no bwrap, user namespaces disabled, no usable payload user), :func:`probe`
 raises :class:`SandboxUnavailable`: one line saying why and how to fix it, and the server does not
 start. The reasoning is in docs/decisions/payload-confinement.md.
+
+The same sandbox confines the payloads of hosts reached over SSH
+(:mod:`~skylease.runtime.leases.host_sandbox`): :meth:`Sandbox.wrap` then sees the host's file
+system as its probe found it (:class:`FileFacts`), not this machine's.
 """
 
 from __future__ import annotations
@@ -333,10 +337,10 @@ def python_trees(interpreter: str, prefix: str) -> tuple[str, ...]:
     return tuple(readable)
 
 
-def hint(said: str, root: bool) -> str:
-    """How to fix what bwrap said."""
+def hint(said: str, root: bool, as_root: str = "run the server as root") -> str:
+    """How to fix what bwrap said (``as_root``: how to have bwrap run as root instead)."""
     if not root and ("namespace" in said or "Operation not permitted" in said or "uid map" in said):
         return ("allow unprivileged user namespaces (sysctl user.max_user_namespaces=15000; on Ubuntu "
                 "also kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap), or "
-                "run the server as root")
+                f"{as_root}")
     return "check that bwrap works here: bwrap --ro-bind / / true"
