@@ -118,8 +118,8 @@ def test_a_payload_on_a_host_reaches_its_lease_folder_and_nothing_else_of_the_ss
     box = hn.confinement
     home, remote = box.home, box.remote_dir
     assert remote.startswith(f"{home}/.skylease/{hn.serve_id}/")
-    other = hn.spawn(99, 0, 0, command="echo other-log; grep Cpus_allowed_list /proc/self/status; "
-                                        "echo theirs > /lease/theirs; exec sleep 30")
+    other = hn.spawn(99, 0, 0, command="echo theirs > /lease/theirs; echo other-log; "
+                                        "grep Cpus_allowed_list /proc/self/status; exec sleep 30")
     assert waits.until(lambda: "Cpus_allowed_list" in hn.output(other), 10)
     # the SSH user's own files in its home, the server's folder on the host and what lies in it
     keys = Path(home) / ".skylease" / hn.serve_id

@@ -4,9 +4,9 @@ This module's own source is what runs on the host (:data:`SOURCE`, shipped as ``
 SOURCE COMMAND`` over the SSH channel, as :mod:`~skylease.runtime.leases.host_agent` is), so it
 imports nothing of skylease: the standard library only (Python 3.9 or later). It only looks and
 reports; what to make of it is :mod:`~skylease.runtime.leases.host_sandbox`'s business, which
-builds the sandbox with :mod:`~skylease.runtime.leases.sandbox`'s own rules. Each command reads one
-JSON document on its standard input and prints one JSON line; a failure prints
-``{"error": "..."}`` and exits with 1.
+builds the sandbox with :mod:`~skylease.runtime.leases.sandbox`'s own rules. It reads JSON lines
+``{"do": COMMAND, ...}`` on its standard input until it ends and answers each with one JSON line
+(``{"error": "..."}`` when it fails): one session carries the whole probe.
 
 * ``facts`` (``dir``, ``payload_user``, ``paths``): the host's facts: ``euid``; ``home`` (the SSH
   user's) and ``dir`` (the remote folder, absolute; created, mode 0700); ``hostname``; ``cpus``
@@ -112,24 +112,25 @@ def trial(req: dict) -> dict:
         shutil.rmtree(os.path.dirname(lease_dir), ignore_errors=True)
 
 
-def main(argv: list[str]) -> int:
-    try:
-        req = json.loads(sys.stdin.read())
-        if argv == ["facts"]:
-            out = facts(req)
-        elif argv == ["trial"]:
-            out = trial(req)
-        else:
-            raise ValueError(f"commands are facts and trial, got {argv}")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
-        return 1
-    print(json.dumps(out))
+def main() -> int:
+    for line in sys.stdin:
+        try:
+            req = json.loads(line)
+            if req["do"] == "facts":
+                out = facts(req)
+            elif req["do"] == "trial":
+                out = trial(req)
+            else:
+                raise ValueError(f"commands are facts and trial, got {req['do']!r}")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
 else:
     with open(__file__, encoding="utf-8") as _fh:
         #: This module's source: what runs on the host.

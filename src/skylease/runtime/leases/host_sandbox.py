@@ -27,8 +27,13 @@ one line naming the host and what to install or change (the server does not star
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import secrets
+import select
+import subprocess
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -84,9 +89,13 @@ def probe_host(conn: SshConnection, site: Site, nodes: Iterable[int], *, remote_
     docstring): :class:`SandboxUnavailable` naming the host when payloads cannot be confined there
     or a node of ``nodes`` has CPUs the host does not have; :class:`SshError` when the host does not
     answer."""
-    label = conn.target.label
-    f = _run(conn, python, "facts", {"dir": remote_dir, "payload_user": payload_user,
-                                     "paths": wrap_paths()}, timeout_s)
+    with _ProbeSession(conn, python, timeout_s) as session:
+        return _probe(session, conn.target.label, site, nodes, remote_dir, payload_user, timeout_s)
+
+
+def _probe(session: _ProbeSession, label: str, site: Site, nodes: Iterable[int], remote_dir: str,
+           payload_user: str, timeout_s: float) -> HostSandbox:
+    f = session.ask({"do": "facts", "dir": remote_dir, "payload_user": payload_user, "paths": wrap_paths()})
     root = f["euid"] == 0
     if not root and payload_user not in (AUTO_USER, str(f["euid"])):
         raise _unavailable(label, f"payloads can run as {payload_user!r} only when the SSH user is root; "
@@ -114,35 +123,89 @@ def probe_host(conn: SshConnection, site: Site, nodes: Iterable[int], *, remote_
                   python_trees(str(f["python"]), str(f["prefix"])),
                   tuple(sorted({str(f["dir"]), str(f["home"])})), str(f["python"]), files)
     host = HostSandbox(box, str(f["hostname"]), str(f["home"]), str(f["dir"]), cpus)
-    _trial(conn, python, host, label, root, timeout_s)
+    _trial(session, host, label, root, timeout_s)
     return host
 
 
-def _trial(conn: SshConnection, python: str, host: HostSandbox, label: str, root: bool,
-           timeout_s: float) -> None:
+def _trial(session: _ProbeSession, host: HostSandbox, label: str, root: bool, timeout_s: float) -> None:
     """A confined payload that creates a file in its lease folder, run on the host."""
     lease_dir = f"{host.remote_dir}/.probe-{secrets.token_hex(6)}/0"
     argv = host.sandbox.wrap(host.sandbox.default_payload("open('ok', 'w').close()"), lease_dir=lease_dir,
                              hostname="probe", env={})
-    t = _run(conn, python, "trial", {"argv": argv, "lease_dir": lease_dir, "owner": host.owner(),
-                                     "timeout": timeout_s}, timeout_s + 10.0)
+    t = session.ask({"do": "trial", "argv": argv, "lease_dir": lease_dir, "owner": host.owner(),
+                     "timeout": timeout_s}, timeout_s + 10.0)
     if not t["ok"]:
         said = " ".join(str(t["stderr"]).split())[:300] or f"exit {t['code']}"
         fix = hint(said, root, "log in to the host as root")
         raise _unavailable(label, f"bwrap failed there ({said}); {fix}")
 
 
-def _run(conn: SshConnection, python: str, command: str, req: dict[str, Any], timeout_s: float) -> dict:
-    code, out, err = conn.run([python, "-I", "-S", "-c", PROBE_SOURCE, command], stdin=json.dumps(req),
-                              timeout=timeout_s)
-    try:
-        answer = json.loads(out.decode(errors="replace").strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise conn.error(err, f"the probe of payload confinement failed (exit {code})") from None
-    if code != 0 or "error" in answer:
-        raise SshError(f"the probe of payload confinement failed: {answer.get('error', code)}",
-                       field=conn.target.label)
-    return answer
+class _ProbeSession:
+    """The probe (:mod:`~skylease.runtime.leases.host_probe`) running on ``conn``'s host: one session
+    of its own for all its questions (a session costs the SSH user's login shell and a Python start:
+    docs/performance.md)."""
+
+    def __init__(self, conn: SshConnection, python: str, timeout_s: float) -> None:
+        self.conn = conn
+        self.timeout_s = timeout_s
+        self.proc = conn.stream([python, "-I", "-S", "-c", PROBE_SOURCE])
+        self._buf = b""
+
+    def ask(self, req: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """The probe's answer to ``req``; :class:`SshError` when it fails or does not answer in time."""
+        label = self.conn.target.label
+        try:
+            self.proc.stdin.write(json.dumps(req).encode() + b"\n")  # type: ignore[union-attr]
+        except (OSError, ValueError):
+            raise self._ended() from None
+        fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        limit = timeout_s or self.timeout_s
+        deadline = time.monotonic() + limit
+        while True:
+            while b"\n" not in self._buf:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SshError(f"the probe of payload confinement did not answer within {limit:g} s",
+                                   field=label)
+                if select.select([fd], [], [], left)[0]:
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        raise self._ended()
+                    self._buf += chunk
+            line, self._buf = self._buf.split(b"\n", 1)
+            with contextlib.suppress(ValueError):
+                answer = json.loads(line)
+                if isinstance(answer, dict):
+                    break
+            # (anything else is a login script's noise)
+        if "error" in answer:
+            raise SshError(f"the probe of payload confinement failed: {answer['error']}", field=label)
+        return answer
+
+    def _ended(self) -> SshError:
+        self.close()
+        err = b""
+        with contextlib.suppress(OSError, ValueError):
+            err = self.proc.stderr.read() or b""  # type: ignore[union-attr]
+        return self.conn.error(err, "the probe of payload confinement ended")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.proc.wait(2.0)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> _ProbeSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+        for fh in (self.proc.stdout, self.proc.stderr, self.proc.stdin):
+            with contextlib.suppress(OSError, ValueError):
+                fh.close()  # type: ignore[union-attr]
 
 
 def _unavailable(label: str, why: str, what: str = "cannot confine lease payloads") -> SandboxUnavailable:
