@@ -6,8 +6,9 @@ The server runs one ``watch`` per host and sends it every other command as a JSO
 ``watch``); each subcommand also runs on its own (by hand, say).
 Nothing is installed on the host, no daemon runs there and nothing listens: a host needs sshd and
 python3 (3.9 or later; the standard library only, which is why this file imports nothing of
-skylease). Each subcommand reads at most one JSON document on its standard input and prints JSON
-lines on its standard output; a failure prints ``{"error": "..."}`` and exits with 1.
+skylease), and bubblewrap to confine the payloads (runtime/leases/host_sandbox.py). Each
+subcommand reads at most one JSON document on its standard input and prints JSON lines on its
+standard output; a failure prints ``{"error": "..."}`` and exits with 1.
 
 * ``spawn`` (request on stdin: ``argv``, ``env``, ``mark``, ``dir``, ``lease``, ``vnode``,
   ``keeper``, ``limit``, ``since_age``, ``cpus``, ``owner``): creates the lease's folder
