@@ -54,7 +54,7 @@ from skylease.runtime.leases.sandbox import (
 from skylease.runtime.leases.site import Site
 from skylease.runtime.leases.ssh import SshConnection, SshError
 
-__all__ = ["HostSandbox", "probe_host"]
+__all__ = ["HostSandbox", "from_facts", "probe_host"]
 
 @dataclass(frozen=True)
 class HostSandbox:
@@ -89,13 +89,19 @@ def probe_host(conn: SshConnection, site: Site, nodes: Iterable[int], *, remote_
     docstring): :class:`SandboxUnavailable` naming the host when payloads cannot be confined there
     or a node of ``nodes`` has CPUs the host does not have; :class:`SshError` when the host does not
     answer."""
+    label = conn.target.label
     with _ProbeSession(conn, python, timeout_s) as session:
-        return _probe(session, conn.target.label, site, nodes, remote_dir, payload_user, timeout_s)
+        f = session.ask({"do": "facts", "dir": remote_dir, "payload_user": payload_user,
+                         "paths": wrap_paths()})
+        host = from_facts(label, f, site, nodes, payload_user=payload_user)
+        _trial(session, host, label, f["euid"] == 0, timeout_s)
+    return host
 
 
-def _probe(session: _ProbeSession, label: str, site: Site, nodes: Iterable[int], remote_dir: str,
-           payload_user: str, timeout_s: float) -> HostSandbox:
-    f = session.ask({"do": "facts", "dir": remote_dir, "payload_user": payload_user, "paths": wrap_paths()})
+def from_facts(label: str, f: Mapping[str, Any], site: Site, nodes: Iterable[int], *,
+               payload_user: str = AUTO_USER) -> HostSandbox:
+    """The sandbox of the host ``label`` from its probe's facts ``f`` (host_probe's ``facts``), not
+    tried yet: :class:`SandboxUnavailable` naming the host when something it needs is missing."""
     root = f["euid"] == 0
     if not root and payload_user not in (AUTO_USER, str(f["euid"])):
         raise _unavailable(label, f"payloads can run as {payload_user!r} only when the SSH user is root; "
@@ -122,9 +128,7 @@ def _probe(session: _ProbeSession, label: str, site: Site, nodes: Iterable[int],
     box = Sandbox(str(f["bwrap"]), user, f["setpriv"] if root else None,
                   python_trees(str(f["python"]), str(f["prefix"])),
                   tuple(sorted({str(f["dir"]), str(f["home"])})), str(f["python"]), files)
-    host = HostSandbox(box, str(f["hostname"]), str(f["home"]), str(f["dir"]), cpus)
-    _trial(session, host, label, root, timeout_s)
-    return host
+    return HostSandbox(box, str(f["hostname"]), str(f["home"]), str(f["dir"]), cpus)
 
 
 def _trial(session: _ProbeSession, host: HostSandbox, label: str, root: bool, timeout_s: float) -> None:
