@@ -155,13 +155,13 @@ def test_a_cancelled_copy_leaves_nothing_on_the_host(make, site):
     assert hn.cached(0) == hn.cached(1) == []
 
 
-def test_a_stand_in_crosses_the_network_paced_and_stays_sparse(make, site):
+def test_a_stand_in_is_made_on_the_host_paced_and_sparse(make, site):
     hn = make(1)
     t0 = time.monotonic()
     copy = hn.copy_image("blank.img", 8, [0], 1.0)  # not in the repository: 8 MB of zeros
     assert copy.wait(5.0) and copy.done, copy.error
     assert 0.99 <= time.monotonic() - t0 <= 1.2
-    assert copy.sha256 == hashlib.sha256(bytes(8 * MB)).hexdigest()
+    assert copy.sha256 is None  # (nothing was sent: the host made it)
     size, blocks = on_host(site, 1, f"stat -c '%s %b' {hn.cache_dir(0)}/blank.img").split()
     assert int(size) == 8 * MB and int(blocks) * 512 < MB  # holes, not 8 MB of written zeros
 

@@ -105,7 +105,7 @@ def test_a_payload_runs_on_its_host_and_its_output_names_it(make, site):
     lines = hn.output(p).splitlines()
     assert lines[0] == site.hosts[1].name == "host2"
     assert lines[1] == "node=b lease=3"
-    assert lines[2] == f"{hn.remote_dir}/leases/3"
+    assert lines[2] == "/lease"  # its lease folder <remote_dir>/leases/3, in its sandbox
     assert lines[3] == "serve=unset"  # the mark is the leader's, not the payload's
     assert hn.live() == []
 
@@ -114,7 +114,8 @@ def test_suspend_stops_the_group_on_its_host_and_resume_continues_it(make, site)
     hn = make()
     p = hn.spawn(1, 0, 0, command="sleep 60 & sleep 60; wait")
     host = site.hosts[0].name
-    assert until(lambda: len(group_states(site, host, p.pid)) == 4, 5)  # waiter, sh, two sleeps
+    # the waiter, the sandbox's two (bwrap, its init), sh, two sleeps
+    assert until(lambda: len(group_states(site, host, p.pid)) == 6, 5)
     assert hn.suspend(p) and p.state == "stopped"
     assert until(lambda: set(group_states(site, host, p.pid)) == {"T"}, 5)
     assert hn.resume(p) and p.state == "running"
@@ -157,7 +158,7 @@ def test_shutdown_ends_a_payload_by_sigterm_or_after_the_grace_by_sigkill(make, 
     assert time.monotonic() - t0 < 1.0  # the caller does not wait for the grace
     ended = {p.pid: p for p in collect(hn, 2, timeout=6)}
     took = time.monotonic() - t0
-    assert ended[polite.pid].exit_code == -signal.SIGTERM
+    assert ended[polite.pid].exit_code == 128 + signal.SIGTERM  # as its sandbox reports it
     assert ended[stubborn.pid].exit_code == -signal.SIGKILL
     assert 1.0 <= took <= 4.0
     assert group_states(site, site.hosts[0].name, stubborn.pid) == []

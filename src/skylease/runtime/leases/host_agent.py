@@ -6,14 +6,18 @@ The server runs one ``watch`` per host and sends it every other command as a JSO
 ``watch``); each subcommand also runs on its own (by hand, say).
 Nothing is installed on the host, no daemon runs there and nothing listens: a host needs sshd and
 python3 (3.9 or later; the standard library only, which is why this file imports nothing of
-skylease). Each subcommand reads at most one JSON document on its standard input and prints JSON
-lines on its standard output; a failure prints ``{"error": "..."}`` and exits with 1.
+skylease), and bubblewrap to confine the payloads (runtime/leases/host_sandbox.py). Each
+subcommand reads at most one JSON document on its standard input and prints JSON lines on its
+standard output; a failure prints ``{"error": "..."}`` and exits with 1.
 
 * ``spawn`` (request on stdin: ``argv``, ``env``, ``mark``, ``dir``, ``lease``, ``vnode``,
-  ``keeper``, ``limit``, ``since_age``): starts a payload as a new session and process group whose
-  leader is a small *waiter* (:data:`WAITER`): it carries the ``mark`` environment (by which
-  ``find`` knows it), starts ``argv`` with the ``env`` environment in the lease's folder
-  ``DIR/leases/LEASE`` (also its ``HOME``), waits for it, writes its exit code to
+  ``keeper``, ``limit``, ``since_age``, ``cpus``, ``owner``): creates the lease's folder
+  ``DIR/leases/LEASE`` (mode 0700; owned by ``owner``, ``[uid, gid]``, when given) and starts a
+  payload as a new session and process group whose leader is a small *waiter* (:data:`WAITER`): it
+  carries the ``mark`` environment (by which ``find`` knows it), pins itself to the CPUs ``cpus``
+  (when given: the group inherits them), starts ``argv`` (the server's command line, the payload
+  in its bubblewrap sandbox: docs/decisions/ssh-enactment.md) with the ``env`` environment in the
+  lease's folder, waits for it, writes its exit code to
   ``DIR/exits/PID-TICKS.json`` and kills what is left of its group. Standard output and error go
   through a pipe to the ``keeper`` program (the server's log keeper, in a session of its own) that
   writes ``DIR/payloads/LEASE-VNODE.log``. ``since_age`` (seconds, or null) appends the host's Unix
@@ -23,10 +27,12 @@ lines on its standard output; a failure prints ``{"error": "..."}`` and exits wi
 * ``signal PGID TICKS [ACTION ...] [--counting S]``: acts on the process group ``PGID`` only while
   it is ours: its leader has the start time ``TICKS``, or the leader is gone and members remain (a
   pid number is not reused while a process group still holds it). Actions, in order: ``STOP``,
-  ``CONT``, ``KILL`` (the group) and ``TERM`` (the payload's processes: the group but its leader,
-  the waiter; the leader itself when it has no child yet). ``--counting S`` makes a ``STOP`` wait up
-  to S seconds until every process of the group but the leader handles SIGCONT (the default payload
-  does once it counts its running time). No action: only the answer. Prints ``{"ok", "leader",
+  ``CONT``, ``KILL`` (the group) and ``TERM`` (the payload's processes: those of the group in a PID
+  namespace below ours but that namespace's first, i.e. in its sandbox but the sandbox's init;
+  while there are none, the group but its leader, the waiter: a sandbox being set up; the leader
+  itself when it has no child yet). ``--counting S`` makes a ``STOP`` wait up to S seconds until
+  every payload process (as for ``TERM``) handles SIGCONT (the default payload does once it counts
+  its running time). No action: only the answer. Prints ``{"ok", "leader",
   "state"}`` (``leader``: the leader itself is alive; ``state``: ``stopped`` when a process of the
   group is, ``running``, or ``gone``).
 * ``watch DIR [--beat S]``: runs until its standard input ends. Each input line
@@ -54,7 +60,8 @@ lines on its standard output; a failure prints ``{"error": "..."}`` and exits wi
   short stream, no trailer: the server cancelled or went away, a signal, a mismatch) removes the
   temporary files: a cached image is whole or absent (docs/decisions/ssh-enactment.md). With
   ``--zeros`` (a stand-in: the repository has no such image) no byte comes: the files are SIZE bytes
-  of holes, renamed once the trailer ``{"commit": "zeros"}`` comes (at the window's end).
+  of holes, renamed once the trailer ``{"commit": "zeros"}`` comes (at the window's end). With
+  ``--group GID`` each file is mode 0640 with that group (the payload user's), else 0600.
 * ``cache`` (in a ``watch`` only, with ``dir``, ``node`` and ``evict``: an image name or null): deletes
   ``evict`` from the node's cache if given; answers ``{"images": [whole images, sorted], "evicted"}``.
 """
@@ -81,14 +88,17 @@ ENV_SERVE_ID = "SKYLEASE_SERVE_ID"
 #: An image's cache file name (local.py's rule: no slash, no leading dot: temporary files have one).
 IMAGE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,254}$")
 
-# The leader of a payload's group: starts the payload (argv[3:], environment argv[2]), waits for it,
+# The leader of a payload's group: pins itself (and so the payload it starts) to the CPUs argv[3]
+# (comma-separated; empty: as it is), starts the payload (argv[4:], environment argv[2]), waits for it,
 # records its exit code in the folder argv[1] (PID-TICKS.json, written whole or not at all) and
 # kills what is left of its group, itself included (nobody waits for it: it is an orphan). It
 # ignores SIGTERM, SIGINT and SIGHUP once the payload runs (a shutdown's SIGTERM is the payload's
 # to handle; the group's SIGKILL after the grace ends both) and does not catch SIGCONT.
 WAITER = r"""
 import json, os, signal, sys, time
-exits, env, argv = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3:]
+exits, env, cpus, argv = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4:]
+if cpus:
+    os.sched_setaffinity(0, [int(c) for c in cpus.split(",")])
 child = -1
 def on_term(signum, frame):
     if child == -1:  # no payload yet (or the payload's side of the fork, before its exec)
@@ -144,6 +154,30 @@ def _members(pgid: int) -> list[int]:
     return out
 
 
+def _nspid(pid: int) -> list[bytes]:
+    """A process's pid in each PID namespace it is in, from ours down (its ``NSpid``), or []."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"NSpid:"):
+                    return line.split()[1:]
+    except OSError:
+        pass
+    return []
+
+
+def _sandboxed(pgid: int) -> list[int]:
+    """The payload's processes in group ``pgid``: those in a PID namespace below ours (the sandbox's)
+    but that namespace's first (the sandbox's init, which drops a signal it has no handler for)."""
+    depth = len(_nspid(os.getpid()))
+    out = []
+    for pid in _members(pgid):
+        ns = _nspid(pid)
+        if len(ns) > depth and ns[-1] != b"1":
+            out.append(pid)
+    return out
+
+
 def _catches_cont(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/status", "rb") as fh:
@@ -179,10 +213,10 @@ def spawn(req: dict) -> dict:
     argv = [str(a) for a in req["argv"]]
     if req.get("since_age") is not None:
         argv.append(repr(time.time() - max(0.0, float(req["since_age"]))))
+    if req.get("owner"):  # (the payload user's: the payload's only writable folder)
+        os.chown(lease_dir, int(req["owner"][0]), int(req["owner"][1]))
     env = {str(k): str(v) for k, v in req["env"].items()}
-    env.update({"HOME": lease_dir, "SKYLEASE_LEASE_DIR": lease_dir})
-    if req.get("image"):  # its path in the node's cache, relative to DIR
-        env["SKYLEASE_IMAGE"] = os.path.join(base, str(req["image"]))
+    cpus = ",".join(str(int(c)) for c in req.get("cpus") or ())
     mark = {str(k): str(v) for k, v in req["mark"].items()}
     import subprocess  # (here: the other subcommands start faster without it)
 
@@ -192,7 +226,7 @@ def spawn(req: dict) -> dict:
                          stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True, env={}, cwd="/")
         proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", WAITER, os.path.join(base, "exits"),
-                                 json.dumps(env), *argv], stdin=subprocess.DEVNULL, stdout=w, stderr=w,
+                                 json.dumps(env), cpus, *argv], stdin=subprocess.DEVNULL, stdout=w, stderr=w,
                                 start_new_session=True, env=mark, cwd=lease_dir)
     finally:
         os.close(r)
@@ -213,13 +247,13 @@ def signal_group(pgid: int, ticks: int, actions: list[str], counting: float,
         if action == "STOP" and counting > 0:
             deadline = time.monotonic() + counting
             while time.monotonic() < deadline:
-                inside = [pid for pid in _members(pgid) if pid != pgid]
+                inside = _sandboxed(pgid)
                 if (inside and all(_catches_cont(pid) for pid in inside)) or not _members(pgid):
                     break
                 pulse()  # (in a watch: its heartbeat goes on meanwhile)
                 time.sleep(0.005)
         if action == "TERM":
-            inside = [pid for pid in _members(pgid) if pid != pgid]
+            inside = _sandboxed(pgid) or [pid for pid in _members(pgid) if pid != pgid]
             for pid in inside or [pgid]:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGTERM)
@@ -392,7 +426,8 @@ def _interrupted(signum: int, frame: object) -> None:
     raise InterruptedError(f"ended by signal {signum}")
 
 
-def receive(base: str, image: str, size: int, nodes: list[str], zeros: bool = False) -> dict:
+def receive(base: str, image: str, size: int, nodes: list[str], zeros: bool = False,
+            group: int | None = None) -> dict:
     import hashlib
     import secrets
 
@@ -413,6 +448,9 @@ def receive(base: str, image: str, size: int, nodes: list[str], zeros: bool = Fa
         for t in tmps:
             os.makedirs(os.path.dirname(t), mode=0o700, exist_ok=True)
             fds.append(os.open(t, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            if group is not None:  # (the payload user's group: a confined payload reads it)
+                os.fchown(fds[-1], -1, group)
+                os.fchmod(fds[-1], 0o640)
         while left > 0:
             chunk = os.read(0, min(left, 1 << 20))
             if not chunk:
@@ -474,6 +512,7 @@ def main(argv: list[str]) -> int:
     r.add_argument("size", type=int)
     r.add_argument("nodes", nargs="+")
     r.add_argument("--zeros", action="store_true")
+    r.add_argument("--group", type=int)
     args = parser.parse_args(argv)
     if args.command == "signal" and not set(args.actions) <= {"STOP", "CONT", "TERM", "KILL"}:
         parser.error(f"signal: actions are STOP, CONT, TERM and KILL, got {' '.join(args.actions)}")
@@ -487,7 +526,7 @@ def main(argv: list[str]) -> int:
         elif args.command == "find":
             _emit(find(args.serve_id))
         elif args.command == "receive":
-            _emit(receive(args.dir, args.image, args.size, args.nodes, args.zeros))
+            _emit(receive(args.dir, args.image, args.size, args.nodes, args.zeros, args.group))
         else:
             sys.stdout.buffer.write(tail(args.path, args.bytes))
             sys.stdout.flush()

@@ -85,14 +85,17 @@ class HostImageCopy:
     @classmethod
     def start(cls, conn: SshConnection, helper: Callable[..., list[str]], site: Site, remote_dir: str,
               image: str, size_mb: int, nodes: Sequence[int], seconds: float, *, timeout_s: float = 30.0,
-              refused: str | None = None) -> HostImageCopy:
+              refused: str | None = None, group: int | None = None) -> HostImageCopy:
         """Copy ``<site.repository>/<image>`` (without such a file, or a repository: a stand-in of
         ``size_mb`` MB of zeros, a sparse file made on the host, as locally) into the cache of each
         of the site's ``nodes`` on ``conn``'s host, paced to take ``seconds`` (never less).
-        ``helper(*args)`` is the command line that runs the helper with ``args`` on the host."""
+        ``helper(*args)`` is the command line that runs the helper with ``args`` on the host. Each
+        copy is mode 0600, or 0640 with group ``group`` (the host's payload user's: a confined payload
+        reads it, cannot change it), as on this machine."""
         source, size = image_source(site.repository, image, size_mb)
         names = [site.nodes[k].name for k in nodes]
         zeros = ["--zeros"] if source is None else []
+        zeros += [] if group is None else ["--group", str(int(group))]
         return cls(conn, helper("receive", remote_dir, image, str(size), *names, *zeros), image, source, size,
                    [f"{cache_dir(remote_dir, n)}/{image}" for n in names], max(0.0, seconds),
                    timeout_s=timeout_s, refused=refused)

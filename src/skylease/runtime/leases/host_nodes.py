@@ -5,17 +5,30 @@ another machine (docs/decisions/ssh-enactment.md).
 :class:`~skylease.runtime.leases.local.LocalNodes` with the same meaning; it decides nothing itself.
 Every command goes as a JSON line through the helper's ``watch``, one long-lived session on the
 host's multiplexed SSH connection (:mod:`~skylease.runtime.leases.host_session`,
-:mod:`~skylease.runtime.leases.host_agent`: the host needs sshd and python3, nothing installed).
+:mod:`~skylease.runtime.leases.host_agent`: the host needs sshd, python3 and bubblewrap, and
+util-linux's setpriv when the SSH user is root; nothing of skylease is installed there).
+
+At start, the host is probed (:func:`~skylease.runtime.leases.host_sandbox.probe_host`): a host
+where payloads cannot be confined, or that lacks a CPU a node of it is pinned to, is refused in one
+line naming it (:class:`~skylease.runtime.leases.sandbox.SandboxUnavailable`), as the server's own
+machine would be.
 
 * a VM is one **process group** on the host (its own session: neither the end of an SSH session
   nor a ``kill -9`` of the server ends it); its leader, the helper's *waiter*, carries the marks
   (``SKYLEASE_SERVE_ID``, ``SKYLEASE_LEASE``, ``SKYLEASE_VNODE``, ``SKYLEASE_NODE``) by which a
-  restarted server finds it (:meth:`HostNodes.find_own`), starts the payload (``sh -c COMMAND``, or
-  the default payload of :mod:`~skylease.runtime.leases.local` run by the host's python3) with a
-  fresh environment in ``<remote_dir>/leases/<lease>`` on the host, and records its exit code in a
-  file there (no process of the server is its parent, to wait for it);
+  restarted server finds it (:meth:`HostNodes.find_own`), pins itself to the node's CPUs (the
+  host's own numbers: :meth:`~skylease.runtime.leases.site.Site.cpus`), so that the whole group
+  runs on them, starts the payload (``sh -c COMMAND``, or the default payload of
+  :mod:`~skylease.runtime.leases.local` run by the host's python3) **confined** in a bubblewrap
+  sandbox as on this machine (:mod:`~skylease.runtime.leases.host_sandbox`: the lease's folder
+  ``<remote_dir>/leases/<lease>`` on the host seen as ``/lease``, nothing else of ``remote_dir`` or
+  of the SSH user's home, a fresh environment, its own PID namespace, as the host's payload user
+  when the SSH user is root), and records its exit code in a file there (no process of the server
+  is its parent, to wait for it);
 * suspend = SIGSTOP to the group, resume = SIGCONT, shutdown = SIGCONT to the group and SIGTERM
-  to the payload's processes, then SIGKILL to the group after the grace (this object's watcher
+  to the payload's processes (those in its sandbox but the sandbox's init: a payload ended by a
+  signal is reported as its sandbox reports it, 128 + the signal), then SIGKILL to the group after
+  the grace (this object's watcher
   thread keeps the deadlines; the caller never waits); a group is signalled only while its leader
   has the recorded start time, or is gone while members remain, as on this machine;
 * its output goes to the local enactment's log keeper, started on the host in a session of its
@@ -35,10 +48,10 @@ own time that long ago, and ``ended_at`` is this machine's time minus the age th
 
 What is not done yet, and what the lease manager cannot use this class without:
 
-* not yet: payload confinement on the host. A payload runs as the SSH user, with a fresh
-  environment but that user's rights there (no bubblewrap sandbox, no payload user): a site
-  shared between users must not use it before that is done;
-* not yet: CPU pinning, and migration (:meth:`HostNodes.migrate` raises NotImplementedError);
+* not yet: migration between the nodes of a host (:meth:`HostNodes.migrate` raises
+  NotImplementedError: the group would be re-pinned, as on this machine);
+* a node's CPUs must be among the host's (the probe refuses the host otherwise); two nodes of a
+  host never share a CPU, so a host has at least as many CPUs as its nodes' ``cpu`` (rounded up);
 * not yet: the wiring into the lease manager and the site file, and what to do with a host's
   leases while it does not answer;
 * exit files of payloads that ended while no server watched them stay in
@@ -58,15 +71,19 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from skylease.model.errors import UserError
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.host_agent import SOURCE
 from skylease.runtime.leases.host_images import HostImageCopy, cache_dir, check_image
+from skylease.runtime.leases.host_sandbox import HostSandbox, probe_host
 from skylease.runtime.leases.host_session import HostState, WatchSession
 from skylease.runtime.leases.kills import GraceKills
 from skylease.runtime.leases.local import (
     _DEFAULT_PAYLOAD,
     _KEEPER,
+    ENV_IMAGE,
     ENV_LEASE,
+    ENV_LEASE_DIR,
     ENV_NODE,
     ENV_SERVE_ID,
     ENV_VNODE,
@@ -74,7 +91,7 @@ from skylease.runtime.leases.local import (
     STARTUP_WAIT_S,
     Payload,
 )
-from skylease.runtime.leases.sandbox import PAYLOAD_PATH
+from skylease.runtime.leases.sandbox import AUTO_USER, IMAGES_DIR, LEASE_DIR, PAYLOAD_PATH
 from skylease.runtime.leases.site import Site
 from skylease.runtime.leases.ssh import SshConnection, SshError
 
@@ -94,11 +111,16 @@ class HostNodes:
     folders and exit files on the host (default ``.skylease/<serve_id>/<address>`` in the SSH user's
     home: hosts that share a home folder keep theirs apart). ``on_exit`` is called (from the watcher
     thread) when payloads have ended, ``on_state`` when the host stops or starts answering (its first
-    heartbeat, which the constructor waits for, included)."""
+    heartbeat, which the constructor waits for, included). ``payload_user``: who payloads run as on
+    the host when the SSH user is root (as ``payload_user`` of ``skylease serve``); how the host
+    confines them is :attr:`confinement`, probed here
+    (:class:`~skylease.runtime.leases.sandbox.SandboxUnavailable` when it cannot:
+    nothing is started then)."""
 
     def __init__(self, site: Site, data: Path, serve_id: str, *, connection: SshConnection,
                  nodes: Sequence[int] | None = None, remote_dir: str | None = None,
-                 python: str = "python3", on_exit: Callable[[], None] | None = None,
+                 python: str = "python3", payload_user: str = AUTO_USER,
+                 on_exit: Callable[[], None] | None = None,
                  on_state: Callable[[], None] | None = None, beat_s: float = 1.0,
                  down_after_s: float = 5.0, timeout_s: float = 30.0) -> None:
         if not serve_id or "\0" in serve_id or "/" in serve_id:
@@ -134,6 +156,13 @@ class HostNodes:
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         if not connection.check():
             connection.open()
+        try:
+            self.confinement: HostSandbox = probe_host(
+                connection, site, self.nodes, remote_dir=self.remote_dir, python=python,
+                payload_user=payload_user, timeout_s=timeout_s)
+        except UserError:
+            connection.close()
+            raise
         self._start_watch()
         self._vital = Vital(f"the payload watcher of {connection.target.label}")
         self._thread = self._vital.thread(self._watch, name=f"skylease-host-{connection.target.address}")
@@ -160,31 +189,37 @@ class HostNodes:
               duration_s: float = 0.0, env: Mapping[str, str] | None = None,
               since: float | None = None, image: str | None = None) -> Payload:
         """Start VM ``vnode`` of ``lease`` on ``node`` (as
-        :meth:`~skylease.runtime.leases.local.LocalNodes.spawn`, unconfined: see the module's
-        docstring): ``sh -c command``, or (``command=None``) the default payload, ``duration_s``
-        seconds of running time from ``since``, run by the host's python3. ``env`` is added to its
-        environment; ``image``, a name in the node's cache, is at the path ``$SKYLEASE_IMAGE`` (as on
-        this machine, an image not in the cache is no error: the payload does not find it there)."""
+        :meth:`~skylease.runtime.leases.local.LocalNodes.spawn`, confined and pinned on the host:
+        see the module's docstring): ``sh -c command``, or (``command=None``) the default payload,
+        ``duration_s`` seconds of running time from ``since``, run by the host's python3. ``env`` is
+        added to its environment; ``image``, a name in the node's cache, is bound read-only at
+        ``$SKYLEASE_IMAGE`` (as on this machine, an image not in the cache is no error: the payload
+        does not find it there)."""
         self._check_node(node)
         if image is not None:
             check_image(image)
         if self._closed:
             raise RuntimeError("HostNodes is closed")
         name = self.site.nodes[node].name
-        inside = {"PATH": PAYLOAD_PATH, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **(env or {}),
-                  ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name}
+        box = self.confinement
+        inside = {**(env or {}), ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
+                  ENV_LEASE_DIR: LEASE_DIR}
         since_age = None
-        if command is None:
-            argv = [self.python, "-I", "-S", "-c", _DEFAULT_PAYLOAD, repr(float(duration_s))]
+        if command is None:  # (its start time is appended on the host: the host's clock)
+            argv = box.sandbox.default_payload(_DEFAULT_PAYLOAD, repr(float(duration_s)))
             since_age = 0.0 if since is None else max(0.0, time.time() - float(since))
         else:
             argv = ["/bin/sh", "-c", command]
+        cached = None
+        if image is not None:  # (as on this machine: bound read-only at /images/<name> when it is there)
+            inside[ENV_IMAGE] = f"{IMAGES_DIR}/{image}"
+            cached = f"nodes/{name}/cache/{image}"
+        argv = box.wrap(argv, lease=lease, env=inside, image=cached)
         mark = {"PATH": PAYLOAD_PATH, ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
                 ENV_SERVE_ID: self.serve_id}
-        req = {"argv": argv, "env": inside, "mark": mark, "dir": self.remote_dir, "lease": lease,
-               "vnode": vnode, "keeper": _KEEPER, "limit": PAYLOAD_LOG_BYTES, "since_age": since_age}
-        if image is not None:  # (relative to the remote dir: the helper makes it absolute)
-            req["image"] = f"nodes/{name}/cache/{image}"
+        req = {"argv": argv, "env": {"PATH": PAYLOAD_PATH}, "mark": mark, "dir": self.remote_dir,
+               "lease": lease, "vnode": vnode, "keeper": _KEEPER, "limit": PAYLOAD_LOG_BYTES,
+               "since_age": since_age, "cpus": list(self.site.cpus(node)), "owner": box.owner()}
         out = self._agent("spawn", request=req)
         p = Payload(lease, vnode, node, int(out["pid"]), int(out["ticks"]), counts_work=command is None)
         with self._lock:
@@ -205,7 +240,7 @@ class HostNodes:
 
     def migrate(self, p: Payload, node: int) -> bool:
         raise NotImplementedError("moving a payload between nodes of a host reached over SSH is not "
-                                  "supported yet (no CPU pinning there)")
+                                  "supported yet")
 
     def shutdown(self, p: Payload, grace_s: float = 5.0) -> bool:
         """SIGCONT to the group and SIGTERM to the payload's processes now, SIGKILL to the group
@@ -288,7 +323,8 @@ class HostNodes:
         state = self._state
         copy = HostImageCopy.start(self.conn, self._argv, self.site, self.remote_dir, image, size_mb,
                                    sorted(set(nodes)), seconds, timeout_s=self.timeout_s,
-                                   refused=None if state.up else f"not answering: {state.reason}")
+                                   refused=None if state.up else f"not answering: {state.reason}",
+                                   group=None if (owner := self.confinement.owner()) is None else owner[1])
         with self._lock:
             self._copies = {c for c in self._copies if not c.wait(0)}
             self._copies.add(copy)

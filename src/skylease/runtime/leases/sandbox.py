@@ -40,6 +40,10 @@ lease folder is bound.
 Where neither works (no bwrap, user namespaces disabled, no usable payload user), :func:`probe`
 raises :class:`SandboxUnavailable`: one line saying why and how to fix it, and the server does not
 start. The reasoning is in docs/decisions/payload-confinement.md.
+
+The same sandbox confines the payloads of hosts reached over SSH
+(:mod:`~skylease.runtime.leases.host_sandbox`): :meth:`Sandbox.wrap` then sees the host's file
+system as its probe found it (:class:`FileFacts`), not this machine's.
 """
 
 from __future__ import annotations
@@ -53,12 +57,14 @@ import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 from skylease.model.errors import UserError
 
-__all__ = ["AUTO_USER", "DEFAULT_PAYLOAD_USER", "IMAGES_DIR", "LEASE_DIR", "PAYLOAD_PATH", "PayloadUser",
-           "Sandbox", "SandboxUnavailable", "probe", "resolve_payload_user"]
+__all__ = ["AUTO_USER", "DEFAULT_PAYLOAD_USER", "FIX_BWRAP", "IMAGES_DIR", "LEASE_DIR", "LOCAL_FILES",
+           "PAYLOAD_PATH", "FileFacts", "Files", "PayloadUser", "Sandbox", "SandboxUnavailable", "hint",
+           "probe", "python_trees", "resolve_payload_user", "wrap_paths"]
 
 #: Where the lease's folder is inside the sandbox (its working folder and $HOME).
 LEASE_DIR = "/lease"
@@ -76,11 +82,63 @@ SYSTEM_TREES = ("/usr", "/etc", "/opt")
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 #: How long the start-up probe may take (seconds).
 PROBE_S = 20.0
-_FIX_BWRAP = "install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+FIX_BWRAP = "install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
 
 
 class SandboxUnavailable(UserError):
     """Payloads cannot be confined on this machine: the server must not start them."""
+
+
+class Files(Protocol):
+    """What :meth:`Sandbox.wrap` asks of the file system where the payload runs (``os.path``'s
+    meaning: ``isdir`` follows links)."""
+
+    def isdir(self, path: str) -> bool: ...
+    def islink(self, path: str) -> bool: ...
+    def lexists(self, path: str) -> bool: ...
+    def readlink(self, path: str) -> str: ...
+
+
+class _LocalFiles:
+    """This machine's file system."""
+
+    isdir = staticmethod(os.path.isdir)
+    islink = staticmethod(os.path.islink)
+    lexists = staticmethod(os.path.lexists)
+    readlink = staticmethod(os.readlink)
+
+
+#: This machine's file system, as :meth:`Sandbox.wrap` sees it.
+LOCAL_FILES: Files = _LocalFiles()
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """Another machine's file system as :meth:`Sandbox.wrap` sees it, looked at beforehand: for each
+    path (:func:`wrap_paths`), whether it is a link, a folder (following links), whether it exists,
+    and a link's target. A path not listed does not exist."""
+
+    facts: tuple[tuple[str, bool, bool, bool, str], ...]
+
+    def _get(self, path: str) -> tuple[str, bool, bool, bool, str]:
+        return next((f for f in self.facts if f[0] == path), (path, False, False, False, ""))
+
+    def islink(self, path: str) -> bool:
+        return self._get(path)[1]
+
+    def isdir(self, path: str) -> bool:
+        return self._get(path)[2]
+
+    def lexists(self, path: str) -> bool:
+        return self._get(path)[3]
+
+    def readlink(self, path: str) -> str:
+        return self._get(path)[4]
+
+
+def wrap_paths(hidden: Iterable[str] = ()) -> list[str]:
+    """The paths :meth:`Sandbox.wrap` looks at for a sandbox that covers ``hidden``."""
+    return [*SYSTEM_TREES, *SYSTEM_LINKS, *hidden]
 
 
 @dataclass(frozen=True)
@@ -96,7 +154,9 @@ class PayloadUser:
 class Sandbox:
     """How a payload is confined (see the module's docstring). ``user``: the payload user (the server
     is root) or None (a user namespace); ``readable``: extra trees bound read-only (the default
-    payload's Python); ``hidden``: paths covered wherever they lie under a bound tree."""
+    payload's Python); ``hidden``: paths covered wherever they lie under a bound tree; ``files``: the
+    file system where the payload runs, as :meth:`wrap` sees it (this machine's by default; a host's,
+    as its probe found it: :class:`FileFacts`)."""
 
     bwrap: str
     user: PayloadUser | None = None
@@ -104,6 +164,7 @@ class Sandbox:
     readable: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
     interpreter: str = field(default_factory=lambda: os.path.realpath(sys.executable))
+    files: Files = field(default_factory=lambda: LOCAL_FILES)
 
     def lease_dir(self, root: Path, lease: int) -> Path:
         """``root/<lease>``, created where missing: mode 0700, owned by the payload user."""
@@ -118,22 +179,24 @@ class Sandbox:
         os.chmod(path, 0o700)
         return path
 
-    def wrap(self, argv: Sequence[str], *, lease_dir: Path, hostname: str, env: Mapping[str, str],
-             image: Path | None = None) -> list[str]:
+    def wrap(self, argv: Sequence[str], *, lease_dir: Path | str, hostname: str, env: Mapping[str, str],
+             image: Path | str | None = None) -> list[str]:
         """The command line that runs ``argv`` confined: its working folder and ``$HOME`` the lease's
         folder (``/lease``), ``env`` added to the payload's fresh environment, ``image`` (a cached
-        image file) at ``/images/<name>`` when it exists, ``hostname`` its host name."""
+        image file) at ``/images/<name>`` when it exists, ``hostname`` its host name. The paths are
+        those of the machine the payload runs on (:attr:`files`)."""
+        fs = self.files
         out = [self.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                "--hostname", hostname]
         if self.user is None:
             out.append("--unshare-user")
-        bound = [t for t in SYSTEM_TREES if os.path.isdir(t)]
+        bound = [t for t in SYSTEM_TREES if fs.isdir(t)]
         for tree in bound:
             out += ["--ro-bind", tree, tree]
         for link in SYSTEM_LINKS:
-            if os.path.islink(link):
-                out += ["--symlink", os.readlink(link), link]
-            elif os.path.isdir(link):
+            if fs.islink(link):
+                out += ["--symlink", fs.readlink(link), link]
+            elif fs.isdir(link):
                 out += ["--ro-bind", link, link]
                 bound.append(link)
         for tree in self.readable:
@@ -142,11 +205,11 @@ class Sandbox:
                 out += ["--ro-bind", tree, tree]
                 bound.append(tree)
         for path in self.hidden:  # after the binds: a cover lies on top of them
-            if _under(path, bound) and os.path.lexists(path):
-                out += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+            if _under(path, bound) and fs.lexists(path):
+                out += ["--tmpfs", path] if fs.isdir(path) else ["--ro-bind", "/dev/null", path]
         out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(lease_dir), LEASE_DIR]
         if image is not None:
-            out += ["--ro-bind-try", str(image), f"{IMAGES_DIR}/{image.name}"]
+            out += ["--ro-bind-try", str(image), f"{IMAGES_DIR}/{PurePosixPath(image).name}"]
         out += ["--chdir", LEASE_DIR, "--clearenv"]
         fresh = {"PATH": PAYLOAD_PATH, "HOME": LEASE_DIR, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **env}
         for key, value in fresh.items():
@@ -233,19 +296,16 @@ def probe(data_dir: Path, *, payload_user: str = AUTO_USER, hidden: Iterable[str
     found = bwrap or shutil.which("bwrap")
     if found is None:
         raise SandboxUnavailable("cannot confine lease payloads: bwrap (bubblewrap) is not installed; "
-                                 f"{_FIX_BWRAP}", field="payload confinement")
+                                 f"{FIX_BWRAP}", field="payload confinement")
     setpriv = shutil.which("setpriv") if root else None
     if root and setpriv is None:
         raise SandboxUnavailable("cannot drop payloads to an unprivileged user: setpriv is missing (Debian: "
                                  "apt-get install util-linux)", field="payload confinement")
     user = resolve_payload_user(payload_user) if root else None
     interpreter = os.path.realpath(sys.executable)
-    readable = [os.path.realpath(sys.base_prefix)]
-    if not _under(interpreter, readable):
-        readable.append(os.path.dirname(interpreter))
+    readable = python_trees(interpreter, os.path.realpath(sys.base_prefix))
     covered = {os.path.realpath(data_dir), *(os.path.realpath(p) for p in hidden)}
-    box = Sandbox(os.path.realpath(found), user, setpriv, tuple(readable), tuple(sorted(covered)),
-                  interpreter)
+    box = Sandbox(os.path.realpath(found), user, setpriv, readable, tuple(sorted(covered)), interpreter)
     Path(data_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".probe-", dir=data_dir) as tmp:
         lease = box.lease_dir(Path(tmp), 0)
@@ -259,19 +319,28 @@ def probe(data_dir: Path, *, payload_user: str = AUTO_USER, hidden: Iterable[str
                                      f"{PROBE_S:g} s", field="payload confinement") from None
         except OSError as exc:
             raise SandboxUnavailable(f"cannot confine lease payloads: cannot run {box.bwrap}: "
-                                     f"{exc.strerror or exc}; {_FIX_BWRAP}",
+                                     f"{exc.strerror or exc}; {FIX_BWRAP}",
                                      field="payload confinement") from None
         if done.returncode != 0 or not (lease / "ok").exists():
             said = " ".join(done.stderr.decode(errors="replace").split())[:300] or f"exit {done.returncode}"
             raise SandboxUnavailable(f"cannot confine lease payloads: bwrap failed ({said}); "
-                                     f"{_hint(said, root)}", field="payload confinement")
+                                     f"{hint(said, root)}", field="payload confinement")
     return box
 
 
-def _hint(said: str, root: bool) -> str:
-    """How to fix what bwrap said."""
+def python_trees(interpreter: str, prefix: str) -> tuple[str, ...]:
+    """The trees a sandbox binds read-only for the default payload's Python (real paths): its
+    installation prefix, and the interpreter's folder where it lies elsewhere."""
+    readable = [prefix]
+    if not _under(interpreter, readable):
+        readable.append(os.path.dirname(interpreter))
+    return tuple(readable)
+
+
+def hint(said: str, root: bool, as_root: str = "run the server as root") -> str:
+    """How to fix what bwrap said (``as_root``: how to have bwrap run as root instead)."""
     if not root and ("namespace" in said or "Operation not permitted" in said or "uid map" in said):
         return ("allow unprivileged user namespaces (sysctl user.max_user_namespaces=15000; on Ubuntu "
                 "also kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap), or "
-                "run the server as root")
+                f"{as_root}")
     return "check that bwrap works here: bwrap --ro-bind / / true"
