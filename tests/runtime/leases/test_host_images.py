@@ -174,8 +174,10 @@ def test_a_payload_finds_its_image_at_skylease_image(make, site, repository):
                  image="disk.img")
     [ended] = waits.collect(hn, 1, 10.0)
     assert ended.pid == p.pid and ended.exit_code == 0
-    path, digest, _, host = hn.output(p).split()
-    assert path == f"{hn.cache_dir(1)}/disk.img"
+    said = hn.output(p).split()
+    assert len(said) == 4, said
+    path, digest, _, host = said
+    assert path == "/images/disk.img"  # (in its sandbox: the node's cached copy, read-only)
     assert (digest, host) == (repository[1], "host2")
     with pytest.raises(ValueError, match="not an image name"):
         hn.spawn(7, 1, 1, command="true", image="../disk.img")

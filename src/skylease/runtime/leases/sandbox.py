@@ -209,7 +209,10 @@ class Sandbox:
                 out += ["--tmpfs", path] if fs.isdir(path) else ["--ro-bind", "/dev/null", path]
         out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(lease_dir), LEASE_DIR]
         if image is not None:
-            out += ["--ro-bind-try", str(image), f"{IMAGES_DIR}/{PurePosixPath(image).name}"]
+            # (the folder made searchable whatever the umask of whoever starts bwrap: an SSH session's
+            # may be 077, and the payload user could not reach its image)
+            out += ["--perms", "0755", "--dir", IMAGES_DIR,
+                    "--ro-bind-try", str(image), f"{IMAGES_DIR}/{PurePosixPath(image).name}"]
         out += ["--chdir", LEASE_DIR, "--clearenv"]
         fresh = {"PATH": PAYLOAD_PATH, "HOME": LEASE_DIR, "TMPDIR": "/tmp", "LANG": "C.UTF-8", **env}
         for key, value in fresh.items():
