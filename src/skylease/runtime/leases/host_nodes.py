@@ -46,14 +46,15 @@ machine would be.
 The host's times are sent as ages (seconds ago), never as its clock: ``since`` becomes the host's
 own time that long ago, and ``ended_at`` is this machine's time minus the age the host reports.
 
-What is not done yet, and what the lease manager cannot use this class without:
+What is not done yet, and how the lease manager uses it:
 
 * not yet: migration between the nodes of a host (:meth:`HostNodes.migrate` raises
   NotImplementedError: the group would be re-pinned, as on this machine);
 * a node's CPUs must be among the host's (the probe refuses the host otherwise); two nodes of a
   host never share a CPU, so a host has at least as many CPUs as its nodes' ``cpu`` (rounded up);
-* not yet: the wiring into the lease manager and the site file, and what to do with a host's
-  leases while it does not answer;
+* the lease manager uses it through :class:`~skylease.runtime.leases.site_nodes.SiteNodes`, and
+  decides what becomes of a host's leases while it does not answer
+  (:mod:`~skylease.runtime.leases.host_failures`);
 * exit files of payloads that ended while no server watched them stay in
   ``<remote_dir>/exits`` on the host (a few bytes each).
 """
