@@ -22,12 +22,12 @@ A node that is down hosts nothing new (:meth:`SlotTable.set_down`); what it held
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from skylease.control.leases.lease import Lease, LeaseKind, LeaseState, Reservation, RRKind
 
-if TYPE_CHECKING:
-    from skylease.control.leases.scheduler import LeaseScheduler
+#: The scheduler these functions are the methods of (typed loosely: scheduler.py imports this module)
+LeaseScheduler = Any
 
 
 def nodes_down(s: LeaseScheduler, nodes: Iterable[int], now: int, reason: str) -> None:

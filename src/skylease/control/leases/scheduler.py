@@ -70,7 +70,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from skylease.control.leases import failures
+import skylease.control.leases.failures as failures
 from skylease.control.leases.config import SchedulerConfig
 from skylease.control.leases.enact import Enactment, NullEnactment
 from skylease.control.leases.images import Transfer
