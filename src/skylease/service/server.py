@@ -332,7 +332,7 @@ def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path, sandbox: Any
         sandbox = payload_sandbox(cfg, data_dir)
     manager = LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,
                                 grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user,
-                                sandbox=sandbox, nodes_factory=nodes_factory)
+                                sandbox=sandbox, nodes_factory=nodes_factory, payload_user=cfg.payload_user)
     return manager.start()
 
 

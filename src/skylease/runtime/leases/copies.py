@@ -14,30 +14,28 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["ImageCopy"]
+__all__ = ["ImageCopy", "PacedCopy"]
 
 _MB = 2**20
 
 
-class ImageCopy:
-    """An image transfer under way (:meth:`LocalNodes.copy_image`). Each copy is mode 0600, or 0640
-    with group ``group`` (the payload user's, so that a confined payload can read it, not change it)."""
+class PacedCopy:
+    """What every image transfer under way has (here, and to a host: host_images.HostImageCopy): the
+    image, its ``source`` (None: a stand-in of zeros), its size, the destination ``paths``, the
+    window of ``seconds`` it is paced to fill (from now), and whether it is ``done``, or why not
+    (``error``). A subclass starts its own thread, which sets ``_done`` and then ``_ended``."""
 
-    def __init__(self, image: str, source: Path | None, size_bytes: int, dests: list[Path],
-                 seconds: float, group: int | None = None) -> None:
+    def __init__(self, image: str, source: Path | None, size_bytes: int, paths: list, seconds: float) -> None:
         self.image = image
-        self.group = group
         self.source = source  # None: a stand-in of zeros
         self.size_bytes = size_bytes
-        self.paths = dests
+        self.paths = paths
         self.seconds = seconds
         self.error: str | None = None  # why it did not complete
         self._t0 = time.monotonic()
         self._done = False
         self._cancel = threading.Event()
         self._ended = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"skylease-copy-{image}", daemon=True)
-        self._thread.start()
 
     @property
     def done(self) -> bool:
@@ -58,6 +56,18 @@ class ImageCopy:
         due = self._t0 + self.seconds * (written / self.size_bytes if self.size_bytes else 1.0)
         if self._cancel.wait(max(0.0, due - time.monotonic())):
             raise InterruptedError
+
+
+class ImageCopy(PacedCopy):
+    """An image transfer under way (:meth:`LocalNodes.copy_image`). Each copy is mode 0600, or 0640
+    with group ``group`` (the payload user's, so that a confined payload can read it, not change it)."""
+
+    def __init__(self, image: str, source: Path | None, size_bytes: int, dests: list[Path],
+                 seconds: float, group: int | None = None) -> None:
+        super().__init__(image, source, size_bytes, dests, seconds)
+        self.group = group
+        self._thread = threading.Thread(target=self._run, name=f"skylease-copy-{image}", daemon=True)
+        self._thread.start()
 
     def _run(self) -> None:
         tmps = [p.with_name(f".{p.name}.{secrets.token_hex(4)}.part") for p in self.paths]

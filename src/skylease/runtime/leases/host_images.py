@@ -19,10 +19,10 @@ import hashlib
 import json
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from skylease.runtime.leases.copies import PacedCopy
 from skylease.runtime.leases.local import _IMAGE_NAME
 from skylease.runtime.leases.site import Site
 from skylease.runtime.leases.ssh import SSH_FAILED, SshConnection
@@ -51,7 +51,7 @@ def image_source(repository: Path | None, image: str, size_mb: int) -> tuple[Pat
     return source, source.stat().st_size if source is not None else max(0, size_mb) * _MB
 
 
-class HostImageCopy:
+class HostImageCopy(PacedCopy):
     """An image transfer under way to the nodes of one host (:meth:`HostNodes.copy_image`): the same
     meaning and attributes as :class:`~skylease.runtime.leases.copies.ImageCopy` (``done``,
     :meth:`wait`, :meth:`cancel`, ``error``, ``image``, ``paths``: here the files on the host).
@@ -61,21 +61,13 @@ class HostImageCopy:
     def __init__(self, conn: SshConnection, argv: Sequence[str], image: str, source: Path | None,
                  size_bytes: int, paths: list[str], seconds: float, *, timeout_s: float = 30.0,
                  refused: str | None = None) -> None:
+        super().__init__(image, source, size_bytes, paths, seconds)
         self.conn = conn
         self.argv = list(argv)
-        self.image = image
-        self.source = source  # None: a stand-in of zeros
-        self.size_bytes = size_bytes
-        self.paths = paths
-        self.seconds = seconds
         self.timeout_s = timeout_s
-        self.error: str | None = refused  # why it did not complete
+        self.error = refused  # why it did not complete
         self.sha256: str | None = None  # of what was sent, once done
-        self._t0 = time.monotonic()
-        self._done = False
         self._proc: subprocess.Popen | None = None
-        self._cancel = threading.Event()
-        self._ended = threading.Event()
         if refused is not None:
             self._ended.set()
             return
@@ -94,20 +86,12 @@ class HostImageCopy:
         reads it, cannot change it), as on this machine."""
         source, size = image_source(site.repository, image, size_mb)
         names = [site.nodes[k].name for k in nodes]
-        zeros = ["--zeros"] if source is None else []
-        zeros += [] if group is None else ["--group", str(int(group))]
-        return cls(conn, helper("receive", remote_dir, image, str(size), *names, *zeros), image, source, size,
-                   [f"{cache_dir(remote_dir, n)}/{image}" for n in names], max(0.0, seconds),
+        options = ["--zeros"] if source is None else []
+        options += [] if group is None else ["--group", str(int(group))]
+        argv = helper("receive", remote_dir, image, str(size), *names, *options)
+        return cls(conn, argv, image, source, size, [f"{cache_dir(remote_dir, n)}/{image}" for n in names],
+                   max(0.0, seconds),
                    timeout_s=timeout_s, refused=refused)
-
-    @property
-    def done(self) -> bool:
-        """The image is in place, whole, on every destination node of the host."""
-        return self._done
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Whether the copy has ended (completed, failed or cancelled) within ``timeout`` seconds."""
-        return self._ended.wait(timeout)
 
     def cancel(self) -> None:
         """Stop it and wait until the host has removed its temporary files (a host that does not
@@ -120,12 +104,6 @@ class HostImageCopy:
                 with contextlib.suppress(OSError):
                     proc.kill()
             self._ended.wait()
-
-    def _pace(self, sent: int) -> None:
-        """Wait until ``sent`` bytes are due (the copy never runs ahead of its window)."""
-        due = self._t0 + self.seconds * (sent / self.size_bytes if self.size_bytes else 1.0)
-        if self._cancel.wait(max(0.0, due - time.monotonic())):
-            raise InterruptedError
 
     def _run(self) -> None:
         try:

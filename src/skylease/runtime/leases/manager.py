@@ -176,16 +176,20 @@ class LocalLeaseManager(HostFailures):
     provoke crashes and failures), its payloads confined by ``sandbox`` (default, this machine's:
     :func:`~skylease.runtime.leases.sandbox.probe`); ``time_scale`` lease seconds per real second
     (stored at the first start: a restart must use the same); at most ``max_leases_per_user``
-    leases not over per user."""
+    leases not over per user; ``payload_user`` is who payloads run as on the site's hosts (as
+    ``payload_user`` of ``skylease serve``; None: the hosts' default)."""
 
     def __init__(self, engine: sa.Engine, site: Any, *, config: SchedulerConfig | None = None,
                  time_scale: float = 1.0, data_dir: Path | str = ".", nodes: Any = None,
                  grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05,
-                 sandbox: Sandbox | None = None, nodes_factory: Callable[..., Any] | None = None) -> None:
+                 sandbox: Sandbox | None = None, nodes_factory: Callable[..., Any] | None = None,
+                 payload_user: str | None = None) -> None:
         self.site = site
         self.config = config if config is not None else SchedulerConfig()
         if site.hosts and self.config.migration:  # a payload process does not move between machines
             self.config = self.config.with_(migration=False)
+        if site.bandwidth is not None and site.bandwidth != self.config.bandwidth:  # the site's network
+            self.config = self.config.with_(bandwidth=float(site.bandwidth))
         self.data_dir = Path(data_dir)
         self.grace_s = grace_s
         self.max_leases_per_user = max_leases_per_user
@@ -211,7 +215,8 @@ class LocalLeaseManager(HostFailures):
                 from skylease.runtime.leases.site_nodes import SiteNodes
 
                 def nodes_factory(*args: Any, **kwargs: Any) -> Any:
-                    return SiteNodes(*args, on_state=self._poke, **kwargs)
+                    extra = {} if payload_user is None else {"payload_user": payload_user}
+                    return SiteNodes(*args, on_state=self._poke, **extra, **kwargs)
             if sandbox is None and any(n.host is None for n in site.nodes):
                 from skylease.runtime.leases.sandbox import probe
 

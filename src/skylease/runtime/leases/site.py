@@ -3,7 +3,7 @@
 A site file is TOML (every mistake is one line naming the file, the line and the key)::
 
     repository = "images"   # the image repository folder, relative to this file (optional)
-    bandwidth = 100         # MB/s of the link from the repository (default 100)
+    bandwidth = 100         # MB/s of the network from the repository to the nodes (optional)
     cache_mb = 20000        # each node's image cache, MB (optional; a [[nodes]] table may override)
 
     [[nodes]]               # one node...
@@ -54,9 +54,13 @@ whose key is not in it is refused). Each :class:`SiteNode` says where it is: ``h
 node of this machine, else a :class:`SiteHost` (the host, how to reach it, and the node's index
 on it). For a host's node, :meth:`Site.cpus` gives CPU numbers **on that host**: a host's nodes
 take consecutive CPUs from 0, as many as their ``cpu`` (rounded up), without wrapping (the
-number of CPUs a host has is not known here: its enactment wraps them modulo that number). The
-local enactment runs no host's node: it refuses a site with hosts
-(:meth:`skylease.runtime.leases.local.LocalNodes.check_site`).
+number of CPUs a host has is not known here: the host's enactment refuses, when it starts, a node
+whose CPUs the host does not have). The local enactment runs no host's node
+(:class:`~skylease.runtime.leases.site_nodes.SiteNodes` sends those to the host's enactment).
+
+``bandwidth`` (MB/s), when the file gives it, is the network's from the repository to the nodes:
+the lease manager schedules with it (the scheduler configuration's ``bandwidth``: an image transfer
+takes size / bandwidth, and its copy is paced to that window); without it, the configuration's.
 """
 
 from __future__ import annotations
@@ -181,7 +185,7 @@ class SiteFile(FileModel):
     """A site file (see the module's docstring)."""
 
     repository: Annotated[str, Field(min_length=1)] | None = None
-    bandwidth: Annotated[float, Field(gt=0, le=1e9)] = 100.0
+    bandwidth: Annotated[float, Field(gt=0, le=1e9)] | None = None
     cache_mb: _MB | None = None
     ssh: SshFile | None = None
     nodes: Annotated[list[NodeSetFile], Field(min_length=1)] | None = None
@@ -249,12 +253,12 @@ def machine_cpus() -> tuple[int, ...]:
 class Site:
     """The nodes (scheduler node ``i`` is ``nodes[i]``), the image repository (``None``: every
     image is a zero-filled stand-in, see :meth:`skylease.runtime.leases.local.LocalNodes.copy_image`),
-    the repository's bandwidth in MB/s, the machine CPUs the local nodes are pinned to, and the
-    file the site was read from (None: made in code)."""
+    the repository's bandwidth in MB/s (None: the scheduler configuration's), the machine CPUs the
+    local nodes are pinned to, and the file the site was read from (None: made in code)."""
 
     nodes: tuple[SiteNode, ...]
     repository: Path | None = None
-    bandwidth: float = 100.0
+    bandwidth: float | None = None
     machine: tuple[int, ...] = field(default_factory=machine_cpus)
     source: Path | None = field(default=None, compare=False)
     _cpus: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
@@ -428,7 +432,7 @@ def default_site(data: Path, *, machine: Sequence[int] | None = None, disk_mb: i
     memory = _mem_total_mb() // n
     disk = free_disk_mb(data) // n if disk_mb is None else disk_mb
     cap = ResourceTuple(1.0, memory, disk, UNBOUNDED_NET)
-    return Site(tuple(SiteNode(f"node{i}", cap) for i in range(n)), data / "images", 100.0, cpus)
+    return Site(tuple(SiteNode(f"node{i}", cap) for i in range(n)), data / "images", None, cpus)
 
 
 def free_disk_mb(data: Path) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 
 from skylease.runtime.leases.host_nodes import HostNodes, HostState
 from skylease.runtime.leases.local import LocalNodes, Payload
-from skylease.runtime.leases.sandbox import Sandbox
+from skylease.runtime.leases.sandbox import AUTO_USER, Sandbox
 from skylease.runtime.leases.site import Site, SiteHost
 from skylease.runtime.leases.ssh import SshConnection, SshError, SshTarget
 
@@ -42,22 +42,24 @@ def host_connection(host: SiteHost, data: Path) -> SshConnection:
 
 
 def _default_host(site: Site, data: Path, serve_id: str, host: SiteHost, nodes: Sequence[int], *,
-                  on_exit: Callable[[], None] | None, on_state: Callable[[], None] | None) -> HostNodes:
+                  on_exit: Callable[[], None] | None, on_state: Callable[[], None] | None,
+                  payload_user: str = AUTO_USER) -> HostNodes:
     return HostNodes(site, data, serve_id, connection=host_connection(host, data), nodes=nodes,
-                     on_exit=on_exit, on_state=on_state)
+                     on_exit=on_exit, on_state=on_state, payload_user=payload_user)
 
 
 class SiteNodes:
     """The nodes of ``site``: those of this machine enacted by ``LocalNodes`` (confined by
     ``sandbox``), those of each host by ``host_factory`` (default: :class:`HostNodes` over the
-    site file's SSH settings). Every host is connected at construction (an :class:`SshError`
-    naming the host if one cannot be: nothing is left connected then). ``on_exit`` as for
-    ``LocalNodes``; ``on_state`` is called when a host stops or starts answering."""
+    site file's SSH settings; payloads there run as ``payload_user`` when the SSH user is root).
+    Every host is connected at construction (an :class:`SshError` naming the host if one cannot
+    be: nothing is left connected then). ``on_exit`` as for ``LocalNodes``; ``on_state`` is called
+    when a host stops or starts answering."""
 
     def __init__(self, site: Site, data: Path, serve_id: str, *, sandbox: Sandbox | None,
                  on_exit: Callable[[], None] | None = None, on_state: Callable[[], None] | None = None,
-                 host_factory: HostFactory | None = None, local_factory: Callable[..., Any] | None = None
-                 ) -> None:
+                 host_factory: HostFactory | None = None, local_factory: Callable[..., Any] | None = None,
+                 payload_user: str = AUTO_USER) -> None:
         self.site = site
         self.data = Path(data)
         self.serve_id = serve_id
@@ -82,7 +84,7 @@ class SiteNodes:
             make = host_factory or _default_host
             for host in site.hosts:
                 part = make(site, self.data, serve_id, host, by_host[host.name], on_exit=on_exit,
-                            on_state=on_state)
+                            on_state=on_state, payload_user=payload_user)
                 self._add(part, by_host[host.name], host.name)
         except BaseException:
             self.close()
