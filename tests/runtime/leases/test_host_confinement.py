@@ -10,7 +10,6 @@ the site's own ssh (the host's /proc), or in the file system the host shares wit
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import shutil
@@ -18,13 +17,14 @@ import time
 from pathlib import Path
 
 import pytest
+from tests import hostnodes as hosts
 from tests import waits
 
 from skylease.control.leases.lease import ResourceTuple
 from skylease.runtime.leases.host_nodes import HostNodes
 from skylease.runtime.leases.sandbox import PAYLOAD_PATH, SandboxUnavailable
 from skylease.runtime.leases.site import Site, SiteHost, SiteNode
-from skylease.runtime.leases.ssh import SshConnection, SshError, SshTarget
+from skylease.runtime.leases.ssh import SshConnection
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.integration]  # real sshd hosts: CI's second level
 
@@ -78,9 +78,7 @@ def make(site, tmp_path):
     ids: list[str] = []
 
     def connection() -> SshConnection:
-        h = site.hosts[0]
-        return SshConnection(SshTarget(h.address, 22, "root", site.key, site.known_hosts, 5.0),
-                             tmp_path / f"ssh{len(ids)}")
+        return hosts.connection(site, 0, tmp_path / f"ssh{len(ids)}")
 
     def factory(nodes: Site | None = None, **kw) -> HostNodes:
         sid = f"test-{secrets.token_hex(6)}"
@@ -90,9 +88,7 @@ def make(site, tmp_path):
         return hn
 
     yield factory
-    for hn in made:
-        with contextlib.suppress(SshError):
-            hn.close(kill=True, grace_s=0.2)
+    hosts.close_all(made)
     for sid in ids:
         shutil.rmtree(Path("/root/.skylease") / sid, ignore_errors=True)  # (the host's home is ours)
         site.ssh(site.hosts[0].name, f"for p in $(grep -l 'SKYLEASE_SERVE_ID={sid}' /proc/[0-9]*/environ "

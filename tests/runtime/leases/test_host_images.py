@@ -17,12 +17,12 @@ import threading
 import time
 
 import pytest
+from tests import hostnodes as hosts
 from tests import waits
 
 from skylease.control.leases.lease import ResourceTuple
 from skylease.runtime.leases.host_nodes import HostNodes
 from skylease.runtime.leases.site import Site, SiteNode
-from skylease.runtime.leases.ssh import SshConnection, SshError, SshTarget
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.integration]  # real sshd hosts: CI's second level
 
@@ -63,17 +63,14 @@ def make(site, repository, tmp_path):
 
     def factory(host: int = 0) -> HostNodes:
         h = site.hosts[host]
-        conn = SshConnection(SshTarget(h.address, 22, "root", site.key, site.known_hosts, 5.0),
-                             tmp_path / f"ssh{len(made)}")
+        conn = hosts.connection(site, host, tmp_path / f"ssh{len(made)}")
         hn = HostNodes(sites, tmp_path / "data", f"test-{secrets.token_hex(6)}", connection=conn,
                        remote_dir=f"{tmp_path}/on-{h.name}")  # (the hosts share this machine's files)
         made.append(hn)
         return hn
 
     yield factory
-    for hn in made:
-        with contextlib.suppress(SshError):
-            hn.close(kill=True, grace_s=0.2)
+    hosts.close_all(made)
 
 
 def on_host(site, host: int, command: str) -> str:

@@ -14,13 +14,14 @@ import signal
 import time
 
 import pytest
+from tests import hostnodes as hosts
 from tests import waits
 
 from skylease.control.leases.lease import ResourceTuple
 from skylease.runtime.leases.host_nodes import HostNodes
 from skylease.runtime.leases.local import Payload
 from skylease.runtime.leases.site import Site, SiteNode
-from skylease.runtime.leases.ssh import SshConnection, SshError, SshTarget
+from skylease.runtime.leases.ssh import SshError
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.integration]  # real sshd hosts: CI's second level
 
@@ -78,17 +79,14 @@ def make(site, tmp_path):
         sid = serve_id or f"test-{secrets.token_hex(6)}"
         ids.add(sid)
         h = site.hosts[host]
-        conn = SshConnection(SshTarget(h.address, 22, "root", site.key, site.known_hosts, 5.0),
-                             tmp_path / f"ssh{len(made)}")  # (one master per folder and host)
+        conn = hosts.connection(site, host, tmp_path / f"ssh{len(made)}")
         kw.setdefault("remote_dir", f"{tmp_path}/on-{h.name}")  # (the hosts share this machine's files)
         hn = HostNodes(two_nodes(), tmp_path / "data", sid, connection=conn, **kw)
         made.append(hn)
         return hn
 
     yield factory
-    for hn in made:
-        with contextlib.suppress(SshError):
-            hn.close(kill=True, grace_s=0.2)
+    hosts.close_all(made)
     for h, up in site.status():
         if up:
             for sid in ids:
