@@ -23,6 +23,8 @@ from .conftest import ServeProcess
 pytestmark = [pytest.mark.usefixtures("payload_sandbox"), pytest.mark.integration]
 
 SCALE = 30  # lease seconds per real second
+#: The test site's first address is 127.0.0.(BASE+1): its own (.ci/run runs this file beside others).
+BASE = 110
 #: Nodes per host: host1-0, host1-1, host2-0, host3-0, host4-0.
 NODES_PER_HOST = (2, 1, 1, 1)
 
@@ -42,7 +44,7 @@ def running_on(view: dict[str, Any]) -> list[str]:
 
 def test_a_failed_host_is_marked_down_its_leases_requeued_or_degraded_and_used_again(ssh_site, tmp_path,
                                                                                      capsys):
-    site = ssh_site(len(NODES_PER_HOST))
+    site = ssh_site(len(NODES_PER_HOST), base=BASE)
     srv = ServeProcess(tmp_path / "serve", time_scale=SCALE, site=site_file(tmp_path / "site.toml", site),
                        grace=2)
     srv.add_users(capsys, (("root", True),))
@@ -52,7 +54,7 @@ def test_a_failed_host_is_marked_down_its_leases_requeued_or_degraded_and_used_a
 
         def request(body: dict[str, Any]) -> dict[str, Any]:
             return c.request(json.dumps(body).encode(), "application/json")
-        be = request({"type": "best-effort", "nodes": 1, "duration": 900})  # -> host1-0
+        be = request({"type": "best-effort", "nodes": 1, "duration": 450})  # -> host1-0
         ar = request({"type": "advance-reservation", "nodes": 2, "duration": 3000, "start_in": 15})
         other = request({"type": "best-effort", "nodes": 1, "duration": 3000})  # -> host2-0 until the AR
         ids = (be["id"], ar["id"], other["id"])

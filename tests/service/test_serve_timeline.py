@@ -395,6 +395,9 @@ def served(shared_data, tmp_path_factory, request) -> dict[str, Served | BaseExc
         runs.update(HOST_SCENARIOS)
     except (pytest.skip.Exception, pytest.fail.Exception) as exc:  # (skipped or failed: said per test)
         results.update({name: exc for name in HOST_SCENARIOS})
+    # the longest scenarios (wait: 7,200 lease seconds) first: the last T0 is STAGGER_S apart from
+    # the one before, and the fixture lasts as long as the latest end
+    runs = dict(sorted(runs.items(), key=lambda item: not item[0].startswith("wait")))
     ready = threading.Barrier(len(runs), timeout=120)
     with ThreadPoolExecutor(len(runs)) as pool:
         futures = {}

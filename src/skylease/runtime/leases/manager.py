@@ -642,10 +642,12 @@ class LocalLeaseManager(HostFailures):
                                                 "exit_code": exit_code, "reason": reason})
 
     def _transfers(self, now: int) -> None:
-        """Image transfers running now are copies into their nodes' caches, paced to end with them."""
+        """Image transfers running now are copies into their nodes' caches, paced to end with them
+        (at the real time their lease time ends: ``now`` is a whole lease second, up to one less
+        than the clock's)."""
         for tr in (*self.sched.images.fifo, *self.sched.images.edf):
             if tr.start <= now < tr.end and id(tr) not in self._copies:
-                seconds = self.clock.real_seconds(tr.end - now)
+                seconds = max(0.0, self.clock.real_at(tr.end) - time.time())
                 self._copies[id(tr)] = self.nodes.copy_image(tr.image, tr.size_mb, sorted(tr.nodes), seconds)
 
     def _transferred(self, tr: Transfer) -> None:
