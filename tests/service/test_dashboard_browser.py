@@ -118,6 +118,8 @@ def test_an_administrator_sees_the_hosts(page, server, tmp_path):
     page.wait_for_url("**/hosts")
     rows = page.get_by_role("table", name="The site's nodes").locator("tbody tr")
     assert rows.count() == 4 and rows.first.locator("td").first.inner_text() == "node0"
+    cells = [c.inner_text() for c in rows.first.locator("td").all()]
+    assert cells[1:4] == ["(this machine)", "up", "-"], cells  # host, state, last contact
     shot(page, tmp_path, "hosts")
     page.keyboard.press("Tab")  # keyboard-usable: the first Tab reaches a link
     assert page.evaluate("document.activeElement.tagName") == "A"

@@ -1,10 +1,10 @@
 """A host fails under ``skylease serve`` (issue 37, "Host failures"): on a test site of four real sshd
 hosts (host1 holds two nodes, the others one), host1's sshd and every process of it are killed
 while a best-effort lease and an advance reservation run there. Then host1 is marked down within
-30 s (``leases hosts``: state, reason, last contact); the best-effort lease is requeued and runs
-again, whole, on another host; the advance reservation is degraded with the reason and its VM on
-host2 runs on; a lease on host3 is undisturbed. Started again, host1 is marked up and a new lease
-runs on its nodes.
+30 s (``leases hosts``, the API's and the command's: state, reason, last contact); the best-effort
+lease is requeued and runs again, whole, on another host; the advance reservation is degraded with
+the reason and its VM on host2 runs on; a lease on host3 is undisturbed. Started again, host1 is
+marked up and a new lease runs on its nodes.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import pytest
+from tests.cli_helpers import run
 from tests.waits import until
 
 from skylease.service.client import Client
@@ -43,7 +44,7 @@ def running_on(view: dict[str, Any]) -> list[str]:
 
 
 def test_a_failed_host_is_marked_down_its_leases_requeued_or_degraded_and_used_again(ssh_site, tmp_path,
-                                                                                     capsys):
+                                                                                     capsys, monkeypatch):
     site = ssh_site(len(NODES_PER_HOST), base=BASE)
     srv = ServeProcess(tmp_path / "serve", time_scale=SCALE, site=site_file(tmp_path / "site.toml", site),
                        grace=2)
@@ -77,6 +78,18 @@ def test_a_failed_host_is_marked_down_its_leases_requeued_or_degraded_and_used_a
         assert len(down) == 2 and t_down < 30, (t_down, c.hosts())
         assert all("host1" in h["reason"] and h["last_contact"] is not None for h in down), down
         print(f"\n[host failure] host1 marked down {t_down:.1f} s after its sshd was killed")
+        # as `skylease leases hosts` shows it (wide: one row per node)
+        monkeypatch.setenv("SKYLEASE_SERVER", srv.url)
+        monkeypatch.setenv("SKYLEASE_TOKEN", srv.tokens["root"])
+        monkeypatch.setenv("COLUMNS", "400")
+        code, out, _ = run(capsys, "leases", "hosts")
+        cells = [[c.strip() for c in line.strip("│ ").split("│")] for line in out.splitlines() if "│" in line]
+        rows = {r[0]: r for r in cells if r[0].startswith("host")}  # node -> host, state, last contact, ...
+        assert code == 0 and sorted(rows) == ["host1-0", "host1-1", "host2-0", "host3-0", "host4-0"], out
+        for n in ("host1-0", "host1-1"):
+            assert rows[n][1] == "host1" and rows[n][2].startswith("down: host host1 not answering"), out
+            assert rows[n][3].endswith(" s ago"), out
+        assert rows["host2-0"][1:3] == ["host2", "up"], out
 
         # the best-effort lease is requeued, then runs again on a host that answers
         again = until(lambda: (v := c.lease(be["id"])) and running_on(v) and v, timeout=30, step=0.1)
