@@ -160,7 +160,7 @@ def test_kill_9_with_20_leases_on_4_hosts_loses_none_and_starts_none_twice(ssh_s
         assert sorted(after) == ids and all(after[i]["owner"] == owners[i] for i in ids)  # none lost
         again = shown(srv, after)
         for i in (1, 2, 3, 4):  # adopted on their hosts, not started again
-            assert again[i] == pids[i], (i, after[i])
+            assert again[i] == pids[i], (i, after[i], srv.payload_rows(), srv.stderr()[-4000:])
         on_hosts = states_on_hosts(srv, hosts)
         victims = [i for i in (3, 4) if after[i]["state"] == "suspended"]
         assert len(victims) == 1 and after[2]["state"] == "suspended", \

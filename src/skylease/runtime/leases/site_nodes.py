@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ __all__ = ["HostFactory", "SiteNodes", "host_connection"]
 
 log = logging.getLogger(__name__)
 
+#: Seconds a restarted server waits for a host that does not answer before it gives up starting.
+FIND_WAIT_S = 30.0
 #: Makes the enactment of one host: ``(site, data, serve_id, host, nodes, on_exit, on_state)``.
 HostFactory = Callable[..., Any]
 
@@ -148,15 +151,25 @@ class SiteNodes:
         return part.output(p) if limit is None else part.output(p, limit)
 
     # -- after a restart --------------------------------------------------------------------------
-    def find_own(self) -> list[Payload]:
-        """Our payloads alive on every part that answers (a host that does not is logged: its
-        payloads are found when it answers again, :meth:`find_own_on`)."""
+    def find_own(self, wait_s: float = FIND_WAIT_S) -> list[Payload]:
+        """Our payloads alive on every part (after a restart). A host that does not answer is asked
+        again until it does, for at most ``wait_s`` seconds (its enactment reconnects meanwhile);
+        then :class:`SshError`: a payload not looked for would be taken for lost, and its lease's
+        work started again elsewhere while it still runs."""
         found = []
         for part in self._parts:
-            try:
-                found += [p for p in part.find_own() if p.node >= 0 and self._of_node[p.node] is part]
-            except SshError as exc:
-                log.warning("%s: its payloads cannot be looked for now: %s", exc.field, exc.message)
+            deadline = time.monotonic() + wait_s
+            while True:
+                try:
+                    found += [p for p in part.find_own() if p.node >= 0 and self._of_node[p.node] is part]
+                    break
+                except SshError as exc:
+                    if time.monotonic() > deadline:
+                        raise SshError(f"its payloads cannot be looked for: {exc.message}",
+                                       field=exc.field) from None
+                    log.warning("%s: its payloads cannot be looked for yet (%s): asked again", exc.field,
+                                exc.message)
+                    time.sleep(0.5)
         return found
 
     def find_own_on(self, host: str) -> list[Payload]:

@@ -117,6 +117,10 @@ def _private_dir(path: Path) -> Path:
     return path
 
 
+#: Seconds a master started by :meth:`SshConnection.open` has to answer on its control socket.
+MASTER_START_S = 10.0
+
+
 class SshConnection:
     """Commands on ``target`` through one master connection whose control socket lies in
     ``control_dir`` (created private, mode 0700). :meth:`open` connects (or raises
@@ -163,8 +167,14 @@ class SshConnection:
         if done.returncode != 0:
             raise SshError(_last_line(self._errors.read_bytes()) or f"ssh exited with {done.returncode}",
                            field=self.target.label)
-        if not self.check():
-            raise SshError("the master connection did not start", field=self.target.label)
+        # (ssh -f returns once authenticated; the backgrounded master may answer on its socket a moment
+        # later on a busy machine: a check right away failed 1 in a few runs under CI's load)
+        deadline = time.monotonic() + MASTER_START_S
+        while not self.check():
+            if time.monotonic() > deadline:
+                raise SshError(f"the master connection did not answer within {MASTER_START_S:g} s",
+                               field=self.target.label)
+            time.sleep(0.05)
         return self
 
     def check(self) -> bool:
