@@ -95,7 +95,10 @@ class HostFailures:
 
     def _lose_payloads_on_down_hosts(self) -> None:
         """The payloads on a host that does not answer are recorded lost (after the host's change is
-        journaled: a replay must see the change before the loss)."""
+        journaled: a replay must see the change before the loss). Called at every step of the loop:
+        nothing to look at while every host answers."""
+        if not self._down_hosts:
+            return
         for key, live in sorted(self._live.items()):
             host = self._host_of(live.payload.node)
             if host is None or host not in self._down_hosts:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from skylease.runtime.leases.host_nodes import HostNodes, HostState
-from skylease.runtime.leases.local import LocalNodes, Payload
+from skylease.runtime.leases.local import PAYLOAD_LOG_BYTES, LocalNodes, Payload
 from skylease.runtime.leases.sandbox import AUTO_USER, Sandbox
 from skylease.runtime.leases.site import Site, SiteHost
 from skylease.runtime.leases.ssh import SshConnection, SshError, SshTarget
@@ -146,9 +146,8 @@ class SiteNodes:
     def live(self) -> list[Payload]:
         return [p for part in self._parts for p in part.live()]
 
-    def output(self, p: Payload, limit: int | None = None) -> str:
-        part = self.part(p.node)
-        return part.output(p) if limit is None else part.output(p, limit)
+    def output(self, p: Payload, limit: int = PAYLOAD_LOG_BYTES) -> str:
+        return self.part(p.node).output(p, limit)
 
     # -- after a restart --------------------------------------------------------------------------
     def find_own(self, wait_s: float = FIND_WAIT_S) -> list[Payload]:
