@@ -129,8 +129,9 @@ class Server:
             assert time.monotonic() < deadline and self.proc.poll() is None, self.stderr()[-3000:]
             time.sleep(0.05)
 
-    def stderr(self) -> str:
-        return (self.data.parent / f"server-{self.starts}.err").read_text()
+    def stderr(self, start: int | None = None) -> str:
+        """What the server of the last start (or of start ``start``, from 1) wrote to stderr."""
+        return (self.data.parent / f"server-{start or self.starts}.err").read_text()
 
     def assert_quiet(self) -> None:
         """No server process so far logged an error (nor a replay that differs from the journal)."""

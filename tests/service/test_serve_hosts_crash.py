@@ -39,6 +39,10 @@ pytestmark = [pytest.mark.usefixtures("payload_sandbox"), pytest.mark.integratio
 BASE = 100
 #: Nodes per host (the scenario's six nodes on four hosts).
 NODES_PER_HOST = (2, 2, 1, 1)
+#: Lease seconds a second: half test_serve_crash.py's. The restart must end before the work of the
+#: leases it adopts does (lease 3's at about s + 540, 270 lease seconds after it): a restart connects
+#: to four hosts, and took 4 s here on a quiet machine, three times that under CI's load.
+SCALE = 15
 
 Key = tuple[str, int, int]  # (host, the pid the host gives it, start ticks)
 
@@ -97,7 +101,7 @@ class HostServer(Server):
     site: Any = None
 
     def options(self) -> dict[str, Any]:
-        options = super().options()
+        options = super().options() | {"time_scale": SCALE}
         path = Path(options["site"])
         text = (f'[ssh]\nuser = "root"\nidentity_file = "{self.site.key}"\n'
                 f'known_hosts = "{self.site.known_hosts}"\n')
@@ -134,6 +138,7 @@ def test_kill_9_with_20_leases_on_4_hosts_loses_none_and_starts_none_twice(ssh_s
     srv.start()
     watcher = HostWatcher(srv.serve_id(), hosts)
     t_crash = t_restart = 0
+    restart_s = 0.0
     try:
         answers = submit_all(srv, scenario())
         ids = [a["id"] for a in answers]
@@ -154,13 +159,15 @@ def test_kill_9_with_20_leases_on_4_hosts_loses_none_and_starts_none_twice(ssh_s
         assert all(on_hosts[(h, pid)] in "RS" for i in (1, 3, 4) for _, h, pid in pids[i]), (pids, on_hosts)
         srv.sleep_until(ar6 + 60)
 
+        t0 = time.monotonic()
         srv.start()
-        t_restart = srv.now()
+        t_restart, restart_s = srv.now(), time.monotonic() - t0
         after = srv.leases()
         assert sorted(after) == ids and all(after[i]["owner"] == owners[i] for i in ids)  # none lost
         again = shown(srv, after)
         for i in (1, 2, 3, 4):  # adopted on their hosts, not started again
-            assert again[i] == pids[i], (i, after[i], srv.payload_rows(), srv.stderr()[-4000:])
+            assert again[i] == pids[i], (f"restarted in {restart_s:.1f} s at lease time {t_restart}: "
+                                         + why_not_adopted(srv, i, after[i], pids))
         on_hosts = states_on_hosts(srv, hosts)
         victims = [i for i in (3, 4) if after[i]["state"] == "suspended"]
         assert len(victims) == 1 and after[2]["state"] == "suspended", \
@@ -190,8 +197,17 @@ def test_kill_9_with_20_leases_on_4_hosts_loses_none_and_starts_none_twice(ssh_s
     assert all(recorded[k] == v for k, v in watcher.seen.items())
     per_run = Counter((r["lease"], r["vnode"], r["run"]) for r in rows)
     assert max(per_run.values()) == 1, per_run
-    print(f"\n[hosts crash] down from lease time {t_crash} to {t_restart}; {len(rows)} payloads; "
-          f"MEM {MEM} MB")
+    print(f"\n[hosts crash] down from lease time {t_crash} to {t_restart} (the restart took "
+          f"{restart_s:.1f} s); {len(rows)} payloads; MEM {MEM} MB")
+
+
+def why_not_adopted(srv: Server, lease: int, view: dict[str, Any], pids: dict) -> str:
+    """What a failure says of a payload not adopted after the restart (in full: pytest shortens
+    the repr of other messages)."""
+    rows = [r for r in srv.payload_rows() if r["lease"] == lease]
+    logs = "\n".join(f"--- server {k}:\n{srv.stderr(k)[-3000:]}" for k in range(1, srv.starts + 1))
+    return (f"lease {lease}'s payloads before the crash {pids[lease]}, after: state {view['state']}, "
+            f"live {view['payloads']}, ended {view['ended_payloads']}; its rows {rows}\n{logs}")
 
 
 def node_hosts_in_order(srv: Server) -> list[str]:

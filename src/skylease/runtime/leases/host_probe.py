@@ -30,6 +30,7 @@ import pwd
 import shutil
 import subprocess
 import sys
+import time
 
 __all__ = ["SOURCE"]
 
@@ -49,7 +50,11 @@ def payload_user(name: str) -> dict:
     """The payload user of ``payload_user = name`` (this user is root), or ``{"error"}``."""
     if name == AUTO_USER:
         found = _passwd(DEFAULT_PAYLOAD_USER)
-        if found is None and shutil.which("useradd"):
+        for attempt in range(3 if shutil.which("useradd") else 0):
+            if found is not None:
+                break
+            if attempt:  # (another probe holds the passwd lock: hosts sharing one /etc, as test hosts do)
+                time.sleep(0.2)
             subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
                             "/nonexistent", "--shell", "/usr/sbin/nologin", "--comment",
                             "skylease lease payloads", DEFAULT_PAYLOAD_USER],

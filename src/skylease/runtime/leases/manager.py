@@ -791,6 +791,8 @@ class LocalLeaseManager(HostFailures):
             request = self._request.get(p.lease)
             p.counts_work = request is not None and request.get("command") is None  # (the default payload)
             if not self.nodes.adopt(p):
+                log.warning("lease %d VM %d: its payload (pid %d on %s) ended while it was being adopted",
+                            p.lease, p.vnode, p.pid, self._name(p.node) if p.node >= 0 else "no node")
                 continue
             if r is None:  # spawned, then the server died before it was journaled
                 vm = self.sched.rr.get(p.lease)
@@ -805,6 +807,8 @@ class LocalLeaseManager(HostFailures):
                 self.nodes.shutdown(p, grace_s=self.grace_s)
         for r in rows:
             if r.state in ("running", "stopped") and r.id not in adopted:
+                log.warning("lease %d VM %d: its payload (pid %d on %s) is gone: recorded lost", r.lease,
+                            r.vnode, r.pid, self._name(r.node) if r.node >= 0 else "no node")
                 r = dataclasses.replace(r, state="lost", reason="gone while the server was down")
                 self.journal.update_payload(r.id, state=r.state, reason=r.reason)
             if r.state in ("exited", "killed", "lost"):
