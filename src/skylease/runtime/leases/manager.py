@@ -40,7 +40,7 @@ import logging
 import threading
 import time
 import uuid
-from bisect import bisect_right, insort
+from bisect import insort
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,23 +60,24 @@ from skylease.control.leases import (
 )
 from skylease.control.leases.config import HAIZEA10_KEYS, POLICY_KEYS
 from skylease.control.leases.policies import describe
-from skylease.control.leases.records import Event, Run, TransferRun, lease_record
+from skylease.control.leases.records import Event, Run, TransferRun
 from skylease.model.errors import UserError
 from skylease.model.lease_types import preemptible_refusal
 from skylease.runtime.changes import Changes
 from skylease.runtime.health import Unavailable, Vital
 from skylease.runtime.leases.api import (
-    HostView,
-    LeaseNotFound,
     LeaseRefused,
     LeaseRequest,
     LeaseView,
 )
 from skylease.runtime.leases.clock import RealClock
 from skylease.runtime.leases.host_failures import HostFailures
-from skylease.runtime.leases.journal import Batch, InputKind, Journal, PayloadRow
+from skylease.runtime.leases.journal import Batch, InputKind, Journal
+from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
+from skylease.runtime.leases.live import Live
+from skylease.runtime.leases.recovery import Recovery
 from skylease.runtime.leases.ssh import SshError
-from skylease.runtime.leases.views import ViewParts, build_view, build_views
+from skylease.runtime.leases.views import build_view
 
 if TYPE_CHECKING:
     from skylease.runtime.leases.sandbox import Sandbox
@@ -92,29 +93,6 @@ ON_TIME_S = 1
 #: Real seconds the payload of the default command outlives its reservation's planned end, so that
 #: the scheduler's shutdown, not the payload, ends it.
 PAYLOAD_MARGIN_S = 1.0
-#: A list takes the snapshots of at most this many leases under one hold of the lock (about 1.5 ms),
-#: and looks at most SCAN_CHUNK of the queue: a longer list is taken in chunks, the lock released
-#: between two (docs/decisions/serve-fair-sharing.md).
-SNAPSHOT_CHUNK = 200
-SCAN_CHUNK = 2000
-
-
-@dataclass
-class _Live:
-    """A payload process the manager knows, with its journal row.
-
-    ``debt``: lease seconds it has run beyond its schedule (negative: less), up to lease time
-    ``checked``; ``running``: whether it runs (not stopped) since then. Its schedule's stops and
-    continues are enacted a little late (the journal is committed first), and not at all while the
-    server is down: its work then ends ``debt`` before (after) the schedule's time, which a
-    premature end puts right (:meth:`LocalLeaseManager._payload_exits`)."""
-
-    payload: Any  # local.Payload
-    row: int
-    run: int  # the lease time its VM reservation started when it was spawned
-    checked: float
-    running: bool = True
-    debt: float = 0.0
 
 
 @dataclass
@@ -168,7 +146,7 @@ def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[
     return "none", ()
 
 
-class LocalLeaseManager(HostFailures):
+class LocalLeaseManager(Listing, Recovery, HostFailures):
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
     sandbox=..., on_exit=...)`` makes it (default factory:
@@ -238,7 +216,7 @@ class LocalLeaseManager(HostFailures):
         self._unfinished: dict[str, set[int]] = {}
         self._request: dict[int, dict[str, Any]] = {}
         self._full: dict[int, int] = {}  # lease id -> its full planned duration
-        self._live: dict[tuple[int, int], _Live] = {}  # (lease, vnode) -> its payload
+        self._live: dict[tuple[int, int], Live] = {}  # (lease, vnode) -> its payload
         self._ended: dict[int, list[dict[str, Any]]] = {}  # lease -> its payloads that ended, in order
         self._rows: dict[tuple[int, int, int], int] = {}  # (lease, vnode, run) -> payload row ever spawned
         self._copies: dict[int, Any] = {}  # id(transfer) -> its copy
@@ -368,92 +346,6 @@ class LocalLeaseManager(HostFailures):
             parts = self._snapshots([lease])[0]
         return build_view(parts)
 
-    def lease(self, owner: str | None, lease_id: int) -> LeaseView:
-        with self._lock:
-            self._alive()  # (a stopped scheduler's views would lie: nothing moves any more)
-            parts = self._snapshots([self._visible(owner, lease_id)])[0]
-        return build_view(parts)
-
-    def leases(self, owner: str | None, after: int | None = None, limit: int | None = None
-               ) -> list[LeaseView]:
-        """``owner``'s leases (None: every lease) with an id above ``after``, at most ``limit`` (None:
-        all), by id: a chunk's ids are a slice of the owner's sorted ids, and only their snapshots
-        are taken under the lock (the views are built after it: runtime/leases/views.py)."""
-        end: list[int] = []  # the last id when the list was asked for (what arrives later: a later page)
-
-        def chunk(last: int | None, room: int) -> tuple[list[Lease], int | None]:
-            ids = self._ids if owner is None else self._by_owner.get(owner, [])
-            if not end:
-                end.append(ids[-1] if ids else -1)
-            first = 0 if last is None else bisect_right(ids, last)
-            chosen = [lid for lid in ids[first:first + room] if lid <= end[0]]
-            done = len(chosen) < room or first + room >= len(ids)
-            return [self.sched.lease(lid) for lid in chosen], None if done else chosen[-1]
-
-        return self._in_chunks(chunk, after, limit)
-
-    def queue(self, owner: str | None, after: int | None = None, limit: int | None = None
-              ) -> list[LeaseView]:
-        """The best-effort leases waiting, in queue order (submission, so id, order: the scheduler
-        requeues a preempted lease at its id's place), from above ``after``, at most ``limit``."""
-        end: list[int] = []
-
-        def chunk(last: int | None, room: int) -> tuple[list[Lease], int | None]:
-            q = self.sched.queue
-            if not end:
-                end.append(q[-1].id if q else -1)
-            i = 0 if last is None else bisect_right(q, last, key=lambda le: le.id)
-            stop, chosen = min(len(q), i + SCAN_CHUNK), []
-            while i < stop and len(chosen) < room and q[i].id <= end[0]:
-                if owner is None or self._owner[q[i].id] == owner:
-                    chosen.append(q[i])
-                i += 1
-            done = i >= len(q) or q[i].id > end[0]
-            return chosen, None if done else q[i - 1].id
-
-        return self._in_chunks(chunk, after, limit)
-
-    def _in_chunks(self, chunk: Callable[[int | None, int], tuple[list[Lease], int | None]],
-                   after: int | None, limit: int | None) -> list[LeaseView]:
-        """The views of the leases ``chunk(last, room)`` picks (under the lock: at most ``room``
-        after the id ``last``, and the last id it looked at, None at the list's end), taken chunk
-        by chunk: the lock is released between two, so however long the list, it is held for one
-        chunk's snapshots at a time (docs/decisions/serve-fair-sharing.md)."""
-        parts: list[ViewParts] = []
-        last = after
-        while limit is None or len(parts) < limit:
-            room = SNAPSHOT_CHUNK if limit is None else min(SNAPSHOT_CHUNK, limit - len(parts))
-            with self._lock:
-                self._alive()  # (a stopped scheduler's views would lie: nothing moves any more)
-                leases, last = chunk(last, room)
-                parts += self._snapshots(leases)
-            if last is None:
-                break
-        return build_views(parts)
-
-    def hosts(self) -> list[HostView]:
-        with self._lock:
-            self._alive()
-            on: dict[int, set[int]] = {k: set() for k in range(self.site.n_nodes)}
-            for vm in self.sched.rr.values():
-                for part in (vm.resume, vm, vm.suspend):
-                    if part is not None and part.state is LeaseState.ACTIVE:
-                        for k in part.nodes:
-                            on[k].add(vm.lease.id)
-            states = self.nodes.host_states()
-            out = []
-            for k in range(self.site.n_nodes):
-                cap = self.site.capacity[k]
-                host = self._host_of(k)
-                st = states.get(host) if host is not None else None
-                out.append(HostView(name=self._name(k), index=k, cpu=cap.cpu, memory=cap.memory,
-                                    disk=cap.disk, cpus=list(self.site.cpus(k)), leases=sorted(on[k]),
-                                    cache=list(self.nodes.cached(k)), host=host,
-                                    state="down" if host in self._down_hosts else "up",
-                                    last_contact=None if st is None else st.last_contact,
-                                    reason=self._down_hosts.get(host) if host is not None else None))
-            return out
-
     # -- the loop ----------------------------------------------------------------------------------
     def _loop(self) -> None:
         with self._lock:
@@ -525,7 +417,7 @@ class LocalLeaseManager(HostFailures):
         """The lease time of a Unix time (not rounded)."""
         return (unix - self.clock.epoch) * self.clock.scale
 
-    def _account(self, lid: int, live: _Live, t: float) -> None:
+    def _account(self, lid: int, live: Live, t: float) -> None:
         """Bring ``live.debt`` up to lease time ``t``: what it ran since ``live.checked``, less
         what its schedule had it run (its VM reservations, carried out or under way)."""
         a = live.checked
@@ -538,9 +430,10 @@ class LocalLeaseManager(HostFailures):
         live.debt += (t - a if live.running else 0.0) - scheduled
         live.checked = t
 
-    def _stop_or_continue(self, lid: int, live: _Live, run: bool) -> None:
-        """SIGSTOP or SIGCONT a payload, its running time accounted (see :class:`_Live`) up to the
-        signal (a stop may wait for a payload still starting up: LocalNodes.suspend)."""
+    def _stop_or_continue(self, lid: int, live: Live, run: bool) -> None:
+        """SIGSTOP or SIGCONT a payload, its running time accounted (see
+        :class:`~skylease.runtime.leases.live.Live`) up to the signal (a stop may wait for a payload
+        still starting up: LocalNodes.suspend)."""
         if run:
             self._account(lid, live, self._lease_clock(time.time()))
             self.nodes.resume(live.payload)
@@ -631,7 +524,7 @@ class LocalLeaseManager(HostFailures):
         p = self.nodes.spawn(lease.id, vnode, node, command=req.get("command"), duration_s=duration_s,
                              env=env, since=self.clock.real_at(vm.start), image=lease.image)
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
-        self._live[(lease.id, vnode)] = _Live(p, row, vm.start, checked=vm.start)  # (as its work counts)
+        self._live[(lease.id, vnode)] = Live(p, row, vm.start, checked=vm.start)  # (as its work counts)
         self._rows[(lease.id, vnode, vm.start)] = row
 
     def _ended_payload(self, lid: int, vnode: int, node: int, pid: int, state: str, exit_code: int | None,
@@ -694,144 +587,6 @@ class LocalLeaseManager(HostFailures):
         self._enact.touched.add(lid)
         return lease
 
-    def _visible(self, owner: str | None, lease_id: int) -> Lease:
-        if lease_id not in self._owner or (owner is not None and self._owner[lease_id] != owner):
-            raise LeaseNotFound(f"no lease {lease_id}")
-        return self.sched.lease(lease_id)
-
-    def _snapshots(self, leases: list[Lease]) -> list[ViewParts]:
-        """What the views of ``leases`` are made of, copied (under the lock: its caller holds it);
-        the views are built from them once it is released (:func:`build_view`)."""
-        wanted = {le.id for le in leases}
-        open_runs: dict[int, list[Run]] = {}
-        for start, rr in self._enact.open.values():  # reservations under way: until their planned end
-            if rr.lease.id in wanted:
-                open_runs.setdefault(rr.lease.id, []).append(Run(rr.lease.id, rr.kind.value, start, rr.end,
-                                                                 rr.nodes))
-        payloads: dict[int, list[dict[str, Any]]] = {}
-        for (lid, v), live in sorted(self._live.items(), key=lambda item: item[0]):
-            if lid in wanted:
-                payloads.setdefault(lid, []).append({"vnode": v, "node": self._name(live.payload.node),
-                                                     "pid": live.payload.pid, "state": live.payload.state})
-        now = self.clock.now()
-        out = []
-        for lease in leases:
-            record = lease_record(lease, [])
-            del record["events"]
-            vm = self.sched.rr.get(lease.id)
-            active = vm is not None and vm.state is LeaseState.ACTIVE
-            plan = () if vm is None else tuple(  # (a migration holds no node: not a bar)
-                {"kind": r.kind.value, "nodes": list(r.nodes), "start": r.start, "end": r.end}
-                for r in vm.parts() if r.kind is not RRKind.MIGRATE and r.start > now)
-            out.append(ViewParts(
-                record=record, owner=self._owner[lease.id],
-                events=tuple(self.trace.events.get(lease.id, ())),
-                runs=(*self.trace.runs.get(lease.id, ()), *open_runs.get(lease.id, ())),
-                transfers=tuple(self.trace.transfers.get(lease.id, ())),
-                running_on=tuple(self._name(k) for k in vm.nodes) if active and vm is not None else (),
-                payloads=tuple(payloads.get(lease.id, ())),
-                ended_payloads=tuple(self._ended.get(lease.id, ())), planned=plan))
-        return out
-
-    # -- recovery ----------------------------------------------------------------------------------
-    def _recover(self) -> None:
-        """Replay the journal (nothing enacted), adopt the payloads still alive, then catch up."""
-        owners = self.journal.owners()
-        self._recording = False
-        t_last = -1
-        for inp in self.journal.inputs():
-            self._now = inp.t
-            if inp.kind is InputKind.SUBMIT:
-                assert inp.body is not None and inp.lease is not None
-                owner, request = owners[inp.lease]
-                self._submit(inp.body, owner, request)
-            elif inp.kind is InputKind.CANCEL:
-                self.sched.cancel(int(inp.lease or 0), inp.t)
-            elif inp.kind is InputKind.END:
-                self.sched.premature_end(int(inp.lease or 0), inp.t)
-            elif inp.kind in (InputKind.HOST_DOWN, InputKind.HOST_UP):
-                assert inp.body is not None
-                self._host_input(inp.kind, inp.body, inp.t)
-            else:
-                self._step(inp.t)
-            t_last = max(t_last, inp.t)
-        self._stepped = t_last
-        self._recording = True
-        stored = self.journal.events()
-        self.replayed_events_match = stored == self._replayed
-        if not self.replayed_events_match:  # a scheduler that is not deterministic, or a changed one
-            log.error("the journal's replay differs from its stored events (%d stored, %d replayed)",
-                      len(stored), len(self._replayed))
-        self._replayed = []
-        self._enact.touched.clear()
-        self._adopt(t_last)
-        now = self.clock.now()
-        self._advance(now)  # what fell due while the server was down
-        self._enact.touched.update(self._owner)
-        self._lost_payloads(now)
-        self._commit_and_enact(now)
-
-    def _adopt(self, t_last: int) -> None:
-        """Our payload processes still alive are matched to their rows by pid and start time: a
-        payload of a row that says it runs (or is stopped) is adopted; one spawned but never
-        recorded (the server died in between) is recorded and adopted; one that should be gone
-        (its shutdown was under way) is shut down again. A row whose process is gone is lost.
-
-        An adopted payload's running time is accounted from the last journaled time ``t_last``:
-        until then the schedule was enacted; since, it has stayed as it is found (running or
-        stopped), whatever its schedule said (:meth:`_account` counts the difference)."""
-        rows = self.journal.payloads()
-        for r in rows:
-            self._rows[(r.lease, r.vnode, r.run)] = r.id
-        # (a pid and start time are a process's on one machine: each host has its own)
-        by_process = {(self._host_of(r.node), r.pid, r.start_ticks): r for r in rows}
-        adopted: set[int] = set()
-        for p in self.nodes.find_own():
-            r = by_process.get((self._host_of(p.node), p.pid, p.start_ticks))
-            request = self._request.get(p.lease)
-            p.counts_work = request is not None and request.get("command") is None  # (the default payload)
-            if not self.nodes.adopt(p):
-                log.warning("lease %d VM %d: its payload (pid %d on %s) ended while it was being adopted",
-                            p.lease, p.vnode, p.pid, self._name(p.node) if p.node >= 0 else "no node")
-                continue
-            if r is None:  # spawned, then the server died before it was journaled
-                vm = self.sched.rr.get(p.lease)
-                run = vm.start if vm is not None else self._now
-                row = self.journal.add_payload(p.lease, p.vnode, p.node, run, p.pid, p.start_ticks, p.state)
-                self._live[(p.lease, p.vnode)] = _Live(p, row, run, t_last, p.state == "running")
-                self._rows[(p.lease, p.vnode, run)] = row
-            elif r.state in ("running", "stopped"):
-                self._live[(r.lease, r.vnode)] = _Live(p, r.id, r.run, t_last, p.state == "running")
-                adopted.add(r.id)
-            else:
-                self.nodes.shutdown(p, grace_s=self.grace_s)
-        for r in rows:
-            if r.state in ("running", "stopped") and r.id not in adopted:
-                log.warning("lease %d VM %d: its payload (pid %d on %s) is gone: recorded lost", r.lease,
-                            r.vnode, r.pid, self._name(r.node) if r.node >= 0 else "no node")
-                r = dataclasses.replace(r, state="lost", reason="gone while the server was down")
-                self.journal.update_payload(r.id, state=r.state, reason=r.reason)
-            if r.state in ("exited", "killed", "lost"):
-                self._ended_payload(r.lease, r.vnode, r.node, r.pid, r.state, r.exit_code, r.reason)
-
-    def _lost_payloads(self, now: int) -> None:
-        """A lease whose VM reservation is active but whose payloads have all ended (died while the
-        server was down, or exited before it could record their end) has no work left: a premature
-        end now (its reservation is not left running with no process). A lease whose current
-        payloads were never started is not one (:meth:`_reconcile` starts them)."""
-        latest: dict[tuple[int, int], PayloadRow] = {}
-        for r in self.journal.payloads():  # by id: a VM's last row is its current process
-            latest[(r.lease, r.vnode)] = r
-        for lid, vm in sorted(self.sched.rr.items()):
-            if vm.state is not LeaseState.ACTIVE or any(k[0] == lid for k in self._live):
-                continue
-            rows = [latest.get((lid, v)) for v in range(len(vm.nodes))]
-            self._now = now
-            if all(r is not None and r.state in ("exited", "lost") for r in rows) and \
-                    self.sched.premature_end(lid, now):
-                self._batch.inputs.append((now, InputKind.END, lid, None))
-                self._step(now)
-
 
 def _config_key(config: SchedulerConfig) -> str:
     """A configuration's identity (a journal replays only under the configuration it was made with).
@@ -849,4 +604,4 @@ def _config_key(config: SchedulerConfig) -> str:
     return hashlib.sha256(f"{type(config).__name__}({fields})".encode()).hexdigest()[:16]
 
 
-__all__ = ["LocalLeaseManager", "desired"]
+__all__ = ["SCAN_CHUNK", "SNAPSHOT_CHUNK", "LocalLeaseManager", "desired"]
