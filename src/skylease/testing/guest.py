@@ -12,7 +12,8 @@ where ``tick`` is a shell variable counting up in the guest's memory: a guest sa
 restored continues from where it stopped, which is how tests tell a resume from a reboot. The guest
 powers itself off (``poweroff -f``) when the ACPI power button is pressed (QMP ``system_powerdown``),
 and after N ticks when its kernel command line holds ``skylease.ticks=N`` (a guest that ends by
-itself: the lease's premature end).
+itself: the lease's premature end). ``skylease.fill=MB`` makes it write that many MB of random bytes
+into its memory first (a file of its tmpfs root), so that its saved state is a busy guest's size.
 
 Command line::
 
@@ -96,6 +97,13 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 for m in /lib/modules/*.ko; do insmod "$m" 2>/dev/null; done
 ticks=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^skylease\.ticks=//p')
+# skylease.fill=MB: that many MB of random bytes in a file of the root file system (a tmpfs: guest
+# memory), so that a saved guest's state is as large as a busy guest's, not mostly pages of zeroes.
+fill=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^skylease\.fill=//p')
+if [ -n "$fill" ]; then
+    dd if=/dev/urandom of=/fill bs=1048576 count="$fill" 2>/dev/null
+    echo "skylease-guest filled $(($(wc -c < /fill) / 1048576)) MB"
+fi
 # The ACPI power button: its event device (found by name) gives one event on a press; any read
 # of it ends the guest at once.
 watch_button() {
