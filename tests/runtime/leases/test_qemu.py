@@ -83,8 +83,15 @@ def test_suspend_resume_continues_the_counter_then_adopt_and_acpi_shutdown(test_
     assert got[len(ticks(before))] == last + 1
     assert got == list(range(1, len(got) + 1)), got
 
-    # our process "restarts": the handle is dropped; the guest is found again through its QMP socket
+    # our process "restarts": the handle is dropped; another process finds the guest through its
+    # folder and QMP socket, then this one does again
     g2.disconnect()
+    other = subprocess.run(
+        [sys.executable, "-c", "import sys; from pathlib import Path; "
+         "from skylease.runtime.leases.qemu import adopt_guest; g = adopt_guest(Path(sys.argv[1])); "
+         "print(g.pid, g.status().state); g.disconnect()", str(folder)],
+        capture_output=True, text=True, timeout=60)
+    assert other.stdout.split() == [str(g2.pid), "running"], other.stderr[-2000:]
     adopted = adopt_guest(folder)
     guests.append(adopted)
     assert adopted.pid == g2.pid and adopted.status().state == "running"
