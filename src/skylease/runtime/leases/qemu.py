@@ -84,6 +84,19 @@ class Monitor:
             timeout: float = COMMAND_TIMEOUT_S) -> Any:
         return self._run(self._client.execute(name, arguments), timeout)
 
+    def shutdown_reason(self, wait: float = 0.2) -> str | None:
+        """The reason of the last SHUTDOWN event QEMU sent: ``guest-shutdown`` (the guest powered
+        off), ``guest-reset`` (it reset: under -no-reboot that ends QEMU too), ``host-qmp-quit`` (our
+        ``quit``), ``host-signal``, ...; None without one (SIGKILL sends none). What QEMU wrote before
+        it ended is still on the socket: the loop runs ``wait`` seconds for the reader to take it."""
+        with contextlib.suppress(Exception):
+            self._loop.run_until_complete(asyncio.sleep(wait))
+        reason = None
+        for event in self._client.events.clear():
+            if event.get("event") == "SHUTDOWN":
+                reason = event.get("data", {}).get("reason")
+        return reason
+
     def close(self) -> None:
         if self._loop.is_closed():
             return
@@ -97,6 +110,7 @@ class GuestStatus:
     state: str  # QEMU's run state (running, paused, inmigrate, postmigrate, ...) or "ended"
     exit_code: int | None = None  # QEMU's exit code once ended, when it was our child
     detail: str = ""
+    reason: str | None = None  # once ended: QEMU's SHUTDOWN reason (Monitor.shutdown_reason)
 
 
 @dataclass(frozen=True)
@@ -130,6 +144,7 @@ class Guest:
         self._proc = proc
         self._monitor = monitor
         self._exit_code: int | None = None
+        self._end_reason: str | None = None
 
     @property
     def folder(self) -> Path:
@@ -172,8 +187,11 @@ class Guest:
         return self._monitor
 
     def disconnect(self) -> None:
-        """Drop our QMP connection (QEMU keeps running; adopt_guest connects again)."""
+        """Drop our QMP connection (QEMU keeps running; adopt_guest connects again). Of a guest that
+        has ended, QEMU's last word (its SHUTDOWN event's reason) is kept first."""
         if self._monitor is not None:
+            if not self.alive():
+                self._end_reason = self._monitor.shutdown_reason() or self._end_reason
             self._monitor.close()
             self._monitor = None
 
@@ -191,8 +209,10 @@ class Guest:
             self.disconnect()
             code = self._exit_code
             why = f"QEMU exited with code {code}" if code is not None else "QEMU's process is gone"
+            if self._end_reason:
+                why += f" ({self._end_reason})"
             last = _tail(self.files.log, 1)
-            return GuestStatus("ended", code, why + (f": {last}" if last else ""))
+            return GuestStatus("ended", code, why + (f": {last}" if last else ""), self._end_reason)
         r = self._cmd("query-status")
         return GuestStatus(str(r["status"]))
 

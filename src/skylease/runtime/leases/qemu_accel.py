@@ -68,8 +68,8 @@ def _probe(qemu: str, probe: GuestSpec, mark: str, timeout: float, dev: Path) ->
         except GuestError as e:
             took = time.monotonic() - t0
             st = guest.status()
-            why = (f"it ended before printing a line (a reset ends QEMU here: -no-reboot): {st.detail}"
-                   if st.state == "ended" else f"it printed nothing in {timeout:g} s")
+            why = (f"it ended before printing a line: {st.detail}" if st.state == "ended"
+                   else f"it printed nothing in {timeout:g} s")
             log.debug("KVM probe: %s", e)
             return AccelChoice("tcg", f"a probe guest under KVM did not boot: {why}", took)
         finally:
