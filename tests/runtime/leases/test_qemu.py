@@ -43,7 +43,7 @@ def guests():
 # -- booting guests ------------------------------------------------------------------------------------
 
 @pytest.mark.integration
-def test_suspend_resume_continues_the_counter_then_adopt_and_acpi_shutdown(test_guest, tmp_path, guests):
+def test_suspend_resume_move_continue_the_counter_then_adopt_and_acpi_shutdown(test_guest, tmp_path, guests):
     folder = tmp_path / "vm1"
     g = start_guest(test_guest, folder)
     guests.append(g)
@@ -82,6 +82,21 @@ def test_suspend_resume_continues_the_counter_then_adopt_and_acpi_shutdown(test_
     last = ticks(before)[-1]
     assert got[len(ticks(before))] == last + 1
     assert got == list(range(1, len(got) + 1)), got
+
+    # moved by file: suspended again, its state copied into another guest folder (another host's,
+    # in the enactment to come), resumed there; the new console log goes on from the old one's count
+    s2 = g2.suspend()
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.copyfile(s2.state_file, moved / "state.bin")
+    old = g2.serial_text()
+    g2 = resume_guest(test_guest, moved)
+    guests.append(g2)
+    g2.wait_serial(r"tick=\d+\r?\n", 30)
+    # (the two logs joined: a line the suspend cut in two is whole again)
+    both = ticks(old + g2.serial_text())
+    assert both == list(range(1, len(both) + 1)) and len(both) > len(ticks(old)), both
+    folder = moved
 
     # our process "restarts": the handle is dropped; another process finds the guest through its
     # folder and QMP socket, then this one does again
@@ -194,6 +209,12 @@ def test_a_missing_or_foreign_state_file_is_refused_before_qemu_starts(tmp_path)
         resume_guest(spec, tmp_path / "g", state_file=tmp_path / "junk.bin")
     with pytest.raises(UserError, match=r"is not a guest's folder"):
         adopt_guest(tmp_path)
+    (tmp_path / "moved").mkdir()
+    (tmp_path / "moved" / "state.bin").write_bytes(b"QEVM" + bytes(100))
+    (tmp_path / "disk.raw").write_bytes(bytes(4096))
+    with pytest.raises(UserError, match=r"moved: no overlay.qcow2 beside the state file"):
+        resume_guest(replace(spec, disk=tmp_path / "disk.raw"), tmp_path / "moved")
+    assert not (tmp_path / "moved" / "overlay.qcow2").exists()
 
 
 def test_adopting_a_guest_whose_qemu_is_gone_says_so(tmp_path):

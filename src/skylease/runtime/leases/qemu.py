@@ -307,10 +307,11 @@ def _launch(spec: GuestSpec, folder: Path, accel: str, qemu: str, memory_limit_m
     files = GuestFiles(folder)
     files.check()
     binary = find_qemu(qemu)
+    if spec.disk is not None and incoming and not files.overlay.exists():
+        # (a fresh overlay would resume the guest's memory over a disk it never wrote)
+        raise UserError("no overlay.qcow2 beside the state file: a moved disk guest needs both", file=folder)
     folder.mkdir(parents=True, exist_ok=True)
     disk_format = prepare_disk(spec, files)
-    if spec.disk is not None and incoming and not files.overlay.exists():
-        raise UserError("no disk overlay beside the state file (a moved guest needs both)", file=folder)
     files.qmp.unlink(missing_ok=True)
     args = command_line(binary, spec, files, accel, disk_format=disk_format, incoming=incoming)
     with files.log.open("ab") as err:
