@@ -21,7 +21,7 @@ import pytest
 from skylease.model.errors import UserError
 from skylease.runtime.leases.procfs import proc_stat
 from skylease.runtime.leases.qemu import Guest, GuestError, GuestSpec, adopt_guest, resume_guest, start_guest
-from skylease.runtime.leases.qemu_accel import choose_accel, forget_choices
+from skylease.runtime.leases.qemu_accel import AccelChoices, choose_accel
 from skylease.testing.guest import CpioEntry, build_guest, find_busybox, find_kernel, newc_archive
 
 TICK = re.compile(r"skylease-guest uptime=\S+ tick=(\d+)\r?\n")  # a whole line: a cut one is not counted
@@ -161,18 +161,15 @@ def test_a_guest_that_resets_is_reported_ended_by_a_reset(test_guest, tmp_path, 
 
 @pytest.mark.integration
 def test_the_acceleration_probe_boots_a_guest_and_keeps_its_answer(test_guest):
-    forget_choices()
-    try:
-        c = choose_accel(test_guest)
-        assert c.accel in ("kvm", "tcg") and c.reason
-        if c.accel == "kvm":
-            assert "booted under KVM" in c.reason
-        elif Path("/dev/kvm").exists():
-            assert "under KVM" in c.reason and c.probe_s > 0  # a guest was really tried
-        t0 = time.monotonic()
-        assert choose_accel(test_guest) is c and time.monotonic() - t0 < 0.5  # kept, not probed again
-    finally:
-        forget_choices()
+    choices = AccelChoices()
+    c = choices.choose(test_guest)
+    assert c.accel in ("kvm", "tcg") and c.reason
+    if c.accel == "kvm":
+        assert "booted under KVM" in c.reason
+    elif Path("/dev/kvm").exists():
+        assert "under KVM" in c.reason and c.probe_s > 0  # a guest was really tried
+    t0 = time.monotonic()
+    assert choices.choose(test_guest) is c and time.monotonic() - t0 < 0.5  # kept, not probed again
 
 
 # -- bad input (no guest boots) ---------------------------------------------------------------------------
@@ -232,12 +229,8 @@ def test_adopting_a_guest_whose_qemu_is_gone_says_so(tmp_path):
 def test_the_probe_takes_tcg_without_kvm_and_says_why(tmp_path):
     if shutil.which("qemu-system-x86_64") is None:
         pytest.skip("qemu-system-x86_64 is missing")
-    forget_choices()
-    try:
-        c = choose_accel(_files(tmp_path), kvm_device=tmp_path / "kvm")
-        assert (c.accel, c.probe_s) == ("tcg", 0.0) and c.reason == f"{tmp_path / 'kvm'} is missing"
-    finally:
-        forget_choices()
+    c = choose_accel(_files(tmp_path), kvm_device=tmp_path / "kvm")
+    assert (c.accel, c.probe_s) == ("tcg", 0.0) and c.reason == f"{tmp_path / 'kvm'} is missing"
 
 
 # -- the guest's build ---------------------------------------------------------------------------------

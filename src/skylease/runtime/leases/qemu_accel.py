@@ -20,7 +20,7 @@ from pathlib import Path
 from skylease.runtime.leases.qemu import GuestError, start_guest
 from skylease.runtime.leases.qemu_spec import QEMU, GuestSpec, find_qemu
 
-__all__ = ["PROBE_TIMEOUT_S", "AccelChoice", "choose_accel", "forget_choices"]
+__all__ = ["PROBE_TIMEOUT_S", "AccelChoice", "AccelChoices", "choose_accel"]
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +29,6 @@ log = logging.getLogger(__name__)
 PROBE_TIMEOUT_S = 6.0
 #: The line the test guest prints once its /init runs (skylease.testing.guest).
 PROBE_MARK = r"skylease-guest uptime="
-
-_lock = threading.Lock()
-_choices: dict[str, AccelChoice] = {}
-
 
 @dataclass(frozen=True)
 class AccelChoice:
@@ -79,18 +75,33 @@ def _probe(qemu: str, probe: GuestSpec, mark: str, timeout: float, dev: Path) ->
 def choose_accel(probe: GuestSpec, *, qemu: str = QEMU, mark: str = PROBE_MARK,
                  timeout: float = PROBE_TIMEOUT_S, kvm_device: Path = Path("/dev/kvm")) -> AccelChoice:
     """KVM if ``probe`` boots under it and prints ``mark`` (a regular expression) on its serial console
-    within ``timeout`` seconds, TCG otherwise; the first answer for a QEMU binary is kept for the
-    process (the probe runs once). GuestError if QEMU is missing."""
+    within ``timeout`` seconds, TCG otherwise (a probe each call: :class:`AccelChoices` keeps the
+    answers). GuestError if QEMU is missing."""
     binary = find_qemu(qemu)
-    with _lock:  # one probe at a time: two at once would both boot a guest for nothing
-        if binary not in _choices:
-            choice = _probe(binary, probe, mark, timeout, kvm_device)
-            log.info("QEMU %s: %s (%s)", binary, choice.accel, choice.reason)
-            _choices[binary] = choice
-        return _choices[binary]
+    choice = _probe(binary, probe, mark, timeout, kvm_device)
+    log.info("QEMU %s: %s (%s)", binary, choice.accel, choice.reason)
+    return choice
 
 
-def forget_choices() -> None:
-    """Forget the kept choices: the next call probes again (after KVM was fixed, say)."""
-    with _lock:
-        _choices.clear()
+class AccelChoices:
+    """The acceleration of each QEMU binary, probed once (:func:`choose_accel`) and kept by its
+    owner (an enactment keeps one for its life; :meth:`forget` after KVM was fixed, say)."""
+
+    def __init__(self, *, mark: str = PROBE_MARK, timeout: float = PROBE_TIMEOUT_S,
+                 kvm_device: Path = Path("/dev/kvm")) -> None:
+        self.mark, self.timeout, self.kvm_device = mark, timeout, kvm_device
+        self._lock = threading.Lock()
+        self._choices: dict[str, AccelChoice] = {}
+
+    def choose(self, probe: GuestSpec, qemu: str = QEMU) -> AccelChoice:
+        binary = find_qemu(qemu)
+        with self._lock:  # one probe at a time: two at once would both boot a guest for nothing
+            if binary not in self._choices:
+                self._choices[binary] = choose_accel(probe, qemu=binary, mark=self.mark,
+                                                     timeout=self.timeout, kvm_device=self.kvm_device)
+            return self._choices[binary]
+
+    def forget(self) -> None:
+        """The next :meth:`choose` probes again."""
+        with self._lock:
+            self._choices.clear()
