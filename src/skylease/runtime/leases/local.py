@@ -59,6 +59,7 @@ from typing import Any, Literal
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.copies import ImageCopy, image_size
 from skylease.runtime.leases.kills import GraceKills
+from skylease.runtime.leases.local_vms import LocalVms
 from skylease.runtime.leases.procfs import (
     catches,
     environ_of,
@@ -68,6 +69,7 @@ from skylease.runtime.leases.procfs import (
     pinned,
     proc_stat,
 )
+from skylease.runtime.leases.qemu_accel import AccelChoices
 from skylease.runtime.leases.sandbox import IMAGES_DIR, LEASE_DIR, PAYLOAD_PATH, Sandbox
 from skylease.runtime.leases.site import Site
 
@@ -195,7 +197,7 @@ class LocalNodes:
     to the host's enactment)."""
 
     def __init__(self, site: Site, data: Path, serve_id: str, *, sandbox: Sandbox,
-                 on_exit: Callable[[], None] | None = None) -> None:
+                 on_exit: Callable[[], None] | None = None, accel: AccelChoices | None = None) -> None:
         if not sys.platform.startswith("linux"):
             raise RuntimeError("local enactment needs Linux (/proc, pidfds, CPU affinity)")
         if not serve_id or "\0" in serve_id:
@@ -220,6 +222,8 @@ class LocalNodes:
         self._vital = Vital("the payload watcher")
         self._thread = self._vital.thread(self._watch, name="skylease-local-nodes")
         self._thread.start()
+        #: VM payloads (QEMU guests), driven over QMP; ``accel``: their acceleration, probed once
+        self.vms = LocalVms(self, accel=accel)
 
     def failure(self) -> str | None:
         """Why the watcher thread stopped (payload exits and SIGKILL deadlines are no longer seen
@@ -367,6 +371,23 @@ class LocalNodes:
             self._kills.add(p.pid, p.start_ticks, grace_s)
         self._wake()
         return True
+
+    # -- VM payloads (local_vms) -----------------------------------------------------------------
+    def spawn_vm(self, lease: int, vnode: int, node: int, *, image: str, memory_mb: int, cpus: int,
+                 env: Mapping[str, str] | None = None) -> Payload:
+        """VM ``vnode`` of ``lease`` on ``node``, a QEMU guest booted from ``image`` (or resumed from
+        its saved state): :meth:`LocalVms.spawn`."""
+        self._check_node(node)
+        self._check_image(image)
+        return self.vms.spawn(lease, vnode, node, image=image, memory_mb=memory_mb, cpus=cpus, env=env)
+
+    def suspend_vm(self, p: Payload) -> float:
+        """Save a VM payload to its state file; its process ends (:meth:`LocalVms.suspend`)."""
+        return self.vms.suspend(p)
+
+    def shutdown_vm(self, p: Payload, grace_s: float = 5.0) -> bool:
+        """ACPI power-down, SIGKILL after ``grace_s`` (:meth:`LocalVms.shutdown`)."""
+        return self.vms.shutdown(p, grace_s)
 
     def exited(self) -> list[Payload]:
         """The payloads whose leader ended since the last call (state ``exited``; ``exit_code`` for
@@ -522,6 +543,7 @@ class LocalNodes:
             while self.live() and time.monotonic() < deadline:
                 time.sleep(0.01)
         self._closed = True
+        self.vms.close()
         with self._lock:
             copies = list(self._copies)
         for c in copies:

@@ -18,7 +18,8 @@ reaches at the lease folder's real path. The server drives it over QMP on that s
 
 An image is a folder holding ``vmlinuz`` and ``initrd.img`` (optional ``cmdline``: extra kernel
 arguments), or a ``.qcow2``/``.raw`` disk (the guest runs on a copy-on-write overlay in its folder).
-The acceleration is probed once, at the first VM start (:class:`~skylease.runtime.leases.qemu_accel.AccelChoices`).
+The acceleration is probed once, at the first VM start
+(:class:`~skylease.runtime.leases.qemu_accel.AccelChoices`).
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ class LocalVms:
             real = site.repository / image
         try:
             binary = find_qemu(self.qemu)
-            _spec(real, real, memory_mb, cpus).check(site.nodes[node].memory)
+            _spec(real, real, memory_mb, cpus).check(site.nodes[node].capacity.memory)
         except UserError as exc:
             raise VmFailed(str(exc)) from None
         seen_image = Path(IMAGES_DIR) / image
@@ -296,7 +297,8 @@ class LocalVms:
         try:
             monitor = Monitor(files.qmp)
         except (QMPError, OSError, TimeoutError) as exc:
-            raise GuestError(f"its QMP socket {files.qmp} does not answer: {exc or type(exc).__name__}") from None
+            why = str(exc) or type(exc).__name__
+            raise GuestError(f"its QMP socket {files.qmp} does not answer: {why}") from None
         with self._lock:
             self._monitors[(p.pid, p.start_ticks)] = monitor
         return monitor

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import threading
 import time
 import uuid
@@ -75,6 +76,8 @@ from skylease.runtime.leases.host_failures import HostFailures
 from skylease.runtime.leases.journal import Batch, InputKind, Journal
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
 from skylease.runtime.leases.live import Live
+from skylease.runtime.leases.local_vms import vm_image_problem
+from skylease.runtime.leases.qemu_spec import GuestError
 from skylease.runtime.leases.recovery import Recovery
 from skylease.runtime.leases.ssh import SshError
 from skylease.runtime.leases.views import build_view
@@ -478,11 +481,15 @@ class LocalLeaseManager(Listing, Recovery, HostFailures):
         lease = self.sched.lease(lid)
         what, nodes = desired(self.sched, lease, self._full[lid])
         mine = sorted((k, v) for k, v in self._live.items() if k[0] == lid)
+        is_vm = bool(self._request[lid].get("vm"))
         if what == "none":
             for key, live in mine:
                 state, reason = "killed", f"lease {lease.state.value}"
                 try:
-                    self.nodes.shutdown(live.payload, grace_s=self.grace_s)
+                    if is_vm:  # ACPI power-down, SIGKILL after the grace
+                        self.nodes.shutdown_vm(live.payload, grace_s=self.grace_s)
+                    else:
+                        self.nodes.shutdown(live.payload, grace_s=self.grace_s)
                 except SshError as exc:  # (ended when its host answers again: HostFailures)
                     state, reason = "lost", f"{exc.field}: {exc.message}"
                 self.journal.update_payload(live.row, state=state, reason=reason)
@@ -491,8 +498,10 @@ class LocalLeaseManager(Listing, Recovery, HostFailures):
                 del self._live[key]
             return
         if what == "stopped":
-            for _, live in mine:
-                if live.payload.state != "stopped":
+            for key, live in mine:
+                if is_vm:
+                    self._save_vm(lid, key, live)
+                elif live.payload.state != "stopped":
                     self._stop_or_continue(lid, live, run=False)
             return
         vm = self.sched.rr[lid]
@@ -512,6 +521,9 @@ class LocalLeaseManager(Listing, Recovery, HostFailures):
                now: int) -> None:
         req = self._request[lease.id]
         env = {"SKYLEASE_NODES": ",".join(self._name(k) for k in nodes)}
+        if req.get("vm"):
+            self._spawn_vm(lease, vnode, node, vm, env, now)
+            return
         # The default payload's work is counted from the lease time its run began (not from its own
         # start-up, nor from a late spawn after a restart), so that it ends when the simulator's would.
         if req.get("real_duration") is not None:  # its work ends early: the scheduler learns it then
@@ -526,6 +538,46 @@ class LocalLeaseManager(Listing, Recovery, HostFailures):
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
         self._live[(lease.id, vnode)] = Live(p, row, vm.start, checked=vm.start)  # (as its work counts)
         self._rows[(lease.id, vnode, vm.start)] = row
+
+    # -- VM payloads (docs/decisions/vm-payloads.md) -------------------------------------------------
+    def _spawn_vm(self, lease: Lease, vnode: int, node: int, vm: Reservation, env: dict[str, str],
+                  now: int) -> None:
+        """A VM of a ``vm`` lease: its guest booted, or resumed from its saved state (a new payload
+        row: one row per process). A VM that cannot start ends its lease (a premature end) with the
+        reason among its ended payloads; the server goes on."""
+        try:
+            p = self.nodes.spawn_vm(lease.id, vnode, node, image=str(lease.image), memory_mb=lease.memory,
+                                    cpus=max(1, math.ceil(lease.cpu)), env=env)
+        except GuestError as exc:
+            spawned = getattr(exc, "payload", None)
+            pid, ticks = (spawned.pid, spawned.start_ticks) if spawned is not None else (0, 0)
+            row = self.journal.add_payload(lease.id, vnode, node, vm.start, pid, ticks, "failed")
+            self.journal.update_payload(row, state="failed", reason=str(exc))
+            self._rows[(lease.id, vnode, vm.start)] = row
+            self._ended_payload(lease.id, vnode, node, pid, "failed", None, str(exc))
+            log.warning("lease %d VM %d: %s: the lease ends", lease.id, vnode, exc)
+            self._ends[lease.id] = min(self._ends.get(lease.id, now), now)
+            return
+        row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
+        self._live[(lease.id, vnode)] = Live(p, row, vm.start, checked=vm.start)
+        self._rows[(lease.id, vnode, vm.start)] = row
+
+    def _save_vm(self, lid: int, key: tuple[int, int], live: Live) -> None:
+        """The scheduler's suspension of a VM: its guest saved to its state file, its QEMU ended (that
+        exit is the save we asked for, not an end: the row says ``saved``); its resumption is a new
+        payload (:meth:`_spawn_vm`). A guest that cannot be saved is killed (its work is lost: it
+        boots afresh at the resumption) and its row says why."""
+        try:
+            self.nodes.suspend_vm(live.payload)
+            state, reason = "saved", None
+        except GuestError as exc:
+            log.warning("lease %d VM %d: not saved (%s): killed", lid, key[1], exc)
+            self.nodes.shutdown(live.payload, grace_s=0.0)
+            state, reason = "failed", f"not saved: {exc}"
+            self._ended_payload(lid, key[1], live.payload.node, live.payload.pid, state, None, reason)
+        self._account(lid, live, self._lease_clock(time.time()))
+        self.journal.update_payload(live.row, state=state, reason=reason)
+        del self._live[key]
 
     def _ended_payload(self, lid: int, vnode: int, node: int, pid: int, state: str, exit_code: int | None,
                        reason: str | None) -> None:
@@ -560,6 +612,12 @@ class LocalLeaseManager(Listing, Recovery, HostFailures):
         kind = _KINDS[req.type]
         if (refused := preemptible_refusal(req.type, req.preemptible)) is not None:
             raise LeaseRefused(refused)
+        if req.vm:
+            if any(n.host is not None for n in self.site.nodes):
+                raise LeaseRefused("VM leases run on sites of this machine's nodes only (not on SSH "
+                                   "hosts yet)")
+            if (problem := vm_image_problem(self.site.repository, str(req.image))) is not None:
+                raise LeaseRefused(problem)
         start = None
         if kind is LeaseKind.ADVANCE_RESERVATION:
             start = req.start if req.start is not None else now + (req.start_in or 0)
