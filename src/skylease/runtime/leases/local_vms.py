@@ -190,7 +190,7 @@ class LocalVms:
         except GuestError as exc:
             self.nodes.shutdown(p, 0.0, term=False)  # (SIGKILL at once: nothing of it to keep)
             self._drop(p)
-            raise VmFailed(f"lease {lease} VM {vnode}: {exc}", p) from None
+            raise VmFailed(str(exc), p) from None
         log.info("lease %d VM %d: QEMU %s on %s (pid %d, %s, %d MB, %d CPUs) in %.2f s", lease, vnode,
                  "resumed" if resume else "started", site.nodes[node].name, p.pid, accel, memory_mb, cpus,
                  time.monotonic() - t0)

@@ -1,0 +1,128 @@
+"""VM leases end to end (issue 38, this machine's nodes): a real ``skylease serve`` on a two-node site
+whose repository holds the test guest; real QEMU guests (TCG where KVM does not boot), 128 MB each.
+
+* Preemption: two best-effort VM leases run (their consoles tick); an advance reservation needing
+  both nodes arrives; at the suspension each guest's QEMU process is gone and its state file is
+  there; after the AR one guest resumes and its first tick is its last before + 1. The other's
+  state file was corrupted meanwhile: its lease ends with the reason, the server still answers.
+* Bad inputs: ``vm`` without an image or with a command (422), an image not in the repository or
+  not a VM's (409 with the reason).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from skylease.cli import main
+
+from .payloads import payload_processes
+from .vm_site import VM_SCALE, VmServer, build_repository
+
+pytestmark = [pytest.mark.usefixtures("payload_sandbox"), pytest.mark.integration]
+
+
+@pytest.fixture(scope="module")
+def vm_server(tmp_path_factory, payload_sandbox):
+    root = tmp_path_factory.mktemp("vms")
+    build_repository(root / "repo")
+    srv = VmServer(root / "serve", None)
+    yield srv
+    srv.stop()
+    with contextlib.suppress(Exception):
+        for pid, _ticks in payload_processes(srv.serve_id()):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, 9)
+
+
+@pytest.fixture(scope="module")
+def started(vm_server):
+    """The server, started once for the module, with users alice and root (an administrator)."""
+    for name, admin in (("alice", False), ("root", True)):
+        out = io.StringIO()
+        argv = ["serve", "user", "add", name, "--data-dir", str(vm_server.data),
+                *(["--admin"] if admin else [])]
+        with contextlib.redirect_stdout(out):
+            assert main(argv) == 0
+        vm_server.tokens[name] = out.getvalue().splitlines()[0].strip()
+    vm_server.start()
+    return vm_server
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def test_bad_vm_requests_are_refused_with_the_reason(started):
+    srv = started
+    vm = {"duration": 600, "memory": 128, "vm": True}
+    r = srv.call("POST", "/leases", "alice", json=vm)
+    assert r.status_code == 422 and "vm: a VM lease needs an image" in r.json()["detail"], r.text
+    r = srv.call("POST", "/leases", "alice", json={**vm, "image": "guest", "command": "true"})
+    assert r.status_code == 422 and "takes no command" in r.json()["detail"], r.text
+    r = srv.call("POST", "/leases", "alice", json={**vm, "image": "nothing-here"})
+    assert r.status_code == 409, r.text
+    assert r.json()["detail"] == "image 'nothing-here' is not in the site's repository"
+    r = srv.call("POST", "/leases", "alice", json={**vm, "image": "broken"})
+    assert r.status_code == 409 and "without initrd.img" in r.json()["detail"], r.text
+    assert srv.leases() == {}  # nothing was journaled
+
+
+def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started):
+    srv = started
+    vm = {"duration": 600, "memory": 128, "vm": True, "image": "guest"}
+    a = srv.call("POST", "/leases", "alice", json=vm).json()["id"]
+    b = srv.call("POST", "/leases", "alice", json=vm).json()["id"]
+    srv.wait_ticks(a, 2)
+    srv.wait_ticks(b, 2)
+    pids = {lid: srv.payload_pid(lid) for lid in (a, b)}
+    assert all(pids.values()), pids
+    ar = srv.call("POST", "/leases", "alice", json={"type": "advance-reservation", "start_in": 5 * VM_SCALE,
+                                                    "duration": 8 * VM_SCALE, "nodes": 2, "memory": 128})
+    assert ar.status_code == 201, ar.text
+    ar_id = ar.json()["id"]
+    # the suspension: each guest saved to its state file, its QEMU gone (the node's memory free)
+    deadline = time.monotonic() + 60
+    while not all((srv.vm_dir(lid) / "state.bin").exists() and not _alive(pid) for lid, pid in pids.items()):
+        assert time.monotonic() < deadline, "the guests were not saved within 60 s"
+        time.sleep(0.1)
+    before = srv.ticks(a)
+    views = srv.leases()
+    assert views[a]["payloads"] == [] and views[b]["payloads"] == []
+    assert views[ar_id]["state"] in ("scheduled", "active")
+    # b's state file spoilt while it is saved: its resumption cannot load it
+    state_b = srv.vm_dir(b) / "state.bin"
+    data = state_b.read_bytes()
+    state_b.write_bytes(data[: len(data) // 3])
+    # after the AR: a resumes and goes on counting where it stopped; b's lease ends with the reason
+    deadline = time.monotonic() + 60
+    while len(srv.ticks(a)) <= len(before):
+        assert time.monotonic() < deadline, "the guest did not tick within 60 s of its resumption"
+        time.sleep(0.2)
+    after = srv.ticks(a)
+    assert after[len(before)] == before[-1] + 1, (before[-3:], after[len(before) - 2:len(before) + 2])
+    assert not (srv.vm_dir(a) / "state.bin").exists()  # (removed once the guest runs again)
+    resumed = srv.payload_pid(a)
+    assert resumed is not None and resumed != pids[a] and _alive(resumed)
+    deadline = time.monotonic() + 30
+    while (view := srv.call("GET", f"/leases/{b}").json())["state"] not in ("done", "cancelled"):
+        assert time.monotonic() < deadline, view
+        time.sleep(0.2)
+    failed = [p for p in view["ended_payloads"] if p["state"] == "failed"]
+    assert len(failed) == 1, view
+    assert failed[0]["reason"].startswith("guest vm-0: QEMU could not load /lease/vm-0/state.bin: "), failed
+    assert view["payloads"] == []
+    assert srv.call("GET", "/health").json()["ok"]
+    # cancelled: the guest is powered off (ACPI), its QEMU ends
+    assert srv.call("DELETE", f"/leases/{a}", "alice").status_code == 200
+    deadline = time.monotonic() + 30
+    while _alive(resumed):
+        assert time.monotonic() < deadline, "the cancelled lease's guest still runs"
+        time.sleep(0.1)
+    assert "powering off" in (srv.vm_dir(a) / "serial.log").read_text(errors="replace")
+    srv.assert_quiet()
