@@ -58,8 +58,17 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
 
 
-def test_bad_vm_requests_are_refused_with_the_reason(started):
+def test_bad_vm_requests_are_refused_with_the_reason(started, capsys):
     srv = started
+    argv = ["leases", "request", "--server", srv.url, "--token", srv.tokens["alice"], "--duration", "600",
+            "--memory", "128", "--vm"]
+    assert main(argv) == 2  # (checked before anything is sent)
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("--vm: a VM lease needs an image (its guest boots from it)") and "\n" not in err, err
+    assert main([*argv, "--image", "nothing-here"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("skylease leases request: error: image 'nothing-here' is not in the site's repository "
+                   "(409 Conflict)"), err
     vm = {"duration": 600, "memory": 128, "vm": True}
     r = srv.call("POST", "/leases", "alice", json=vm)
     assert r.status_code == 422 and "vm: a VM lease needs an image" in r.json()["detail"], r.text

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import threading
 import time
 import uuid
@@ -77,10 +76,10 @@ from skylease.runtime.leases.journal import Batch, InputKind, Journal
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
 from skylease.runtime.leases.live import Live
 from skylease.runtime.leases.local_vms import vm_image_problem
-from skylease.runtime.leases.qemu_spec import GuestError
 from skylease.runtime.leases.recovery import Recovery
 from skylease.runtime.leases.ssh import SshError
 from skylease.runtime.leases.views import build_view
+from skylease.runtime.leases.vm_leases import VmLeases
 
 if TYPE_CHECKING:
     from skylease.runtime.leases.sandbox import Sandbox
@@ -149,7 +148,7 @@ def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[
     return "none", ()
 
 
-class LocalLeaseManager(Listing, Recovery, HostFailures):
+class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
     sandbox=..., on_exit=...)`` makes it (default factory:
@@ -538,46 +537,6 @@ class LocalLeaseManager(Listing, Recovery, HostFailures):
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
         self._live[(lease.id, vnode)] = Live(p, row, vm.start, checked=vm.start)  # (as its work counts)
         self._rows[(lease.id, vnode, vm.start)] = row
-
-    # -- VM payloads (docs/decisions/vm-payloads.md) -------------------------------------------------
-    def _spawn_vm(self, lease: Lease, vnode: int, node: int, vm: Reservation, env: dict[str, str],
-                  now: int) -> None:
-        """A VM of a ``vm`` lease: its guest booted, or resumed from its saved state (a new payload
-        row: one row per process). A VM that cannot start ends its lease (a premature end) with the
-        reason among its ended payloads; the server goes on."""
-        try:
-            p = self.nodes.spawn_vm(lease.id, vnode, node, image=str(lease.image), memory_mb=lease.memory,
-                                    cpus=max(1, math.ceil(lease.cpu)), env=env)
-        except GuestError as exc:
-            spawned = getattr(exc, "payload", None)
-            pid, ticks = (spawned.pid, spawned.start_ticks) if spawned is not None else (0, 0)
-            row = self.journal.add_payload(lease.id, vnode, node, vm.start, pid, ticks, "failed")
-            self.journal.update_payload(row, state="failed", reason=str(exc))
-            self._rows[(lease.id, vnode, vm.start)] = row
-            self._ended_payload(lease.id, vnode, node, pid, "failed", None, str(exc))
-            log.warning("lease %d VM %d: %s: the lease ends", lease.id, vnode, exc)
-            self._ends[lease.id] = min(self._ends.get(lease.id, now), now)
-            return
-        row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
-        self._live[(lease.id, vnode)] = Live(p, row, vm.start, checked=vm.start)
-        self._rows[(lease.id, vnode, vm.start)] = row
-
-    def _save_vm(self, lid: int, key: tuple[int, int], live: Live) -> None:
-        """The scheduler's suspension of a VM: its guest saved to its state file, its QEMU ended (that
-        exit is the save we asked for, not an end: the row says ``saved``); its resumption is a new
-        payload (:meth:`_spawn_vm`). A guest that cannot be saved is killed (its work is lost: it
-        boots afresh at the resumption) and its row says why."""
-        try:
-            self.nodes.suspend_vm(live.payload)
-            state, reason = "saved", None
-        except GuestError as exc:
-            log.warning("lease %d VM %d: not saved (%s): killed", lid, key[1], exc)
-            self.nodes.shutdown(live.payload, grace_s=0.0)
-            state, reason = "failed", f"not saved: {exc}"
-            self._ended_payload(lid, key[1], live.payload.node, live.payload.pid, state, None, reason)
-        self._account(lid, live, self._lease_clock(time.time()))
-        self.journal.update_payload(live.row, state=state, reason=reason)
-        del self._live[key]
 
     def _ended_payload(self, lid: int, vnode: int, node: int, pid: int, state: str, exit_code: int | None,
                        reason: str | None) -> None:
