@@ -5,6 +5,9 @@ whose repository holds the test guest; real QEMU guests (TCG where KVM does not 
   both nodes arrives; at the suspension each guest's QEMU process is gone and its state file is
   there; after the AR one guest resumes and its first tick is its last before + 1. The other's
   state file was corrupted meanwhile: its lease ends with the reason, the server still answers.
+* A kill -9 of the server: the restarted one adopts the running guest (same QEMU process, its count
+  goes on) and powers it off over its QMP socket when the lease is cancelled.
+* A guest that powers itself off: its lease's premature end.
 * Bad inputs: ``vm`` without an image or with a command (422), an image not in the repository or
   not a VM's (409 with the reason).
 """
@@ -127,6 +130,15 @@ def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started):
     assert failed[0]["reason"].startswith("guest vm-0: QEMU could not load /lease/vm-0/state.bin: "), failed
     assert view["payloads"] == []
     assert srv.call("GET", "/health").json()["ok"]
+    # kill -9 of the server: the restarted one adopts the running guest (the same process, not booted
+    # again) and drives it through its QMP socket, connected again
+    srv.kill9()
+    srv.start()
+    assert srv.payload_pid(a) == resumed and _alive(resumed)
+    ticks = len(srv.ticks(a))
+    srv.wait_ticks(a, ticks + 1, timeout=30)
+    counted = srv.ticks(a)[len(before):]  # one count since the resume: never booted again (it restarts at 1)
+    assert counted == list(range(before[-1] + 1, before[-1] + 1 + len(counted))), counted
     # cancelled: the guest is powered off (ACPI), its QEMU ends
     assert srv.call("DELETE", f"/leases/{a}", "alice").status_code == 200
     deadline = time.monotonic() + 30
@@ -135,3 +147,23 @@ def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started):
         time.sleep(0.1)
     assert "powering off" in (srv.vm_dir(a) / "serial.log").read_text(errors="replace")
     srv.assert_quiet()
+
+
+def test_a_guest_that_powers_itself_off_ends_its_lease_early(started):
+    srv = started
+    repo = srv.data.parent / "repo"
+    (repo / "short").mkdir(exist_ok=True)
+    for name in ("vmlinuz", "initrd.img"):
+        (repo / "short" / name).write_bytes((repo / "guest" / name).read_bytes())
+    (repo / "short" / "cmdline").write_text("skylease.ticks=2\n")  # (the test guest's own switch)
+    body = {"duration": 600, "memory": 128, "vm": True, "image": "short"}
+    r = srv.call("POST", "/leases", "alice", json=body)
+    assert r.status_code == 201, r.text
+    lid = r.json()["id"]
+    deadline = time.monotonic() + 60
+    while (view := srv.call("GET", f"/leases/{lid}").json())["state"] != "done":
+        assert time.monotonic() < deadline, view
+        time.sleep(0.2)
+    assert srv.ticks(lid) == [1, 2]
+    assert [(p["state"], p["reason"]) for p in view["ended_payloads"]] == [("exited", "exited by itself")]
+    assert view["end"] - view["start"] < 600 - 10 * VM_SCALE  # (well before its planned end)
