@@ -143,7 +143,8 @@ class LeaseView(BaseModel):
     events: list[dict[str, Any]] = []
     running_on: list[str] = []  # node names of the VM reservation active now
     payloads: list[dict[str, Any]] = []  # per VM now: node, pid, state (running/stopped)
-    #: The payloads that ended, in order: vnode, node, pid, state (exited, killed, lost), exit_code
+    #: The payloads that ended, in order: vnode, node, pid, state (exited, killed, lost; failed: a
+    #: VM that could not start, resume or be saved, with the reason), exit_code
     #: (the payload's own; 128 + N when signal N ended it) and reason.
     ended_payloads: list[dict[str, Any]] = []
     #: How many of those exited by themselves with a non-zero exit code: the lease's ``state`` is the

@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from qemu.qmp.error import QMPError
 
@@ -52,8 +52,9 @@ from skylease.runtime.leases.qemu_spec import (
 )
 from skylease.runtime.leases.sandbox import IMAGES_DIR, LEASE_DIR, PayloadUser
 
-if TYPE_CHECKING:
-    from skylease.runtime.leases.local import LocalNodes, Payload
+#: (local.py's LocalNodes and Payload: named here, not imported, as LocalNodes imports this module)
+LocalNodes = Any
+Payload = Any
 
 __all__ = ["CMDLINE", "DISK_SUFFIXES", "INITRD", "KERNEL", "LocalVms", "VmFailed", "vm_image_problem"]
 
