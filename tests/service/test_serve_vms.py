@@ -82,6 +82,8 @@ def test_bad_vm_requests_are_refused_with_the_reason(started, capsys):
     assert r.json()["detail"] == "image 'nothing-here' is not in the site's repository"
     r = srv.call("POST", "/leases", "alice", json={**vm, "image": "broken"})
     assert r.status_code == 409 and "without initrd.img" in r.json()["detail"], r.text
+    r = srv.call("POST", "/leases", "alice", json={**vm, "image": "guest", "memory": 8})
+    assert r.status_code == 409 and r.json()["detail"] == "a VM needs 16 MB of memory at least, not 8"
     assert srv.leases() == {}  # nothing was journaled
 
 

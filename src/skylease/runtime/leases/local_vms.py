@@ -56,13 +56,16 @@ from skylease.runtime.leases.sandbox import IMAGES_DIR, LEASE_DIR, PayloadUser
 LocalNodes = Any
 Payload = Any
 
-__all__ = ["CMDLINE", "DISK_SUFFIXES", "INITRD", "KERNEL", "LocalVms", "VmFailed", "vm_image_problem"]
+__all__ = ["CMDLINE", "DISK_SUFFIXES", "INITRD", "KERNEL", "MIN_VM_MEMORY_MB", "LocalVms", "VmFailed",
+           "vm_image_problem"]
 
 log = logging.getLogger(__name__)
 
 KERNEL, INITRD, CMDLINE = "vmlinuz", "initrd.img", "cmdline"
 DISK_SUFFIXES = (".qcow2", ".raw")
 KVM_DEVICE = "/dev/kvm"
+#: The least memory QEMU is given a guest with (GuestSpec.check's bound; a real kernel needs more).
+MIN_VM_MEMORY_MB = 16
 _POLL_S = 0.05
 
 
@@ -261,7 +264,10 @@ class LocalVms:
         t0 = time.monotonic()
         files, seen = GuestFiles(self.folder(p.lease, p.vnode)), self.seen(p.vnode)
         cmd = self._commands(p, self._monitor(p, files))
-        save_state(cmd, seen.state, files.state, f"lease {p.lease} VM {p.vnode}", timeout)
+        try:
+            save_state(cmd, seen.state, files.state, f"lease {p.lease} VM {p.vnode}", timeout)
+        except OSError as exc:  # (its state file did not come: QEMU's writer failed)
+            raise GuestError(f"its state file: {exc.strerror or exc}") from None
         deadline = time.monotonic() + COMMAND_TIMEOUT_S
         while self._alive(p) and time.monotonic() < deadline:
             time.sleep(_POLL_S)
@@ -269,8 +275,7 @@ class LocalVms:
             self.nodes.shutdown(p, 0.0, term=False)  # its state is saved: QEMU has nothing left to do
         self._drop(p)
         seconds = time.monotonic() - t0
-        log.info("lease %d VM %d: saved to %s (%d bytes) in %.2f s", p.lease, p.vnode, files.state,
-                 files.state.stat().st_size, seconds)
+        log.info("lease %d VM %d: saved to %s in %.2f s", p.lease, p.vnode, files.state, seconds)
         return seconds
 
     def shutdown(self, p: Payload, grace_s: float = 5.0) -> bool:

@@ -75,7 +75,7 @@ from skylease.runtime.leases.host_failures import HostFailures
 from skylease.runtime.leases.journal import Batch, InputKind, Journal
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
 from skylease.runtime.leases.live import Live
-from skylease.runtime.leases.local_vms import vm_image_problem
+from skylease.runtime.leases.local_vms import MIN_VM_MEMORY_MB, vm_image_problem
 from skylease.runtime.leases.recovery import Recovery
 from skylease.runtime.leases.ssh import SshError
 from skylease.runtime.leases.views import build_view
@@ -577,6 +577,8 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
                                    "hosts yet)")
             if (problem := vm_image_problem(self.site.repository, str(req.image))) is not None:
                 raise LeaseRefused(problem)
+            if req.memory < MIN_VM_MEMORY_MB:
+                raise LeaseRefused(f"a VM needs {MIN_VM_MEMORY_MB} MB of memory at least, not {req.memory}")
         start = None
         if kind is LeaseKind.ADVANCE_RESERVATION:
             start = req.start if req.start is not None else now + (req.start_in or 0)
