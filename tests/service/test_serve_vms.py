@@ -8,6 +8,7 @@ whose repository holds the test guest; real QEMU guests (TCG where KVM does not 
 * A kill -9 of the server: the restarted one adopts the running guest (same QEMU process, its count
   goes on) and powers it off over its QMP socket when the lease is cancelled.
 * A guest that powers itself off: its lease's premature end.
+* A disk image: the VM runs on a qcow2 overlay backed by the image (as QEMU sees it), never written.
 * Bad inputs: ``vm`` without an image or with a command (422), an image not in the repository or
   not a VM's (409 with the reason).
 """
@@ -169,3 +170,26 @@ def test_a_guest_that_powers_itself_off_ends_its_lease_early(started):
     assert srv.ticks(lid) == [1, 2]
     assert [(p["state"], p["reason"]) for p in view["ended_payloads"]] == [("exited", "exited by itself")]
     assert view["end"] - view["start"] < 600 - 10 * VM_SCALE  # (well before its planned end)
+
+
+def test_a_disk_image_runs_on_an_overlay_and_the_image_is_never_written(started):
+    srv = started
+    disk = srv.data.parent / "repo" / "blank.raw"
+    disk.write_bytes(b"\0" * (1 << 20))  # (no bootable system: the firmware waits; QEMU runs it all the same)
+    body = {"duration": 600, "memory": 64, "vm": True, "image": "blank.raw"}
+    r = srv.call("POST", "/leases", "alice", json=body)
+    assert r.status_code == 201, r.text
+    lid = r.json()["id"]
+    deadline = time.monotonic() + 60
+    while (pid := srv.payload_pid(lid)) is None:
+        assert time.monotonic() < deadline, srv.call("GET", f"/leases/{lid}").json()
+        time.sleep(0.2)
+    overlay = srv.vm_dir(lid) / "overlay.qcow2"
+    head = overlay.read_bytes()[:4096]
+    assert head[:4] == b"QFI\xfb" and b"/images/blank.raw" in head  # backed by the image as QEMU sees it
+    assert srv.call("DELETE", f"/leases/{lid}", "alice").status_code == 200
+    deadline = time.monotonic() + 30
+    while _alive(pid):  # (no ACPI in a guest that never booted: SIGKILL after the grace)
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert disk.read_bytes() == b"\0" * (1 << 20)
