@@ -95,6 +95,8 @@ def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started):
     b = srv.call("POST", "/leases", "alice", json=vm).json()["id"]
     srv.wait_ticks(a, 2)
     srv.wait_ticks(b, 2)
+    said = [line for line in srv.stderr().splitlines() if "VM leases run their guests under" in line]
+    assert len(said) == 1 and (" TCG: " in said[0] or " KVM: " in said[0]), said  # (probed once, said once)
     pids = {lid: srv.payload_pid(lid) for lid in (a, b)}
     assert all(pids.values()), pids
     ar = srv.call("POST", "/leases", "alice", json={"type": "advance-reservation", "start_in": 5 * VM_SCALE,

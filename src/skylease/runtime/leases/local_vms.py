@@ -131,6 +131,7 @@ class LocalVms:
         self.qemu = qemu
         self._lock = threading.Lock()
         self._monitors: dict[tuple[int, int], Monitor] = {}  # (pid, start ticks) -> its QMP connection
+        self._accel_said = False
 
     def folder(self, lease: int, vnode: int) -> Path:
         """``<lease folder>/vm-<vnode>``: the VM's files, as this process reaches them."""
@@ -201,11 +202,16 @@ class LocalVms:
         return p
 
     def _accel(self, probe: GuestSpec, binary: str) -> str:
+        first = not self._accel_said
         choice = self.accel.choose(probe, binary)  # (probed once: AccelChoices keeps it)
-        if choice.accel == "kvm" and not _kvm_allowed(self.nodes.sandbox.user):
-            log.warning("QEMU: KVM works here but the payload user cannot open %s: TCG", KVM_DEVICE)
-            return "tcg"
-        return choice.accel
+        accel, why = choice.accel, choice.reason
+        if accel == "kvm" and not _kvm_allowed(self.nodes.sandbox.user):
+            accel, why = "tcg", f"KVM works here but the payload user cannot open {KVM_DEVICE}"
+        if first:  # (said once, where the server's log shows it: TCG is an emulation, many times slower)
+            self._accel_said = True
+            (log.info if accel == "kvm" else log.warning)("VM leases run their guests under %s: %s",
+                                                          accel.upper(), why)
+        return accel
 
     def _own(self, path: Path) -> None:
         """Owned by the payload user (QEMU runs as it), where payloads run as one."""
