@@ -5,6 +5,7 @@ whose repository holds the test guest; real QEMU guests (TCG where KVM does not 
   both nodes arrives; at the suspension each guest's QEMU process is gone and its state file is
   there; after the AR one guest resumes and its first tick is its last before + 1. The other's
   state file was corrupted meanwhile: its lease ends with the reason, the server still answers.
+* A kill -9 of the server while the guests are saved: they stay saved, and resume after the AR.
 * A kill -9 of the server: the restarted one adopts the running guest (same QEMU process, its count
   goes on) and powers it off over its QMP socket when the lease is cancelled.
 * A guest that powers itself off: its lease's premature end.
@@ -116,6 +117,12 @@ def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started):
     state_b = srv.vm_dir(b) / "state.bin"
     data = state_b.read_bytes()
     state_b.write_bytes(data[: len(data) // 3])
+    # kill -9 of the server while they are saved: the restarted one leaves them saved (no process to
+    # adopt, nothing booted) until their resumption
+    srv.kill9()
+    srv.start()
+    rows = srv.query(f"SELECT lease, state FROM lease_payloads WHERE lease IN ({a}, {b}) ORDER BY id")
+    assert [(r["lease"], r["state"]) for r in rows][:2] == [(a, "saved"), (b, "saved")], rows
     # after the AR: a resumes and goes on counting where it stopped; b's lease ends with the reason
     deadline = time.monotonic() + 60
     while len(srv.ticks(a)) <= len(before):
