@@ -140,7 +140,7 @@ def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started):
     failed = [p for p in view["ended_payloads"] if p["state"] == "failed"]
     assert len(failed) == 1, view
     assert failed[0]["reason"].startswith("guest vm-0: QEMU could not load /lease/vm-0/state.bin: "), failed
-    assert view["payloads"] == []
+    assert view["payloads"] == [] and view["failed_payloads"] == 1
     assert srv.call("GET", "/health").json()["ok"]
     # kill -9 of the server: the restarted one adopts the running guest (the same process, not booted
     # again) and drives it through its QMP socket, connected again

@@ -147,7 +147,8 @@ class LeaseView(BaseModel):
     #: VM that could not start, resume or be saved, with the reason), exit_code
     #: (the payload's own; 128 + N when signal N ended it) and reason.
     ended_payloads: list[dict[str, Any]] = []
-    #: How many of those exited by themselves with a non-zero exit code: the lease's ``state`` is the
+    #: How many of those exited by themselves with a non-zero exit code, or failed (a VM that could
+    #: not start, resume or be saved): the lease's ``state`` is the
     #: scheduler's (``done``: its time is over), not whether its work succeeded.
     failed_payloads: int = 0
     #: The scheduler's plan not begun yet: ``kind`` (vm, suspend, resume, shutdown), ``nodes`` (indices),
