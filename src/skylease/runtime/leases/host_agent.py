@@ -235,6 +235,10 @@ def spawn(req: dict) -> dict:
     return {"pid": proc.pid, "ticks": st[2] if st else -1, "log": log}
 
 
+#: Seconds a STOP or CONT is waited for to show in the group's states.
+SETTLE_S = 2.0
+
+
 def signal_group(pgid: int, ticks: int, actions: list[str], counting: float,
                  pulse: Callable[[], None] = lambda: None) -> dict:
     st = _stat(pgid)
@@ -260,7 +264,15 @@ def signal_group(pgid: int, ticks: int, actions: list[str], counting: float,
             continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, getattr(signal, "SIG" + action))
-    return {"ok": True, "leader": leader, "state": _group_state(pgid)}
+    state = _group_state(pgid)
+    if actions and actions[-1] in ("STOP", "CONT"):  # (a signal takes effect when its process is next
+        # scheduled: on a busy host, after kill() returned; the state said is the one it leads to)
+        wanted, deadline = ("stopped" if actions[-1] == "STOP" else "running"), time.monotonic() + SETTLE_S
+        while state not in (wanted, "gone") and time.monotonic() < deadline:
+            pulse()
+            time.sleep(0.005)
+            state = _group_state(pgid)
+    return {"ok": True, "leader": leader, "state": state}
 
 
 def _request(req: dict, pulse: Callable[[], None]) -> dict:

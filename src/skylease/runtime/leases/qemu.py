@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -67,13 +68,16 @@ _POLL_S = 0.05
 
 
 class Monitor:
-    """A QMP connection (qemu.qmp's QMPClient) on a private event loop, every call bounded in time."""
+    """A QMP connection (qemu.qmp's QMPClient) on a private event loop, every call bounded in time:
+    to the QMP socket at ``address``, or over ``address`` when it is a connected socket (a guest on
+    a host: ssh_bridge.RemoteSocket)."""
 
-    def __init__(self, socket_path: Path, timeout: float = COMMAND_TIMEOUT_S) -> None:
+    def __init__(self, address: Path | socket.socket, timeout: float = COMMAND_TIMEOUT_S) -> None:
         self._loop = asyncio.new_event_loop()
         self._client = QMPClient("skylease")
         try:
-            self._run(self._client.connect(str(socket_path)), timeout)
+            self._run(self._client.connect(address if isinstance(address, socket.socket) else str(address)),
+                      timeout)
         except BaseException:
             self.close()
             raise
