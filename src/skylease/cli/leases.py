@@ -113,13 +113,16 @@ def leases_request_cmd(
                                                      "best-effort leases are).")] = None,
     command: Annotated[str | None, typer.Option(help="Payload of each VM, a shell line (default: one that "
                                                 "lasts the lease's duration).")] = None,
+    vm: Annotated[bool | None, typer.Option("--vm", help="Each VM a QEMU guest booted from --image (a "
+                                            "kernel + initrd folder or a .qcow2/.raw disk of the "
+                                            "site's repository).")] = None,
     server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
 ) -> None:
     """Request a lease from a server: it is scheduled, reserved, queued, or refused with the reason."""
     from skylease.service.client import read_request_file, request_from_options
 
     options = {"nodes": nodes, "type": lease_type, "cpu": cpu, "memory": memory, "disk": disk, "image": image,
-               "image_size": image_size, "preemptible": preemptible, "command": command,
+               "image_size": image_size, "preemptible": preemptible, "command": command, "vm": vm,
                "duration": None if duration is None else _lease_seconds(duration, "--duration"),
                "start": None if start is None else _lease_seconds(start, "--start"),
                "start_in": None if start_in is None else _lease_seconds(start_in, "--start-in")}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from skylease.model.errors import UserError
 from skylease.model.wire import text, whole
@@ -43,7 +43,10 @@ class LeaseRequest(BaseModel):
     ``memory``/``disk`` (MB). ``command``: the payload of each VM (a shell line; default: a loop
     that lasts the lease's duration, or ``real_duration`` when given: a lease whose work ends
     before its requested time, as Haizea's ``<realduration>``, which the scheduler sees as a
-    premature end).
+    premature end). ``vm``: each VM of the lease is a QEMU guest booted from ``image`` (an image of
+    the site's repository: a folder holding ``vmlinuz`` and ``initrd.img``, or a ``.qcow2``/``.raw``
+    disk) with the lease's ``memory`` and ``cpu`` (rounded up); it takes no ``command`` nor
+    ``real_duration`` (docs/decisions/vm-payloads.md).
     """
 
     # strict: in JSON (a body, a request file) a string or a boolean is not a number; the dashboard's
@@ -65,6 +68,21 @@ class LeaseRequest(BaseModel):
     command: text(MAX_COMMAND_BYTES, 1) | None = None  # (a shell line may span lines: tab, LF, CR)
     #: How long the default payload works; one of the lease's duration or more works all of it.
     real_duration: whole(1, MAX_DURATION_S) | None = None
+    #: Each VM a QEMU guest booted from ``image`` (validated after the fields it depends on).
+    vm: bool = False
+
+    @field_validator("vm")
+    @classmethod
+    def _vm_needs_image(cls, vm: bool, info: ValidationInfo) -> bool:
+        # (a field validator, not the model's: a mistake is said to be the vm field's; the same rules
+        # are in the JSON schema, _RULES)
+        if vm and info.data.get("image") is None:
+            raise ValueError("a VM lease needs an image (its guest boots from it)")
+        if vm and info.data.get("command") is not None:
+            raise ValueError("a VM lease takes no command (its guest is its payload)")
+        if vm and info.data.get("real_duration") is not None:
+            raise ValueError("a VM lease takes no real_duration (its guest ends by powering off)")
+        return vm
 
     @model_validator(mode="after")
     def _start_matches_type(self) -> LeaseRequest:
@@ -88,7 +106,8 @@ def _given(key: str) -> dict[str, Any]:
 
 #: LeaseRequest's rules across fields, in JSON Schema: an advance reservation has exactly one of
 #: start and start_in, another type neither; an image_size other than 0 needs an image; a
-#: real_duration is for the default payload, so not with a command.
+#: real_duration is for the default payload, so not with a command; a VM lease needs an image and
+#: takes neither a command nor a real_duration.
 _RULES: list[Any] = [
     {"if": {"required": ["type"], "properties": {"type": {"const": "advance-reservation"}}},
      "then": {"oneOf": [_given("start"), _given("start_in")]},
@@ -96,6 +115,8 @@ _RULES: list[Any] = [
     {"if": {"required": ["image_size"], "properties": {"image_size": {"not": {"const": 0}}}},
      "then": _given("image")},
     {"not": {"allOf": [_given("real_duration"), _given("command")]}},
+    {"if": {"required": ["vm"], "properties": {"vm": {"const": True}}},
+     "then": {"allOf": [_given("image"), {"not": _given("command")}, {"not": _given("real_duration")}]}},
 ]
 
 
@@ -122,10 +143,12 @@ class LeaseView(BaseModel):
     events: list[dict[str, Any]] = []
     running_on: list[str] = []  # node names of the VM reservation active now
     payloads: list[dict[str, Any]] = []  # per VM now: node, pid, state (running/stopped)
-    #: The payloads that ended, in order: vnode, node, pid, state (exited, killed, lost), exit_code
+    #: The payloads that ended, in order: vnode, node, pid, state (exited, killed, lost; failed: a
+    #: VM that could not start, resume or be saved, with the reason), exit_code
     #: (the payload's own; 128 + N when signal N ended it) and reason.
     ended_payloads: list[dict[str, Any]] = []
-    #: How many of those exited by themselves with a non-zero exit code: the lease's ``state`` is the
+    #: How many of those exited by themselves with a non-zero exit code, or failed (a VM that could
+    #: not start, resume or be saved): the lease's ``state`` is the
     #: scheduler's (``done``: its time is over), not whether its work succeeded.
     failed_payloads: int = 0
     #: The scheduler's plan not begun yet: ``kind`` (vm, suspend, resume, shutdown), ``nodes`` (indices),

@@ -2,7 +2,10 @@
 
 :class:`ImageCopy` copies an image file (or writes a sparse stand-in of its size) into one or more
 node caches at the pace that fills the window the schedule reserved (never faster), under
-temporary names renamed when the window is over.
+temporary names renamed when the window is over. An image may be a folder (a VM's kernel and
+initrd: docs/decisions/vm-payloads.md): its files are copied into a temporary folder, paced as one
+stream of their sizes, and the folder is renamed at the end: a cached folder image too is whole or
+absent.
 """
 
 from __future__ import annotations
@@ -10,13 +13,27 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["ImageCopy", "PacedCopy"]
+__all__ = ["ImageCopy", "PacedCopy", "image_files", "image_size"]
 
 _MB = 2**20
+
+
+def image_files(source: Path) -> list[Path]:
+    """The files an image is made of: itself, or a folder image's regular files (by name)."""
+    if source.is_dir():
+        return sorted(p for p in source.iterdir() if p.is_file() and not p.name.startswith("."))
+    return [source]
+
+
+def image_size(source: Path) -> int:
+    """An image's size in bytes (a folder image's: the sum of its files')."""
+    return sum(p.stat().st_size for p in image_files(source))
 
 
 class PacedCopy:
@@ -70,17 +87,15 @@ class ImageCopy(PacedCopy):
         self._thread.start()
 
     def _run(self) -> None:
+        if self.source is not None and self.source.is_dir():
+            self._run_folder(self.source)
+            return
         tmps = [p.with_name(f".{p.name}.{secrets.token_hex(4)}.part") for p in self.paths]
         files = []
         try:
             for t in tmps:
                 t.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                mode = 0o600 if self.group is None else 0o640
-                fd = os.open(t, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-                files.append(os.fdopen(fd, "wb"))
-                if self.group is not None:
-                    os.fchown(fd, -1, self.group)
-                os.fchmod(fd, mode)  # (whatever the umask)
+                files.append(self._open(t))
             if self.source is not None:
                 chunk = min(4 * _MB, max(64 * 1024, self.size_bytes // 64))
                 written = 0
@@ -109,4 +124,52 @@ class ImageCopy(PacedCopy):
             for t in tmps:
                 with contextlib.suppress(FileNotFoundError):
                     t.unlink()
+            self._ended.set()
+
+    def _open(self, path: Path) -> BinaryIO:
+        mode = 0o600 if self.group is None else 0o640
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        if self.group is not None:
+            os.fchown(fd, -1, self.group)
+        os.fchmod(fd, mode)  # (whatever the umask)
+        return os.fdopen(fd, "wb")
+
+    def _run_folder(self, source: Path) -> None:
+        """A folder image: its files into a ``.part`` folder per destination, paced as one stream,
+        each folder renamed into place at the end (one already there is replaced)."""
+        tmps = [p.with_name(f".{p.name}.{secrets.token_hex(4)}.part") for p in self.paths]
+        try:
+            for t in tmps:
+                t.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                t.mkdir(mode=0o700)
+                if self.group is not None:
+                    os.chown(t, -1, self.group)
+                os.chmod(t, 0o700 if self.group is None else 0o750)
+            chunk = min(4 * _MB, max(64 * 1024, self.size_bytes // 64))
+            written = 0
+            for item in image_files(source):
+                files = [self._open(t / item.name) for t in tmps]
+                try:
+                    with open(item, "rb") as src:
+                        while data := src.read(chunk):
+                            self._pace(written)
+                            for f in files:
+                                f.write(data)
+                            written += len(data)
+                finally:
+                    for f in files:
+                        f.close()
+            self._pace(self.size_bytes)
+            for t, p in zip(tmps, self.paths, strict=True):
+                if p.is_dir():
+                    shutil.rmtree(p)
+                os.replace(t, p)
+            self._done = True
+        except InterruptedError:
+            self.error = "cancelled"
+        except OSError as exc:
+            self.error = f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc)
+        finally:
+            for t in tmps:
+                shutil.rmtree(t, ignore_errors=True)
             self._ended.set()

@@ -205,7 +205,7 @@ class Journal:
     def update_payload(self, pid_row: int, *, state: str, exit_code: int | None = None,
                        reason: str | None = None, node: int | None = None) -> None:
         values: dict[str, Any] = {"state": state}
-        if state in ("exited", "killed", "lost"):
+        if state in ("exited", "killed", "lost", "failed"):
             values["ended"] = time.time()
             values["exit_code"] = exit_code
             values["reason"] = reason

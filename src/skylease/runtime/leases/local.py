@@ -45,6 +45,7 @@ import logging
 import os
 import re
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,8 +57,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skylease.runtime.health import Vital
-from skylease.runtime.leases.copies import ImageCopy
+from skylease.runtime.leases.copies import ImageCopy, image_size
 from skylease.runtime.leases.kills import GraceKills
+from skylease.runtime.leases.local_vms import LocalVms
 from skylease.runtime.leases.procfs import (
     catches,
     environ_of,
@@ -67,6 +69,7 @@ from skylease.runtime.leases.procfs import (
     pinned,
     proc_stat,
 )
+from skylease.runtime.leases.qemu_accel import AccelChoices
 from skylease.runtime.leases.sandbox import IMAGES_DIR, LEASE_DIR, PAYLOAD_PATH, Sandbox
 from skylease.runtime.leases.site import Site
 
@@ -194,7 +197,7 @@ class LocalNodes:
     to the host's enactment)."""
 
     def __init__(self, site: Site, data: Path, serve_id: str, *, sandbox: Sandbox,
-                 on_exit: Callable[[], None] | None = None) -> None:
+                 on_exit: Callable[[], None] | None = None, accel: AccelChoices | None = None) -> None:
         if not sys.platform.startswith("linux"):
             raise RuntimeError("local enactment needs Linux (/proc, pidfds, CPU affinity)")
         if not serve_id or "\0" in serve_id:
@@ -219,6 +222,8 @@ class LocalNodes:
         self._vital = Vital("the payload watcher")
         self._thread = self._vital.thread(self._watch, name="skylease-local-nodes")
         self._thread.start()
+        #: VM payloads (QEMU guests), driven over QMP; ``accel``: their acceleration, probed once
+        self.vms = LocalVms(self, accel=accel)
 
     def failure(self) -> str | None:
         """Why the watcher thread stopped (payload exits and SIGKILL deadlines are no longer seen
@@ -237,13 +242,16 @@ class LocalNodes:
 
     def spawn(self, lease: int, vnode: int, node: int, *, command: str | None = None,
               duration_s: float = 0.0, env: Mapping[str, str] | None = None,
-              since: float | None = None, image: str | None = None) -> Payload:
+              since: float | None = None, image: str | None = None, program: Sequence[str] | None = None,
+              image_path: Path | None = None, devices: Sequence[str] = ()) -> Payload:
         """Start VM ``vnode`` of ``lease`` on ``node``, confined: ``sh -c command``, or
         (``command=None``) a payload that runs ``duration_s`` seconds, not counting the time it is
         stopped, from the Unix time ``since`` (default: now; an earlier time, such as when the VM's
         run began, leaves it that much less to run: its start-up and a late spawn do not make its
         work end later). ``env`` is added to its environment; ``image``, a name in the node's cache,
-        is bound read-only at ``$SKYLEASE_IMAGE``."""
+        is bound read-only at ``$SKYLEASE_IMAGE`` (from ``image_path`` when given: a VM's image not
+        staged into the cache). ``program``: an argv run instead of a command (a VM's QEMU:
+        :mod:`~skylease.runtime.leases.local_vms`), with the ``devices`` it needs bound."""
         self._check_node(node)
         if image is not None:
             self._check_image(image)
@@ -257,15 +265,17 @@ class LocalNodes:
                   ENV_LEASE_DIR: LEASE_DIR}
         cached = None
         if image is not None:
-            cached = self.node_dir(node) / "cache" / image
+            cached = image_path or self.node_dir(node) / "cache" / image
             inside[ENV_IMAGE] = f"{IMAGES_DIR}/{image}"
-        if command is None:
+        if program is not None:
+            argv = list(program)
+        elif command is None:
             begun = time.time() if since is None else min(float(since), time.time())
             argv = self.sandbox.default_payload(_DEFAULT_PAYLOAD, repr(float(duration_s)), repr(begun))
         else:
             argv = ["/bin/sh", "-c", command]
         argv = self.sandbox.wrap(argv, lease_dir=self.lease_dir(lease), hostname=name, env=inside,
-                                 image=cached)
+                                 image=cached, devices=devices)
         # the sandbox's outer process (the group's leader) carries the marks find_own looks for
         outer = {"PATH": PAYLOAD_PATH, ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
                  ENV_SERVE_ID: self.serve_id}
@@ -283,7 +293,8 @@ class LocalNodes:
             os.close(w)
         st = proc_stat(proc.pid)
         assert st is not None  # our unreaped child: at worst a zombie
-        p = Payload(lease, vnode, node, proc.pid, st.start_ticks, log=logfile, counts_work=command is None)
+        p = Payload(lease, vnode, node, proc.pid, st.start_ticks, log=logfile,
+                    counts_work=command is None and program is None)
         tracked = _Proc(p, os.pidfd_open(proc.pid), proc)
         with self._lock:
             self._live[p.pid] = tracked
@@ -342,16 +353,17 @@ class LocalNodes:
                     break
             return True
 
-    def shutdown(self, p: Payload, grace_s: float = 5.0) -> bool:
+    def shutdown(self, p: Payload, grace_s: float = 5.0, *, term: bool = True) -> bool:
         """SIGCONT to the group and SIGTERM to the payload's processes now, SIGKILL to the group
         after ``grace_s`` seconds if the leader still runs then (without waiting: the watcher thread
         does it). A sandbox still being set up (no payload process yet) gets SIGTERM itself: there
         is no work to end cleanly, and a payload started after the signal would miss it. The exit
-        is reported by :meth:`exited`. False if it has ended already."""
+        is reported by :meth:`exited`. False if it has ended already. Without ``term`` no SIGTERM:
+        the caller has asked the payload to end otherwise (a VM's ACPI power-down)."""
         if not self._signal(p, (signal.SIGCONT,), "running"):
             return False
         with self._lock:
-            if self._ours(p):
+            if term and self._ours(p):
                 inside = [pid for pid in group_members(p.pid) if pid != p.pid and not namespace_init(pid)]
                 for pid in inside or [p.pid]:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -359,6 +371,23 @@ class LocalNodes:
             self._kills.add(p.pid, p.start_ticks, grace_s)
         self._wake()
         return True
+
+    # -- VM payloads (local_vms) -----------------------------------------------------------------
+    def spawn_vm(self, lease: int, vnode: int, node: int, *, image: str, memory_mb: int, cpus: int,
+                 env: Mapping[str, str] | None = None) -> Payload:
+        """VM ``vnode`` of ``lease`` on ``node``, a QEMU guest booted from ``image`` (or resumed from
+        its saved state): :meth:`LocalVms.spawn`."""
+        self._check_node(node)
+        self._check_image(image)
+        return self.vms.spawn(lease, vnode, node, image=image, memory_mb=memory_mb, cpus=cpus, env=env)
+
+    def suspend_vm(self, p: Payload) -> float:
+        """Save a VM payload to its state file; its process ends (:meth:`LocalVms.suspend`)."""
+        return self.vms.suspend(p)
+
+    def shutdown_vm(self, p: Payload, grace_s: float = 5.0) -> bool:
+        """ACPI power-down, SIGKILL after ``grace_s`` (:meth:`LocalVms.shutdown`)."""
+        return self.vms.shutdown(p, grace_s)
 
     def exited(self) -> list[Payload]:
         """The payloads whose leader ended since the last call (state ``exited``; ``exit_code`` for
@@ -466,8 +495,9 @@ class LocalNodes:
         if self._closed:
             raise RuntimeError("LocalNodes is closed")
         repo = self.site.repository
-        source = repo / image if repo is not None and (repo / image).is_file() else None
-        size = source.stat().st_size if source is not None else max(0, size_mb) * _MB
+        found = repo is not None and ((repo / image).is_file() or (repo / image).is_dir())
+        source = repo / image if found else None
+        size = image_size(source) if source is not None else max(0, size_mb) * _MB
         dests = [self.node_dir(k) / "cache" / image for k in sorted(set(nodes))]
         user = self.sandbox.user
         copy = ImageCopy(image, source, size, dests, max(0.0, seconds), None if user is None else user.gid)
@@ -480,8 +510,12 @@ class LocalNodes:
         """Delete ``image`` from ``node``'s cache; whether it was there."""
         self._check_node(node)
         self._check_image(image)
+        path = self.node_dir(node) / "cache" / image
         try:
-            (self.node_dir(node) / "cache" / image).unlink()
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)  # a folder image (a VM's kernel and initrd)
+            else:
+                path.unlink()
         except FileNotFoundError:
             return False
         return True
@@ -509,6 +543,7 @@ class LocalNodes:
             while self.live() and time.monotonic() < deadline:
                 time.sleep(0.01)
         self._closed = True
+        self.vms.close()
         with self._lock:
             copies = list(self._copies)
         for c in copies:

@@ -75,9 +75,11 @@ from skylease.runtime.leases.host_failures import HostFailures
 from skylease.runtime.leases.journal import Batch, InputKind, Journal
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
 from skylease.runtime.leases.live import Live
+from skylease.runtime.leases.local_vms import MIN_VM_MEMORY_MB, vm_image_problem
 from skylease.runtime.leases.recovery import Recovery
 from skylease.runtime.leases.ssh import SshError
 from skylease.runtime.leases.views import build_view
+from skylease.runtime.leases.vm_leases import VmLeases
 
 if TYPE_CHECKING:
     from skylease.runtime.leases.sandbox import Sandbox
@@ -146,7 +148,7 @@ def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[
     return "none", ()
 
 
-class LocalLeaseManager(Listing, Recovery, HostFailures):
+class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
     sandbox=..., on_exit=...)`` makes it (default factory:
@@ -478,11 +480,15 @@ class LocalLeaseManager(Listing, Recovery, HostFailures):
         lease = self.sched.lease(lid)
         what, nodes = desired(self.sched, lease, self._full[lid])
         mine = sorted((k, v) for k, v in self._live.items() if k[0] == lid)
+        is_vm = bool(self._request[lid].get("vm"))
         if what == "none":
             for key, live in mine:
                 state, reason = "killed", f"lease {lease.state.value}"
                 try:
-                    self.nodes.shutdown(live.payload, grace_s=self.grace_s)
+                    if is_vm:  # ACPI power-down, SIGKILL after the grace
+                        self.nodes.shutdown_vm(live.payload, grace_s=self.grace_s)
+                    else:
+                        self.nodes.shutdown(live.payload, grace_s=self.grace_s)
                 except SshError as exc:  # (ended when its host answers again: HostFailures)
                     state, reason = "lost", f"{exc.field}: {exc.message}"
                 self.journal.update_payload(live.row, state=state, reason=reason)
@@ -491,8 +497,10 @@ class LocalLeaseManager(Listing, Recovery, HostFailures):
                 del self._live[key]
             return
         if what == "stopped":
-            for _, live in mine:
-                if live.payload.state != "stopped":
+            for key, live in mine:
+                if is_vm:
+                    self._save_vm(lid, key, live)
+                elif live.payload.state != "stopped":
                     self._stop_or_continue(lid, live, run=False)
             return
         vm = self.sched.rr[lid]
@@ -512,6 +520,9 @@ class LocalLeaseManager(Listing, Recovery, HostFailures):
                now: int) -> None:
         req = self._request[lease.id]
         env = {"SKYLEASE_NODES": ",".join(self._name(k) for k in nodes)}
+        if req.get("vm"):
+            self._spawn_vm(lease, vnode, node, vm, env, now)
+            return
         # The default payload's work is counted from the lease time its run began (not from its own
         # start-up, nor from a late spawn after a restart), so that it ends when the simulator's would.
         if req.get("real_duration") is not None:  # its work ends early: the scheduler learns it then
@@ -560,6 +571,14 @@ class LocalLeaseManager(Listing, Recovery, HostFailures):
         kind = _KINDS[req.type]
         if (refused := preemptible_refusal(req.type, req.preemptible)) is not None:
             raise LeaseRefused(refused)
+        if req.vm:
+            if any(n.host is not None for n in self.site.nodes):
+                raise LeaseRefused("VM leases run on sites of this machine's nodes only (not on SSH "
+                                   "hosts yet)")
+            if (problem := vm_image_problem(self.site.repository, str(req.image))) is not None:
+                raise LeaseRefused(problem)
+            if req.memory < MIN_VM_MEMORY_MB:
+                raise LeaseRefused(f"a VM needs {MIN_VM_MEMORY_MB} MB of memory at least, not {req.memory}")
         start = None
         if kind is LeaseKind.ADVANCE_RESERVATION:
             start = req.start if req.start is not None else now + (req.start_in or 0)

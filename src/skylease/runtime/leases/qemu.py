@@ -28,6 +28,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,8 +50,8 @@ from skylease.runtime.leases.qemu_spec import (
     prepare_disk,
 )
 
-__all__ = ["Ended", "Guest", "GuestError", "GuestSpec", "GuestStatus", "Suspended", "adopt_guest",
-           "resume_guest", "start_guest"]
+__all__ = ["Ended", "Guest", "GuestError", "GuestSpec", "GuestStatus", "Monitor", "Suspended", "adopt_guest",
+           "load_state", "resume_guest", "save_state", "start_guest"]
 
 log = logging.getLogger(__name__)
 
@@ -247,32 +248,7 @@ class Guest:
         """Stop the guest, save its state to the folder's state.bin, end QEMU (its memory freed)."""
         t0 = time.monotonic()
         state = self.files.state
-        part = state.with_name(state.name + ".part")
-        part.unlink(missing_ok=True)
-        self._cmd("stop")
-        self._cmd("migrate-set-parameters", {"max-bandwidth": SAVE_BANDWIDTH})
-        self._cmd("migrate", {"uri": exec_uri("cat >", part)})
-        deadline = t0 + timeout
-        while True:
-            info = self._cmd("query-migrate")
-            status = info.get("status")
-            if status == "completed":
-                break
-            if status in ("failed", "cancelled"):
-                part.unlink(missing_ok=True)
-                self._cmd("cont")  # the guest goes on where it was
-                raise GuestError(f"guest {self.folder.name}: saving its state failed: "
-                                 f"{info.get('error-desc', status)}")
-            if time.monotonic() >= deadline:
-                with contextlib.suppress(GuestError):
-                    self._cmd("migrate_cancel")
-                    self._cmd("cont")
-                part.unlink(missing_ok=True)
-                raise GuestError(f"guest {self.folder.name}: saving its state took over {timeout:g} s")
-            time.sleep(_POLL_S)
-        part.replace(state)
-        with contextlib.suppress(GuestError):
-            self._cmd("quit")
+        save_state(self._cmd, state, state, self.folder.name, timeout)
         if not self._wait_exit(COMMAND_TIMEOUT_S):
             self.kill()  # its state is saved: QEMU has nothing left to do
         self.disconnect()
@@ -294,6 +270,68 @@ class Guest:
         log.warning("guest %s did not power off within %.0f s: killed", self.folder.name, grace_s)
         self.kill()
         return Ended("killed", self._exit_code, time.monotonic() - t0)
+
+
+Command = Callable[..., Any]
+
+
+def save_state(cmd: Command, seen: Path, real: Path, name: str, timeout: float = 60.0) -> None:
+    """Save a guest's state over QMP (``cmd(name, arguments)``): ``stop``, ``migrate`` to
+    ``seen.part`` (the path as QEMU sees it: a sandboxed QEMU sees another file system), renamed to
+    ``real`` (the same file as this process sees it) once complete, then ``quit``. GuestError (the
+    guest going on where it was) when the save fails or takes over ``timeout`` seconds."""
+    t0 = time.monotonic()
+    part = real.with_name(real.name + ".part")
+    part.unlink(missing_ok=True)
+    cmd("stop")
+    cmd("migrate-set-parameters", {"max-bandwidth": SAVE_BANDWIDTH})
+    cmd("migrate", {"uri": exec_uri("cat >", seen.with_name(seen.name + ".part"))})
+    deadline = t0 + timeout
+    while True:
+        info = cmd("query-migrate")
+        status = info.get("status")
+        if status == "completed":
+            break
+        if status in ("failed", "cancelled"):
+            part.unlink(missing_ok=True)
+            cmd("cont")  # the guest goes on where it was
+            raise GuestError(f"guest {name}: saving its state failed: {info.get('error-desc', status)}")
+        if time.monotonic() >= deadline:
+            with contextlib.suppress(GuestError):
+                cmd("migrate_cancel")
+                cmd("cont")
+            part.unlink(missing_ok=True)
+            raise GuestError(f"guest {name}: saving its state took over {timeout:g} s")
+        time.sleep(_POLL_S)
+    part.replace(real)
+    with contextlib.suppress(GuestError):
+        cmd("quit")
+
+
+def load_state(cmd: Command, alive: Callable[[], bool], seen: Path, name: str, why_dead: Callable[[], str],
+               timeout: float = 60.0) -> None:
+    """Load a saved state into a QEMU started with ``-incoming defer -S`` (``migrate-incoming`` from
+    ``seen``, the state file as QEMU sees it), then ``cont``. GuestError with QEMU's reason
+    (``why_dead()`` once it has ended) when it cannot, or after ``timeout`` seconds."""
+    cmd("migrate-incoming", {"uri": exec_uri("cat", seen)})
+    deadline = time.monotonic() + timeout
+    while True:
+        if not alive():
+            raise GuestError(f"guest {name}: QEMU could not load {seen}: {why_dead()}")
+        try:
+            info = cmd("query-migrate")
+            running = cmd("query-status")["status"]
+        except GuestError:  # QEMU ended between our check and the command: the check above says why
+            continue
+        if info.get("status") == "failed":
+            why = info.get("error-desc", "no reason given")
+            raise GuestError(f"guest {name}: loading {seen} failed: {why}")
+        if running != "inmigrate":
+            break
+        if time.monotonic() >= deadline:
+            raise GuestError(f"guest {name}: loading {seen} took over {timeout:g} s")
+        time.sleep(_POLL_S)
+    cmd("cont")
 
 
 def _write_meta(files: GuestFiles, spec: GuestSpec, accel: str, pid: int, start_ticks: int) -> None:
@@ -366,25 +404,7 @@ def resume_guest(spec: GuestSpec, folder: Path, *, state_file: Path | None = Non
     t0 = time.monotonic()
     guest = _launch(spec, folder, accel, qemu, memory_limit_mb, incoming=True)
     try:
-        guest._cmd("migrate-incoming", {"uri": exec_uri("cat", state)})
-        deadline = t0 + timeout
-        while True:
-            if not guest.alive():
-                raise GuestError(f"guest {folder.name}: QEMU could not load {state}: {_tail(files.log, 2)}")
-            try:
-                info = guest._cmd("query-migrate")
-                running = guest._cmd("query-status")["status"]
-            except GuestError:  # QEMU ended between our check and the command: the check above says why
-                continue
-            if info.get("status") == "failed":
-                raise GuestError(f"guest {folder.name}: loading {state} failed: "
-                                 f"{info.get('error-desc', 'no reason given')}")
-            if running != "inmigrate":
-                break
-            if time.monotonic() >= deadline:
-                raise GuestError(f"guest {folder.name}: loading {state} took over {timeout:g} s")
-            time.sleep(_POLL_S)
-        guest._cmd("cont")
+        load_state(guest._cmd, guest.alive, state, folder.name, lambda: _tail(files.log, 2), timeout)
     except BaseException:
         guest.kill()
         raise

@@ -125,7 +125,7 @@ class Recovery:
                             r.vnode, r.pid, self._name(r.node) if r.node >= 0 else "no node")
                 r = dataclasses.replace(r, state="lost", reason="gone while the server was down")
                 self.journal.update_payload(r.id, state=r.state, reason=r.reason)
-            if r.state in ("exited", "killed", "lost"):
+            if r.state in ("exited", "killed", "lost", "failed"):
                 self._ended_payload(r.lease, r.vnode, r.node, r.pid, r.state, r.exit_code, r.reason)
 
     def _lost_payloads(self, now: int) -> None:

@@ -180,11 +180,13 @@ class Sandbox:
         return path
 
     def wrap(self, argv: Sequence[str], *, lease_dir: Path | str, hostname: str, env: Mapping[str, str],
-             image: Path | str | None = None) -> list[str]:
+             image: Path | str | None = None, devices: Sequence[str] = ()) -> list[str]:
         """The command line that runs ``argv`` confined: its working folder and ``$HOME`` the lease's
         folder (``/lease``), ``env`` added to the payload's fresh environment, ``image`` (a cached
-        image file) at ``/images/<name>`` when it exists, ``hostname`` its host name. The paths are
-        those of the machine the payload runs on (:attr:`files`)."""
+        image file, or an image folder) at ``/images/<name>`` when it exists, ``hostname`` its host
+        name; ``devices``: device files of the machine bound beside the minimal ``/dev`` (a VM payload
+        under KVM needs ``/dev/kvm``; no other payload gets any). The paths are those of the machine
+        the payload runs on (:attr:`files`)."""
         fs = self.files
         out = [self.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                "--hostname", hostname]
@@ -208,6 +210,8 @@ class Sandbox:
             if _under(path, bound) and fs.lexists(path):
                 out += ["--tmpfs", path] if fs.isdir(path) else ["--ro-bind", "/dev/null", path]
         out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(lease_dir), LEASE_DIR]
+        for dev in devices:
+            out += ["--dev-bind", dev, dev]
         if image is not None:
             # (the folder made searchable whatever the umask of whoever starts bwrap: an SSH session's
             # may be 077, and the payload user could not reach its image)

@@ -152,6 +152,16 @@ class SiteNodes:
     def resume(self, p: Payload) -> bool:
         return self.part(p.node).resume(p)
 
+    # (VM payloads: this machine's nodes only so far; a host's enactment has no such methods yet)
+    def spawn_vm(self, lease: int, vnode: int, node: int, **kwargs: Any) -> Payload:
+        return self.part(node).spawn_vm(lease, vnode, node, **kwargs)
+
+    def suspend_vm(self, p: Payload) -> float:
+        return self.part(p.node).suspend_vm(p)
+
+    def shutdown_vm(self, p: Payload, grace_s: float = 5.0) -> bool:
+        return self.part(p.node).shutdown_vm(p, grace_s)
+
     def migrate(self, p: Payload, node: int) -> bool:
         """Move ``p`` to ``node``: only between nodes of one machine (a process does not move
         between hosts; a VM does: :class:`NotImplementedError` until leases run in VMs)."""

@@ -39,7 +39,8 @@ def build_view(parts: ViewParts) -> LeaseView:
     """The view of one lease from its snapshot (no lock needed: nothing here is shared)."""
     lid = parts.record["id"]
     events = lease_events(parts.events, parts.runs, parts.transfers).get(lid, [])
-    failed = sum(1 for p in parts.ended_payloads if p.get("state") == "exited" and p.get("exit_code"))
+    failed = sum(1 for p in parts.ended_payloads
+                 if p.get("state") == "failed" or (p.get("state") == "exited" and p.get("exit_code")))
     return LeaseView(owner=parts.owner, running_on=list(parts.running_on), payloads=list(parts.payloads),
                      ended_payloads=list(parts.ended_payloads), failed_payloads=failed,
                      planned=list(parts.planned), events=events, **parts.record)

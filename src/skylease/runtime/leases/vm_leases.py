@@ -1,0 +1,74 @@
+"""VM leases in the lease manager (docs/decisions/vm-payloads.md, "VM leases on this machine's
+nodes"): a ``vm`` lease's VMs started or resumed as QEMU guests, and saved at its suspension."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+from skylease.runtime.leases.live import Live
+from skylease.runtime.leases.qemu_spec import GuestError
+
+if TYPE_CHECKING:
+    from skylease.control.leases import Lease, Reservation
+
+__all__ = ["VmLeases"]
+
+log = logging.getLogger("skylease.leases")
+
+
+class VmLeases:
+    """The VM part of :class:`~skylease.runtime.leases.manager.LocalLeaseManager` (a mixin: it uses
+    the manager's journal, enactment and payloads; called with its lock held)."""
+
+    journal: Any
+    nodes: Any
+    _live: dict[tuple[int, int], Live]
+    _rows: dict[tuple[int, int, int], int]
+    _ends: dict[int, int]
+    if TYPE_CHECKING:  # the manager's
+        def _ended_payload(self, lid: int, vnode: int, node: int, pid: int, state: str,
+                           exit_code: int | None, reason: str | None) -> None: ...
+        def _account(self, lid: int, live: Live, t: float) -> None: ...
+        def _lease_clock(self, unix: float) -> float: ...
+
+    def _spawn_vm(self, lease: Lease, vnode: int, node: int, vm: Reservation, env: dict[str, str],
+                  now: int) -> None:
+        """A VM of a ``vm`` lease: its guest booted, or resumed from its saved state (a new payload
+        row: one row per process). A VM that cannot start ends its lease (a premature end) with the
+        reason among its ended payloads; the server goes on."""
+        try:
+            p = self.nodes.spawn_vm(lease.id, vnode, node, image=str(lease.image), memory_mb=lease.memory,
+                                    cpus=max(1, math.ceil(lease.cpu)), env=env)
+        except GuestError as exc:
+            spawned = getattr(exc, "payload", None)
+            pid, ticks = (spawned.pid, spawned.start_ticks) if spawned is not None else (0, 0)
+            row = self.journal.add_payload(lease.id, vnode, node, vm.start, pid, ticks, "failed")
+            self.journal.update_payload(row, state="failed", reason=str(exc))
+            self._rows[(lease.id, vnode, vm.start)] = row
+            self._ended_payload(lease.id, vnode, node, pid, "failed", None, str(exc))
+            log.warning("lease %d VM %d: %s: the lease ends", lease.id, vnode, exc)
+            self._ends[lease.id] = min(self._ends.get(lease.id, now), now)
+            return
+        row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
+        self._live[(lease.id, vnode)] = Live(p, row, vm.start, checked=vm.start)
+        self._rows[(lease.id, vnode, vm.start)] = row
+
+    def _save_vm(self, lid: int, key: tuple[int, int], live: Live) -> None:
+        """The scheduler's suspension of a VM: its guest saved to its state file, its QEMU ended (that
+        exit is the save we asked for, not an end: the row says ``saved``); its resumption is a new
+        payload (:meth:`_spawn_vm`). A guest that cannot be saved is killed (its work is lost: it
+        boots afresh at the resumption) and its row says why."""
+        try:
+            self.nodes.suspend_vm(live.payload)
+            state, reason = "saved", None
+        except GuestError as exc:
+            log.warning("lease %d VM %d: not saved (%s): killed", lid, key[1], exc)
+            self.nodes.shutdown(live.payload, grace_s=0.0)
+            state, reason = "failed", f"not saved: {exc}"
+            self._ended_payload(lid, key[1], live.payload.node, live.payload.pid, state, None, reason)
+        self._account(lid, live, self._lease_clock(time.time()))
+        self.journal.update_payload(live.row, state=state, reason=reason)
+        del self._live[key]
