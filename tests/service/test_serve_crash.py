@@ -78,6 +78,7 @@ class Server:
     proc: subprocess.Popen | None = None
     url: str = ""
     starts: int = 0
+    env: dict[str, str] | None = None  # the server's environment (None: this process's)
 
     @property
     def db_url(self) -> str:
@@ -112,8 +113,9 @@ class Server:
     def start(self, faults: dict[str, int] | None = None, timeout: float = 60) -> None:
         self.starts += 1
         err = open(self.data.parent / f"server-{self.starts}.err", "w")  # noqa: SIM115 (the server's)
-        self.proc = subprocess.Popen(self.argv(faults), env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                                     stdout=subprocess.PIPE, stderr=err, text=True)
+        env = {**(self.env or os.environ), "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(self.argv(faults), env=env, stdout=subprocess.PIPE, stderr=err,
+                                     text=True)
         err.close()
         line = self.proc.stdout.readline().strip()
         m = START_RE.match(line)

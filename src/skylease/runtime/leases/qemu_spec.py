@@ -8,6 +8,7 @@ guest, ``overlay.qcow2`` (a copy-on-write overlay of the image: the image itself
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -115,7 +116,7 @@ def find_qemu(qemu: str = QEMU) -> str:
     path = shutil.which(qemu)
     if path is None:
         raise GuestError(f"{qemu} not found: apt-get install qemu-system-x86")
-    return path
+    return os.path.realpath(path)  # (QEMU runs in a sandbox: a link outside it would not be there)
 
 
 def _format(image: Path) -> str:

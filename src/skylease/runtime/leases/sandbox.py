@@ -305,6 +305,8 @@ def probe(data_dir: Path, *, payload_user: str = AUTO_USER, hidden: Iterable[str
         raise SandboxUnavailable("cannot confine lease payloads: bwrap (bubblewrap) is not installed; "
                                  f"{FIX_BWRAP}", field="payload confinement")
     setpriv = shutil.which("setpriv") if root else None
+    if setpriv is not None:  # (run inside the sandbox: a PATH entry of links outside it would not be there)
+        setpriv = os.path.realpath(setpriv)
     if root and setpriv is None:
         raise SandboxUnavailable("cannot drop payloads to an unprivileged user: setpriv is missing (Debian: "
                                  "apt-get install util-linux)", field="payload confinement")
