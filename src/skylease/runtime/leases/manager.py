@@ -572,9 +572,6 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
         if (refused := preemptible_refusal(req.type, req.preemptible)) is not None:
             raise LeaseRefused(refused)
         if req.vm:
-            if any(n.host is not None for n in self.site.nodes):
-                raise LeaseRefused("VM leases run on sites of this machine's nodes only (not on SSH "
-                                   "hosts yet)")
             if (problem := vm_image_problem(self.site.repository, str(req.image))) is not None:
                 raise LeaseRefused(problem)
             if req.memory < MIN_VM_MEMORY_MB:

@@ -152,7 +152,7 @@ class SiteNodes:
     def resume(self, p: Payload) -> bool:
         return self.part(p.node).resume(p)
 
-    # (VM payloads: this machine's nodes only so far; a host's enactment has no such methods yet)
+    # (VM payloads: local_vms.py on this machine's nodes, host_vms.py on a host's)
     def spawn_vm(self, lease: int, vnode: int, node: int, **kwargs: Any) -> Payload:
         return self.part(node).spawn_vm(lease, vnode, node, **kwargs)
 
