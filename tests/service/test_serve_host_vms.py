@@ -138,3 +138,39 @@ def test_a_preempted_vm_on_a_host_is_saved_there_and_resumed_where_it_stopped(ho
     log = conn.run(["cat", f"{vm_dir(srv, conn, lid)}/serial.log"])[1].decode(errors="replace")
     assert "skylease-guest power button: powering off" in log, log[-500:]
     assert srv.call("GET", "/health").json()["ok"]
+
+
+def test_a_vm_lease_migrates_to_the_other_host_and_counts_on_there(hosts_server):
+    """Two ARs of one node each from the same time: the short one takes the free node (no
+    preemption), the long one the VM lease's (preempting it). After the short AR, the VM lease
+    resumes on the node it left free, on the other host: its state file carried there, its counter
+    going on, its QEMU running there and gone from its first host."""
+    srv = hosts_server
+    vm = {"duration": 600, "memory": 128, "vm": True, "image": "guest"}
+    r = srv.call("POST", "/leases", "alice", json=vm)
+    assert r.status_code == 201, r.text
+    lid = r.json()["id"]
+    on = until(srv, "QEMU on a host", lambda: [c for c in srv.conns if qemu_pids(c)], 60)
+    assert len(on) == 1, on
+    src = on[0]
+    dst = next(c for c in srv.conns if c is not src)
+    [qemu] = qemu_pids(src)
+    until(srv, "two ticks", lambda: len(host_ticks(srv, src, lid)) >= 2, 60)
+    ar = {"type": "advance-reservation", "start_in": 4 * VM_SCALE, "nodes": 1, "memory": 256}
+    short = srv.call("POST", "/leases", "alice", json={**ar, "duration": 5 * VM_SCALE})
+    long = srv.call("POST", "/leases", "alice", json={**ar, "duration": 120 * VM_SCALE})
+    assert short.status_code == 201 and long.status_code == 201, (short.text, long.text)
+    state = f"{vm_dir(srv, src, lid)}/state.bin"
+    until(srv, "the guest saved on its first host",
+          lambda: qemu not in qemu_pids(src) and src.run(["test", "-s", state])[0] == 0, 60, step=0.1)
+    before = host_ticks(srv, src, lid)
+    # after the short AR: resumed on the other host, from the state file carried there
+    after = until(srv, "a tick on the other host", lambda: host_ticks(srv, dst, lid), 60)
+    assert after[0] == before[-1] + 1, (before[-3:], after[:3])
+    assert qemu_pids(src) == [] and len(qemu_pids(dst)) == 1
+    assert src.run(["test", "-e", state])[0] != 0  # (moved: the first host's file is gone)
+    view = srv.call("GET", f"/leases/{lid}").json()
+    assert view["state"] == "active" and len(view["payloads"]) == 1, view
+    for lease in (lid, long.json()["id"]):
+        srv.call("DELETE", f"/leases/{lease}", "alice")
+    until(srv, "QEMU gone after the cancel", lambda: qemu_pids(dst) == [], 30)
