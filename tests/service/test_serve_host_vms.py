@@ -23,6 +23,7 @@ import time
 import pytest
 
 from skylease.cli import main
+from skylease.runtime.leases.host_moves import StateCarry
 from skylease.runtime.leases.ssh import SshConnection, SshTarget
 
 from .vm_site import TICK_RE, VM_SCALE, HostVmServer, build_repository
@@ -171,6 +172,31 @@ def test_a_vm_lease_migrates_to_the_other_host_and_counts_on_there(hosts_server)
     assert src.run(["test", "-e", state])[0] != 0  # (moved: the first host's file is gone)
     view = srv.call("GET", f"/leases/{lid}").json()
     assert view["state"] == "active" and len(view["payloads"]) == 1, view
+    srv.assert_quiet()
     for lease in (lid, long.json()["id"]):
         srv.call("DELETE", f"/leases/{lease}", "alice")
     until(srv, "QEMU gone after the cancel", lambda: qemu_pids(dst) == [], 30)
+
+
+def test_a_state_carry_fills_its_window_and_is_whole_or_absent(hosts_server, tmp_path):
+    """StateCarry between the two hosts: 3 MB paced to 1.5 s takes that long (not less), arrives
+    whole (same SHA-256 on the destination host) and leaves the source without it; a carry from a
+    file that is not there fails with the reason and leaves nothing on the destination."""
+    one, two = hosts_server.conns
+    src, dst = f"carry-{tmp_path.name}/src.bin", f"carry-{tmp_path.name}/dst/state.bin"
+    code, _, err = one.run(["sh", "-c", f"mkdir -p {src.rsplit('/', 1)[0]} && "
+                            f"head -c 3145728 /dev/urandom > {src}"])
+    assert code == 0, err
+    digest = one.run(["sh", "-c", f"sha256sum < {src}"])[1]
+    t0 = time.monotonic()
+    carry = StateCarry(one, src, two, dst, 1.5)
+    assert carry.wait(30) and carry.done, carry.error
+    took = time.monotonic() - t0
+    assert 1.5 <= took < 1.5 + 5, took
+    assert two.run(["sh", "-c", f"sha256sum < {dst}"])[1] == digest and carry.size == 3145728
+    assert one.run(["test", "-e", src])[0] != 0  # (moved)
+    bad = StateCarry(one, src, two, dst + "2", 0.0)
+    assert bad.wait(30) and not bad.done and src in (bad.error or ""), bad.error
+    assert two.run(["sh", "-c", f"ls -A {dst.rsplit('/', 1)[0]}"])[1].split() == [b"state.bin"]
+    for conn in (one, two):
+        conn.run(["rm", "-rf", f"carry-{tmp_path.name}"])
