@@ -58,6 +58,8 @@ class VmLeases:
             old = self._carries.get(key)
             if src == k or (old is not None and old.to_node == k):
                 continue
+            if old is not None:  # (rescheduled elsewhere meanwhile)
+                old.cancel()
             try:
                 carry = self.nodes.carry_state(lease.id, vnode, src, k, seconds)
             except GuestError as exc:
