@@ -87,20 +87,25 @@ def until(srv: HostVmServer, what: str, check, timeout: float, step: float = 0.2
     return got
 
 
-def test_a_preempted_vm_on_a_host_is_saved_there_and_resumed_where_it_stopped(hosts_server):
-    srv = hosts_server
+def start_vm(srv: HostVmServer) -> tuple[int, SshConnection, SshConnection, int]:
+    """A best-effort VM lease whose guest ticks: (its id, its host's connection, the other host's,
+    its QEMU's pid on its host). Its QEMU is on one host and not on the other."""
     vm = {"duration": 600, "memory": 128, "vm": True, "image": "guest"}
     r = srv.call("POST", "/leases", "alice", json=vm)
     assert r.status_code == 201, r.text
     lid = r.json()["id"]
-    # its guest runs on one host: its QEMU there, not on the other
     on = until(srv, "QEMU on a host", lambda: [c for c in srv.conns if qemu_pids(c)], 60)
     assert len(on) == 1, on
-    conn = on[0]
-    other = next(c for c in srv.conns if c is not conn)
-    [qemu] = qemu_pids(conn)
+    other = next(c for c in srv.conns if c is not on[0])
+    [qemu] = qemu_pids(on[0])
     assert qemu_pids(other) == []
-    until(srv, "two ticks", lambda: len(host_ticks(srv, conn, lid)) >= 2, 60)
+    until(srv, "two ticks", lambda: len(host_ticks(srv, on[0], lid)) >= 2, 60)
+    return lid, on[0], other, qemu
+
+
+def test_a_preempted_vm_on_a_host_is_saved_there_and_resumed_where_it_stopped(hosts_server):
+    srv = hosts_server
+    lid, conn, other, qemu = start_vm(srv)  # (its guest runs on one host: its QEMU there, not on the other)
     said = [line for line in srv.stderr().splitlines() if "VM leases run their guests under" in line]
     assert len(said) == 1 and " TCG: " in said[0], said
     ar = srv.call("POST", "/leases", "alice", json={"type": "advance-reservation", "start_in": 4 * VM_SCALE,
@@ -147,16 +152,7 @@ def test_a_vm_lease_migrates_to_the_other_host_and_counts_on_there(hosts_server)
     resumes on the node it left free, on the other host: its state file carried there, its counter
     going on, its QEMU running there and gone from its first host."""
     srv = hosts_server
-    vm = {"duration": 600, "memory": 128, "vm": True, "image": "guest"}
-    r = srv.call("POST", "/leases", "alice", json=vm)
-    assert r.status_code == 201, r.text
-    lid = r.json()["id"]
-    on = until(srv, "QEMU on a host", lambda: [c for c in srv.conns if qemu_pids(c)], 60)
-    assert len(on) == 1, on
-    src = on[0]
-    dst = next(c for c in srv.conns if c is not src)
-    [qemu] = qemu_pids(src)
-    until(srv, "two ticks", lambda: len(host_ticks(srv, src, lid)) >= 2, 60)
+    lid, src, dst, qemu = start_vm(srv)
     ar = {"type": "advance-reservation", "start_in": 4 * VM_SCALE, "nodes": 1, "memory": 256}
     short = srv.call("POST", "/leases", "alice", json={**ar, "duration": 5 * VM_SCALE})
     long = srv.call("POST", "/leases", "alice", json={**ar, "duration": 120 * VM_SCALE})
