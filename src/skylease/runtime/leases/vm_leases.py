@@ -48,7 +48,8 @@ class VmLeases:
         machine it was saved on to its new node's, paced to end when its resumption begins (the
         migration's window). Nothing while its nodes are its own."""
         vm = self.sched.rr.get(lease.id)
-        if vm is None or not lease.last_nodes or tuple(vm.nodes) == tuple(lease.last_nodes):
+        if (vm is None or not lease.last_nodes or getattr(self.nodes, "carry_state", None) is None
+                or tuple(vm.nodes) == tuple(lease.last_nodes)):
             return
         first = getattr(vm, "resume", None) or vm
         seconds = max(0.0, self.clock.real_at(first.start) - time.time())
@@ -81,6 +82,8 @@ class VmLeases:
             carry = None
         if carry is None:
             if src == node:
+                return None
+            if getattr(self.nodes, "carry_state", None) is None:  # (an enactment of one machine)
                 return None
             try:
                 carry = self.nodes.carry_state(lease.id, vnode, src, node, 0.0)
