@@ -65,6 +65,7 @@ EXEMPT = {
     "serve": "runs until stopped (tests/service/test_serve.py starts and stops it)",
     "serve user add": "any new name is valid, and adds it (tests/service/test_serve.py)",
     "serve user remove": "needs a user in the database (tests/service/test_db.py)",
+    "serve calibrate": "boots QEMU guests for a minute (tests/runtime/leases/test_calibrate.py runs it)",
     **{f"leases {c}": "needs a running server (tests/service/test_serve.py runs it against one)"
        for c in ("request", "cancel", "list", "show", "queue", "hosts")},
     **{f"qos {c}": "needs a running server (tests/service/test_qos_cli.py runs it against one)"
@@ -537,11 +538,13 @@ READS: dict[tuple[str, str], tuple[str, ...]] = {
     **{(c, "config"): ("serve-toml",) for c in SERVE_DB_COMMANDS},
     **{(c, "db_password_file"): ("password",) for c in SERVE_DB_COMMANDS},
     ("serve", "site"): ("site-toml",), ("serve", "tls_cert"): ("pem",), ("serve", "tls_key"): ("pem",),
+    ("serve calibrate", "site"): ("site-toml",),
     ("leases request", "file"): ("lease-json", "lwf-xml"),
 }
 # Parameters that name what a command writes: a file, a plot, or a folder.
 WRITES: dict[tuple[str, str], str] = {
     ("etc generate", "out_file"): "file", ("plan pareto", "plot"): "plot",
+    ("serve calibrate", "output"): "file",
     ("leases simulate", "gantt"): "plot", ("export", "output"): "file",
     ("run", "out_dir"): "folder", ("demo", "out_dir"): "folder",
     **{(f"reproduce {r}", "out_dir"): "folder"
@@ -684,6 +687,7 @@ BASE: dict[str, Invocation] = {
     "serve user list": ({"data_dir": "srv"}, {"data_dir": "serve-data"}),
     "serve": ({}, {}), "serve user add": ({"name": "alice"}, {}),
     "serve user remove": ({"name": "alice"}, {}),
+    "serve calibrate": ({"site": "site.toml", "image": "guest"}, {"site": "site-toml"}),
     **{f"leases {c}": ({}, {}) for c in ("list", "queue", "hosts")},
     **{f"leases {c}": ({"lease_id": "1"}, {}) for c in ("cancel", "show")},
     "leases request": ({"file": "lease.json"}, {"file": "lease-json"}),

@@ -22,12 +22,14 @@ import os
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from skylease.cli import main
 
 from .payloads import payload_processes
 from .vm_site import VM_SCALE, VmServer, build_repository
+from .web import HTML, login
 
 pytestmark = [pytest.mark.usefixtures("payload_sandbox"), pytest.mark.integration]
 
@@ -89,7 +91,7 @@ def test_bad_vm_requests_are_refused_with_the_reason(started, capsys):
     assert srv.leases() == {}  # nothing was journaled
 
 
-def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started):
+def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started, capsys):
     srv = started
     vm = {"duration": 600, "memory": 128, "vm": True, "image": "guest"}
     a = srv.call("POST", "/leases", "alice", json=vm).json()["id"]
@@ -133,6 +135,23 @@ def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started):
     assert not (srv.vm_dir(a) / "state.bin").exists()  # (removed once the guest runs again)
     resumed = srv.payload_pid(a)
     assert resumed is not None and resumed != pids[a] and _alive(resumed)
+    # the save and the resume, each beside the window the schedule reserved for it (lease time)
+    plan = {r["kind"]: r for r in _runs(srv, a)}
+    overheads = srv.call("GET", f"/leases/{a}").json()["overheads"]
+    assert [o["kind"] for o in overheads] == ["suspend", "resume"], overheads
+    for o in overheads:
+        assert (o["reserved_start"], o["reserved_end"]) == (plan[o["kind"]]["start"], plan[o["kind"]]["end"])
+        assert o["reserved_start"] - 1 <= o["started"] <= o["ended"] and o["measured_s"] > 0, o
+        assert o["overran"] == (o["measured_s"] > o["reserved_s"]), o
+    resume = overheads[1]
+    assert resume["started"] < resume["reserved_end"], resume  # resumed in its window, not after it
+    # ... as `skylease leases show` and the lease's dashboard page show them
+    shown = _shown(srv, a, capsys)
+    assert "suspensions and resumptions: reserved beside measured" in shown, shown
+    with httpx.Client(base_url=srv.url) as web:
+        assert login(web, srv.tokens["alice"]).status_code == 303
+        html = web.get(f"/leases/{a}", headers=HTML).text
+    assert f"Suspensions and resumptions of lease {a}: reserved beside measured" in html, html
     deadline = time.monotonic() + 30
     while (view := srv.call("GET", f"/leases/{b}").json())["state"] not in ("done", "cancelled"):
         assert time.monotonic() < deadline, view
@@ -147,6 +166,7 @@ def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started):
     srv.kill9()
     srv.start()
     assert srv.payload_pid(a) == resumed and _alive(resumed)
+    assert srv.call("GET", f"/leases/{a}").json()["overheads"] == overheads  # (journaled: kept)
     ticks = len(srv.ticks(a))
     srv.wait_ticks(a, ticks + 1, timeout=30)
     counted = srv.ticks(a)[len(before):]  # one count since the resume: never booted again (it restarts at 1)
@@ -202,3 +222,16 @@ def test_a_disk_image_runs_on_an_overlay_and_the_image_is_never_written(started)
         assert time.monotonic() < deadline
         time.sleep(0.2)
     assert disk.read_bytes() == b"\0" * (1 << 20)
+
+
+def _runs(srv, lease: int) -> list[dict]:
+    """The lease's reservations carried out (kind, start, end: lease time), from its events."""
+    return [{"kind": e["event"], "start": e["time"], "end": e["until"]}
+            for e in srv.call("GET", f"/leases/{lease}").json()["events"] if e.get("until") is not None]
+
+
+def _shown(srv, lease: int, capsys) -> str:
+    """What ``skylease leases show`` prints of the lease."""
+    capsys.readouterr()
+    assert main(["leases", "show", str(lease), "--server", srv.url, "--token", srv.tokens["alice"]]) == 0
+    return " ".join(capsys.readouterr().out.split())

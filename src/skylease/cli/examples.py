@@ -66,6 +66,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "serve user add": ("skylease serve user add alice",),
     "serve user list": ("skylease serve user list",),
     "serve user remove": ("skylease serve user remove alice",),
+    "serve calibrate": ("skylease serve calibrate --site site.toml --image guest --time-scale 30 "
+                        "--out calibrated.toml",),
     "qos": ("skylease qos account",),
     "qos account": ("skylease qos account",),
     "qos deposit": ("skylease qos deposit alice 100 --note \"first month\"",),

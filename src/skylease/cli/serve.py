@@ -124,3 +124,42 @@ def serve_user_remove_cmd(
 
     remove_user(_serve_database(config, db, data_dir, db_password_file, create=False), name)
     out.print(f"user {name!r} removed", markup=False, highlight=False)
+
+
+@serve_app.command("calibrate")
+def serve_calibrate_cmd(
+    site: Annotated[Path, typer.Option(help="The site file (its machines are measured: this machine's "
+                                       "nodes and each host).")],
+    image: Annotated[str, typer.Option(help="A VM image of the site's repository the guests boot from "
+                                       "(a folder with vmlinuz and initrd.img, or a .qcow2/.raw disk).")],
+    sizes: Annotated[str, typer.Option(help="Guest memory sizes in MB, comma-separated.")] = "96,128,256",
+    time_scale: Annotated[float, typer.Option(min=0.001, help="The server's lease seconds per real second "
+                                              "(the overheads are written in lease seconds).")] = 1.0,
+    output: Annotated[Path | None, typer.Option("--out", help="Write the scheduler configuration there "
+                                                "(for `skylease serve --scheduler FILE`).")] = None,
+    base: Annotated[str, typer.Option(help="The configuration the calibrated keys change.")] = "NOVM-SR",
+    as_json: JsonOption = False,
+) -> None:
+    """Boot guests of each memory size on each machine of the site; time their start, save, resume
+    and power-off; fit the scheduler's overheads (suspend and resume rates, fixed part, shutdown)."""
+    from skylease.service.calibration import calibrate
+
+    keys, samples, text = calibrate(site, image, sizes, time_scale, base,
+                                    say=None if as_json else (lambda s: err.line(f"calibrate: {s}")))
+    if output is not None:
+        part = output.with_name(output.name + ".part")
+        part.write_text(text)
+        part.replace(output)
+    if as_json:
+        print(json.dumps({"keys": keys, "time_scale": time_scale,
+                          "samples": [s.__dict__ for s in samples]}))
+        return
+    t = fmt.table("machine", "node", "MB", "start s", "save s", "resume s", "power-off s",
+                  title=f"{len(samples)} guest(s), real seconds")
+    for s in samples:
+        t.add_row(s.machine, s.node, str(s.memory_mb), f"{s.start_s:.2f}", f"{s.suspend_s:.2f}",
+                  f"{s.resume_s:.2f}", "killed" if s.shutdown_s is None else f"{s.shutdown_s:.2f}")
+    out.print(t)
+    out.line(f"the scheduler's overheads at {time_scale:g} lease seconds a second: "
+             + ", ".join(f"{k} = {v}" for k, v in keys.items() if v is not None)
+             + (f" (written to {output})" if output is not None else ""))

@@ -58,7 +58,8 @@ def leases_table(views: list[dict[str, Any]], title: str | None = None) -> Table
 
 
 #: The payload tables of a lease's view, by key.
-_PAYLOADS = {"payloads": "payloads", "ended_payloads": "payloads that ended"}
+_PAYLOADS = {"payloads": "payloads", "ended_payloads": "payloads that ended",
+             "overheads": "suspensions and resumptions: reserved beside measured (lease time)"}
 _SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requested_duration", "nodes", "image",
           "start", "end", "reason", "failed_payloads", "running_on")
 

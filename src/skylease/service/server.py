@@ -440,6 +440,9 @@ def _serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None,
         if site is not None:
             check_site_hosts(site)
     logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
+    # qemu.qmp logs a connection that QEMU's end cut as its own error; the enactment reports what
+    # it means in its own words (a guest that could not start, resume or be saved)
+    logging.getLogger("qemu.qmp").setLevel(logging.CRITICAL)
     existed = data_dir.exists()
     loosened = private_data_dir(data_dir)
     if loosened:

@@ -270,3 +270,19 @@ def test_the_built_initrd_holds_busybox_the_init_and_the_button_module(test_gues
     data = gzip.decompress(test_guest.initrd.read_bytes())
     for name in (b"bin/busybox\0", b"init\0", b"sbin/poweroff\0", b"button.ko\0"):
         assert name in data, name
+
+
+def test_a_kept_acceleration_outlives_the_process_until_qemu_or_kvm_changes(tmp_path):
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.skip("qemu-system-x86_64 is missing")
+    store, kvm = tmp_path / "accel.json", tmp_path / "kvm"
+    first = AccelChoices(store=store, kvm_device=kvm).choose(_files(tmp_path))
+    assert (first.accel, first.reason) == ("tcg", f"{kvm} is missing")
+    kept = json.loads(store.read_text())
+    [key] = kept
+    kept[key]["reason"] = "as kept"  # (a later process reads what an earlier one found)
+    store.write_text(json.dumps(kept))
+    assert AccelChoices(store=store, kvm_device=kvm).choose(_files(tmp_path)).reason == "as kept"
+    kvm.write_text("")  # a KVM device that came since: probed again, not the kept answer
+    again = AccelChoices(store=store, kvm_device=kvm).choose(_files(tmp_path))
+    assert again.reason != "as kept" and len(json.loads(store.read_text())) == 2

@@ -154,6 +154,11 @@ class LeaseView(BaseModel):
     #: The scheduler's plan not begun yet: ``kind`` (vm, suspend, resume, shutdown), ``nodes`` (indices),
     #: ``start``, ``end`` in lease time; it may still move (a preemption, a premature end).
     planned: list[dict[str, Any]] = []
+    #: Its VMs' suspensions and resumptions (``vm`` leases), each beside the window the schedule
+    #: reserved for it: ``vnode``, ``kind`` (suspend, resume), ``reserved_start``, ``reserved_end``
+    #: and ``reserved_s`` (lease time), ``started``, ``ended`` and ``measured_s`` (lease time, when
+    #: it really ran), ``seconds`` (real seconds) and ``overran`` (it took longer than reserved).
+    overheads: list[dict[str, Any]] = []
     #: Why the lease lost part of what it holds (an advance reservation or an immediate lease whose
     #: node's host stopped answering; Blazar's "degraded"), or None: it has all its nodes.
     degraded: str | None = None

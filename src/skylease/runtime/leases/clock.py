@@ -38,6 +38,10 @@ class RealClock:
             self._last = max(self._last, t)
             return self._last
 
+    def lease_at(self, unix: float) -> float:
+        """The lease time of the Unix time ``unix`` (not rounded: :meth:`real_at`'s inverse)."""
+        return (unix - self.epoch) * self.scale
+
     def real_at(self, t: float) -> float:
         """The Unix time at which lease time ``t`` begins."""
         return self.epoch + t / self.scale

@@ -114,10 +114,8 @@ class ImageCopy(PacedCopy):
             for t, p in zip(tmps, self.paths, strict=True):
                 os.replace(t, p)
             self._done = True
-        except InterruptedError:
-            self.error = "cancelled"
-        except OSError as exc:
-            self.error = f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc)
+        except OSError as exc:  # (InterruptedError among them: a cancel)
+            self.error = _failure(exc)
         finally:
             for f in files:
                 f.close()
@@ -165,11 +163,16 @@ class ImageCopy(PacedCopy):
                     shutil.rmtree(p)
                 os.replace(t, p)
             self._done = True
-        except InterruptedError:
-            self.error = "cancelled"
-        except OSError as exc:
-            self.error = f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc)
+        except OSError as exc:  # (InterruptedError among them: a cancel)
+            self.error = _failure(exc)
         finally:
             for t in tmps:
                 shutil.rmtree(t, ignore_errors=True)
             self._ended.set()
+
+
+def _failure(exc: OSError) -> str:
+    """What a copy that failed says: ``cancelled``, or the system's reason and the file."""
+    if isinstance(exc, InterruptedError):
+        return "cancelled"
+    return f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc)

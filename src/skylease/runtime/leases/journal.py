@@ -21,6 +21,7 @@ Tables (SQLAlchemy Core, on the service's one database: SQLite or PostgreSQL):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterable, Iterator
@@ -82,6 +83,19 @@ payloads = sa.Table(
     sa.Column("started", sa.Float, nullable=False),
     sa.Column("ended", sa.Float),
 )
+#: Each suspension and resumption of a VM (issue 38): the window the schedule reserved for it (lease
+#: time) beside when it really ran (Unix time): the overhead model against reality.
+overheads = sa.Table(
+    "lease_overheads", metadata,
+    sa.Column("id", _ID, primary_key=True, autoincrement=True),
+    sa.Column("lease", sa.BigInteger, nullable=False, index=True),
+    sa.Column("vnode", sa.Integer, nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("reserved_start", sa.BigInteger, nullable=False),
+    sa.Column("reserved_end", sa.BigInteger, nullable=False),
+    sa.Column("started", sa.Float, nullable=False),
+    sa.Column("ended", sa.Float, nullable=False),
+)
 
 
 class InputKind(StrEnum):
@@ -114,6 +128,20 @@ class PayloadRow:
     state: str
     exit_code: int | None
     reason: str | None
+
+
+@dataclass(frozen=True)
+class OverheadRow:
+    """A VM's suspension or resumption (``kind``): reserved ``[reserved_start, reserved_end)`` in
+    lease time, run from ``started`` to ``ended`` (Unix time)."""
+
+    lease: int
+    vnode: int
+    kind: str
+    reserved_start: int
+    reserved_end: int
+    started: float
+    ended: float
 
 
 class Journal:
@@ -201,6 +229,16 @@ class Journal:
                 lease=lease, vnode=vnode, node=node, run=run, pid=pid, start_ticks=start_ticks, state=state,
                 started=time.time()))
             return int(res.inserted_primary_key[0])
+
+    def add_overhead(self, row: OverheadRow) -> None:
+        with self.engine.begin() as c:
+            c.execute(sa.insert(overheads).values(**dataclasses.asdict(row)))
+
+    def overheads(self) -> list[OverheadRow]:
+        """Every recorded suspension and resumption, in the order they were recorded."""
+        with self.engine.connect() as c:
+            return [OverheadRow(r.lease, r.vnode, r.kind, r.reserved_start, r.reserved_end, r.started,
+                                r.ended) for r in c.execute(sa.select(overheads).order_by(overheads.c.id))]
 
     def update_payload(self, pid_row: int, *, state: str, exit_code: int | None = None,
                        reason: str | None = None, node: int | None = None) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from skylease.control.leases import Lease, LeaseState, RRKind
 from skylease.control.leases.records import Run, lease_record
 from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseView
+from skylease.runtime.leases.journal import OverheadRow
 from skylease.runtime.leases.live import Live
 from skylease.runtime.leases.views import ViewParts, build_view, build_views
 
@@ -40,6 +41,7 @@ class Listing:
     _live: dict[tuple[int, int], Live]
     _ended: dict[int, list[dict[str, Any]]]
     _down_hosts: dict[str, str]
+    _overheads: dict[int, list[OverheadRow]]
     if TYPE_CHECKING:  # the manager's
         def _alive(self) -> None: ...
         def _name(self, k: int) -> str: ...
@@ -157,6 +159,7 @@ class Listing:
                 payloads.setdefault(lid, []).append({"vnode": v, "node": self._name(live.payload.node),
                                                      "pid": live.payload.pid, "state": live.payload.state})
         now = self.clock.now()
+        lease_time = self.clock.lease_at
         out = []
         for lease in leases:
             record = lease_record(lease, [])
@@ -173,5 +176,16 @@ class Listing:
                 transfers=tuple(self.trace.transfers.get(lease.id, ())),
                 running_on=tuple(self._name(k) for k in vm.nodes) if active and vm is not None else (),
                 payloads=tuple(payloads.get(lease.id, ())),
-                ended_payloads=tuple(self._ended.get(lease.id, ())), planned=plan))
+                ended_payloads=tuple(self._ended.get(lease.id, ())), planned=plan,
+                overheads=tuple(_overhead(r, lease_time) for r in self._overheads.get(lease.id, ()))))
         return out
+
+
+def _overhead(row: OverheadRow, lease_time: Callable[[float], float]) -> dict[str, Any]:
+    """A recorded suspension or resumption as a view shows it (lease time, and real seconds)."""
+    started, ended = lease_time(row.started), lease_time(row.ended)
+    reserved = row.reserved_end - row.reserved_start
+    return {"vnode": row.vnode, "kind": row.kind, "reserved_start": row.reserved_start,
+            "reserved_end": row.reserved_end, "reserved_s": reserved, "started": round(started, 2),
+            "ended": round(ended, 2), "measured_s": round(ended - started, 2),
+            "seconds": round(row.ended - row.started, 3), "overran": ended - started > reserved}

@@ -127,7 +127,8 @@ class LocalVms:
 
     def __init__(self, nodes: LocalNodes, *, accel: AccelChoices | None = None, qemu: str = QEMU) -> None:
         self.nodes = nodes
-        self.accel = accel if accel is not None else AccelChoices()
+        # (kept in the data folder: a restarted server does not probe again)
+        self.accel = accel if accel is not None else AccelChoices(store=nodes.data / "accel.json")
         self.qemu = qemu
         self._lock = threading.Lock()
         self._monitors: dict[tuple[int, int], Monitor] = {}  # (pid, start ticks) -> its QMP connection

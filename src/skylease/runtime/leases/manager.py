@@ -72,7 +72,7 @@ from skylease.runtime.leases.api import (
 )
 from skylease.runtime.leases.clock import RealClock
 from skylease.runtime.leases.host_failures import HostFailures
-from skylease.runtime.leases.journal import Batch, InputKind, Journal
+from skylease.runtime.leases.journal import Batch, InputKind, Journal, OverheadRow
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
 from skylease.runtime.leases.live import Live
 from skylease.runtime.leases.local_vms import MIN_VM_MEMORY_MB, vm_image_problem
@@ -130,22 +130,34 @@ class _Enactment:
         self.touched.add(rr.lease.id)
 
 
-def desired(sched: LeaseScheduler, lease: Lease, full: int) -> tuple[str, tuple[int, ...]]:
+def desired(sched: LeaseScheduler, lease: Lease, full: int, *, vm_lease: bool = False
+            ) -> tuple[str, tuple[int, ...]]:
     """What the lease's processes should be now: ``("run", nodes)`` while its VM reservation is
-    active; ``("stopped", ())`` while it is suspended with work saved (a suspension or resumption
-    running, or waiting to resume: what is left is less than its ``full`` planned duration);
-    ``("none", ())`` otherwise (not started, done, cancelled, or preempted and requeued without
-    suspension, which loses the work of its run)."""
+    active, and for a ``vm_lease`` (QEMU guests) from the start of the resumption before it (a guest
+    resumes in the time reserved for its resumption, from its saved state); ``("stopped", ())``
+    while it is suspended with work saved (a suspension or resumption running, or waiting to resume:
+    what is left is less than its ``full`` planned duration); ``("none", ())`` otherwise (not
+    started, done, cancelled, or preempted and requeued without suspension, which loses the work of
+    its run)."""
     if lease.state in _TERMINAL:
         return "none", ()
     vm = sched.rr.get(lease.id)
     if vm is not None and vm.state is LeaseState.ACTIVE:
+        return "run", vm.nodes
+    if vm_lease and _resuming(vm):
+        assert vm is not None
         return "run", vm.nodes
     if vm is not None and vm.shutdown is not None and vm.state is LeaseState.DONE:
         return "none", ()  # its VMs shut down (a shutdown reservation, Haizea 1.0)
     if lease.remaining < full:
         return "stopped", ()
     return "none", ()
+
+
+def _resuming(vm: Reservation | None) -> bool:
+    """Whether ``vm``'s resumption is under way (its VM reservation not begun yet)."""
+    return vm is not None and vm.state is LeaseState.SCHEDULED and vm.resume is not None \
+        and vm.resume.state is LeaseState.ACTIVE
 
 
 class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
@@ -241,6 +253,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
         self._ends: dict[int, int] = {}  # lease -> the lease time its work ended (premature ends due)
         self._carries: dict[tuple[int, int], Any] = {}  # (lease, vnode) -> its state file's carry
         self._down_hosts: dict[str, str] = {}  # host -> why it is down (as journaled)
+        self._overheads: dict[int, list[OverheadRow]] = {}  # lease -> its VMs' suspensions, resumptions
 
     # -- life --------------------------------------------------------------------------------------
     def start(self) -> LocalLeaseManager:
@@ -406,8 +419,8 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
                 self._account(p.lease, live, t)
                 self._ends[p.lease] = max(0, round(t + live.debt))
         for lid, t in sorted(self._ends.items(), key=lambda item: (item[1], item[0])):
-            if t > now:
-                continue
+            if t > now or _resuming(self.sched.rr.get(lid)):  # (a VM that failed in its resumption's
+                continue  # window ends its lease once its VM reservation begins)
             del self._ends[lid]
             self._advance(t)
             t = max(t, self._stepped)
@@ -422,7 +435,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
 
     def _lease_clock(self, unix: float) -> float:
         """The lease time of a Unix time (not rounded)."""
-        return (unix - self.clock.epoch) * self.clock.scale
+        return self.clock.lease_at(unix)
 
     def _account(self, lid: int, live: Live, t: float) -> None:
         """Bring ``live.debt`` up to lease time ``t``: what it ran since ``live.checked``, less
@@ -483,9 +496,9 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
 
     def _reconcile_lease(self, lid: int, now: int) -> None:
         lease = self.sched.lease(lid)
-        what, nodes = desired(self.sched, lease, self._full[lid])
-        mine = sorted((k, v) for k, v in self._live.items() if k[0] == lid)
         is_vm = bool(self._request[lid].get("vm"))
+        what, nodes = desired(self.sched, lease, self._full[lid], vm_lease=is_vm)
+        mine = sorted((k, v) for k, v in self._live.items() if k[0] == lid)
         if what == "none":
             for key, live in mine:
                 state, reason = "killed", f"lease {lease.state.value}"

@@ -9,6 +9,8 @@ binary for the life of the process. The probe guest is killed by its PID once th
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import tempfile
@@ -16,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from skylease.runtime.leases.qemu import GuestError, start_guest
 from skylease.runtime.leases.qemu_spec import QEMU, GuestSpec, find_qemu
@@ -85,23 +88,59 @@ def choose_accel(probe: GuestSpec, *, qemu: str = QEMU, mark: str = PROBE_MARK,
 
 class AccelChoices:
     """The acceleration of each QEMU binary, probed once (:func:`choose_accel`) and kept by its
-    owner (an enactment keeps one for its life; :meth:`forget` after KVM was fixed, say)."""
+    owner (an enactment keeps one for its life; :meth:`forget` after KVM was fixed, say). With a
+    ``store`` file the answers outlive the process (a server's data folder: a restarted server does
+    not probe again, which would add the probe's seconds to the first guest it resumes); an answer
+    is kept for the binary as it is (a QEMU upgraded since, or a KVM device that came or went,
+    is probed again)."""
 
     def __init__(self, *, mark: str = PROBE_MARK, timeout: float = PROBE_TIMEOUT_S,
-                 kvm_device: Path = Path("/dev/kvm")) -> None:
-        self.mark, self.timeout, self.kvm_device = mark, timeout, kvm_device
+                 kvm_device: Path = Path("/dev/kvm"), store: Path | None = None) -> None:
+        self.mark, self.timeout, self.kvm_device, self.store = mark, timeout, kvm_device, store
         self._lock = threading.Lock()
         self._choices: dict[str, AccelChoice] = {}
 
+    def _key(self, binary: str) -> str:
+        st = os.stat(binary)
+        return f"{binary}:{st.st_mtime_ns}:{st.st_size}:{int(self.kvm_device.exists())}"
+
+    def _stored(self) -> dict[str, Any]:
+        if self.store is None:
+            return {}
+        try:
+            data = json.loads(self.store.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
     def choose(self, probe: GuestSpec, qemu: str = QEMU) -> AccelChoice:
         binary = find_qemu(qemu)
+        key = self._key(binary)
         with self._lock:  # one probe at a time: two at once would both boot a guest for nothing
-            if binary not in self._choices:
-                self._choices[binary] = choose_accel(probe, qemu=binary, mark=self.mark,
-                                                     timeout=self.timeout, kvm_device=self.kvm_device)
-            return self._choices[binary]
+            if key not in self._choices:
+                kept = self._stored().get(key)
+                if isinstance(kept, dict) and kept.get("accel") in ("kvm", "tcg"):
+                    self._choices[key] = AccelChoice(kept["accel"], str(kept.get("reason", "")),
+                                                     float(kept.get("probe_s", 0.0)))
+                else:
+                    self._choices[key] = choose_accel(probe, qemu=binary, mark=self.mark,
+                                                      timeout=self.timeout, kvm_device=self.kvm_device)
+                    self._save(key, self._choices[key])
+            return self._choices[key]
+
+    def _save(self, key: str, choice: AccelChoice) -> None:
+        if self.store is None:
+            return
+        data = self._stored()
+        data[key] = {"accel": choice.accel, "reason": choice.reason, "probe_s": choice.probe_s}
+        part = self.store.with_name(self.store.name + ".part")
+        with contextlib.suppress(OSError):  # (not kept: the next process probes again)
+            part.write_text(json.dumps(data, indent=1))
+            part.replace(self.store)
 
     def forget(self) -> None:
         """The next :meth:`choose` probes again."""
         with self._lock:
             self._choices.clear()
+            if self.store is not None:
+                self.store.unlink(missing_ok=True)

@@ -33,6 +33,7 @@ class Recovery:
     _rows: dict[tuple[int, int, int], int]
     _request: dict[int, dict[str, Any]]
     _owner: dict[int, str]
+    _overheads: dict[int, list]
     _recording: bool
     _replayed: list
     _now: int
@@ -51,6 +52,8 @@ class Recovery:
     def _recover(self) -> None:
         """Replay the journal (nothing enacted), adopt the payloads still alive, then catch up."""
         owners = self.journal.owners()
+        for row in self.journal.overheads():
+            self._overheads.setdefault(row.lease, []).append(row)
         self._recording = False
         t_last = -1
         for inp in self.journal.inputs():

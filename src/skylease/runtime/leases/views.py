@@ -33,6 +33,7 @@ class ViewParts:
     payloads: tuple[dict[str, Any], ...]
     ended_payloads: tuple[dict[str, Any], ...]
     planned: tuple[dict[str, Any], ...]
+    overheads: tuple[dict[str, Any], ...] = ()
 
 
 def build_view(parts: ViewParts) -> LeaseView:
@@ -43,7 +44,8 @@ def build_view(parts: ViewParts) -> LeaseView:
                  if p.get("state") == "failed" or (p.get("state") == "exited" and p.get("exit_code")))
     return LeaseView(owner=parts.owner, running_on=list(parts.running_on), payloads=list(parts.payloads),
                      ended_payloads=list(parts.ended_payloads), failed_payloads=failed,
-                     planned=list(parts.planned), events=events, **parts.record)
+                     planned=list(parts.planned), overheads=list(parts.overheads), events=events,
+                     **parts.record)
 
 
 def build_views(parts: list[ViewParts]) -> list[LeaseView]:

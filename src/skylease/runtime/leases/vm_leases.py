@@ -8,6 +8,8 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
+from skylease.control.leases import RRKind
+from skylease.runtime.leases.journal import OverheadRow
 from skylease.runtime.leases.live import Live
 from skylease.runtime.leases.qemu_spec import GuestError
 
@@ -29,6 +31,8 @@ class VmLeases:
     clock: Any
     _request: dict[int, dict[str, Any]]
     _carries: dict[tuple[int, int], Any]
+    _enact: Any
+    _overheads: dict[int, list[OverheadRow]]
     _live: dict[tuple[int, int], Live]
     _rows: dict[tuple[int, int, int], int]
     _ends: dict[int, int]
@@ -102,9 +106,11 @@ class VmLeases:
         """A VM of a ``vm`` lease: its guest booted, or resumed from its saved state (a new payload
         row: one row per process). A VM that cannot start ends its lease (a premature end) with the
         reason among its ended payloads; the server goes on."""
+        t0 = time.time()
         try:
             if (why := self._state_carried(lease, vnode, node)) is not None:
                 raise GuestError(why)
+            t0 = time.time()  # (a carry before is the migration's time, not the resumption's)
             p = self.nodes.spawn_vm(lease.id, vnode, node, image=str(lease.image), memory_mb=lease.memory,
                                     cpus=max(1, math.ceil(lease.cpu)), env=env)
         except GuestError as exc:
@@ -120,15 +126,18 @@ class VmLeases:
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
         self._live[(lease.id, vnode)] = Live(p, row, vm.start, checked=vm.start)
         self._rows[(lease.id, vnode, vm.start)] = row
+        self._record_overhead(lease.id, vnode, RRKind.RESUME, t0, time.time())  # (a resumption's)
 
     def _save_vm(self, lid: int, key: tuple[int, int], live: Live) -> None:
         """The scheduler's suspension of a VM: its guest saved to its state file, its QEMU ended (that
         exit is the save we asked for, not an end: the row says ``saved``); its resumption is a new
         payload (:meth:`_spawn_vm`). A guest that cannot be saved is killed (its work is lost: it
         boots afresh at the resumption) and its row says why."""
+        t0 = time.time()
         try:
             self.nodes.suspend_vm(live.payload)
             state, reason = "saved", None
+            self._record_overhead(lid, key[1], RRKind.SUSPEND, t0, time.time())
         except GuestError as exc:
             log.warning("lease %d VM %d: not saved (%s): killed", lid, key[1], exc)
             self.nodes.shutdown(live.payload, grace_s=0.0)
@@ -137,3 +146,20 @@ class VmLeases:
         self._account(lid, live, self._lease_clock(time.time()))
         self.journal.update_payload(live.row, state=state, reason=reason)
         del self._live[key]
+
+    def _record_overhead(self, lid: int, vnode: int, kind: RRKind, started: float, ended: float) -> None:
+        """Record a suspension or resumption (``kind``) that ran from ``started`` to ``ended`` (Unix
+        time) beside the window the schedule reserved for it: the reservation of that kind under way
+        for the lease (none: a first start, not recorded). One that took longer than its window is
+        said in the log (the schedule goes on: docs/decisions/vm-payloads.md)."""
+        windows = [rr for _, rr in self._enact.open.values() if rr.lease.id == lid and rr.kind is kind]
+        if not windows:
+            return
+        rr = windows[0]
+        row = OverheadRow(lid, vnode, kind.value, rr.start, rr.end, started, ended)
+        self.journal.add_overhead(row)
+        self._overheads.setdefault(lid, []).append(row)
+        took = (ended - started) * self.clock.scale
+        if took > rr.end - rr.start:
+            log.warning("lease %d VM %d: its %s took %.1f lease seconds, %d were reserved", lid, vnode,
+                        kind.value, took, rr.end - rr.start)

@@ -114,11 +114,18 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
                  f'height="120" role="img" aria-label="Timeline of lease {e(view.id)}"></canvas>'
                  '<figcaption id="gantt-legend"></figcaption></figure>'
                  '<script src="/static/gantt.js"></script>')
+        overheads = [[e(o["kind"]), e(o["vnode"]), e(f'{o["reserved_start"]}-{o["reserved_end"]}'),
+                      e(o["reserved_s"]), e(f'{o["started"]}-{o["ended"]}'), e(o["measured_s"]),
+                      '<span class="state s-rejected">overran</span>' if o["overran"] else "within"]
+                     for o in view.overheads]
         body = ('<p><a href="/leases">All leases</a></p>'
                 f'<p class="now">Lease clock: {e(now)} s</p>{chart}'
                 f'<div id="lease-tables"><dl class="facts">{facts}</dl>'
                 + table(f"Reservations of lease {view.id}", ["kind", "nodes", "start", "end", "state"], rows,
                          "No reservation carried out yet.")
+                + (table(f"Suspensions and resumptions of lease {view.id}: reserved beside measured "
+                         "(lease time)", ["kind", "VM", "reserved", "reserved s", "measured", "measured s",
+                                          "fit"], overheads, "") if overheads else "")
                 + "<h2>Events</h2>"
                 + table(f"Events of lease {view.id}", ["time", "event", "details"], evs, "No events.")
                 + "</div>")
