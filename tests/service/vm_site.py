@@ -74,3 +74,21 @@ class VmServer(Server):
     def payload_pid(self, lease: int) -> int | None:
         view = self.call("GET", f"/leases/{lease}").json()
         return view["payloads"][0]["pid"] if view["payloads"] else None
+
+
+@dataclass
+class HostVmServer(VmServer):
+    """The VM server on a site of SSH hosts (``site``: the ``ssh_site`` fixture's), one node of 1 CPU
+    and 256 MB per host, the repository ``repo`` beside the site file."""
+
+    site: Any = None
+
+    def options(self) -> dict[str, Any]:
+        options = super().options()
+        text = (f'repository = "repo"\n[ssh]\nuser = "root"\nidentity_file = "{self.site.key}"\n'
+                f'known_hosts = "{self.site.known_hosts}"\n')
+        for h in self.site.hosts:
+            text += (f'[[hosts]]\naddress = "{h.address}"\nname = "{h.name}"\nnodes = 1\ncpu = 1\n'
+                     "memory = 256\n")
+        Path(options["site"]).write_text(text)
+        return options

@@ -102,7 +102,8 @@ class LeaseScheduler:
     def __init__(self, n_nodes: int, *, capacity: ResourceTuple = BLUE_HORIZON_NODE,
                  config: SchedulerConfig | None = None, max_reservations: float | None = None,
                  enactment: Enactment | None = None, on_event: Hook | None = None,
-                 prune_dominated: bool = True, skip_stale: bool = True) -> None:
+                 prune_dominated: bool = True, skip_stale: bool = True,
+                 movable: Callable[[Lease], bool] | None = None) -> None:
         if config is None:
             config = SchedulerConfig()
         if max_reservations is not None:
@@ -110,6 +111,10 @@ class LeaseScheduler:
         self.config = config
         self.prune_dominated = prune_dominated
         self.skip_stale = skip_stale
+        # (which suspended leases may resume on other nodes even when the configuration's
+        # ``migration`` is off: a site's VM leases, whose state moves as a file, when its process
+        # leases cannot move; docs/decisions/vm-payloads.md)
+        self.movable = movable
         self.table = SlotTable(n_nodes, capacity)
         self.max_reservations = config.max_reservations
         self.queue: list[Lease] = []
@@ -530,7 +535,8 @@ class LeaseScheduler:
             w = self.table.window(t, req)
             if usable is not None:
                 w = w.restricted(usable)
-            if resuming and not cfg.migration:  # (it resumes where it was suspended, or waits)
+            if resuming and not (cfg.migration or (self.movable is not None and self.movable(lease))):
+                # (it resumes where it was suspended, or waits)
                 w = w.restricted(set(lease.last_nodes))
             if len(w.until) < lease.nodes:
                 continue

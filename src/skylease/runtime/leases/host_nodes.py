@@ -48,6 +48,8 @@ own time that long ago, and ``ended_at`` is this machine's time minus the age th
 
 What is not done yet, and how the lease manager uses it:
 
+* a VM lease's VM is a QEMU guest spawned as the payload (:mod:`~skylease.runtime.leases.host_vms`:
+  :meth:`HostNodes.spawn_vm`, :meth:`HostNodes.suspend_vm`, :meth:`HostNodes.shutdown_vm`);
 * not yet: migration between the nodes of a host (:meth:`HostNodes.migrate` raises
   NotImplementedError: the group would be re-pinned, as on this machine);
 * a node's CPUs must be among the host's (the probe refuses the host otherwise); two nodes of a
@@ -164,6 +166,9 @@ class HostNodes:
         except UserError:
             connection.close()
             raise
+        from skylease.runtime.leases.host_vms import HostVms  # (it subclasses local_vms's: no cycle)
+
+        self.vms = HostVms(self)
         self._start_watch()
         self._vital = Vital(f"the payload watcher of {connection.target.label}")
         self._thread = self._vital.thread(self._watch, name=f"skylease-host-{connection.target.address}")
@@ -243,16 +248,40 @@ class HostNodes:
         raise NotImplementedError("moving a payload between nodes of a host reached over SSH is not "
                                   "supported yet")
 
-    def shutdown(self, p: Payload, grace_s: float = 5.0) -> bool:
-        """SIGCONT to the group and SIGTERM to the payload's processes now, SIGKILL to the group
-        after ``grace_s`` seconds if it still runs then (the watcher thread does it; the caller does
-        not wait). The exit is reported by :meth:`exited`. False if it has ended already."""
-        if not self._signal(p, {"actions": ["CONT", "TERM"]}, "running"):
+    def shutdown(self, p: Payload, grace_s: float = 5.0, *, term: bool = True) -> bool:
+        """SIGCONT to the group and SIGTERM to the payload's processes now (without ``term``: no
+        SIGTERM, a VM asked to power off), SIGKILL to the group after ``grace_s`` seconds if it still
+        runs then (the watcher thread does it; the caller does not wait). The exit is reported by
+        :meth:`exited`. False if it has ended already."""
+        if not self._signal(p, {"actions": ["CONT", "TERM"] if term else ["CONT"]}, "running"):
             return False
         with self._lock:
             self._kills.add(p.pid, p.start_ticks, grace_s)
         self._wake()
         return True
+
+    # -- VM payloads (host_vms) ------------------------------------------------------------------
+    def spawn_vm(self, lease: int, vnode: int, node: int, *, image: str, memory_mb: int, cpus: int,
+                 env: Mapping[str, str] | None = None) -> Payload:
+        """VM ``vnode`` of ``lease`` on ``node``, a QEMU guest booted from ``image`` (or resumed from
+        its state file on this host): :class:`~skylease.runtime.leases.host_vms.HostVms`."""
+        self._check_node(node)
+        check_image(image)
+        return self.vms.spawn(lease, vnode, node, image=image, memory_mb=memory_mb, cpus=cpus, env=env)
+
+    def suspend_vm(self, p: Payload) -> float:
+        """Save a VM payload to its state file on the host; its QEMU ends."""
+        return self.vms.suspend(p)
+
+    def shutdown_vm(self, p: Payload, grace_s: float = 5.0) -> bool:
+        """ACPI power-down, SIGKILL after ``grace_s``."""
+        return self.vms.shutdown(p, grace_s)
+
+    def watched(self, pid: int, ticks: int) -> bool:
+        """Whether the payload led by ``pid`` (started at ``ticks``) runs, as far as the watch has told."""
+        with self._lock:
+            p = self._live.get(pid)
+            return p is not None and p.start_ticks == ticks
 
     def exited(self) -> list[Payload]:
         """The payloads whose leader ended since the last call (state ``exited``; ``exit_code`` the
@@ -359,6 +388,7 @@ class HostNodes:
             while self.live() and time.monotonic() < deadline and self._state.up:
                 time.sleep(0.01)
         self._closed = True
+        self.vms.close()
         with self._lock:
             copies = list(self._copies)
         for c in copies:

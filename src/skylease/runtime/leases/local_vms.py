@@ -150,39 +150,22 @@ class LocalVms:
         state when its folder has one; returns once it runs. :class:`VmFailed` with the reason
         otherwise (nothing of it left running)."""
         site = self.nodes.site
-        cached = self.nodes.node_dir(node) / "cache" / image
-        # (an image staged into the node's cache, else the repository's: a site without image
-        # transfers has its images on every node already, Haizea's "predeployed" images)
-        if cached.exists():
-            real = cached
-        elif (problem := vm_image_problem(site.repository, image)) is not None:
-            raise VmFailed(problem)
-        else:
-            real = site.repository / image
+        real = self._image(node, image)
         try:
-            binary = find_qemu(self.qemu)
+            binary = self._binary()
             _spec(real, real, memory_mb, cpus).check(site.nodes[node].capacity.memory)
         except UserError as exc:
             raise VmFailed(str(exc)) from None
         seen_image = Path(IMAGES_DIR) / image
         spec = _spec(real, seen_image, memory_mb, cpus)
         accel = self._accel(_spec(real, real, memory_mb, cpus), binary)
-        folder = self.folder(lease, vnode)
-        files, seen = GuestFiles(folder), self.seen(vnode)
+        files, seen = GuestFiles(self.folder(lease, vnode)), self.seen(vnode)
         try:
-            files.check()
-            folder.mkdir(mode=0o700, exist_ok=True)
-            self._own(folder)
-            resume = files.state.exists()
-            if resume:
-                check_state_file(files.state)
-            disk_format = self._overlay(real, seen_image, files) if spec.disk is not None else None
+            resume, disk_format = self._prepare(files, real, seen_image, spec, node, image)
         except (UserError, OSError) as exc:
             raise VmFailed(str(exc)) from None
-        files.qmp.unlink(missing_ok=True)
         argv = command_line(binary, spec, seen, accel, disk_format=disk_format, incoming=resume)
-        p = self.nodes.spawn(lease, vnode, node, program=argv, env=env, image=image, image_path=real,
-                             devices=(KVM_DEVICE,) if accel == "kvm" else ())
+        p = self._spawn_qemu(lease, vnode, node, argv, env=env, image=image, real=real, accel=accel)
         t0 = time.monotonic()
         try:
             monitor = self._connect(p, files)
@@ -190,11 +173,11 @@ class LocalVms:
             if resume:
                 load_state(cmd, lambda: self._alive(p), seen.state, files.folder.name,
                            lambda: self._last_words(p))
-                files.state.unlink(missing_ok=True)
+                self._unlink(files.state)
             elif (status := cmd("query-status")["status"]) != "running":
                 raise GuestError(f"QEMU is {status} after its start, not running")
         except GuestError as exc:
-            self.nodes.shutdown(p, 0.0, term=False)  # (SIGKILL at once: nothing of it to keep)
+            self._kill(p, 0.0, term=False)  # (SIGKILL at once: nothing of it to keep)
             self._drop(p)
             raise VmFailed(str(exc), p) from None
         log.info("lease %d VM %d: QEMU %s on %s (pid %d, %s, %d MB, %d CPUs) in %.2f s", lease, vnode,
@@ -202,12 +185,71 @@ class LocalVms:
                  time.monotonic() - t0)
         return p
 
-    def _accel(self, probe: GuestSpec, binary: str) -> str:
-        first = not self._accel_said
+    # -- where the VM runs: this machine (a host's enactment overrides these: host_vms.py) ---------
+    def _image(self, node: int, image: str) -> Path:
+        """The image's files, read here to make the guest's command line (VmFailed if unusable)."""
+        site = self.nodes.site
+        cached = self.nodes.node_dir(node) / "cache" / image
+        # (an image staged into the node's cache, else the repository's: a site without image
+        # transfers has its images on every node already, Haizea's "predeployed" images)
+        if cached.exists():
+            return cached
+        if (problem := vm_image_problem(site.repository, image)) is not None:
+            raise VmFailed(problem)
+        return site.repository / image
+
+    def _binary(self) -> str:
+        return find_qemu(self.qemu)
+
+    def _prepare(self, files: GuestFiles, real: Path, seen_image: Path, spec: GuestSpec, node: int,
+                 image: str) -> tuple[bool, str | None]:
+        """The VM's folder made ready for its QEMU: (whether it resumes from a saved state, its disk
+        overlay's format or None)."""
+        files.check()
+        files.folder.mkdir(mode=0o700, exist_ok=True)
+        self._own(files.folder)
+        resume = files.state.exists()
+        if resume:
+            check_state_file(files.state)
+        disk_format = self._overlay(real, seen_image, files) if spec.disk is not None else None
+        files.qmp.unlink(missing_ok=True)
+        return resume, disk_format
+
+    def _spawn_qemu(self, lease: int, vnode: int, node: int, argv: list[str], *,
+                    env: Mapping[str, str] | None,
+                    image: str, real: Path, accel: str) -> Payload:
+        return self.nodes.spawn(lease, vnode, node, program=argv, env=env, image=image, image_path=real,
+                                devices=(KVM_DEVICE,) if accel == "kvm" else ())
+
+    def _open_monitor(self, files: GuestFiles) -> Any:
+        """A QMP connection to the VM's socket; None while the socket is not there yet."""
+        return Monitor(files.qmp) if files.qmp.exists() else None
+
+    def _kill(self, p: Payload, grace_s: float, *, term: bool) -> bool:
+        return self.nodes.shutdown(p, grace_s, term=term)
+
+    def _unlink(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+
+    def _rename(self, src: Path, dst: Path) -> None:
+        src.replace(dst)
+
+    def _choose_accel(self, probe: GuestSpec, binary: str) -> tuple[str, str]:
         choice = self.accel.choose(probe, binary)  # (probed once: AccelChoices keeps it)
         accel, why = choice.accel, choice.reason
         if accel == "kvm" and not _kvm_allowed(self.nodes.sandbox.user):
             accel, why = "tcg", f"KVM works here but the payload user cannot open {KVM_DEVICE}"
+        return accel, why
+
+    def _alive(self, p: Payload) -> bool:
+        return self._key_alive(p.pid, p.start_ticks)
+
+    def _key_alive(self, pid: int, ticks: int) -> bool:
+        return _alive(pid, ticks)
+
+    def _accel(self, probe: GuestSpec, binary: str) -> str:
+        first = not self._accel_said
+        accel, why = self._choose_accel(probe, binary)
         if first:  # (said once, where the server's log shows it: TCG is an emulation, many times slower)
             self._accel_said = True
             (log.info if accel == "kvm" else log.warning)("VM leases run their guests under %s: %s",
@@ -251,12 +293,11 @@ class LocalVms:
         while True:  # QMP answers once QEMU has set the machine up
             if not self._alive(p):
                 raise GuestError(f"QEMU did not start: {self._last_words(p)}")
-            if files.qmp.exists():
-                try:
-                    monitor = Monitor(files.qmp)
+            try:
+                if (monitor := self._open_monitor(files)) is not None:
                     break
-                except (QMPError, OSError, TimeoutError):
-                    pass
+            except (QMPError, OSError, TimeoutError, GuestError):
+                pass
             if time.monotonic() >= deadline:
                 raise GuestError(f"QEMU did not answer on its QMP socket within {START_TIMEOUT_S:g} s")
             time.sleep(_POLL_S)
@@ -272,14 +313,15 @@ class LocalVms:
         files, seen = GuestFiles(self.folder(p.lease, p.vnode)), self.seen(p.vnode)
         cmd = self._commands(p, self._monitor(p, files))
         try:
-            save_state(cmd, seen.state, files.state, f"lease {p.lease} VM {p.vnode}", timeout)
+            save_state(cmd, seen.state, files.state, f"lease {p.lease} VM {p.vnode}", timeout,
+                       unlink=self._unlink, rename=self._rename)
         except OSError as exc:  # (its state file did not come: QEMU's writer failed)
             raise GuestError(f"its state file: {exc.strerror or exc}") from None
         deadline = time.monotonic() + COMMAND_TIMEOUT_S
         while self._alive(p) and time.monotonic() < deadline:
             time.sleep(_POLL_S)
         if self._alive(p):
-            self.nodes.shutdown(p, 0.0, term=False)  # its state is saved: QEMU has nothing left to do
+            self._kill(p, 0.0, term=False)  # its state is saved: QEMU has nothing left to do
         self._drop(p)
         seconds = time.monotonic() - t0
         log.info("lease %d VM %d: saved to %s in %.2f s", p.lease, p.vnode, files.state, seconds)
@@ -296,7 +338,7 @@ class LocalVms:
         except GuestError as exc:
             log.warning("lease %d VM %d: no ACPI power-down (%s): SIGTERM", p.lease, p.vnode, exc)
         self._drop(p)
-        return self.nodes.shutdown(p, grace_s, term=not asked)
+        return self._kill(p, grace_s, term=not asked)
 
     # -- inside -----------------------------------------------------------------------------------
     def _monitor(self, p: Payload, files: GuestFiles) -> Monitor:
@@ -308,10 +350,12 @@ class LocalVms:
         if not self._alive(p):
             raise GuestError("its QEMU has ended")
         try:
-            monitor = Monitor(files.qmp)
-        except (QMPError, OSError, TimeoutError) as exc:
+            monitor = self._open_monitor(files)
+        except (QMPError, OSError, TimeoutError, GuestError) as exc:
             why = str(exc) or type(exc).__name__
             raise GuestError(f"its QMP socket {files.qmp} does not answer: {why}") from None
+        if monitor is None:
+            raise GuestError(f"its QMP socket {files.qmp} is not there")
         with self._lock:
             self._monitors[(p.pid, p.start_ticks)] = monitor
         return monitor
@@ -330,15 +374,11 @@ class LocalVms:
         with self._lock:
             monitor = self._monitors.pop((p.pid, p.start_ticks), None)
             # (those of VMs that ended by themselves go too)
-            gone = [k for k in self._monitors if not _alive(*k)]
+            gone = [k for k in self._monitors if not self._key_alive(*k)]
             ended = [self._monitors.pop(k) for k in gone]
         for m in [monitor, *ended]:
             if m is not None:
                 m.close()
-
-    @staticmethod
-    def _alive(p: Payload) -> bool:
-        return _alive(p.pid, p.start_ticks)
 
     def _last_words(self, p: Payload) -> str:
         lines = [line.strip() for line in self.nodes.output(p, 4096).splitlines() if line.strip()]

@@ -178,7 +178,10 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
                  payload_user: str | None = None) -> None:
         self.site = site
         self.config = config if config is not None else SchedulerConfig()
-        if site.hosts and self.config.migration:  # a payload process does not move between machines
+        # A payload process does not move between machines: migration goes off on a site with hosts;
+        # a VM lease's state moves as a file, so VM leases still may (docs/decisions/vm-payloads.md)
+        vms_move = bool(site.hosts) and self.config.migration
+        if vms_move:
             self.config = self.config.with_(migration=False)
         if site.bandwidth is not None and site.bandwidth != self.config.bandwidth:  # the site's network
             self.config = self.config.with_(bandwidth=float(site.bandwidth))
@@ -218,7 +221,8 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
         self.trace = _Trace()
         self._enact = _Enactment(self.trace)
         self.sched = LeaseScheduler(site.n_nodes, capacity=list(site.capacity), config=self.config,
-                                    enactment=self._enact, on_event=self._on_event)
+                                    enactment=self._enact, on_event=self._on_event,
+                                    movable=self._vm_movable if vms_move else None)
         self.sched.images.on_done = self._transferred
         self._owner: dict[int, str] = {}
         # every lease's id, and each owner's, in id order: a page of a list is a bisection and a
@@ -247,6 +251,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
         self._recording = True  # False while the journal is replayed: its events are stored already
         self._replayed: list[Event] = []
         self._ends: dict[int, int] = {}  # lease -> the lease time its work ended (premature ends due)
+        self._carries: dict[tuple[int, int], Any] = {}  # (lease, vnode) -> its state file's carry
         self._down_hosts: dict[str, str] = {}  # host -> why it is down (as journaled)
         self._overheads: dict[int, list[OverheadRow]] = {}  # lease -> its VMs' suspensions, resumptions
 
@@ -515,6 +520,8 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
                     self._save_vm(lid, key, live)
                 elif live.payload.state != "stopped":
                     self._stop_or_continue(lid, live, run=False)
+            if is_vm:
+                self._carry_vm_states(lease)
             return
         vm = self.sched.rr[lid]
         for vnode, k in enumerate(nodes):
@@ -585,9 +592,6 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
         if (refused := preemptible_refusal(req.type, req.preemptible)) is not None:
             raise LeaseRefused(refused)
         if req.vm:
-            if any(n.host is not None for n in self.site.nodes):
-                raise LeaseRefused("VM leases run on sites of this machine's nodes only (not on SSH "
-                                   "hosts yet)")
             if (problem := vm_image_problem(self.site.repository, str(req.image))) is not None:
                 raise LeaseRefused(problem)
             if req.memory < MIN_VM_MEMORY_MB:

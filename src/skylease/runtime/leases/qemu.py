@@ -275,14 +275,21 @@ class Guest:
 Command = Callable[..., Any]
 
 
-def save_state(cmd: Command, seen: Path, real: Path, name: str, timeout: float = 60.0) -> None:
+def _unlink(path: Path) -> None:
+    path.unlink(missing_ok=True)
+
+
+def save_state(cmd: Command, seen: Path, real: Path, name: str, timeout: float = 60.0, *,
+               unlink: Callable[[Path], None] = _unlink,
+               rename: Callable[[Path, Path], None] = Path.replace) -> None:
     """Save a guest's state over QMP (``cmd(name, arguments)``): ``stop``, ``migrate`` to
     ``seen.part`` (the path as QEMU sees it: a sandboxed QEMU sees another file system), renamed to
-    ``real`` (the same file as this process sees it) once complete, then ``quit``. GuestError (the
-    guest going on where it was) when the save fails or takes over ``timeout`` seconds."""
+    ``real`` (the same file where ``unlink`` and ``rename`` act: this machine's, or a host's) once
+    complete, then ``quit``. GuestError (the guest going on where it was) when the save fails or
+    takes over ``timeout`` seconds."""
     t0 = time.monotonic()
     part = real.with_name(real.name + ".part")
-    part.unlink(missing_ok=True)
+    unlink(part)
     cmd("stop")
     cmd("migrate-set-parameters", {"max-bandwidth": SAVE_BANDWIDTH})
     cmd("migrate", {"uri": exec_uri("cat >", seen.with_name(seen.name + ".part"))})
@@ -293,17 +300,17 @@ def save_state(cmd: Command, seen: Path, real: Path, name: str, timeout: float =
         if status == "completed":
             break
         if status in ("failed", "cancelled"):
-            part.unlink(missing_ok=True)
+            unlink(part)
             cmd("cont")  # the guest goes on where it was
             raise GuestError(f"guest {name}: saving its state failed: {info.get('error-desc', status)}")
         if time.monotonic() >= deadline:
             with contextlib.suppress(GuestError):
                 cmd("migrate_cancel")
                 cmd("cont")
-            part.unlink(missing_ok=True)
+            unlink(part)
             raise GuestError(f"guest {name}: saving its state took over {timeout:g} s")
         time.sleep(_POLL_S)
-    part.replace(real)
+    rename(part, real)
     with contextlib.suppress(GuestError):
         cmd("quit")
 

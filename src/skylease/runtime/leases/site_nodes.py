@@ -21,8 +21,10 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from skylease.runtime.leases.host_moves import StateCarry
 from skylease.runtime.leases.host_nodes import HostNodes, HostState
 from skylease.runtime.leases.local import PAYLOAD_LOG_BYTES, LocalNodes, Payload
+from skylease.runtime.leases.qemu_spec import GuestError, GuestFiles
 from skylease.runtime.leases.sandbox import AUTO_USER, Sandbox
 from skylease.runtime.leases.site import Site, SiteHost
 from skylease.runtime.leases.ssh import SshConnection, SshError, SshTarget
@@ -152,7 +154,7 @@ class SiteNodes:
     def resume(self, p: Payload) -> bool:
         return self.part(p.node).resume(p)
 
-    # (VM payloads: this machine's nodes only so far; a host's enactment has no such methods yet)
+    # (VM payloads: local_vms.py on this machine's nodes, host_vms.py on a host's)
     def spawn_vm(self, lease: int, vnode: int, node: int, **kwargs: Any) -> Payload:
         return self.part(node).spawn_vm(lease, vnode, node, **kwargs)
 
@@ -161,6 +163,21 @@ class SiteNodes:
 
     def shutdown_vm(self, p: Payload, grace_s: float = 5.0) -> bool:
         return self.part(p.node).shutdown_vm(p, grace_s)
+
+    def carry_state(self, lease: int, vnode: int, src: int, dst: int, seconds: float) -> Any:
+        """A saved VM's state file carried from ``src``'s machine to ``dst``'s, paced to take
+        ``seconds``: its :class:`~skylease.runtime.leases.host_moves.StateCarry`, or None when both
+        nodes are on one machine (the lease's folder is there already). Between two SSH hosts only
+        (GuestError otherwise)."""
+        a, b = self.part(src), self.part(dst)
+        if a is b:
+            return None
+        if not (isinstance(a, HostNodes) and isinstance(b, HostNodes)):
+            raise GuestError(f"a VM's state moves between SSH hosts only, not from "
+                             f"{self.site.nodes[src].name} to {self.site.nodes[dst].name}")
+        return StateCarry(a.conn, str(GuestFiles(a.vms.folder(lease, vnode)).state), b.conn,
+                          str(GuestFiles(b.vms.folder(lease, vnode)).state), seconds,
+                          owner=b.confinement.owner())
 
     def migrate(self, p: Payload, node: int) -> bool:
         """Move ``p`` to ``node``: only between nodes of one machine (a process does not move

@@ -27,7 +27,10 @@ class VmLeases:
 
     journal: Any
     nodes: Any
+    sched: Any
     clock: Any
+    _request: dict[int, dict[str, Any]]
+    _carries: dict[tuple[int, int], Any]
     _enact: Any
     _overheads: dict[int, list[OverheadRow]]
     _live: dict[tuple[int, int], Live]
@@ -39,6 +42,65 @@ class VmLeases:
         def _account(self, lid: int, live: Live, t: float) -> None: ...
         def _lease_clock(self, unix: float) -> float: ...
 
+    def _vm_movable(self, lease: Lease) -> bool:
+        """The scheduler's ``movable``: a VM lease may resume on other nodes (its state file is
+        carried there: :meth:`_carry_vm_states`), a process lease may not."""
+        return bool(self._request.get(lease.id, {}).get("vm"))
+
+    def _carry_vm_states(self, lease: Lease) -> None:
+        """A saved VM lease scheduled to resume on other nodes: each VM's state file carried from the
+        machine it was saved on to its new node's, paced to end when its resumption begins (the
+        migration's window). Nothing while its nodes are its own."""
+        vm = self.sched.rr.get(lease.id)
+        if (vm is None or not lease.last_nodes or getattr(self.nodes, "carry_state", None) is None
+                or tuple(vm.nodes) == tuple(lease.last_nodes)):
+            return
+        first = getattr(vm, "resume", None) or vm
+        seconds = max(0.0, self.clock.real_at(first.start) - time.time())
+        for vnode, k in enumerate(vm.nodes):
+            src = lease.last_nodes[vnode] if vnode < len(lease.last_nodes) else k
+            key = (lease.id, vnode)
+            old = self._carries.get(key)
+            if src == k or (old is not None and old.to_node == k):
+                continue
+            if old is not None:  # (rescheduled elsewhere meanwhile)
+                old.cancel()
+            try:
+                carry = self.nodes.carry_state(lease.id, vnode, src, k, seconds)
+            except GuestError as exc:
+                log.warning("lease %d VM %d: its state cannot move: %s", lease.id, vnode, exc)
+                continue
+            if carry is not None:
+                carry.to_node = k
+                self._carries[key] = carry
+                log.info("lease %d VM %d: its state file goes from node %d to node %d in %.1f s", lease.id,
+                         vnode, src, k, seconds)
+
+    def _state_carried(self, lease: Lease, vnode: int, node: int) -> str | None:
+        """Before a VM resumes on ``node``: its state file is there (carried now if no carry was
+        started, as after a restart), or why not."""
+        src = lease.last_nodes[vnode] if vnode < len(lease.last_nodes) else node
+        carry = self._carries.pop((lease.id, vnode), None)
+        if carry is not None and getattr(carry, "to_node", node) != node:
+            carry.cancel()
+            carry = None
+        if carry is None:
+            if src == node:
+                return None
+            if getattr(self.nodes, "carry_state", None) is None:  # (an enactment of one machine)
+                return None
+            try:
+                carry = self.nodes.carry_state(lease.id, vnode, src, node, 0.0)
+            except GuestError as exc:
+                return str(exc)
+            if carry is None:
+                return None
+        if not carry.wait(carry.timeout_s) or not carry.done:
+            return f"its state file was not carried to its new node: {carry.error or 'it took too long'}"
+        log.info("lease %d VM %d: state file carried (%d bytes in %.2f s)", lease.id, vnode, carry.size,
+                 carry.took_s)
+        return None
+
     def _spawn_vm(self, lease: Lease, vnode: int, node: int, vm: Reservation, env: dict[str, str],
                   now: int) -> None:
         """A VM of a ``vm`` lease: its guest booted, or resumed from its saved state (a new payload
@@ -46,6 +108,9 @@ class VmLeases:
         reason among its ended payloads; the server goes on."""
         t0 = time.time()
         try:
+            if (why := self._state_carried(lease, vnode, node)) is not None:
+                raise GuestError(why)
+            t0 = time.time()  # (a carry before is the migration's time, not the resumption's)
             p = self.nodes.spawn_vm(lease.id, vnode, node, image=str(lease.image), memory_mb=lease.memory,
                                     cpus=max(1, math.ceil(lease.cpu)), env=env)
         except GuestError as exc:

@@ -1,0 +1,151 @@
+"""VM payloads on a host reached over SSH (issue 38; docs/decisions/vm-payloads.md, "VM leases on SSH
+hosts"): :class:`~skylease.runtime.leases.local_vms.LocalVms`'s start, save, resume and power-down,
+with each step carried out on the host.
+
+* QEMU is the payload, spawned through the helper agent (:meth:`HostNodes.spawn
+  <skylease.runtime.leases.host_nodes.HostNodes.spawn>`): confined by bubblewrap on the host and
+  pinned to the node's CPUs as any host payload, marked for a restarted server to find. Inside its
+  sandbox it sees the lease's folder at ``/lease`` (``<remote_dir>/leases/<lease>`` on the host) and
+  the image read-only at ``/images/<image>`` (the node's cache on the host); its files are in
+  ``/lease/vm-<vnode>/``, which it makes itself before QEMU starts (as the payload user);
+* QMP goes to the host's path of ``/lease/vm-<vnode>/qmp.sock`` through a bridge session on the
+  host's SSH connection (:class:`~skylease.runtime.leases.host_qmp.HostMonitor`): an adopted VM's
+  monitor is made again the same way;
+* the state file is written by QEMU on the host; its checks, renames and deletions run there over
+  the SSH connection; a suspended VM resumes on the host that holds its state file;
+* the image: a folder image (``vmlinuz``, ``initrd.img``) staged by a transfer is in the node's
+  cache on the host; one that is not (a site without image transfers: Haizea's "predeployed"
+  images) is carried there from the repository at its first VM start, whole or absent (unpacked
+  beside it, then renamed). Disk images (``.qcow2``, ``.raw``) are refused on hosts so far;
+* acceleration: TCG. No KVM probe runs through a host yet (a probe guest would have to be booted
+  there); the choice is logged once, as on this machine.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import shlex
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from skylease.runtime.leases.host_qmp import HostMonitor
+from skylease.runtime.leases.host_sandbox import HostSandbox
+from skylease.runtime.leases.local_vms import LocalVms, VmFailed, vm_image_problem
+from skylease.runtime.leases.qemu_accel import AccelChoices
+from skylease.runtime.leases.qemu_spec import QEMU, STATE_MAGIC, GuestError, GuestFiles, GuestSpec
+from skylease.runtime.leases.sandbox import LEASE_DIR
+from skylease.runtime.leases.ssh import SshError
+
+__all__ = ["HostVms"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds a staging of an image onto a host may take.
+STAGE_TIMEOUT_S = 120.0
+
+
+class HostVms(LocalVms):
+    """The VM payloads of a :class:`~skylease.runtime.leases.host_nodes.HostNodes` (its ``vms``)."""
+
+    def __init__(self, nodes: Any, *, qemu: str = QEMU) -> None:
+        super().__init__(nodes, accel=AccelChoices(), qemu=qemu)
+
+    @property
+    def _box(self) -> HostSandbox:
+        return self.nodes.confinement
+
+    def folder(self, lease: int, vnode: int) -> Path:
+        """``<lease folder on the host>/vm-<vnode>``: the VM's files, as the host's SSH user reaches
+        them (relative to its home when ``remote_dir`` is)."""
+        return Path(self._box.lease_dir(lease)) / f"vm-{vnode}"
+
+    def _run(self, script: str, *, stdin: bytes = b"", timeout: float = 30.0) -> tuple[int, str]:
+        """``sh -c script`` on the host: its exit code and its last line of error output."""
+        try:
+            code, _out, err = self.nodes.conn.run(["sh", "-c", script], stdin=stdin, timeout=timeout)
+        except SshError as exc:
+            raise GuestError(f"{exc.field}: {exc.message}") from None
+        lines = err.decode(errors="replace").strip().splitlines()
+        return code, lines[-1] if lines else ""
+
+    # -- the hooks of LocalVms ----------------------------------------------------------------------
+    def _image(self, node: int, image: str) -> Path:
+        repository = self.nodes.site.repository
+        if (problem := vm_image_problem(repository, image)) is not None:
+            raise VmFailed(problem)
+        real = repository / image
+        if not real.is_dir():
+            raise VmFailed(f"image {image!r}: disk images do not boot VMs on SSH hosts yet (a folder "
+                           "image of vmlinuz and initrd.img does)")
+        self._stage(node, image, real)
+        return real
+
+    def _stage(self, node: int, image: str, real: Path) -> None:
+        """The folder image in ``node``'s cache on the host: carried there now when it is not
+        (unpacked beside it, then renamed: whole or absent)."""
+        cache = self.nodes.cache_dir(node)
+        target, part = f"{cache}/{image}", f"{cache}/.{image}.vm-part"
+        code, _ = self._run(f"test -d {shlex.quote(target)}")
+        if code == 0:
+            return
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for f in sorted(real.iterdir()):
+                if f.is_file():
+                    tar.add(f, arcname=f.name)
+        owner = self._box.owner()
+        group = "" if owner is None else f"chgrp -R {int(owner[1])} {shlex.quote(part)} && "
+        q, t = shlex.quote(part), shlex.quote(target)
+        script = (f"rm -rf {q} && mkdir -p {q} && tar -x -f - -C {q} && {group}chmod -R u=rwX,g=rX,o= {q} "
+                  f"&& mv -T {q} {t}")
+        code, why = self._run(script, stdin=buf.getvalue(), timeout=STAGE_TIMEOUT_S)
+        if code != 0:
+            self._run(f"rm -rf {q}")
+            raise VmFailed(f"image {image!r} could not be put on {self.nodes.conn.target.label}: {why}")
+        log.info("image %s carried to %s's cache on %s", image, self.nodes.site.nodes[node].name,
+                 self.nodes.conn.target.label)
+
+    def _binary(self) -> str:
+        return self.qemu  # (looked up on the host when the payload starts: its log says if it is not there)
+
+    def _choose_accel(self, probe: GuestSpec, binary: str) -> tuple[str, str]:
+        return "tcg", f"no KVM probe runs on {self.nodes.conn.target.label} (TCG on SSH hosts)"
+
+    def _prepare(self, files: GuestFiles, real: Path, seen_image: Path, spec: GuestSpec, node: int,
+                 image: str) -> tuple[bool, str | None]:
+        files.check()
+        state = shlex.quote(str(files.state))
+        # (0: no state file; 1: a saved guest; 3: something else)
+        code, why = self._run(f"rm -f {shlex.quote(str(files.qmp))}; test -e {state} || exit 0; "
+                              f"test \"$(head -c 4 {state})\" = {STATE_MAGIC.decode()} && exit 1; exit 3")
+        if code == 3:
+            raise GuestError(f"{self.nodes.conn.target.label}: {files.state}: is not a saved QEMU guest")
+        if code not in (0, 1):
+            raise GuestError(f"{self.nodes.conn.target.label}: {files.folder}: {why or 'cannot be read'}")
+        return code == 1, None
+
+    def _spawn_qemu(self, lease: int, vnode: int, node: int, argv: list[str], *,
+                    env: Mapping[str, str] | None, image: str, real: Path, accel: str) -> Any:
+        folder = shlex.quote(f"{LEASE_DIR}/vm-{vnode}")
+        command = f"mkdir -p -m 0700 {folder} && exec {shlex.join(argv)}"
+        return self.nodes.spawn(lease, vnode, node, command=command, env=env, image=image)
+
+    def _open_monitor(self, files: GuestFiles) -> Any:
+        return HostMonitor(self.nodes.conn, str(files.qmp), python=self.nodes.python)
+
+    def _kill(self, p: Any, grace_s: float, *, term: bool) -> bool:
+        return self.nodes.shutdown(p, grace_s, term=term)
+
+    def _unlink(self, path: Path) -> None:
+        self._run(f"rm -f {shlex.quote(str(path))}")
+
+    def _rename(self, src: Path, dst: Path) -> None:
+        code, why = self._run(f"mv -f {shlex.quote(str(src))} {shlex.quote(str(dst))}")
+        if code != 0:
+            raise OSError(why or f"{src} could not be renamed")
+
+    def _key_alive(self, pid: int, ticks: int) -> bool:
+        return self.nodes.watched(pid, ticks)
