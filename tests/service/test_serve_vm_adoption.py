@@ -6,29 +6,21 @@ for more memory than a node has is refused with the reason."""
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import time
 from pathlib import Path
 
 import pytest
 
-from skylease.cli import main
-
 from .payloads import payload_processes
-from .vm_site import VmServer, build_repository
+from .vm_site import VmServer, add_users, build_repository
 
 pytestmark = [pytest.mark.usefixtures("payload_sandbox"), pytest.mark.integration]
 
 
 def started(root: Path, env: dict[str, str] | None = None) -> VmServer:
     srv = VmServer(root / "serve", None, env=env)
-    for name, admin in (("alice", False), ("root", True)):
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            assert main(["serve", "user", "add", name, "--data-dir", str(srv.data),
-                         *(["--admin"] if admin else [])]) == 0
-        srv.tokens[name] = out.getvalue().splitlines()[0].strip()
+    add_users(srv)
     srv.start()
     return srv
 

@@ -92,3 +92,18 @@ class HostVmServer(VmServer):
                      "memory = 256\n")
         Path(options["site"]).write_text(text)
         return options
+
+
+def add_users(srv: VmServer) -> None:
+    """Users alice and root (an administrator) in the server's database, their tokens kept."""
+    import contextlib
+    import io
+
+    from skylease.cli import main
+
+    for name, admin in (("alice", False), ("root", True)):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["serve", "user", "add", name, "--data-dir", str(srv.data),
+                         *(["--admin"] if admin else [])]) == 0
+        srv.tokens[name] = out.getvalue().splitlines()[0].strip()
