@@ -210,16 +210,19 @@ class Guest:
             raise GuestError(f"guest {self.folder.name}: QMP {name} failed: {why}") from None
 
     def status(self) -> GuestStatus:
-        if not self.alive():
-            self.disconnect()
-            code = self._exit_code
-            why = f"QEMU exited with code {code}" if code is not None else "QEMU's process is gone"
-            if self._end_reason:
-                why += f" ({self._end_reason})"
-            last = _tail(self.files.log, 1)
-            return GuestStatus("ended", code, why + (f": {last}" if last else ""), self._end_reason)
-        r = self._cmd("query-status")
-        return GuestStatus(str(r["status"]))
+        if self.alive():
+            try:
+                return GuestStatus(str(self._cmd("query-status")["status"]))
+            except GuestError:
+                if self.alive():
+                    raise  # (else QEMU ended between the look and the command: ended, below)
+        self.disconnect()
+        code = self._exit_code
+        why = f"QEMU exited with code {code}" if code is not None else "QEMU's process is gone"
+        if self._end_reason:
+            why += f" ({self._end_reason})"
+        last = _tail(self.files.log, 1)
+        return GuestStatus("ended", code, why + (f": {last}" if last else ""), self._end_reason)
 
     def serial_text(self) -> str:
         try:
