@@ -1,14 +1,17 @@
 """The scheduler's overhead model against reality on a site of SSH hosts (issue 38: "after
 calibration, measured suspend and resume durations are within ±50 % of the reserved ones on the test
-site, and both are recorded"): ``skylease serve calibrate`` on a test site of two real sshd hosts,
-then ``skylease serve --scheduler`` with what it wrote; a best-effort VM lease preempted by an
-advance reservation is saved and resumed on its host, and its lease's ``overheads`` record each
-beside the window the calibrated schedule reserved for it."""
+site, and both are recorded"): ``skylease serve calibrate`` on a test site of two real sshd hosts
+measures both; then ``skylease serve --calibrate guest`` calibrates itself at its first start (kept
+in its data folder, read again at a restart); a best-effort VM lease preempted by an advance
+reservation is saved and resumed on its host, and its lease's ``overheads`` record each beside the
+window the calibrated schedule reserved for it."""
 
 from __future__ import annotations
 
 import json
+import math
 import time
+import tomllib
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,28 +29,30 @@ BASE = 150
 
 @dataclass
 class CalibratedServer(HostVmServer):
-    """The VM server on the hosts, its scheduler the calibrated configuration file ``scheduler``."""
-
-    scheduler: str = ""
+    """The VM server on the hosts, calibrating its VM overheads with the test guest at its first
+    start (``--calibrate guest``)."""
 
     def options(self) -> dict[str, Any]:
-        return super().options() | {"scheduler": self.scheduler}
+        return super().options() | {"calibrate": "guest"}
 
 
 def test_a_calibrated_schedule_reserves_what_a_save_and_a_resume_take_on_the_hosts(ssh_site, tmp_path,
                                                                                   capsys):
     site = ssh_site(2, base=BASE)
     build_repository(tmp_path / "repo")
-    srv = CalibratedServer(tmp_path / "serve", None, site=site, scheduler=str(tmp_path / "calibrated.toml"))
+    srv = CalibratedServer(tmp_path / "serve", None, site=site)
     site_file = srv.options()["site"]  # (written beside the repository)
     code = main(["serve", "calibrate", "--site", site_file, "--image", "guest", "--sizes", "96,160",
-                 "--time-scale", str(VM_SCALE), "--out", srv.scheduler, "--json"])
+                 "--time-scale", str(VM_SCALE), "--out", str(tmp_path / "calibrated.toml"), "--json"])
     calibration = capsys.readouterr()
     assert code == 0, calibration.err
     machines = {s["machine"] for s in json.loads(calibration.out)["samples"]}
     assert machines == {h.name for h in site.hosts}, machines
     add_users(srv)
-    srv.start()
+    srv.start(timeout=180)  # (it calibrates first: a minute or so)
+    kept = srv.data / "calibration.toml"
+    keys = tomllib.loads(kept.read_text())
+    assert set(keys) >= {"suspend_rate", "resume_rate", "enactment_overhead_s"}, keys
     try:
         lid = srv.call("POST", "/leases", "alice", json={"duration": 600, "memory": 128, "vm": True,
                                                          "image": "guest"}).json()["id"]
@@ -66,11 +71,19 @@ def test_a_calibrated_schedule_reserves_what_a_save_and_a_resume_take_on_the_hos
             time.sleep(0.2)
         overheads = view["overheads"]
         assert [o["kind"] for o in overheads] == ["suspend", "resume"], overheads
+        # the windows are the calibrated model's (128 MB over the kept rates, plus the fixed part)
+        for o, rate in zip(overheads, (keys["suspend_rate"], keys["resume_rate"]), strict=True):
+            assert o["reserved_s"] == math.ceil(128 / rate) + keys["enactment_overhead_s"], (o, keys)
         for o in overheads:  # the model against reality: within half of what was reserved
             assert 0.5 * o["reserved_s"] <= o["measured_s"] <= 1.5 * o["reserved_s"], (o, calibration.out)
             assert not o["overran"] or o["measured_s"] > o["reserved_s"]
         assert srv.call("GET", "/health").json()["ok"]
         srv.assert_quiet()
+        # a restart keeps the first start's calibration (its journal was made under it)
+        text = kept.read_text()
+        srv.kill9()
+        srv.start()
+        assert kept.read_text() == text and "calibrated at the first start" in srv.stderr()
         print("\n[calibrated] " + "; ".join(f"{o['kind']}: {o['measured_s']} of {o['reserved_s']} lease s"
                                             for o in overheads))
     finally:

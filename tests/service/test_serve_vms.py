@@ -102,6 +102,8 @@ def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started, capsys):
     assert len(said) == 1 and (" TCG: " in said[0] or " KVM: " in said[0]), said  # (probed once, said once)
     pids = {lid: srv.payload_pid(lid) for lid in (a, b)}
     assert all(pids.values()), pids
+    hosts = srv.call("GET", "/hosts").json()  # (the acceleration, on the Hosts page's rows too)
+    assert all(h["vms"] == said[0].split("under ", 1)[1] for h in hosts), (hosts, said)
     ar = srv.call("POST", "/leases", "alice", json={"type": "advance-reservation", "start_in": 5 * VM_SCALE,
                                                     "duration": 8 * VM_SCALE, "nodes": 2, "memory": 128})
     assert ar.status_code == 201, ar.text
@@ -147,11 +149,11 @@ def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started, capsys):
     assert resume["started"] < resume["reserved_end"], resume  # resumed in its window, not after it
     # ... as `skylease leases show` and the lease's dashboard page show them
     shown = _shown(srv, a, capsys)
-    assert "suspensions and resumptions: reserved beside measured" in shown, shown
+    assert "suspensions, resumptions and transfers: reserved beside measured" in shown, shown
     with httpx.Client(base_url=srv.url) as web:
         assert login(web, srv.tokens["alice"]).status_code == 303
         html = web.get(f"/leases/{a}", headers=HTML).text
-    assert f"Suspensions and resumptions of lease {a}: reserved beside measured" in html, html
+    assert f"Suspensions, resumptions and transfers of lease {a}: reserved beside measured" in html, html
     deadline = time.monotonic() + 30
     while (view := srv.call("GET", f"/leases/{b}").json())["state"] not in ("done", "cancelled"):
         assert time.monotonic() < deadline, view

@@ -51,6 +51,9 @@ def serve_cmd(
                                                "loopback (with --tls-cert and --tls-key).")] = False,
     tls_cert: Annotated[Path | None, typer.Option(help="TLS certificate (PEM): serve HTTPS.")] = None,
     tls_key: Annotated[Path | None, typer.Option(help="TLS private key (PEM).")] = None,
+    calibrate: Annotated[str | None, typer.Option(metavar="IMAGE", help="Calibrate the VM overheads with "
+                                                  "this VM image of the site's repository at the first "
+                                                  "start (kept in the data folder).")] = None,
 ) -> None:
     """Run the lease manager as a server until SIGTERM or Ctrl-C."""
     if ctx.invoked_subcommand is not None:
@@ -60,7 +63,7 @@ def serve_cmd(
     cfg = load_serve_config(config, host=host, port=port, db=db, db_password_file=db_password_file,
                             data_dir=data_dir, time_scale=time_scale, site=site, scheduler=scheduler,
                             grace=grace, tls_cert=tls_cert, tls_key=tls_key,
-                            allow_remote=allow_remote or None)
+                            allow_remote=allow_remote or None, calibrate=calibrate)
     served = serve(cfg, announce=lambda s: out.line(s.line()), warn=_serve_warning)
     out.line(f"skylease serve: stopped ({served.url})")
 

@@ -59,7 +59,7 @@ def leases_table(views: list[dict[str, Any]], title: str | None = None) -> Table
 
 #: The payload tables of a lease's view, by key.
 _PAYLOADS = {"payloads": "payloads", "ended_payloads": "payloads that ended",
-             "overheads": "suspensions and resumptions: reserved beside measured (lease time)"}
+             "overheads": "suspensions, resumptions and transfers: reserved beside measured (lease time)"}
 _SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requested_duration", "nodes", "image",
           "start", "end", "reason", "failed_payloads", "running_on")
 
@@ -96,9 +96,9 @@ def events_table(events: list[dict[str, Any]]) -> Table:
 
 def hosts_table(hosts: list[dict[str, Any]], now: float | None = None) -> Table:
     """The site's nodes: where each is (its host, or this machine), whether it answers and when it
-    last did, capacity, CPUs, leases running now, cached images."""
+    last did, capacity, CPUs, leases running now, cached images, how VM guests run there."""
     t = _table("node", "host", "state", "last contact", "cpu", "memory (MB)", "disk (MB)", "CPUs", "leases",
-               "cache", title="hosts")
+               "cache", "VMs run under", title="hosts")
     for h in hosts:
         state = h.get("state") or "up"
         if h.get("reason") and state != "up":
@@ -106,7 +106,7 @@ def hosts_table(hosts: list[dict[str, Any]], now: float | None = None) -> Table:
         t.add_row(_t(h.get("name")), _t(h.get("host") or "(this machine)"), _t(state),
                   last_contact(h.get("last_contact"), now),
                   *(_t(h.get(k)) for k in ("cpu", "memory", "disk")), _joined(h.get("cpus")),
-                  _joined(h.get("leases")), _joined(h.get("cache"), ", "))
+                  _joined(h.get("leases")), _joined(h.get("cache"), ", "), _t(h.get("vms")))
     return t
 
 

@@ -100,6 +100,9 @@ class ServeConfig(FileModel):
     # who lease payloads run as when the server is root (see skylease.runtime.leases.sandbox): "auto"
     # is a dedicated system user (skylease-payload, created when missing), else nobody
     payload_user: Annotated[str, Field(min_length=1, max_length=64, pattern=_USER_NAME)] = "auto"
+    # a VM image of the site's repository: the VM overheads calibrated with it at the first start
+    # (kept in the data folder: service/calibration.py)
+    calibrate: Annotated[str, Field(min_length=1, max_length=255)] | None = None
     _source: Path | None = PrivateAttr(default=None)  # the file it was read from (hidden from payloads)
 
 
@@ -328,6 +331,10 @@ def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path, sandbox: Any
     scheduler, site = _local_parts(cfg)
     if site is None:
         site = fixed_default_site(engine, data_dir)
+    if cfg.calibrate is not None:
+        from skylease.service.calibration import calibrated
+
+        scheduler = calibrated(scheduler, site, cfg.calibrate, cfg.time_scale, data_dir, log.warning)
     if sandbox is None:
         sandbox = payload_sandbox(cfg, data_dir)
     manager = LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,

@@ -154,8 +154,9 @@ class LeaseView(BaseModel):
     #: The scheduler's plan not begun yet: ``kind`` (vm, suspend, resume, shutdown), ``nodes`` (indices),
     #: ``start``, ``end`` in lease time; it may still move (a preemption, a premature end).
     planned: list[dict[str, Any]] = []
-    #: Its VMs' suspensions and resumptions (``vm`` leases), each beside the window the schedule
-    #: reserved for it: ``vnode``, ``kind`` (suspend, resume), ``reserved_start``, ``reserved_end``
+    #: Its VMs' suspensions and resumptions (``vm`` leases) and the image transfers it waited for,
+    #: each beside the window the schedule reserved for it: ``vnode`` (-1: the lease's, a transfer),
+    #: ``kind`` (suspend, resume, transfer), ``reserved_start``, ``reserved_end``
     #: and ``reserved_s`` (lease time), ``started``, ``ended`` and ``measured_s`` (lease time, when
     #: it really ran), ``seconds`` (real seconds) and ``overran`` (it took longer than reserved).
     overheads: list[dict[str, Any]] = []
@@ -181,6 +182,9 @@ class HostView(BaseModel):
     state: str = "up"
     last_contact: float | None = None
     reason: str | None = None
+    #: How VM leases' guests run on it ("TCG: why", "KVM: why"), once one has started on its
+    #: machine since the server started; None before.
+    vms: str | None = None
 
 
 class LeaseManager(Protocol):

@@ -36,6 +36,17 @@ def image_size(source: Path) -> int:
     return sum(p.stat().st_size for p in image_files(source))
 
 
+class _Stamped(threading.Event):
+    """An event that keeps the Unix time it was set at."""
+
+    at: float | None = None
+
+    def set(self) -> None:
+        if self.at is None:
+            self.at = time.time()
+        super().set()
+
+
 class PacedCopy:
     """What every image transfer under way has (here, and to a host: host_images.HostImageCopy): the
     image, its ``source`` (None: a stand-in of zeros), its size, the destination ``paths``, the
@@ -52,7 +63,13 @@ class PacedCopy:
         self._t0 = time.monotonic()
         self._done = False
         self._cancel = threading.Event()
-        self._ended = threading.Event()
+        self._ended = _Stamped()
+        self.started_at = time.time()
+
+    @property
+    def ended_at(self) -> float | None:
+        """The Unix time it ended (completed, failed or cancelled), None while it runs."""
+        return self._ended.at
 
     @property
     def done(self) -> bool:

@@ -134,9 +134,11 @@ class Listing:
                                     state="down" if host in self._down_hosts else "up",
                                     last_contact=None if st is None else st.last_contact,
                                     reason=self._down_hosts.get(host) if host is not None else None))
+        accel = getattr(self.nodes, "vm_acceleration", None)
         for view in out:
             if view.state == "up":  # (one that stopped answering since: none known, SiteNodes.cached)
                 view.cache = list(self.nodes.cached(view.index))
+            view.vms = None if accel is None else accel(view.index)
         return out
 
     def _visible(self, owner: str | None, lease_id: int) -> Lease:

@@ -132,7 +132,8 @@ class LocalVms:
         self.qemu = qemu
         self._lock = threading.Lock()
         self._monitors: dict[tuple[int, int], Monitor] = {}  # (pid, start ticks) -> its QMP connection
-        self._accel_said = False
+        #: How this enactment's guests run, once one has started: "TCG: why" or "KVM: why".
+        self.acceleration: str | None = None
 
     def folder(self, lease: int, vnode: int) -> Path:
         """``<lease folder>/vm-<vnode>``: the VM's files, as this process reaches them."""
@@ -248,12 +249,12 @@ class LocalVms:
         return _alive(pid, ticks)
 
     def _accel(self, probe: GuestSpec, binary: str) -> str:
-        first = not self._accel_said
         accel, why = self._choose_accel(probe, binary)
-        if first:  # (said once, where the server's log shows it: TCG is an emulation, many times slower)
-            self._accel_said = True
-            (log.info if accel == "kvm" else log.warning)("VM leases run their guests under %s: %s",
-                                                          accel.upper(), why)
+        if self.acceleration is None:  # (said once, where the server's log shows it, and on the Hosts
+            # page: TCG is an emulation, many times slower)
+            self.acceleration = f"{accel.upper()}: {why}"
+            say = log.info if accel == "kvm" else log.warning
+            say("VM leases run their guests under %s", self.acceleration)
         return accel
 
     def _own(self, path: Path) -> None:

@@ -238,6 +238,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
         self._ended: dict[int, list[dict[str, Any]]] = {}  # lease -> its payloads that ended, in order
         self._rows: dict[tuple[int, int, int], int] = {}  # (lease, vnode, run) -> payload row ever spawned
         self._copies: dict[int, Any] = {}  # id(transfer) -> its copy
+        self._copying: list[tuple[Transfer, Any, float]] = []  # copies under way: (transfer, copy, start)
         self._batch = Batch.new()
         self._unenacted: set[int] = set()  # leases journaled since the last enactment
         self._now = 0  # the lease time of the step being taken (events are stamped with it)
@@ -572,7 +573,21 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
         for tr in (*self.sched.images.fifo, *self.sched.images.edf):
             if tr.start <= now < tr.end and id(tr) not in self._copies:
                 seconds = max(0.0, self.clock.real_at(tr.end) - time.time())
-                self._copies[id(tr)] = self.nodes.copy_image(tr.image, tr.size_mb, sorted(tr.nodes), seconds)
+                copy = self.nodes.copy_image(tr.image, tr.size_mb, sorted(tr.nodes), seconds)
+                self._copies[id(tr)] = copy
+                self._copying.append((tr, copy, time.time()))
+        self._copies_ended()
+
+    def _copies_ended(self) -> None:
+        """Each image transfer that completed, recorded beside the window reserved for it, for every
+        lease that waited for it (issue 38: the model against reality)."""
+        for item in [c for c in self._copying if getattr(c[1], "ended_at", None) is not None]:
+            self._copying.remove(item)
+            tr, copy, started = item
+            if not copy.done:  # (failed or cancelled: it did not happen)
+                continue
+            for lid in sorted(tr.users):
+                self._record_window(lid, -1, "transfer", tr.start, tr.end, started, copy.ended_at)
 
     def _transferred(self, tr: Transfer) -> None:
         self._copies.pop(id(tr), None)

@@ -138,6 +138,12 @@ class SiteNodes:
         """Each host's state now (whether it answers, its last contact), by host name."""
         return {name: part.host_state() for name, part in self.hosts.items()}
 
+    def vm_acceleration(self, node: int) -> str | None:
+        """How VM guests run on ``node``'s machine ("TCG: why", "KVM: why"), once one has started
+        there; None before."""
+        vms = getattr(self.part(node), "vms", None)
+        return None if vms is None else vms.acceleration
+
     def failure(self) -> str | None:
         for part in self._parts:
             if (why := part.failure()) is not None:
@@ -277,6 +283,11 @@ class _Copies:
     @property
     def error(self) -> str | None:
         return next((c.error for c in self.copies if c.error is not None), None)
+
+    @property
+    def ended_at(self) -> float | None:
+        ends = [c.ended_at for c in self.copies]
+        return None if None in ends else max(ends)
 
     def wait(self, timeout: float | None = None) -> bool:
         return all(c.wait(timeout) for c in self.copies)

@@ -153,13 +153,18 @@ class VmLeases:
         for the lease (none: a first start, not recorded). One that took longer than its window is
         said in the log (the schedule goes on: docs/decisions/vm-payloads.md)."""
         windows = [rr for _, rr in self._enact.open.values() if rr.lease.id == lid and rr.kind is kind]
-        if not windows:
-            return
-        rr = windows[0]
-        row = OverheadRow(lid, vnode, kind.value, rr.start, rr.end, started, ended)
+        if windows:
+            self._record_window(lid, vnode, kind.value, windows[0].start, windows[0].end, started, ended)
+
+    def _record_window(self, lid: int, vnode: int, kind: str, start: int, end: int, started: float,
+                       ended: float) -> None:
+        """Journal an operation (``vnode`` -1: the lease's, an image transfer) that ran from
+        ``started`` to ``ended`` (Unix time) beside its window ``[start, end)`` (lease time); one that
+        took longer than its window is said in the log."""
+        row = OverheadRow(lid, vnode, kind, start, end, started, ended)
         self.journal.add_overhead(row)
         self._overheads.setdefault(lid, []).append(row)
         took = (ended - started) * self.clock.scale
-        if took > rr.end - rr.start:
-            log.warning("lease %d VM %d: its %s took %.1f lease seconds, %d were reserved", lid, vnode,
-                        kind.value, took, rr.end - rr.start)
+        if took > end - start:
+            log.warning("lease %d%s: its %s took %.1f lease seconds, %d were reserved", lid,
+                        f" VM {vnode}" if vnode >= 0 else "", kind, took, end - start)

@@ -123,8 +123,9 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
                 f'<div id="lease-tables"><dl class="facts">{facts}</dl>'
                 + table(f"Reservations of lease {view.id}", ["kind", "nodes", "start", "end", "state"], rows,
                          "No reservation carried out yet.")
-                + (table(f"Suspensions and resumptions of lease {view.id}: reserved beside measured "
-                         "(lease time)", ["kind", "VM", "reserved", "reserved s", "measured", "measured s",
+                + (table(f"Suspensions, resumptions and transfers of lease {view.id}: reserved beside "
+                         "measured (lease time)", ["kind", "VM", "reserved", "reserved s", "measured",
+                                                   "measured s",
                                           "fit"], overheads, "") if overheads else "")
                 + "<h2>Events</h2>"
                 + table(f"Events of lease {view.id}", ["time", "event", "details"], evs, "No events.")

@@ -339,9 +339,9 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
                  e(h.state if h.reason is None else f"{h.state}: {h.reason}"),
                  e("-" if h.last_contact is None else f"{max(0.0, now - h.last_contact):.0f} s ago"),
                  e(h.cpu), e(h.memory), e(h.disk), e(", ".join(map(str, h.leases))),
-                 e(", ".join(h.cache))] for h in manager.hosts()]
+                 e(", ".join(h.cache)), e(h.vms or "-")] for h in manager.hosts()]
         heads = ["node", "host", "state", "last contact", "CPU", "memory (MB)", "disk (MB)", "leases now",
-                 "image cache"]
+                 "image cache", "VMs run under"]
         body = table("The site's nodes", heads, rows, "No nodes.")
         return render_page("Hosts", body, user, sid)
 
