@@ -168,6 +168,14 @@ def test_a_vm_lease_migrates_to_the_other_host_and_counts_on_there(hosts_server)
     assert src.run(["test", "-e", state])[0] != 0  # (moved: the first host's file is gone)
     view = srv.call("GET", f"/leases/{lid}").json()
     assert view["state"] == "active" and len(view["payloads"]) == 1, view
+    # the carry recorded beside its window: from its start to the resumption's (the time it was paced
+    # to fill: this schedule has no migration reservations), before the resumption's own record
+    kinds = [o["kind"] for o in view["overheads"]]
+    assert kinds == ["suspend", "migrate", "resume"], view["overheads"]
+    carried, resumed = view["overheads"][1], view["overheads"][2]
+    assert carried["reserved_end"] == resumed["reserved_start"], view["overheads"]
+    assert carried["measured_s"] > 0, view["overheads"]
+    assert carried["reserved_start"] <= carried["started"] + 1 and carried["ended"] <= resumed["started"] + 1
     srv.assert_quiet()
     for lease in (lid, long.json()["id"]):
         srv.call("DELETE", f"/leases/{lease}", "alice")

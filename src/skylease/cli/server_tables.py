@@ -59,7 +59,8 @@ def leases_table(views: list[dict[str, Any]], title: str | None = None) -> Table
 
 #: The payload tables of a lease's view, by key.
 _PAYLOADS = {"payloads": "payloads", "ended_payloads": "payloads that ended",
-             "overheads": "suspensions, resumptions and transfers: reserved beside measured (lease time)"}
+             "overheads": "suspensions, resumptions and transfers: reserved beside measured (lease time)",
+             "late_starts": "work begun late after an overrun (lease time), and whether it was given back"}
 _SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requested_duration", "nodes", "image",
           "start", "end", "reason", "failed_payloads", "running_on")
 

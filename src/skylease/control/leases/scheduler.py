@@ -205,6 +205,37 @@ class LeaseScheduler:
         vm.lease.real_remaining = now - vm.start
         return True
 
+    def late_start(self, lease_id: int, now: int, seconds: int) -> bool:
+        """The lease's work began ``seconds`` after its running VM reservation did (a real
+        resumption took longer than the window reserved for it: docs/decisions/vm-overruns.md).
+        As a premature end gives back what a lease did not use, this gives it back what it lost:
+        a lease to be suspended at the reservation's end has that much more left to run at its
+        next resumption; one that runs to its end has the reservation (and its shutdown) extended
+        by that much where its nodes are free for it. An advance reservation's window is its
+        requester's and never moves. False when nothing was given back."""
+        vm = self.rr.get(lease_id)
+        if (vm is None or vm.state is not LeaseState.ACTIVE or seconds <= 0 or not vm.start <= now < vm.end
+                or vm.real_end < vm.end or vm.lease.kind is LeaseKind.ADVANCE_RESERVATION):
+            return False
+        lease = vm.lease
+        if vm.suspend is not None:  # (its next resumption's reservation is planned from remaining)
+            lease.remaining += seconds
+            lease.real_remaining += seconds
+            return True
+        moved: list[Reservation] = []
+        try:
+            for part in (vm.shutdown, vm):  # (the shutdown first: out of the extended VM's way)
+                if part is not None:
+                    start = part.start if part is vm else part.start + seconds
+                    self.table.reschedule(part, start, part.end + seconds, part.real_end + seconds)
+                    moved.append(part)
+        except ValueError:  # (something is planned on its nodes after it)
+            for part in moved:
+                start = part.start if part is vm else part.start - seconds
+                self.table.reschedule(part, start, part.end - seconds, part.real_end - seconds)
+            return False
+        return True
+
     # -- host failures (docs/decisions/host-failures.md; the rules are in failures.py) --------------
     @property
     def down(self) -> frozenset[int]:

@@ -160,6 +160,11 @@ class LeaseView(BaseModel):
     #: and ``reserved_s`` (lease time), ``started``, ``ended`` and ``measured_s`` (lease time, when
     #: it really ran), ``seconds`` (real seconds) and ``overran`` (it took longer than reserved).
     overheads: list[dict[str, Any]] = []
+    #: Each time its VMs began working after their VM reservation had begun (a resumption or a
+    #: migration that overran its window): ``at`` (lease time), ``seconds`` lost, and ``given_back``:
+    #: whether the scheduler gave them back (a longer reservation, or more left to run after its next
+    #: resumption) or could not (its nodes are taken after it, or an advance reservation's window).
+    late_starts: list[dict[str, Any]] = []
     #: Why the lease lost part of what it holds (an advance reservation or an immediate lease whose
     #: node's host stopped answering; Blazar's "degraded"), or None: it has all its nodes.
     degraded: str | None = None

@@ -38,6 +38,7 @@ class StateCarry:
         self.error: str | None = None
         self.size = 0
         self.took_s = 0.0
+        self.started_at = time.time()  # (Unix time: the carry is recorded beside its window)
         self.to_node = -1  # (the node it carries to: its owner's note)
         self._cancel = threading.Event()
         self._ended = threading.Event()

@@ -105,6 +105,7 @@ class InputKind(StrEnum):
     STEP = "step"
     HOST_DOWN = "host-down"  # body: {"host": name, "nodes": [...], "reason": why}
     HOST_UP = "host-up"  # body: {"host": name, "nodes": [...]}
+    LATE = "late"  # body: {"seconds": s}: the lease's VMs began working s after its VM reservation
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ class Listing:
     _ended: dict[int, list[dict[str, Any]]]
     _down_hosts: dict[str, str]
     _overheads: dict[int, list[OverheadRow]]
+    _late_starts: dict[int, list[dict[str, Any]]]
     if TYPE_CHECKING:  # the manager's
         def _alive(self) -> None: ...
         def _name(self, k: int) -> str: ...
@@ -179,7 +180,8 @@ class Listing:
                 running_on=tuple(self._name(k) for k in vm.nodes) if active and vm is not None else (),
                 payloads=tuple(payloads.get(lease.id, ())),
                 ended_payloads=tuple(self._ended.get(lease.id, ())), planned=plan,
-                overheads=tuple(_overhead(r, lease_time) for r in self._overheads.get(lease.id, ()))))
+                overheads=tuple(_overhead(r, lease_time) for r in self._overheads.get(lease.id, ())),
+                late_starts=tuple(dict(x) for x in self._late_starts.get(lease.id, ()))))
         return out
 
 

@@ -255,6 +255,8 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
         self._carries: dict[tuple[int, int], Any] = {}  # (lease, vnode) -> its state file's carry
         self._down_hosts: dict[str, str] = {}  # host -> why it is down (as journaled)
         self._overheads: dict[int, list[OverheadRow]] = {}  # lease -> its VMs' suspensions, resumptions
+        self._late: dict[int, tuple[int, int]] = {}  # lease -> (lease time, seconds) its VMs began late
+        self._late_starts: dict[int, list[dict[str, Any]]] = {}  # lease -> what late_start gave it back
 
     # -- life --------------------------------------------------------------------------------------
     def start(self) -> LocalLeaseManager:
@@ -374,6 +376,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
                 while not self._closing:
                     now = self.clock.now()
                     self._payload_exits(now)
+                    self._late_vms(now)
                     back = self._host_changes(now)
                     self._advance(now)
                     self._commit_and_enact(now, back)

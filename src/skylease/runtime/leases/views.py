@@ -34,6 +34,7 @@ class ViewParts:
     ended_payloads: tuple[dict[str, Any], ...]
     planned: tuple[dict[str, Any], ...]
     overheads: tuple[dict[str, Any], ...] = ()
+    late_starts: tuple[dict[str, Any], ...] = ()
 
 
 def build_view(parts: ViewParts) -> LeaseView:
@@ -44,7 +45,8 @@ def build_view(parts: ViewParts) -> LeaseView:
                  if p.get("state") == "failed" or (p.get("state") == "exited" and p.get("exit_code")))
     return LeaseView(owner=parts.owner, running_on=list(parts.running_on), payloads=list(parts.payloads),
                      ended_payloads=list(parts.ended_payloads), failed_payloads=failed,
-                     planned=list(parts.planned), overheads=list(parts.overheads), events=events,
+                     planned=list(parts.planned), overheads=list(parts.overheads),
+                     late_starts=list(parts.late_starts), events=events,
                      **parts.record)
 
 

@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from skylease.control.leases import RRKind
-from skylease.runtime.leases.journal import OverheadRow
+from skylease.runtime.leases.journal import InputKind, OverheadRow
 from skylease.runtime.leases.live import Live
 from skylease.runtime.leases.qemu_spec import GuestError
 
@@ -36,11 +36,19 @@ class VmLeases:
     _live: dict[tuple[int, int], Live]
     _rows: dict[tuple[int, int, int], int]
     _ends: dict[int, int]
+    _late: dict[int, tuple[int, int]]
+    _late_starts: dict[int, list[dict[str, Any]]]
+    _batch: Any
+    _now: int
+    _stepped: int
+    _recording: bool
     if TYPE_CHECKING:  # the manager's
         def _ended_payload(self, lid: int, vnode: int, node: int, pid: int, state: str,
                            exit_code: int | None, reason: str | None) -> None: ...
         def _account(self, lid: int, live: Live, t: float) -> None: ...
         def _lease_clock(self, unix: float) -> float: ...
+        def _advance(self, now: int) -> None: ...
+        def _step(self, t: int) -> None: ...
 
     def _vm_movable(self, lease: Lease) -> bool:
         """The scheduler's ``movable``: a VM lease may resume on other nodes (its state file is
@@ -99,7 +107,23 @@ class VmLeases:
             return f"its state file was not carried to its new node: {carry.error or 'it took too long'}"
         log.info("lease %d VM %d: state file carried (%d bytes in %.2f s)", lease.id, vnode, carry.size,
                  carry.took_s)
+        self._record_carry(lease, vnode, carry)
         return None
+
+    def _record_carry(self, lease: Lease, vnode: int, carry: Any) -> None:
+        """A state file's carry recorded beside the migration's window: the schedule's migration
+        reservation, or else (a schedule without them) from when the carry began to the
+        resumption's start, the time it was paced to fill."""
+        vm = self.sched.rr.get(lease.id)
+        first = getattr(vm, "resume", None) or vm
+        started = getattr(carry, "started_at", None)
+        if first is None or started is None:
+            return
+        migrate = getattr(vm, "migrate", None)
+        start, end = ((migrate.start, migrate.end) if migrate is not None
+                      else (min(math.floor(self._lease_clock(started)), first.start), first.start))
+        ended = started + carry.took_s
+        self._record_window(lease.id, vnode, RRKind.MIGRATE.value, start, end, started, ended)
 
     def _spawn_vm(self, lease: Lease, vnode: int, node: int, vm: Reservation, env: dict[str, str],
                   now: int) -> None:
@@ -126,7 +150,11 @@ class VmLeases:
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
         self._live[(lease.id, vnode)] = Live(p, row, vm.start, checked=vm.start)
         self._rows[(lease.id, vnode, vm.start)] = row
-        self._record_overhead(lease.id, vnode, RRKind.RESUME, t0, time.time())  # (a resumption's)
+        ended = time.time()
+        self._record_overhead(lease.id, vnode, RRKind.RESUME, t0, ended)  # (a resumption's)
+        late = math.ceil(self._lease_clock(ended) - vm.start)
+        if getattr(vm, "resume", None) is not None and late > 0:  # (its VM reservation began without it)
+            self._late[lease.id] = max(self._late.get(lease.id, (0, 0)), (vm.start + late, late))
 
     def _save_vm(self, lid: int, key: tuple[int, int], live: Live) -> None:
         """The scheduler's suspension of a VM: its guest saved to its state file, its QEMU ended (that
@@ -168,3 +196,30 @@ class VmLeases:
         if took > end - start:
             log.warning("lease %d%s: its %s took %.1f lease seconds, %d were reserved", lid,
                         f" VM {vnode}" if vnode >= 0 else "", kind, took, end - start)
+
+    def _late_vms(self, now: int) -> None:
+        """The scheduler told of each VM lease whose resumption ended after its VM reservation began
+        (at the lease time it ended), as it is told of a premature end: it gives the lease back the
+        time it lost where it can (:meth:`LeaseScheduler.late_start
+        <skylease.control.leases.scheduler.LeaseScheduler.late_start>`), journaled (a restart
+        replays it) and shown in the lease's view."""
+        for lid, (t, seconds) in sorted(self._late.items(), key=lambda item: (item[1][0], item[0])):
+            if t > now:
+                continue
+            del self._late[lid]
+            self._advance(t)
+            t = max(t, self._stepped)
+            self._now = t
+            self._batch.inputs.append((t, InputKind.LATE, lid, {"seconds": seconds}))
+            self._late_start(lid, t, seconds)
+            self._enact.touched.add(lid)
+            self._step(t)
+
+    def _late_start(self, lid: int, t: int, seconds: int) -> None:
+        """The scheduler's :meth:`late_start` at ``t``, and what it did, kept for the lease's view."""
+        given = self.sched.late_start(lid, t, seconds)
+        self._late_starts.setdefault(lid, []).append({"at": t, "seconds": seconds, "given_back": given})
+        if self._recording:
+            log.warning("lease %d: its VMs began working %d lease seconds late: %s", lid, seconds,
+                        "given back" if given else "not given back (its nodes are taken after it, or "
+                        "its window is fixed)")

@@ -118,6 +118,8 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
                       e(o["reserved_s"]), e(f'{o["started"]}-{o["ended"]}'), e(o["measured_s"]),
                       '<span class="state s-rejected">overran</span>' if o["overran"] else "within"]
                      for o in view.overheads]
+        lates = [[e(x["at"]), e(x["seconds"]), "given back" if x["given_back"] else "not given back"]
+                 for x in view.late_starts]
         body = ('<p><a href="/leases">All leases</a></p>'
                 f'<p class="now">Lease clock: {e(now)} s</p>{chart}'
                 f'<div id="lease-tables"><dl class="facts">{facts}</dl>'
@@ -127,6 +129,9 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
                          "measured (lease time)", ["kind", "VM", "reserved", "reserved s", "measured",
                                                    "measured s",
                                           "fit"], overheads, "") if overheads else "")
+                + (table(f"Work of lease {view.id} begun late after an overrun", ["at", "seconds lost",
+                                                                                  "scheduler"], lates, "")
+                   if lates else "")
                 + "<h2>Events</h2>"
                 + table(f"Events of lease {view.id}", ["time", "event", "details"], evs, "No events.")
                 + "</div>")
