@@ -108,6 +108,11 @@ def test_a_preempted_vm_on_a_host_is_saved_there_and_resumed_where_it_stopped(ho
     lid, conn, other, qemu = start_vm(srv)  # (its guest runs on one host: its QEMU there, not on the other)
     said = [line for line in srv.stderr().splitlines() if "VM leases run their guests under" in line]
     assert len(said) == 1 and " TCG: " in said[0], said
+    # the host's own KVM probe (run there over SSH: host_accel.py), its answer on the Hosts page's row
+    assert f"a probe guest under KVM on {conn.target.label}" in said[0], said
+    node = srv.call("GET", f"/leases/{lid}").json()["running_on"][0]
+    [row] = [h for h in srv.call("GET", "/hosts").json() if h["name"] == node]
+    assert row["vms"] == said[0].split("under ", 1)[1], (row, said)
     ar = srv.call("POST", "/leases", "alice", json={"type": "advance-reservation", "start_in": 4 * VM_SCALE,
                                                     "duration": 6 * VM_SCALE, "nodes": 2, "memory": 128})
     assert ar.status_code == 201, ar.text

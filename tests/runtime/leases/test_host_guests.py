@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from skylease.runtime.leases.host_accel import HostAccel
 from skylease.runtime.leases.host_qmp import HostMonitor
+from skylease.runtime.leases.qemu_accel import choose_accel
 from skylease.runtime.leases.qemu_spec import QEMU, GuestError, GuestFiles, GuestSpec, command_line, exec_uri
 from skylease.runtime.leases.ssh import SshConnection, SshTarget
 
@@ -159,3 +161,26 @@ def test_a_socket_that_is_not_there_is_one_line_naming_host_and_socket(site, tmp
         assert "No such file" in str(err.value) and "\n" not in str(err.value)
     finally:
         conn.close()
+
+
+def test_the_kvm_probe_runs_on_the_host_and_its_answer_is_kept(site, test_guest, tmp_path):
+    """host_accel.py: the KVM probe booted on the host (over its SSH connection) answers as this
+    machine's own probe does (the test hosts share its kernel and /dev/kvm), names the host, leaves
+    nothing running or written there, and is kept: a second server does not probe again."""
+    one = connect(site, 0, tmp_path)
+    scripts: list[str] = []
+
+    def run(script: str, timeout: float) -> tuple[int, str]:
+        scripts.append(script)
+        code, out, err = one.run(["sh", "-c", script], timeout=timeout)
+        return code, (out if code == 0 else err).decode(errors="replace")
+
+    spec = GuestSpec(kernel=test_guest.kernel, initrd=test_guest.initrd, memory_mb=96)
+    folder, store = tmp_path / "kvm-probe", tmp_path / "accel-hosts.json"
+    choice = HostAccel(store).choose(one.target.label, QEMU, spec, str(folder), run, None)
+    here = choose_accel(spec)
+    assert choice.accel == here.accel and one.target.label in choice.reason, (choice, here)
+    assert qemu_pids(one, folder) == [] and one.run(["test", "-e", str(folder)])[0] != 0
+    again = HostAccel(store).choose(one.target.label, QEMU, spec, str(folder), run, None)
+    assert (again.accel, again.reason) == (choice.accel, choice.reason) and len(scripts) == 1
+    print(f"\n[kvm probe] {one.target.label}: {choice.accel} ({choice.reason}); here: {here.reason}")

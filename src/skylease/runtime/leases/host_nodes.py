@@ -193,14 +193,15 @@ class HostNodes:
     # -- payloads -------------------------------------------------------------------------------
     def spawn(self, lease: int, vnode: int, node: int, *, command: str | None = None,
               duration_s: float = 0.0, env: Mapping[str, str] | None = None,
-              since: float | None = None, image: str | None = None) -> Payload:
+              since: float | None = None, image: str | None = None, devices: Sequence[str] = ()) -> Payload:
         """Start VM ``vnode`` of ``lease`` on ``node`` (as
         :meth:`~skylease.runtime.leases.local.LocalNodes.spawn`, confined and pinned on the host:
         see the module's docstring): ``sh -c command``, or (``command=None``) the default payload,
         ``duration_s`` seconds of running time from ``since``, run by the host's python3. ``env`` is
         added to its environment; ``image``, a name in the node's cache, is bound read-only at
         ``$SKYLEASE_IMAGE`` (as on this machine, an image not in the cache is no error: the payload
-        does not find it there)."""
+        does not find it there); ``devices``: the host's device files bound in its sandbox (a guest
+        under KVM: /dev/kvm; no other payload gets any)."""
         self._check_node(node)
         if image is not None:
             check_image(image)
@@ -220,7 +221,7 @@ class HostNodes:
         if image is not None:  # (as on this machine: bound read-only at /images/<name> when it is there)
             inside[ENV_IMAGE] = f"{IMAGES_DIR}/{image}"
             cached = f"nodes/{name}/cache/{image}"
-        argv = box.wrap(argv, lease=lease, env=inside, image=cached)
+        argv = box.wrap(argv, lease=lease, env=inside, image=cached, devices=devices)
         mark = {"PATH": PAYLOAD_PATH, ENV_LEASE: str(lease), ENV_VNODE: str(vnode), ENV_NODE: name,
                 ENV_SERVE_ID: self.serve_id}
         req = {"argv": argv, "env": {"PATH": PAYLOAD_PATH}, "mark": mark, "dir": self.remote_dir,

@@ -78,13 +78,13 @@ class HostSandbox:
         return None if user is None else [user.uid, user.gid]
 
     def wrap(self, argv: Sequence[str], *, lease: int, env: Mapping[str, str],
-             image: str | None = None) -> list[str]:
+             image: str | None = None, devices: Sequence[str] = ()) -> list[str]:
         """The host's command line that runs ``argv`` confined in ``lease``'s folder, with the image
         file ``image`` of a node's cache (relative to the remote folder) read-only at
-        ``/images/<name>`` when it is there."""
+        ``/images/<name>`` when it is there, and the host's ``devices`` (a guest under KVM: /dev/kvm)."""
         path = None if image is None else f"{self.remote_dir}/{image}"
         return self.sandbox.wrap(argv, lease_dir=self.lease_dir(lease), hostname=self.hostname, env=env,
-                                 image=path)
+                                 image=path, devices=devices)
 
 
 def probe_host(conn: SshConnection, site: Site, nodes: Iterable[int], *, remote_dir: str,

@@ -17,8 +17,9 @@ with each step carried out on the host.
   cache on the host; one that is not (a site without image transfers: Haizea's "predeployed"
   images) is carried there from the repository at its first VM start, whole or absent (unpacked
   beside it, then renamed). Disk images (``.qcow2``, ``.raw``) are refused on hosts so far;
-* acceleration: TCG. No KVM probe runs through a host yet (a probe guest would have to be booted
-  there); the choice is logged once, as on this machine.
+* acceleration: KVM only where a probe guest boots under it on the host (host_accel.py: the probe
+  of this machine, run there over SSH, its answer kept in the data folder), TCG otherwise; a guest
+  under KVM gets the host's /dev/kvm in its sandbox. The choice is logged once, as on this machine.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ import logging
 import shlex
 import tarfile
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from skylease.runtime.leases.host_accel import KVM_DEVICE, HostAccel
 from skylease.runtime.leases.host_qmp import HostMonitor
 from skylease.runtime.leases.host_sandbox import HostSandbox
 from skylease.runtime.leases.local_vms import LocalVms, VmFailed, vm_image_problem
@@ -50,8 +53,10 @@ STAGE_TIMEOUT_S = 120.0
 class HostVms(LocalVms):
     """The VM payloads of a :class:`~skylease.runtime.leases.host_nodes.HostNodes` (its ``vms``)."""
 
-    def __init__(self, nodes: Any, *, qemu: str = QEMU) -> None:
+    def __init__(self, nodes: Any, *, qemu: str = QEMU, accel: HostAccel | None = None) -> None:
         super().__init__(nodes, accel=AccelChoices(), qemu=qemu)
+        # (kept in this machine's data folder: a restarted server does not probe the host again)
+        self.host_accel = HostAccel(store=Path(nodes.data) / "accel-hosts.json") if accel is None else accel
 
     @property
     def _box(self) -> HostSandbox:
@@ -111,8 +116,24 @@ class HostVms(LocalVms):
     def _binary(self) -> str:
         return self.qemu  # (looked up on the host when the payload starts: its log says if it is not there)
 
-    def _choose_accel(self, probe: GuestSpec, binary: str) -> tuple[str, str]:
-        return "tcg", f"no KVM probe runs on {self.nodes.conn.target.label} (TCG on SSH hosts)"
+    def _choose_accel(self, probe: GuestSpec, binary: str, node: int, image: str) -> tuple[str, str]:
+        seen = Path(self.nodes.cache_dir(node)) / image  # (the image as the host's SSH user reaches it)
+        spec = None
+        if probe.kernel is not None:
+            spec = replace(probe, kernel=seen / probe.kernel.name, memory_mb=min(probe.memory_mb, 128),
+                           initrd=None if probe.initrd is None else seen / probe.initrd.name)
+        choice = self.host_accel.choose(self.nodes.conn.target.label, binary, spec,
+                                        f"{self.nodes.remote_dir}/kvm-probe", self._script,
+                                        self._box.sandbox.user)
+        return choice.accel, choice.reason
+
+    def _script(self, script: str, timeout: float) -> tuple[int, str]:
+        """``sh -c script`` on the host: its exit code and its output (or its error's last line)."""
+        try:
+            code, out, err = self.nodes.conn.run(["sh", "-c", script], timeout=timeout)
+        except SshError as exc:
+            return 255, f"{exc.field}: {exc.message}"
+        return code, out.decode(errors="replace") if code == 0 else err.decode(errors="replace")
 
     def _prepare(self, files: GuestFiles, real: Path, seen_image: Path, spec: GuestSpec, node: int,
                  image: str) -> tuple[bool, str | None]:
@@ -131,7 +152,8 @@ class HostVms(LocalVms):
                     env: Mapping[str, str] | None, image: str, real: Path, accel: str) -> Any:
         folder = shlex.quote(f"{LEASE_DIR}/vm-{vnode}")
         command = f"mkdir -p -m 0700 {folder} && exec {shlex.join(argv)}"
-        return self.nodes.spawn(lease, vnode, node, command=command, env=env, image=image)
+        return self.nodes.spawn(lease, vnode, node, command=command, env=env, image=image,
+                                devices=(KVM_DEVICE,) if accel == "kvm" else ())
 
     def _open_monitor(self, files: GuestFiles) -> Any:
         return HostMonitor(self.nodes.conn, str(files.qmp), python=self.nodes.python)

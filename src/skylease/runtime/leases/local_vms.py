@@ -38,6 +38,7 @@ from typing import Any
 from qemu.qmp.error import QMPError
 
 from skylease.model.errors import UserError
+from skylease.runtime.leases.host_accel import KVM_DEVICE, kvm_opens
 from skylease.runtime.leases.procfs import proc_stat
 from skylease.runtime.leases.qemu import COMMAND_TIMEOUT_S, START_TIMEOUT_S, Monitor, load_state, save_state
 from skylease.runtime.leases.qemu_accel import AccelChoices
@@ -63,7 +64,6 @@ log = logging.getLogger(__name__)
 
 KERNEL, INITRD, CMDLINE = "vmlinuz", "initrd.img", "cmdline"
 DISK_SUFFIXES = (".qcow2", ".raw")
-KVM_DEVICE = "/dev/kvm"
 #: The least memory QEMU is given a guest with (GuestSpec.check's bound; a real kernel needs more).
 MIN_VM_MEMORY_MB = 16
 _POLL_S = 0.05
@@ -113,11 +113,8 @@ def _kvm_allowed(user: PayloadUser | None) -> bool:
         st = os.stat(KVM_DEVICE)
     except OSError:
         return False
-    if user is None:
-        return os.access(KVM_DEVICE, os.R_OK | os.W_OK)
-    # (the payload user keeps no supplementary group: only its own ids and the world's bits count)
-    return bool(st.st_mode & 0o006 == 0o006 or (st.st_uid == user.uid and st.st_mode & 0o600 == 0o600)
-                or (st.st_gid == user.gid and st.st_mode & 0o060 == 0o060))
+    return kvm_opens(st.st_mode, st.st_uid, st.st_gid, user,
+                     as_caller=user is None and os.access(KVM_DEVICE, os.R_OK | os.W_OK))
 
 
 class LocalVms:
@@ -159,7 +156,7 @@ class LocalVms:
             raise VmFailed(str(exc)) from None
         seen_image = Path(IMAGES_DIR) / image
         spec = _spec(real, seen_image, memory_mb, cpus)
-        accel = self._accel(_spec(real, real, memory_mb, cpus), binary)
+        accel = self._accel(_spec(real, real, memory_mb, cpus), binary, node, image)
         files, seen = GuestFiles(self.folder(lease, vnode)), self.seen(vnode)
         try:
             resume, disk_format = self._prepare(files, real, seen_image, spec, node, image)
@@ -235,7 +232,8 @@ class LocalVms:
     def _rename(self, src: Path, dst: Path) -> None:
         src.replace(dst)
 
-    def _choose_accel(self, probe: GuestSpec, binary: str) -> tuple[str, str]:
+    def _choose_accel(self, probe: GuestSpec, binary: str, node: int, image: str) -> tuple[str, str]:
+        """KVM or TCG, and why, for a guest of ``image`` on ``node`` (``probe``: its files read here)."""
         choice = self.accel.choose(probe, binary)  # (probed once: AccelChoices keeps it)
         accel, why = choice.accel, choice.reason
         if accel == "kvm" and not _kvm_allowed(self.nodes.sandbox.user):
@@ -248,8 +246,8 @@ class LocalVms:
     def _key_alive(self, pid: int, ticks: int) -> bool:
         return _alive(pid, ticks)
 
-    def _accel(self, probe: GuestSpec, binary: str) -> str:
-        accel, why = self._choose_accel(probe, binary)
+    def _accel(self, probe: GuestSpec, binary: str, node: int, image: str) -> str:
+        accel, why = self._choose_accel(probe, binary, node, image)
         if self.acceleration is None:  # (said once, where the server's log shows it, and on the Hosts
             # page: TCG is an emulation, many times slower)
             self.acceleration = f"{accel.upper()}: {why}"

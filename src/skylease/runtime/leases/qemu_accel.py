@@ -9,7 +9,6 @@ binary for the life of the process. The probe guest is killed by its PID once th
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -23,7 +22,7 @@ from typing import Any
 from skylease.runtime.leases.qemu import GuestError, start_guest
 from skylease.runtime.leases.qemu_spec import QEMU, GuestSpec, find_qemu
 
-__all__ = ["PROBE_TIMEOUT_S", "AccelChoice", "AccelChoices", "choose_accel"]
+__all__ = ["PROBE_TIMEOUT_S", "AccelChoice", "AccelChoices", "choose_accel", "keep_choice", "kept_choice"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +85,39 @@ def choose_accel(probe: GuestSpec, *, qemu: str = QEMU, mark: str = PROBE_MARK,
     return choice
 
 
+def _stored(store: Path | None) -> dict[str, Any]:
+    if store is None:
+        return {}
+    try:
+        data = json.loads(store.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def kept_choice(store: Path | None, key: str) -> AccelChoice | None:
+    """The choice kept under ``key`` in the JSON file ``store`` (None: none, or no file)."""
+    kept = _stored(store).get(key)
+    if isinstance(kept, dict) and kept.get("accel") in ("kvm", "tcg"):
+        return AccelChoice(kept["accel"], str(kept.get("reason", "")), float(kept.get("probe_s", 0.0)))
+    return None
+
+
+def keep_choice(store: Path | None, key: str, choice: AccelChoice) -> None:
+    """Keep ``choice`` under ``key`` in ``store`` (written whole: a ``.part`` file renamed). A file
+    that cannot be written is no error: the next process probes again (slower, not wrong)."""
+    if store is None:
+        return
+    data = _stored(store)
+    data[key] = {"accel": choice.accel, "reason": choice.reason, "probe_s": choice.probe_s}
+    part = store.with_name(store.name + ".part")
+    try:
+        part.write_text(json.dumps(data, indent=1))
+        part.replace(store)
+    except OSError as exc:
+        log.warning("the KVM probe's answer could not be kept in %s: %s", store, exc)
+
+
 class AccelChoices:
     """The acceleration of each QEMU binary, probed once (:func:`choose_accel`) and kept by its
     owner (an enactment keeps one for its life; :meth:`forget` after KVM was fixed, say). With a
@@ -104,39 +136,19 @@ class AccelChoices:
         st = os.stat(binary)
         return f"{binary}:{st.st_mtime_ns}:{st.st_size}:{int(self.kvm_device.exists())}"
 
-    def _stored(self) -> dict[str, Any]:
-        if self.store is None:
-            return {}
-        try:
-            data = json.loads(self.store.read_text())
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
     def choose(self, probe: GuestSpec, qemu: str = QEMU) -> AccelChoice:
         binary = find_qemu(qemu)
         key = self._key(binary)
         with self._lock:  # one probe at a time: two at once would both boot a guest for nothing
             if key not in self._choices:
-                kept = self._stored().get(key)
-                if isinstance(kept, dict) and kept.get("accel") in ("kvm", "tcg"):
-                    self._choices[key] = AccelChoice(kept["accel"], str(kept.get("reason", "")),
-                                                     float(kept.get("probe_s", 0.0)))
+                kept = kept_choice(self.store, key)
+                if kept is not None:
+                    self._choices[key] = kept
                 else:
                     self._choices[key] = choose_accel(probe, qemu=binary, mark=self.mark,
                                                       timeout=self.timeout, kvm_device=self.kvm_device)
-                    self._save(key, self._choices[key])
+                    keep_choice(self.store, key, self._choices[key])
             return self._choices[key]
-
-    def _save(self, key: str, choice: AccelChoice) -> None:
-        if self.store is None:
-            return
-        data = self._stored()
-        data[key] = {"accel": choice.accel, "reason": choice.reason, "probe_s": choice.probe_s}
-        part = self.store.with_name(self.store.name + ".part")
-        with contextlib.suppress(OSError):  # (not kept: the next process probes again)
-            part.write_text(json.dumps(data, indent=1))
-            part.replace(self.store)
 
     def forget(self) -> None:
         """The next :meth:`choose` probes again."""
