@@ -13,10 +13,18 @@ with each step carried out on the host.
   monitor is made again the same way;
 * the state file is written by QEMU on the host; its checks, renames and deletions run there over
   the SSH connection; a suspended VM resumes on the host that holds its state file;
-* the image: a folder image (``vmlinuz``, ``initrd.img``) staged by a transfer is in the node's
-  cache on the host; one that is not (a site without image transfers: Haizea's "predeployed"
-  images) is carried there from the repository at its first VM start, whole or absent (unpacked
-  beside it, then renamed). Disk images (``.qcow2``, ``.raw``) are refused on hosts so far;
+* the image: one staged by a transfer is in the node's cache on the host; one that is not (a site
+  without image transfers: Haizea's "predeployed" images) is carried there from the repository at
+  its first VM start, whole or absent: a folder image (``vmlinuz``, ``initrd.img``) unpacked beside
+  it, then renamed; a disk image (``.qcow2``, ``.raw``) by an image transfer of no window
+  (:meth:`HostNodes.copy_image <skylease.runtime.leases.host_nodes.HostNodes.copy_image>`);
+* a disk image's overlay is made on the host, once, before QEMU starts (LocalVms's procedure, its
+  steps run over the SSH connection as the SSH user): ``qemu-img create -f qcow2 -u -b
+  /images/<image>`` (the image as QEMU sees it) of the size ``qemu-img info`` reads from the cached
+  image, into ``overlay.qcow2.part`` in the VM's folder (made first, the payload user's), given to
+  the payload user and renamed. No qemu-img on the host, or an image it cannot read: VmFailed in
+  one line naming the host. A saved disk guest resumes only beside its overlay; a migration carries
+  both (:class:`~skylease.runtime.leases.host_moves.StateCarry`);
 * acceleration: TCG. No KVM probe runs through a host yet (a probe guest would have to be booted
   there); the choice is logged once, as on this machine.
 """
