@@ -10,7 +10,8 @@ waits, QEMU runs all the same), which is all a save, a carry and a resumption ne
 * saved there and carried to host2: the state file and the overlay go together, paced to the
   window over both files' bytes; a cancelled carry leaves host2 neither (and host1 both); a carry
   that completes leaves host2 both and host1 neither, and QEMU resumes there;
-* a corrupt qcow2 image: one line naming the host, the image and what qemu-img said; nothing runs.
+* a corrupt qcow2 image: one line naming the host, the image and what qemu-img said; nothing runs;
+  so too a host without qemu-img (the enactment's ``qemu_img`` set to a program no host has).
 
 What the test reads on a host it reads over its own SSH connection to it (the hosts share this
 machine's files, but every path here is one on the host, relative to root's home there)."""
@@ -26,6 +27,7 @@ import time
 import pytest
 from tests import hostnodes as hosts
 
+from skylease.runtime.leases.host_vms import HostVms
 from skylease.runtime.leases.local_vms import VmFailed
 from skylease.runtime.leases.qemu_spec import GuestFiles
 from skylease.runtime.leases.site import load_site
@@ -159,3 +161,18 @@ def test_a_corrupt_disk_image_fails_its_vm_in_one_line_naming_host_and_image(nod
     assert qemu_pids(one) == before
     folder = nodes.part(0).vms.folder(LEASE + 1, 0)
     assert not [f for f in listing(one, folder) if f.startswith("overlay")]
+
+
+def test_a_host_without_qemu_img_fails_a_disk_vm_naming_the_host_and_the_package(nodes):
+    """A HostVms whose qemu-img is a program the host does not have (its ``qemu_img`` seam, as on a
+    host without qemu-utils): the VM fails in one line, nothing runs, no overlay is left."""
+    one, part = nodes.conns[0], nodes.part(0)
+    vms = HostVms(part, qemu_img="qemu-img-not-installed")
+    before = qemu_pids(one)
+    with pytest.raises(VmFailed) as err:
+        vms.spawn(LEASE + 2, 0, 0, image="blank.raw", memory_mb=64, cpus=1)
+    said = str(err.value)
+    assert said == (f"qemu-img-not-installed not found on {part.conn.target.label}: apt-get install "
+                    "qemu-utils (a disk image's guest runs on an overlay qemu-img makes)"), said
+    assert qemu_pids(one) == before
+    assert not [f for f in listing(one, vms.folder(LEASE + 2, 0)) if f.startswith("overlay")]

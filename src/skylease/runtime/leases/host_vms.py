@@ -44,7 +44,7 @@ from skylease.runtime.leases.host_qmp import HostMonitor
 from skylease.runtime.leases.host_sandbox import HostSandbox
 from skylease.runtime.leases.local_vms import LocalVms, VmFailed, vm_image_problem
 from skylease.runtime.leases.qemu_accel import AccelChoices
-from skylease.runtime.leases.qemu_spec import QEMU, STATE_MAGIC, GuestError, GuestFiles, GuestSpec
+from skylease.runtime.leases.qemu_spec import QEMU, QEMU_IMG, STATE_MAGIC, GuestError, GuestFiles, GuestSpec
 from skylease.runtime.leases.sandbox import LEASE_DIR
 from skylease.runtime.leases.ssh import SshError
 
@@ -59,8 +59,8 @@ STAGE_TIMEOUT_S = 120.0
 class HostVms(LocalVms):
     """The VM payloads of a :class:`~skylease.runtime.leases.host_nodes.HostNodes` (its ``vms``)."""
 
-    def __init__(self, nodes: Any, *, qemu: str = QEMU) -> None:
-        super().__init__(nodes, accel=AccelChoices(), qemu=qemu)
+    def __init__(self, nodes: Any, *, qemu: str = QEMU, qemu_img: str = QEMU_IMG) -> None:
+        super().__init__(nodes, accel=AccelChoices(), qemu=qemu, qemu_img=qemu_img)
 
     @property
     def _box(self) -> HostSandbox:
@@ -171,9 +171,9 @@ class HostVms(LocalVms):
         return out if code == 0 else None
 
     def _qemu_img(self) -> str | None:
-        code, out, _ = self._tool(["sh", "-c", "command -v qemu-img"])
+        code, out, _ = self._tool(["sh", "-c", f"command -v {shlex.quote(self.qemu_img)}"])
         if code != 0 or not out.strip():
-            raise VmFailed(f"qemu-img not found on {self.nodes.conn.target.label}: apt-get install "
+            raise VmFailed(f"{self.qemu_img} not found on {self.nodes.conn.target.label}: apt-get install "
                            "qemu-utils (a disk image's guest runs on an overlay qemu-img makes)")
         return out.strip()
 

@@ -43,6 +43,7 @@ from skylease.runtime.leases.qemu_accel import AccelChoices
 from skylease.runtime.leases.qemu_spec import (
     NO_OVERLAY,
     QEMU,
+    QEMU_IMG,
     GuestError,
     GuestFiles,
     GuestSpec,
@@ -128,13 +129,15 @@ def _kvm_allowed(user: PayloadUser | None) -> bool:
 class LocalVms:
     """The VM payloads of a :class:`~skylease.runtime.leases.local.LocalNodes` (its ``vms``): QEMU
     spawned as payloads, driven over their QMP sockets. ``accel``: the acceleration choices it keeps
-    (probed once, at the first VM start)."""
+    (probed once, at the first VM start); ``qemu``, ``qemu_img``: the programs it runs."""
 
-    def __init__(self, nodes: LocalNodes, *, accel: AccelChoices | None = None, qemu: str = QEMU) -> None:
+    def __init__(self, nodes: LocalNodes, *, accel: AccelChoices | None = None, qemu: str = QEMU,
+                 qemu_img: str = QEMU_IMG) -> None:
         self.nodes = nodes
         # (kept in the data folder: a restarted server does not probe again)
         self.accel = accel if accel is not None else AccelChoices(store=nodes.data / "accel.json")
         self.qemu = qemu
+        self.qemu_img = qemu_img
         self._lock = threading.Lock()
         self._monitors: dict[tuple[int, int], Monitor] = {}  # (pid, start ticks) -> its QMP connection
         #: How this enactment's guests run, once one has started: "TCG: why" or "KVM: why".
@@ -310,7 +313,7 @@ class LocalVms:
             return None
 
     def _qemu_img(self) -> str | None:
-        return shutil.which("qemu-img")
+        return shutil.which(self.qemu_img)
 
     def _image_file(self, real: Path, node: int, image: str) -> str:
         """The node's copy of the image, as qemu-img reads it."""

@@ -19,10 +19,13 @@ from typing import Any
 
 from skylease.model.errors import UserError
 
-__all__ = ["NO_OVERLAY", "QEMU", "GuestError", "GuestFiles", "GuestSpec", "command_line", "find_qemu",
-           "image_format", "image_info_argv", "last_line", "overlay_argv", "prepare_disk", "virtual_size"]
+__all__ = ["NO_OVERLAY", "QEMU", "QEMU_IMG", "GuestError", "GuestFiles", "GuestSpec", "command_line",
+           "find_qemu", "image_format", "image_info_argv", "last_line", "overlay_argv", "prepare_disk",
+           "virtual_size"]
 
 QEMU = "qemu-system-x86_64"
+#: QEMU's disk image tool (Debian's qemu-utils): it makes a disk guest's overlay.
+QEMU_IMG = "qemu-img"
 #: The longest path of a Unix socket (sun_path holds 108 bytes with its NUL).
 _SOCKET_PATH_MAX = 107
 #: The first four bytes of a QEMU migration stream ("QEVM").
@@ -170,7 +173,7 @@ def prepare_disk(spec: GuestSpec, files: GuestFiles) -> str | None:
     if files.overlay.exists():
         return _format(files.overlay)
     part = files.overlay.with_name(files.overlay.name + ".part")
-    img = shutil.which("qemu-img")
+    img = shutil.which(QEMU_IMG)
     if img is not None:
         r = subprocess.run([img, "create", "-q", "-f", "qcow2", "-b", str(base), "-F", fmt, str(part)],
                            capture_output=True, text=True, timeout=60)
