@@ -13,10 +13,18 @@ with each step carried out on the host.
   monitor is made again the same way;
 * the state file is written by QEMU on the host; its checks, renames and deletions run there over
   the SSH connection; a suspended VM resumes on the host that holds its state file;
-* the image: a folder image (``vmlinuz``, ``initrd.img``) staged by a transfer is in the node's
-  cache on the host; one that is not (a site without image transfers: Haizea's "predeployed"
-  images) is carried there from the repository at its first VM start, whole or absent (unpacked
-  beside it, then renamed). Disk images (``.qcow2``, ``.raw``) are refused on hosts so far;
+* the image: one staged by a transfer is in the node's cache on the host; one that is not (a site
+  without image transfers: Haizea's "predeployed" images) is carried there from the repository at
+  its first VM start, whole or absent: a folder image (``vmlinuz``, ``initrd.img``) unpacked beside
+  it, then renamed; a disk image (``.qcow2``, ``.raw``) by an image transfer of no window
+  (:meth:`HostNodes.copy_image <skylease.runtime.leases.host_nodes.HostNodes.copy_image>`);
+* a disk image's overlay is made on the host, once, before QEMU starts (LocalVms's procedure, its
+  steps run over the SSH connection as the SSH user): ``qemu-img create -f qcow2 -u -b
+  /images/<image>`` (the image as QEMU sees it) of the size ``qemu-img info`` reads from the cached
+  image, into ``overlay.qcow2.part`` in the VM's folder (made first, the payload user's), given to
+  the payload user and renamed. No qemu-img on the host, or an image it cannot read: VmFailed in
+  one line naming the host. A saved disk guest resumes only beside its overlay; a migration carries
+  both (:class:`~skylease.runtime.leases.host_moves.StateCarry`);
 * acceleration: KVM only where a probe guest boots under it on the host (host_accel.py: the probe
   of this machine, run there over SSH, its answer kept in the data folder), TCG otherwise; a guest
   under KVM gets the host's /dev/kvm in its sandbox. The choice is logged once, as on this machine.
@@ -33,12 +41,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from skylease.model.errors import UserError
 from skylease.runtime.leases.host_accel import KVM_DEVICE, HostAccel
 from skylease.runtime.leases.host_qmp import HostMonitor
 from skylease.runtime.leases.host_sandbox import HostSandbox
 from skylease.runtime.leases.local_vms import LocalVms, VmFailed, vm_image_problem
 from skylease.runtime.leases.qemu_accel import AccelChoices
-from skylease.runtime.leases.qemu_spec import QEMU, STATE_MAGIC, GuestError, GuestFiles, GuestSpec
+from skylease.runtime.leases.qemu_spec import QEMU, QEMU_IMG, STATE_MAGIC, GuestError, GuestFiles, GuestSpec
 from skylease.runtime.leases.sandbox import LEASE_DIR
 from skylease.runtime.leases.ssh import SshError
 
@@ -53,8 +62,9 @@ STAGE_TIMEOUT_S = 120.0
 class HostVms(LocalVms):
     """The VM payloads of a :class:`~skylease.runtime.leases.host_nodes.HostNodes` (its ``vms``)."""
 
-    def __init__(self, nodes: Any, *, qemu: str = QEMU, accel: HostAccel | None = None) -> None:
-        super().__init__(nodes, accel=AccelChoices(), qemu=qemu)
+    def __init__(self, nodes: Any, *, qemu: str = QEMU, qemu_img: str = QEMU_IMG,
+                 accel: HostAccel | None = None) -> None:
+        super().__init__(nodes, accel=AccelChoices(), qemu=qemu, qemu_img=qemu_img)
         # (kept in this machine's data folder: a restarted server does not probe the host again)
         self.host_accel = HostAccel(store=Path(nodes.data) / "accel-hosts.json") if accel is None else accel
 
@@ -82,10 +92,10 @@ class HostVms(LocalVms):
         if (problem := vm_image_problem(repository, image)) is not None:
             raise VmFailed(problem)
         real = repository / image
-        if not real.is_dir():
-            raise VmFailed(f"image {image!r}: disk images do not boot VMs on SSH hosts yet (a folder "
-                           "image of vmlinuz and initrd.img does)")
-        self._stage(node, image, real)
+        if real.is_dir():
+            self._stage(node, image, real)
+        else:
+            self._stage_disk(node, image)
         return real
 
     def _stage(self, node: int, image: str, real: Path) -> None:
@@ -110,6 +120,22 @@ class HostVms(LocalVms):
         if code != 0:
             self._run(f"rm -rf {q}")
             raise VmFailed(f"image {image!r} could not be put on {self.nodes.conn.target.label}: {why}")
+        self._carried(node, image)
+
+    def _stage_disk(self, node: int, image: str) -> None:
+        """The disk image in ``node``'s cache on the host: carried there now when it is not, by an
+        image transfer of no window (the site's own: whole or absent, its SHA-256 checked there)."""
+        if self._run(f"test -f {shlex.quote(f'{self.nodes.cache_dir(node)}/{image}')}")[0] == 0:
+            return
+        copy = self.nodes.copy_image(image, 0, [node], 0.0)
+        if not copy.wait(STAGE_TIMEOUT_S):
+            copy.cancel()
+        if not copy.done:
+            why = copy.error or f"it took over {STAGE_TIMEOUT_S:g} s"
+            raise VmFailed(f"image {image!r} could not be put on {self.nodes.conn.target.label}: {why}")
+        self._carried(node, image)
+
+    def _carried(self, node: int, image: str) -> None:
         log.info("image %s carried to %s's cache on %s", image, self.nodes.site.nodes[node].name,
                  self.nodes.conn.target.label)
 
@@ -138,15 +164,58 @@ class HostVms(LocalVms):
     def _prepare(self, files: GuestFiles, real: Path, seen_image: Path, spec: GuestSpec, node: int,
                  image: str) -> tuple[bool, str | None]:
         files.check()
+        label = self.nodes.conn.target.label
         state = shlex.quote(str(files.state))
+        made = ""
+        if spec.disk is not None:  # (its overlay is made before QEMU starts: its folder too, as QEMU's)
+            folder, lease_dir = shlex.quote(str(files.folder)), shlex.quote(str(files.folder.parent))
+            owner = self._box.owner()
+            own = "" if owner is None else f" && chown {int(owner[0])}:{int(owner[1])} {lease_dir} {folder}"
+            made = f"(umask 077 && mkdir -p {folder}){own} || exit 4; "
         # (0: no state file; 1: a saved guest; 3: something else)
-        code, why = self._run(f"rm -f {shlex.quote(str(files.qmp))}; test -e {state} || exit 0; "
+        code, why = self._run(f"{made}rm -f {shlex.quote(str(files.qmp))}; test -e {state} || exit 0; "
                               f"test \"$(head -c 4 {state})\" = {STATE_MAGIC.decode()} && exit 1; exit 3")
         if code == 3:
-            raise GuestError(f"{self.nodes.conn.target.label}: {files.state}: is not a saved QEMU guest")
+            raise GuestError(f"{label}: {files.state}: is not a saved QEMU guest")
         if code not in (0, 1):
-            raise GuestError(f"{self.nodes.conn.target.label}: {files.folder}: {why or 'cannot be read'}")
-        return code == 1, None
+            raise GuestError(f"{label}: {files.folder}: {why or 'cannot be read'}")
+        if spec.disk is None:
+            return code == 1, None
+        try:
+            return code == 1, self._overlay(real, seen_image, files, node, image, resume=code == 1)
+        except (UserError, OSError) as exc:
+            raise VmFailed(f"{label}: {exc}") from None
+
+    # (the overlay's hooks: run on the host, as the SSH user; the overlay given to the payload user)
+    def _head(self, path: Path) -> bytes | None:
+        code, out, _ = self._tool(["sh", "-c", f"test -e {shlex.quote(str(path))} || exit 9; "
+                                   f"head -c 4 {shlex.quote(str(path))}"], text=False)
+        return out if code == 0 else None
+
+    def _qemu_img(self) -> str | None:
+        code, out, _ = self._tool(["sh", "-c", f"command -v {shlex.quote(self.qemu_img)}"])
+        if code != 0 or not out.strip():
+            raise VmFailed(f"{self.qemu_img} not found on {self.nodes.conn.target.label}: apt-get install "
+                           "qemu-utils (a disk image's guest runs on an overlay qemu-img makes)")
+        return out.strip()
+
+    def _image_file(self, real: Path, node: int, image: str) -> str:
+        return f"{self.nodes.cache_dir(node)}/{image}"
+
+    def _tool(self, argv: list[str], *, text: bool = True) -> tuple[int, Any, Any]:
+        try:
+            code, out, err = self.nodes.conn.run(argv, timeout=60.0)
+        except SshError as exc:
+            raise GuestError(f"{exc.field}: {exc.message}") from None
+        if not text:
+            return code, out, err
+        return code, out.decode(errors="replace"), err.decode(errors="replace")
+
+    def _own(self, path: Path) -> None:
+        if (owner := self._box.owner()) is not None:
+            code, why = self._run(f"chown {int(owner[0])}:{int(owner[1])} {shlex.quote(str(path))}")
+            if code != 0:
+                raise OSError(why or f"{path} could not be given to the payload user")
 
     def _spawn_qemu(self, lease: int, vnode: int, node: int, argv: list[str], *,
                     env: Mapping[str, str] | None, image: str, real: Path, accel: str) -> Any:

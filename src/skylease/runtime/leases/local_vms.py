@@ -24,7 +24,6 @@ The acceleration is probed once, at the first VM start
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -43,13 +42,20 @@ from skylease.runtime.leases.procfs import proc_stat
 from skylease.runtime.leases.qemu import COMMAND_TIMEOUT_S, START_TIMEOUT_S, Monitor, load_state, save_state
 from skylease.runtime.leases.qemu_accel import AccelChoices
 from skylease.runtime.leases.qemu_spec import (
+    NO_OVERLAY,
     QEMU,
+    QEMU_IMG,
     GuestError,
     GuestFiles,
     GuestSpec,
     check_state_file,
     command_line,
     find_qemu,
+    image_format,
+    image_info_argv,
+    last_line,
+    overlay_argv,
+    virtual_size,
 )
 from skylease.runtime.leases.sandbox import IMAGES_DIR, LEASE_DIR, PayloadUser
 
@@ -120,13 +126,15 @@ def _kvm_allowed(user: PayloadUser | None) -> bool:
 class LocalVms:
     """The VM payloads of a :class:`~skylease.runtime.leases.local.LocalNodes` (its ``vms``): QEMU
     spawned as payloads, driven over their QMP sockets. ``accel``: the acceleration choices it keeps
-    (probed once, at the first VM start)."""
+    (probed once, at the first VM start); ``qemu``, ``qemu_img``: the programs it runs."""
 
-    def __init__(self, nodes: LocalNodes, *, accel: AccelChoices | None = None, qemu: str = QEMU) -> None:
+    def __init__(self, nodes: LocalNodes, *, accel: AccelChoices | None = None, qemu: str = QEMU,
+                 qemu_img: str = QEMU_IMG) -> None:
         self.nodes = nodes
         # (kept in the data folder: a restarted server does not probe again)
         self.accel = accel if accel is not None else AccelChoices(store=nodes.data / "accel.json")
         self.qemu = qemu
+        self.qemu_img = qemu_img
         self._lock = threading.Lock()
         self._monitors: dict[tuple[int, int], Monitor] = {}  # (pid, start ticks) -> its QMP connection
         #: How this enactment's guests run, once one has started: "TCG: why" or "KVM: why".
@@ -209,7 +217,8 @@ class LocalVms:
         resume = files.state.exists()
         if resume:
             check_state_file(files.state)
-        disk_format = self._overlay(real, seen_image, files) if spec.disk is not None else None
+        disk_format = (self._overlay(real, seen_image, files, node, image, resume=resume)
+                       if spec.disk is not None else None)
         files.qmp.unlink(missing_ok=True)
         return resume, disk_format
 
@@ -261,31 +270,57 @@ class LocalVms:
         if user is not None:
             os.chown(path, user.uid, user.gid)
 
-    def _overlay(self, real: Path, seen: Path, files: GuestFiles) -> str:
-        """A disk guest's overlay in its folder, made once: qcow2 backed by the image as QEMU sees it
-        (its size read here, where the image is), or a private copy without qemu-img."""
-        with real.open("rb") as fh:
-            fmt = "qcow2" if fh.read(4) == b"QFI\xfb" else "raw"
-        if files.overlay.exists():
-            return "qcow2" if shutil.which("qemu-img") else fmt
+    def _overlay(self, real: Path, seen: Path, files: GuestFiles, node: int, image: str, *,
+                 resume: bool) -> str:
+        """A disk guest's overlay in its folder, made once (where its QEMU runs: the hooks below), its
+        format: qcow2 backed by the image as QEMU sees it (``seen``), its size read by qemu-img from
+        the node's copy of the image; or, without qemu-img here, a private copy. A saved guest
+        resumes on the overlay it wrote only (docs/decisions/vm-payloads.md)."""
+        made = self._head(files.overlay)
+        if made is not None:
+            return image_format(made)
+        if resume:
+            raise UserError(NO_OVERLAY, file=files.folder)
+        with real.open("rb") as fh:  # (the image's bytes are the node's copy's: read here)
+            fmt = image_format(fh.read(4))
         part = files.overlay.with_name(files.overlay.name + ".part")
-        img = shutil.which("qemu-img")
+        img = self._qemu_img()
         if img is None:
             shutil.copyfile(real, part)
         else:
-            info = subprocess.run([img, "info", "--output=json", "-f", fmt, str(real)], capture_output=True,
-                                  text=True, timeout=60)
-            size = json.loads(info.stdout)["virtual-size"] if info.returncode == 0 else None
-            made = size is not None and subprocess.run(
-                [img, "create", "-q", "-f", "qcow2", "-u", "-b", str(seen), "-F", fmt, str(part), str(size)],
-                capture_output=True, text=True, timeout=60).returncode == 0
-            if not made:
-                part.unlink(missing_ok=True)
-                raise UserError("qemu-img cannot make an overlay of it", file=real)
+            path = self._image_file(real, node, image)
+            code, out, err = self._tool(image_info_argv(img, fmt, path))
+            if (size := virtual_size(out) if code == 0 else None) is None:
+                raise UserError(f"qemu-img cannot read it as a {fmt} image: {last_line(err)}", file=path)
+            code, _, err = self._tool(overlay_argv(img, seen, fmt, part, size))
+            if code != 0:
+                self._unlink(part)
+                raise UserError(f"qemu-img cannot make an overlay of it: {last_line(err)}", file=path)
             fmt = "qcow2"
         self._own(part)
-        part.replace(files.overlay)
+        self._rename(part, files.overlay)
         return fmt
+
+    # (the overlay's hooks: this machine's; a host's enactment runs them there, host_vms.py)
+    def _head(self, path: Path) -> bytes | None:
+        """The first 4 bytes of ``path``, None if it is not there."""
+        try:
+            with path.open("rb") as fh:
+                return fh.read(4)
+        except FileNotFoundError:
+            return None
+
+    def _qemu_img(self) -> str | None:
+        return shutil.which(self.qemu_img)
+
+    def _image_file(self, real: Path, node: int, image: str) -> str:
+        """The node's copy of the image, as qemu-img reads it."""
+        return str(real)
+
+    def _tool(self, argv: list[str]) -> tuple[int, str, str]:
+        """``argv`` run where the VM runs: its exit code, output and error output."""
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        return r.returncode, r.stdout, r.stderr
 
     def _connect(self, p: Payload, files: GuestFiles) -> Monitor:
         deadline = time.monotonic() + START_TIMEOUT_S

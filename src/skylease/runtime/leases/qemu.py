@@ -39,6 +39,7 @@ from qemu.qmp.error import QMPError
 from skylease.model.errors import UserError
 from skylease.runtime.leases.procfs import proc_stat
 from skylease.runtime.leases.qemu_spec import (
+    NO_OVERLAY,
     QEMU,
     GuestError,
     GuestFiles,
@@ -361,7 +362,7 @@ def _launch(spec: GuestSpec, folder: Path, accel: str, qemu: str, memory_limit_m
     binary = find_qemu(qemu)
     if spec.disk is not None and incoming and not files.overlay.exists():
         # (a fresh overlay would resume the guest's memory over a disk it never wrote)
-        raise UserError("no overlay.qcow2 beside the state file: a moved disk guest needs both", file=folder)
+        raise UserError(NO_OVERLAY, file=folder)
     folder.mkdir(parents=True, exist_ok=True)
     disk_format = prepare_disk(spec, files)
     files.qmp.unlink(missing_ok=True)

@@ -8,6 +8,7 @@ guest, ``overlay.qcow2`` (a copy-on-write overlay of the image: the image itself
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -18,13 +19,22 @@ from typing import Any
 
 from skylease.model.errors import UserError
 
-__all__ = ["QEMU", "GuestError", "GuestFiles", "GuestSpec", "command_line", "find_qemu", "prepare_disk"]
+__all__ = ["NO_OVERLAY", "QEMU", "QEMU_IMG", "GuestError", "GuestFiles", "GuestSpec", "command_line",
+           "find_qemu", "image_format", "image_info_argv", "last_line", "overlay_argv", "prepare_disk",
+           "virtual_size"]
 
 QEMU = "qemu-system-x86_64"
+#: QEMU's disk image tool (Debian's qemu-utils): it makes a disk guest's overlay.
+QEMU_IMG = "qemu-img"
 #: The longest path of a Unix socket (sun_path holds 108 bytes with its NUL).
 _SOCKET_PATH_MAX = 107
 #: The first four bytes of a QEMU migration stream ("QEVM").
 STATE_MAGIC = b"QEVM"
+#: The first four bytes of a qcow2 disk image.
+QCOW2_MAGIC = b"QFI\xfb"
+#: Why a saved disk guest does not resume without its overlay: a fresh one would resume the guest's
+#: memory over a disk it never wrote.
+NO_OVERLAY = "no overlay.qcow2 beside the state file: a moved disk guest needs both"
 
 
 class GuestError(Exception):
@@ -119,9 +129,37 @@ def find_qemu(qemu: str = QEMU) -> str:
     return os.path.realpath(path)  # (QEMU runs in a sandbox: a link outside it would not be there)
 
 
+def image_format(head: bytes) -> str:
+    """A disk image's format from its first bytes: qcow2 (its magic) or raw (anything else)."""
+    return "qcow2" if head[:4] == QCOW2_MAGIC else "raw"
+
+
 def _format(image: Path) -> str:
     with image.open("rb") as fh:
-        return "qcow2" if fh.read(4) == b"QFI\xfb" else "raw"
+        return image_format(fh.read(4))
+
+
+def image_info_argv(qemu_img: str, fmt: str, image: Path | str) -> list[str]:
+    """qemu-img's command line that describes ``image`` (read as ``fmt``) in JSON: see
+    :func:`virtual_size`."""
+    return [qemu_img, "info", "--output=json", "-f", fmt, str(image)]
+
+
+def virtual_size(info: str) -> int | None:
+    """The guest-visible size in bytes from ``qemu-img info --output=json``, or None if it says none."""
+    try:
+        size = json.loads(info)["virtual-size"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return size if isinstance(size, int) and size > 0 else None
+
+
+def overlay_argv(qemu_img: str, backing: Path | str, fmt: str, overlay: Path | str, size: int) -> list[str]:
+    """qemu-img's command line that makes ``overlay``: qcow2, ``size`` bytes, backed by ``backing``
+    (of format ``fmt``) as QEMU will open it: ``-u``, the backing is not opened now (it is a path
+    inside the guest's sandbox, ``/images/<image>``), hence the size given."""
+    return [qemu_img, "create", "-q", "-f", "qcow2", "-u", "-b", str(backing), "-F", fmt, str(overlay),
+            str(size)]
 
 
 def prepare_disk(spec: GuestSpec, files: GuestFiles) -> str | None:
@@ -135,13 +173,13 @@ def prepare_disk(spec: GuestSpec, files: GuestFiles) -> str | None:
     if files.overlay.exists():
         return _format(files.overlay)
     part = files.overlay.with_name(files.overlay.name + ".part")
-    img = shutil.which("qemu-img")
+    img = shutil.which(QEMU_IMG)
     if img is not None:
         r = subprocess.run([img, "create", "-q", "-f", "qcow2", "-b", str(base), "-F", fmt, str(part)],
                            capture_output=True, text=True, timeout=60)
         if r.returncode != 0:
             part.unlink(missing_ok=True)
-            raise UserError(f"qemu-img cannot make an overlay of it: {_last(r.stderr)}", file=spec.disk)
+            raise UserError(f"qemu-img cannot make an overlay of it: {last_line(r.stderr)}", file=spec.disk)
         fmt = "qcow2"
     else:
         shutil.copyfile(base, part)  # (no copy-on-write without qemu-img: a private copy)
@@ -149,7 +187,8 @@ def prepare_disk(spec: GuestSpec, files: GuestFiles) -> str | None:
     return fmt
 
 
-def _last(text: str) -> str:
+def last_line(text: str) -> str:
+    """The last non-blank line of a tool's error output (one line for a message)."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "(no message)"
 

@@ -171,19 +171,20 @@ class SiteNodes:
         return self.part(p.node).shutdown_vm(p, grace_s)
 
     def carry_state(self, lease: int, vnode: int, src: int, dst: int, seconds: float) -> Any:
-        """A saved VM's state file carried from ``src``'s machine to ``dst``'s, paced to take
-        ``seconds``: its :class:`~skylease.runtime.leases.host_moves.StateCarry`, or None when both
-        nodes are on one machine (the lease's folder is there already). Between two SSH hosts only
-        (GuestError otherwise)."""
+        """A saved VM's state file (and its disk overlay) carried from ``src``'s machine to ``dst``'s,
+        paced to take ``seconds``: its :class:`~skylease.runtime.leases.host_moves.StateCarry`, or
+        None when both nodes are on one machine (the lease's folder is there already). Between two
+        SSH hosts only (GuestError otherwise)."""
         a, b = self.part(src), self.part(dst)
         if a is b:
             return None
         if not (isinstance(a, HostNodes) and isinstance(b, HostNodes)):
             raise GuestError(f"a VM's state moves between SSH hosts only, not from "
                              f"{self.site.nodes[src].name} to {self.site.nodes[dst].name}")
-        return StateCarry(a.conn, str(GuestFiles(a.vms.folder(lease, vnode)).state), b.conn,
-                          str(GuestFiles(b.vms.folder(lease, vnode)).state), seconds,
-                          owner=b.confinement.owner())
+        here, there = GuestFiles(a.vms.folder(lease, vnode)), GuestFiles(b.vms.folder(lease, vnode))
+        # (a disk guest's overlay goes with it, when it has one: both arrive or neither)
+        return StateCarry(a.conn, str(here.state), b.conn, str(there.state), seconds,
+                          owner=b.confinement.owner(), also=[(str(here.overlay), str(there.overlay))])
 
     def migrate(self, p: Payload, node: int) -> bool:
         """Move ``p`` to ``node``: only between nodes of one machine (a process does not move
