@@ -45,8 +45,8 @@ def parse_host(text: str) -> dict[str, Any]:
     user, _, rest = text.strip().rpartition("@")
     port: str | None = None
     if rest.startswith("["):
-        address, _, tail = rest[1:].partition("]")
-        if tail and not tail.startswith(":"):
+        address, bracket, tail = rest[1:].partition("]")
+        if not bracket or (tail and not tail.startswith(":")):
             raise ValueError(f"expected [ADDRESS]:PORT, got {text!r}")
         port = tail[1:] or None
     elif rest.count(":") == 1:
@@ -151,8 +151,9 @@ def hosts_option(text: str, slots: int | None) -> list[dict[str, Any]]:
     return hosts
 
 
-def make_ssh_pool(name: str, itype: Any, spec: Mapping[str, Any], token: str) -> Any:
-    """The :class:`~skylease.runtime.ssh_pool.SshPool` of a pool description (not yet connected)."""
+def make_ssh_pool(name: str, itype: Any, spec: Mapping[str, Any], token: str, where: str) -> Any:
+    """The :class:`~skylease.runtime.ssh_pool.SshPool` of a pool description (not yet connected;
+    ``where``: the option or key its errors name)."""
     from skylease.runtime.leases.ssh import SshTarget
     from skylease.runtime.ssh_pool import OwnSshTarget, PoolHost, SshPool
 
@@ -169,7 +170,7 @@ def make_ssh_pool(name: str, itype: Any, spec: Mapping[str, Any], token: str) ->
                                known_hosts=Path(ssh["known_hosts"]) if "known_hosts" in ssh else None,
                                connect_timeout=float(ssh.get("connect_timeout", 10)))
         hosts.append(PoolHost(target, slots))
-    return SshPool(itype, hosts, token)
+    return SshPool(itype, hosts, token, where=where)
 
 
 __all__ = ["HOSTS_POOL", "HostList", "PoolHostSpec", "SshFile", "check_host_keys", "hosts_option",

@@ -59,11 +59,12 @@ class PoolsFile(FileModel):
 def pool_types(opts: RunOptions) -> dict[str, dict[str, Any]]:
     """Pool name -> its description (instance type fields plus ``cluster``/``kwargs``/``address``)."""
     if opts.hosts is not None:  # the --hosts shorthand (check_options: no pools file with it)
+        hosts = hosts_option(opts.hosts, opts.slots)
+        most = [n for n in (opts.max_workers, opts.slots and opts.slots * len(hosts)) if n]
         return {HOSTS_POOL: {"price": opts.price, "billing_unit": opts.billing_unit,
-                             "min_units": opts.min_units, "boot_time": DEFAULT_BOOT_S,
-                             "hosts": hosts_option(opts.hosts, opts.slots),
+                             "min_units": opts.min_units, "boot_time": DEFAULT_BOOT_S, "hosts": hosts,
                              **({"slots": opts.slots} if opts.slots is not None else {}),
-                             **({"max_count": opts.max_workers} if opts.max_workers is not None else {})}}
+                             **({"max_count": min(most)} if most else {})}}
     if opts.pools_file is None:
         cores = os.cpu_count() or 2
         return {DEFAULT_POOL: {"price": opts.price, "billing_unit": opts.billing_unit,
@@ -116,12 +117,14 @@ def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> d
     from skylease.runtime.pools import ClusterPool, LocalPool
     from skylease.runtime.slurm import SlurmPool, is_slurm_cluster, run_token
 
-    where = str(opts.pools_file) if opts.pools_file else "--price/--billing-unit"
+    # (--hosts: its errors name the option alone)
+    where = str(opts.pools_file) if opts.pools_file else None if opts.hosts else "--price/--billing-unit"
     backends: dict[str, Any] = {}
     for name, spec in specs.items():
-        itype = pool_itype(name, spec, where)
+        itype = pool_itype(name, spec, where or "--hosts")
         if "hosts" in spec:
-            backends[name] = make_ssh_pool(name, itype, spec, run_token(opts.out))
+            backends[name] = make_ssh_pool(name, itype, spec, run_token(opts.out),
+                                           "--hosts" if opts.hosts else f"pools.{name}.hosts")
         elif is_slurm_cluster(spec.get("cluster")):
             backends[name] = SlurmPool(itype, cluster=spec["cluster"], kwargs=spec.get("kwargs", {}),
                                        token=run_token(opts.out))

@@ -121,7 +121,8 @@ class _Slot:
 class SshPool:
     """Task slots on SSH hosts (see the module's docstring). ``token`` names the run's working
     folder on the hosts; ``python`` the host's interpreter; ``control_dir`` where the masters'
-    sockets go (default: a private temporary folder, removed at :meth:`close`); ``ssh`` the client."""
+    sockets go (default: a private temporary folder, removed at :meth:`close`); ``ssh`` the client;
+    ``where`` the key (or option) its errors name."""
 
     itype: InstanceType
     hosts: Sequence[PoolHost]
@@ -129,6 +130,7 @@ class SshPool:
     python: str = "python3"
     control_dir: Path | None = None
     ssh: str = "ssh"
+    where: str = ""
     claimed: bool = False
     #: hosts left out at connect, one line each (said once the run starts)
     notes: list[str] = field(default_factory=list)
@@ -147,7 +149,7 @@ class SshPool:
     def connect(self) -> None:
         """Open a master connection to every host and ask each its Python and cores."""
         if not self.hosts:
-            raise UserError("a pool of hosts needs at least one host", field=f"pools.{self.itype.name}.hosts")
+            raise UserError("a pool of hosts needs at least one host", field=self.where or None)
         self._source = worker_source()
         if self.control_dir is None:
             self._own_dir = tempfile.mkdtemp(prefix="skylease-ssh-")
@@ -161,7 +163,7 @@ class SshPool:
         if not any(self._slots):
             self.close()
             raise UserError(f"no host could be reached: {'; '.join(str(f) for f in failed)}",
-                            field=f"pools.{self.itype.name}.hosts")
+                            field=self.where or None)
         self.notes += [f"{f}; its slots are left out of this run" for f in failed]
         most = sum(self._slots)
         if self.itype.max_count is None or self.itype.max_count > most:
