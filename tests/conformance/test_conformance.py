@@ -77,7 +77,8 @@ def conformance_site(ssh_site: Any) -> Any:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("runner", list(RUNNERS))
+@pytest.mark.parametrize("runner", [pytest.param(r, marks=[pytest.mark.integration] if r == "ssh" else [])
+                                    for r in RUNNERS])  # (ssh: real sshd hosts, CI's second level)
 @pytest.mark.parametrize("sc", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_the_same_decisions_and_outcomes_on_both_clocks(sc: Scenario, runner: str, tmp_path: Path,
                                                         request: pytest.FixtureRequest) -> None:

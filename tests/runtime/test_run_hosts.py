@@ -67,7 +67,9 @@ def test_hosts_and_a_pools_file_are_not_both_given(tmp_path, capsys):
 def test_a_host_with_its_own_price_is_a_pool_of_its_own(tmp_path):
     (tmp_path / "k").write_text("")
     (tmp_path / "pools.toml").write_text(
-        '[pools.lab]\nprice = 1\nslots = 2\nssh = { identity_file = "k" }\nhosts = ["h1", "root@h2:2222"]\n'
+        '[pools.lab]\nprice = 1\nslots = 2\nssh = { identity_file = "k" }\n'
+        '[[pools.lab.hosts]]\naddress = "h1"\n'
+        '[[pools.lab.hosts]]\naddress = "h2"\nuser = "root"\nport = 2222\n'
         '[[pools.lab.hosts]]\naddress = "h3"\nprice = 3\nslots = 1\n'
         '[[pools.lab.hosts]]\naddress = "h4"\nprice = 1\n')
     specs = pool_types(RunOptions(pools_file=tmp_path / "pools.toml"))
