@@ -9,8 +9,9 @@ by PID at the end. The work:
 
 each run by ``skylease run JOBS --pools POOLS --policy fixed:8`` (the whole command: Python, its
 imports, the connections to the hosts, the workers' start, the store, the report) and by Debian's
-``parallel --sshlogin 2/root@HOST,...`` with its best: its own ControlMaster per host
-(``--controlmaster``), the site's key, strict host keys, no ssh configuration file read.
+``parallel --sshlogin 2/root@HOST,...`` with its best: a ControlMaster per host that persists
+across jobs and runs, opened before the clock (faster here than parallel's ``--controlmaster``),
+the site's key, strict host keys, no ssh configuration file read.
 Throughput ratio = parallel's seconds / skylease's (issue 39's target: >= 1 on both). Each
 repetition runs both, one after the other; the medians of the paired ratios are printed. Also
 printed: a worker's start cost on a host (from the run's store: a slot rented to its worker up).
@@ -43,12 +44,31 @@ def _wall(cmd: list[str], stdin: Path) -> float:
     return time.perf_counter() - t
 
 
-def parallel_wall(jobs: Path, site) -> float:
+def parallel_ssh(site, folder: Path) -> str:
+    """parallel's ssh: the site's key, strict host keys, no configuration file, and a ControlMaster
+    of its own per host that persists between jobs (and runs: :func:`open_masters` opens them
+    before the clock). Measured faster than parallel's own ``--controlmaster`` here: 80 `true` in
+    5.5-6.4 s against 13.0 s (and 10.9 s without any master), the machine loaded."""
+    return (f"ssh -F /dev/null -i {site.key} -o IdentitiesOnly=yes -o IdentityAgent=none "
+            f"-o UserKnownHostsFile={site.known_hosts} -o GlobalKnownHostsFile=/dev/null "
+            "-o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR "
+            f"-o ControlMaster=auto -o ControlPath={folder}/cm-%h -o ControlPersist=600")
+
+
+def open_masters(site, ssh: str) -> None:
+    for h in site.hosts:
+        subprocess.run([*ssh.split(), f"root@{h.address}", "true"], check=True, stdin=subprocess.DEVNULL)
+
+
+def close_masters(site, ssh: str) -> None:
+    for h in site.hosts:
+        subprocess.run([*ssh.split(), "-O", "exit", f"root@{h.address}"], stdin=subprocess.DEVNULL,
+                       capture_output=True, check=False)
+
+
+def parallel_wall(jobs: Path, site, ssh: str) -> float:
     logins = ",".join(f"{SLOTS}/root@{h.address}" for h in site.hosts)
-    ssh = (f"ssh -F /dev/null -i {site.key} -o IdentitiesOnly=yes -o IdentityAgent=none "
-           f"-o UserKnownHostsFile={site.known_hosts} -o GlobalKnownHostsFile=/dev/null "
-           "-o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR")
-    return _wall(["parallel", "--will-cite", "--controlmaster", "--sshlogin", logins, "--ssh", ssh], jobs)
+    return _wall(["parallel", "--will-cite", "--sshlogin", logins, "--ssh", ssh], jobs)
 
 
 def skylease_wall(jobs: Path, pools: Path, out: Path) -> float:
@@ -87,7 +107,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         site = start_site(HOSTS, d / "site", base=a.base, die_with_caller=True)
+        ssh = parallel_ssh(site, d)
         try:
+            open_masters(site, ssh)
             pools = d / "pools.toml"
             hosts = ", ".join(f'"{h.address}"' for h in site.hosts)
             pools.write_text(f'[pools.lab]\nssh = {{ user = "root", identity_file = "{site.key}", '
@@ -97,13 +119,14 @@ def main() -> None:
                 for name, (line, n) in work.items():
                     jobs = d / f"{name}.txt"
                     jobs.write_text(line * n)
-                    p = parallel_wall(jobs, site)
+                    p = parallel_wall(jobs, site, ssh)
                     s = skylease_wall(jobs, pools, d / f"{name}{i}")
                     costs += start_costs(d / f"{name}{i}")
                     times.setdefault(f"{name} parallel", []).append(p)
                     times.setdefault(f"{name} skylease", []).append(s)
                     ratios.setdefault(name, []).append(p / s)
         finally:
+            close_masters(site, ssh)
             site.stop()
     m = {k: statistics.median(v) for k, v in times.items()}
     print(f"\nmedians of {a.repeat} paired repetition(s) "
