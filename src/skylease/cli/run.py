@@ -56,6 +56,13 @@ def run_cmd(
                                                  "never exceeds it.")] = None,
     retries: Annotated[int | None, typer.Option(min=0, help="Retries of a task that exits non-zero "
                                                 "(default: the job file's retries, else 0).")] = None,
+    backoff: Annotated[float, typer.Option(metavar="DURATION", parser=duration_option(),
+                                           help="Wait before a failed task's retry: this long before "
+                                           "the first, doubling at each (at most 5m; default 0: at "
+                                           "once).")] = 0.0,
+    set_aside_after: Annotated[int, typer.Option(min=0, help="Set a machine aside after this many "
+                                                 "failed tasks in a row on it (its workers start again "
+                                                 "on other machines; 0: never).")] = 3,
     timeout: Annotated[float | None, typer.Option(metavar="DURATION", parser=duration_option(positive=True),
                                                   help="How long before a task is killed, a duration "
                                                   "(exit 124; default: the job file's timeout, else "
@@ -109,6 +116,7 @@ def run_cmd(
     opts = RunOptions(out=out_dir, policy_args=list(policy_arg or []), pools_file=pools,
                       pool=pool, max_workers=max_workers,
                       price=price, billing_unit=billing_unit, budget=budget, retries=retries,
+                      backoff_s=backoff, set_aside_after=set_aside_after,
                       task_timeout_s=timeout, tail_qos=tail_qos, reliable_pool=reliable_pool,
                       tail_credits=tail_credits, volatility=volatility, volatile_pool=volatile_pool,
                       time_scale=trace_scale, trace_start=trace_start, seed=seed, resume=resume,
@@ -138,6 +146,12 @@ def run_cmd(
     out.print(f"Results: {Path(res['out']) / 'results.sqlite'}; report: {Path(res['out']) / 'report.md'}",
               markup=False, highlight=False, soft_wrap=True)
     _print_failed(res["failed_tasks"], res["failed"])
+    for machine, why in (res.get("set_aside") or {}).items():
+        out.print(f"set aside: {machine} ({why}); its workers ran on other machines", markup=False,
+                  highlight=False, soft_wrap=True)
+    for machine, why in (res.get("kept") or {}).items():
+        out.print(f"kept: {machine} ({why}; its pool has no other machine to use)", markup=False,
+                  highlight=False, soft_wrap=True)
     _print_next(res)
     if res["outcome"] == "interrupted":
         raise typer.Exit(130)  # main() says "interrupted" on stderr
@@ -274,16 +288,20 @@ def export_cmd(
                                                "output).")] = None,
     failed: Annotated[bool, typer.Option("--failed", help="Only the tasks that failed or have no "
                                          "result.")] = False,
+    attempts: Annotated[bool, typer.Option("--attempts", help="One row per try instead: each failed, "
+                                           "lost or cancelled try and the one that gave the result, "
+                                           "with its worker and machine (default file "
+                                           "OUT/attempts.FORMAT).")] = False,
 ) -> None:
     """Write every task's result, one row per task: line, command, state, exit code, attempts,
     times, worker, cost share, stdout and stderr tails, result, and one param_NAME column per
     parameter of a grid or CSV job."""
     from skylease.experiments.run_results import export_run
 
-    where, n, data = export_run(out_dir, fmt=fmt, output=output, failed=failed)
+    where, n, data = export_run(out_dir, fmt=fmt, output=output, failed=failed, attempts=attempts)
     if data is not None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    out.line(f"{n} task(s) written to {where}")
+    out.line(f"{n} {'tries' if attempts else 'task(s)'} written to {where}")

@@ -48,7 +48,8 @@ def show_cmd(
         table.add_row("result", t["result"])
     for a in t["earlier_attempts"]:
         code = "" if a["exit_code"] is None else f", exit code {a['exit_code']}"
-        table.add_row(f"attempt {a['attempt']}", f"{a['outcome']}{code} at {a['at']}")
+        where = f" on {a['machine']}" if a.get("machine") else ""
+        table.add_row(f"attempt {a['attempt']}", f"{a['outcome']}{code}{where} at {a['at']}")
     out.print(table)
     for stream in ("stdout", "stderr"):
         tail = t[f"{stream}_tail"]

@@ -45,6 +45,8 @@ class RunOptions:
     budget: float | None = None
     retries: int | None = None  # None: the job file's ``retries``, else 0 (see job_settings)
     task_timeout_s: float | None = None  # None: the job file's ``timeout``, else none
+    backoff_s: float = 0.0  # the first retry's delay, doubled at each retry of a task (0: at once)
+    set_aside_after: int = 3  # failed tasks in a row that set a machine aside (0: never)
     tail_qos: str | None = None
     reliable_pool: str | None = None
     tail_credits: float | None = None
@@ -107,13 +109,15 @@ def check_options(opts: RunOptions) -> None:
     number(opts.billing_unit, "--billing-unit", positive=True)
     number(opts.budget, "--budget")
     number(opts.task_timeout_s, "--timeout", positive=True)
+    number(opts.backoff_s, "--backoff")
     number(opts.tail_credits, "--tail-credits")
     number(opts.qos_credits, "--qos-credits")
     number(opts.tail_tick_s, "tail_tick_s", positive=True)
     number(opts.time_scale, "--trace-scale", positive=True)
     number(opts.trace_start, "--trace-start")
     for value, name, least in ((opts.max_workers, "--max-workers", 1), (opts.min_units, "min_units", 0),
-                               (opts.seed, "--seed", 0), (opts.retries, "--retries", 0)):
+                               (opts.seed, "--seed", 0), (opts.retries, "--retries", 0),
+                               (opts.set_aside_after, "--set-aside-after", 0)):
         if value is not None and value < least:
             raise UserError(f"must be an integer >= {least}, got {value}", field=name)
     for value, name in ((opts.pool, "--pool"), (opts.reliable_pool, "--reliable-pool"),

@@ -42,6 +42,7 @@ def show_task(out: str | Path, ref: str) -> dict[str, Any]:
     r = dict(res[0]) if res else None
     earlier = [{"attempt": a["attempt"], "outcome": a["outcome"], "exit_code": a["exit_code"],
                 "worker": None if a["host"] is None else f"host {a['host']}",
+                "machine": dict(a).get("machine"),  # (none in a store of format 2)
                 "at": _iso(a["started_unix"] + a["t_s"]), "stderr_tail": a["stderr_tail"] or ""}
                for a in tries]
     ended_tries = sum(1 for a in tries if a["outcome"] in ("failed", "lost"))
