@@ -98,6 +98,22 @@ def run_cmd(
                                          "without a recorded result run again.")] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="With --resume: run the failed "
                                                "tasks again too (the ok ones are not rerun).")] = False,
+    transfer: Annotated[list[str] | None, typer.Option("--transfer", metavar="PATTERN",
+                                                       help="A file each task takes with it to a working "
+                                                       "folder of its own, relative to this folder: {} is "
+                                                       "the task's argument (a line's last word, or a "
+                                                       "grid's one parameter), {.} without its "
+                                                       "extension, {name} a parameter; *?[ glob "
+                                                       "(repeatable).")] = None,
+    returns: Annotated[list[str] | None, typer.Option("--return", metavar="PATTERN",
+                                                      help="A file each task brings back from its "
+                                                      "working folder into OUT/files/ID/, same "
+                                                      "replacements (repeatable).")] = None,
+    cleanup: Annotated[bool, typer.Option("--cleanup", help="Remove each task's working folder once "
+                                          "its files are back (with --transfer/--return).")] = False,
+    shared: Annotated[bool, typer.Option("--shared", help="The workers see this folder's files: "
+                                         "tasks run here, nothing is copied (the default without "
+                                         "--transfer/--return).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would run (tasks, first commands, "
                                           "policy, pools, limits, output folder) and exit: nothing is "
                                           "started or written.")] = False,
@@ -114,7 +130,9 @@ def run_cmd(
                       time_scale=trace_scale, trace_start=trace_start, seed=seed, resume=resume,
                       retry_failed=retry_failed, args=args, qos=qos, qos_token=qos_token,
                       qos_credits=qos_credits, qos_strategy=qos_strategy,
-                      qos_infrastructure=qos_infrastructure, report=report, report_token=report_token)
+                      qos_infrastructure=qos_infrastructure, report=report, report_token=report_token,
+                      transfer=list(transfer or []), returns=list(returns or []), cleanup=cleanup,
+                      shared=shared)
     if policy is not None:
         opts.policy = policy
     if dry_run:
