@@ -243,3 +243,19 @@ def test_an_input_gone_after_the_check_fails_its_task(here):
     assert ok["exit_code"] == 0 and ok["files"]["folder"] is None
     # the stored spec is never made heavy: each send reads the file anew
     assert "files" not in job.tasks[0].to_json()
+
+
+def test_dry_run_and_the_resume_command_carry_the_files(here):
+    from skylease.experiments.run_dry import dry_run
+    from skylease.experiments.run_next import resume_command
+
+    _inputs(here, 2)
+    opts = RunOptions(out=here / "o", policy="fixed:1", transfer=["{}"], returns=["{}.up", "x y"],
+                      cleanup=True)
+    d = dry_run(str(_text_job(here, 2)), opts)
+    assert d["files"] == f"2 file(s) sent; {{}}.up, x y brought back to {here / 'o' / 'files'}; " \
+        "working folders removed"
+    assert not (here / "o").exists()
+    assert resume_command("jobs.txt", opts).endswith(
+        "--transfer '{}' --return '{}.up' --return 'x y' --cleanup --resume")
+    assert dry_run(str(_text_job(here, 2)), RunOptions(out=here / "o", policy="fixed:1"))["files"] is None

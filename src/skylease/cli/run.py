@@ -187,6 +187,7 @@ def _print_dry_run(d: dict) -> None:
         t.add_row(f"pool {name}{main}", f"{fmt.money(p['price'])} per {fmt.duration(p['billing_unit'])} "
                   f"(at least {p['min_units']} unit(s)), boot {fmt.duration(p['boot_time'])}, at most {most} "
                   f"workers, {p['workers_from']}")
+    t.add_row("task files", d["files"] or "none: tasks run in this folder (--shared)")
     for key, label in (("tail_qos", "tail QoS strategy"), ("reliable_pool", "reliable pool"),
                        ("qos", "QoS service"), ("report", "reported to"), ("volatility", "volatility trace")):
         if d[key] is not None:

@@ -314,15 +314,19 @@ def _run_in_folder(task: dict[str, Any], files: dict[str, Any], timeout_s: float
                 notes.append(f"--return {pattern}: no such file in the task's working folder")
                 continue
             for rel in names:
-                path = os.path.join(folder, rel)
-                size = os.path.getsize(path)
-                if size > left:
+                try:
+                    with open(os.path.join(folder, rel), "rb") as f:
+                        size = os.fstat(f.fileno()).st_size
+                        if size > left:
+                            staged["missing"].append(rel)
+                            notes.append(f"--return {rel}: {size:,} bytes, over the "
+                                         f"{files.get('max_bytes'):,} bytes a task may return")
+                            continue
+                        staged["returned"][rel] = base64.b64encode(f.read()).decode("ascii")
+                except OSError as exc:  # made unreadable by the task
                     staged["missing"].append(rel)
-                    notes.append(f"--return {rel}: {size:,} bytes, over the {files.get('max_bytes'):,} "
-                                 "bytes a task may return")
+                    notes.append(f"--return {rel}: cannot read it: {exc.strerror or exc}")
                     continue
-                with open(path, "rb") as f:
-                    staged["returned"][rel] = base64.b64encode(f.read()).decode("ascii")
                 left -= size
     if files.get("cleanup"):
         shutil.rmtree(folder, ignore_errors=True)

@@ -52,8 +52,9 @@ def inside(rel: str) -> bool:
 
 
 def _where(job: Any, task: Any) -> dict[str, Any]:
-    """The ``file``/``line`` of a task's error: its job-file line, else the job and its number."""
-    if task.source_line is not None:
+    """The ``file``/``line`` of a task's error: its job-file line, else the job and its number (a
+    CSV row's line is of the CSV file, which the job does not keep: its task is named by number)."""
+    if task.source_line is not None and not str(job.source).lower().endswith(".toml"):
         return {"file": job.source if job.source != "-" else "standard input", "line": task.source_line}
     return {"file": f"{job.source} (task {task.id})"}
 
