@@ -99,8 +99,9 @@ def expand(pattern: str, job: Any, task: Any, option: str) -> str:
             return arg
         if name in task.params:
             return _text(task.params[name])
-        known = ", ".join("{" + n + "}" for n in task.params) or "none: a text job has {} and {.}"
-        raise UserError(f"{pattern}: {{{name}}} names no parameter of the task (parameters: {known})",
+        known = (f"its parameters are {', '.join('{' + n + '}' for n in task.params)}" if task.params
+                 else "a task of a text job has {} and {.} only")
+        raise UserError(f"{pattern}: {{{name}}} names no parameter of the task ({known})",
                         field=option, **_where(job, task))
     return _FIELD.sub(sub, pattern)
 
