@@ -37,10 +37,16 @@ def _inputs(folder: Path, n: int = N) -> None:
         (folder / "data" / f"in{i}.txt").write_text(f"task {i} says hello\n" * (i + 1))
 
 
-def _text_job(folder: Path, n: int = N, sleep: float = 0.0) -> Path:
-    # parallel's layout: the argument is the line's last word ({}); the output is {}.up
-    lines = [f"sh -c 'sleep {sleep}; tr a-z A-Z < \"$0\" > \"$0.up\"; ls -R > listing.txt' data/in{i}.txt"
-             for i in range(n)]
+def _text_job(folder: Path, n: int = N, gate: Path | None = None) -> Path:
+    # parallel's layout: the argument is the line's last word ({}); the output is {}.up. With a
+    # gate, the first two tasks each wait (30 s at most) until both have started: they run on the
+    # two workers at once, however late one of them comes up
+    lines = [f"sh -c 'tr a-z A-Z < \"$0\" > \"$0.up\"; ls -R > listing.txt' data/in{i}.txt" for i in range(n)]
+    if gate is not None:
+        gate.mkdir()
+        wait = (f"touch {gate}/{{i}}; for n in $(seq 300); do [ $(ls {gate} | wc -l) -ge 2 ] && break; "
+                "sleep 0.1; done; ")
+        lines[:2] = [wait.format(i=i) + line for i, line in enumerate(lines[:2])]
     (folder / "jobs.txt").write_text("\n".join(lines) + "\n")
     return folder / "jobs.txt"
 
@@ -59,9 +65,8 @@ def _run(job: Path, out: Path, **opts) -> dict:
 
 def test_a_file_per_task_round_trips_exactly_once_with_two_workers(here):
     _inputs(here)
-    # (each task lasts 50 ms: both workers get some)
-    s = _run(_text_job(here, sleep=0.05), here / "o", transfer=["{}"], returns=["{}.up", "listing.txt"],
-             cleanup=True)
+    s = _run(_text_job(here, gate=here / "gate"), here / "o", transfer=["{}"],
+             returns=["{}.up", "listing.txt"], cleanup=True)
     assert (s["ok"], s["failed"], s["left"]) == (N, 0, 0)
     for i in range(N):
         got = here / "o" / "files" / str(i) / "data" / f"in{i}.txt.up"
