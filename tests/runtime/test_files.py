@@ -265,3 +265,20 @@ def test_dry_run_and_the_resume_command_carry_the_files(here):
     assert resume_command("jobs.txt", opts).endswith(
         "--transfer '{}' --return '{}.up' --return 'x y' --cleanup --resume")
     assert dry_run(str(_text_job(here, 2)), RunOptions(out=here / "o", policy="fixed:1"))["files"] is None
+
+
+def test_a_failed_task_rerun_replaces_its_files(here):
+    flag = here / "fixed"
+    (here / "jobs.txt").write_text(f"echo a > a.txt; test -f {flag} && echo b > b.txt\n")
+    s = _run(here / "jobs.txt", here / "o", returns=["a.txt", "b.txt"], cleanup=True)
+    assert s["failed"] == 1
+    assert [(f["kind"], f["name"]) for f in show_task(here / "o", "0")["files"]] == [
+        ("returned", "a.txt"), ("missing", "b.txt")]
+    flag.write_text("")
+    s = _run(here / "jobs.txt", here / "o", returns=["a.txt", "b.txt"], cleanup=True, resume=True,
+             retry_failed=True)
+    assert (s["ok"], s["failed"]) == (1, 0)
+    t = show_task(here / "o", "0")
+    assert [(f["kind"], f["name"], f["size"]) for f in t["files"]] == [
+        ("returned", "a.txt", 2), ("returned", "b.txt", 2)]
+    assert (here / "o" / "files" / "0" / "b.txt").read_text() == "b\n"
