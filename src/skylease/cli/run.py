@@ -105,6 +105,22 @@ def run_cmd(
                                          "without a recorded result run again.")] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="With --resume: run the failed "
                                                "tasks again too (the ok ones are not rerun).")] = False,
+    transfer: Annotated[list[str] | None, typer.Option("--transfer", metavar="PATTERN",
+                                                       help="A file each task takes with it to a working "
+                                                       "folder of its own, relative to this folder: {} is "
+                                                       "the task's argument (a line's last word, or a "
+                                                       "grid's one parameter), {.} without its "
+                                                       "extension, {name} a parameter; *?[ glob "
+                                                       "(repeatable).")] = None,
+    returns: Annotated[list[str] | None, typer.Option("--return", metavar="PATTERN",
+                                                      help="A file each task brings back from its "
+                                                      "working folder into OUT/files/ID/, same "
+                                                      "replacements (repeatable).")] = None,
+    cleanup: Annotated[bool, typer.Option("--cleanup", help="Remove each task's working folder once "
+                                          "its files are back (with --transfer/--return).")] = False,
+    shared: Annotated[bool, typer.Option("--shared", help="The workers see this folder's files: "
+                                         "tasks run here, nothing is copied (the default without "
+                                         "--transfer/--return).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would run (tasks, first commands, "
                                           "policy, pools, limits, output folder) and exit: nothing is "
                                           "started or written.")] = False,
@@ -122,7 +138,9 @@ def run_cmd(
                       time_scale=trace_scale, trace_start=trace_start, seed=seed, resume=resume,
                       retry_failed=retry_failed, args=args, qos=qos, qos_token=qos_token,
                       qos_credits=qos_credits, qos_strategy=qos_strategy,
-                      qos_infrastructure=qos_infrastructure, report=report, report_token=report_token)
+                      qos_infrastructure=qos_infrastructure, report=report, report_token=report_token,
+                      transfer=list(transfer or []), returns=list(returns or []), cleanup=cleanup,
+                      shared=shared)
     if policy is not None:
         opts.policy = policy
     if dry_run:
@@ -183,6 +201,7 @@ def _print_dry_run(d: dict) -> None:
         t.add_row(f"pool {name}{main}", f"{fmt.money(p['price'])} per {fmt.duration(p['billing_unit'])} "
                   f"(at least {p['min_units']} unit(s)), boot {fmt.duration(p['boot_time'])}, at most {most} "
                   f"workers, {p['workers_from']}")
+    t.add_row("task files", d["files"] or "none: tasks run in this folder (--shared)")
     for key, label in (("tail_qos", "tail QoS strategy"), ("reliable_pool", "reliable pool"),
                        ("qos", "QoS service"), ("report", "reported to"), ("volatility", "volatility trace")):
         if d[key] is not None:
@@ -276,6 +295,10 @@ def status_cmd(
     _print_next(st)
 
 
+ATTEMPTS_HELP = ("One row per try instead: each failed, lost or cancelled try and the one that gave the "
+                 "result, with its worker and machine (default file OUT/attempts.FORMAT).")
+
+
 @app.command("export")
 def export_cmd(
     out_dir: Annotated[Path, typer.Argument(help="The output folder of a run.")],
@@ -288,10 +311,7 @@ def export_cmd(
                                                "output).")] = None,
     failed: Annotated[bool, typer.Option("--failed", help="Only the tasks that failed or have no "
                                          "result.")] = False,
-    attempts: Annotated[bool, typer.Option("--attempts", help="One row per try instead: each failed, "
-                                           "lost or cancelled try and the one that gave the result, "
-                                           "with its worker and machine (default file "
-                                           "OUT/attempts.FORMAT).")] = False,
+    attempts: Annotated[bool, typer.Option("--attempts", help=ATTEMPTS_HELP)] = False,
 ) -> None:
     """Write every task's result, one row per task: line, command, state, exit code, attempts,
     times, worker, cost share, stdout and stderr tails, result, and one param_NAME column per

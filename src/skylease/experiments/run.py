@@ -131,7 +131,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
             policies: Policy = policy if qos is None else Policies(policy, qos)
             env = WorkerEnvironment(backends, [t.to_json() for t in job.tasks], store, policies,
                                   retries=retries, task_timeout_s=timeout,
-                                  on_progress=on_progress,
+                                  on_progress=on_progress, files=prep.files,
                                   rules=RetryRules(set_aside_after=opts.set_aside_after,
                                                    backoff_s=opts.backoff_s))
             if qos is not None:

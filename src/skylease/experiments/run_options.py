@@ -66,6 +66,12 @@ class RunOptions:
     resume: bool = False
     retry_failed: bool = False
     args: str | None = None
+    # a task's files (runtime/files.py): sent with it, brought back, its working folder removed;
+    # --shared (the default without them) runs the tasks in the driver's folder
+    transfer: list[str] = field(default_factory=list)
+    returns: list[str] = field(default_factory=list)
+    cleanup: bool = False
+    shared: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -125,6 +131,7 @@ def check_options(opts: RunOptions) -> None:
                         (opts.tail_qos, "--tail-qos"), (opts.policy, "--policy"), (opts.args, "--args")):
         if value is not None and not value.strip():  # an empty value is a mistake, not "not given"
             raise UserError("must not be empty (leave the option out instead)", field=name)
+    _check_files(opts)
     if opts.retries is not None and opts.retries > MAX_RETRIES:
         raise UserError(f"at most {MAX_RETRIES}, got {opts.retries}", field="--retries")
     if opts.retry_failed and not opts.resume:
@@ -156,6 +163,23 @@ def check_options(opts: RunOptions) -> None:
     if opts.volatility is None and (opts.volatile_pool is not None or opts.trace_start is not None):
         raise UserError("goes with --volatility", field="--volatile-pool" if opts.volatile_pool is not None
                         else "--trace-start")
+
+
+def _check_files(opts: RunOptions) -> None:
+    """``--transfer``, ``--return``, ``--cleanup`` and ``--shared`` fit together (each pattern is
+    checked against the job's tasks by :func:`skylease.runtime.files.plan_files`)."""
+    for option, patterns in (("--transfer", opts.transfer), ("--return", opts.returns)):
+        for p in patterns:
+            if not p.strip():
+                raise UserError("must not be empty (leave the option out instead)", field=option)
+    staged = bool(opts.transfer or opts.returns)
+    if opts.shared and staged:
+        raise UserError("the hosts share the driver's files: no --transfer or --return with it "
+                        "(leave --shared out to give each task a working folder of its own)",
+                        field="--shared")
+    if opts.cleanup and not staged:
+        raise UserError("goes with --transfer or --return (without them a task runs in the driver's "
+                        "folder, which is not removed)", field="--cleanup")
 
 
 def _service_url(url: str, option: str) -> None:

@@ -113,7 +113,26 @@ def task_rows(store: Any) -> pd.DataFrame:
     params = param_columns(specs)
     for name, values in params.items():
         df[name] = pd.Series(values, index=df.index, dtype=object)
-    return df[[*COLUMNS, *params]]
+    files = store.task_files()
+    extra = []
+    if files:  # a run with --transfer/--return: the files each task brought back
+        df[FILES_COLUMN] = pd.Series([files_text(files.get(int(i), [])) for i in df["id"]], index=df.index,
+                                     dtype=object)
+        extra = [FILES_COLUMN]
+    return df[[*COLUMNS, *params, *extra]]
+
+
+#: The column of the returned files (``skylease run --return``), in an export of a run that has any.
+FILES_COLUMN = "returned_files"
+
+
+def files_text(rows: list[Mapping[str, Any]]) -> str:
+    """A task's recorded files as one cell: ``NAME (SIZE B)`` per returned file, ``NAME (missing)``
+    per file asked for and not brought back, ``; ``-separated; its kept working folder is left out
+    (``skylease show`` has it)."""
+    shown = [f"{r['name']} ({r['size']} B)" if r["kind"] == "returned" else f"{r['name']} (missing)"
+             for r in rows if r["kind"] != "workdir"]
+    return "; ".join(shown)
 
 
 def param_columns(specs: list[Mapping[str, Any]]) -> dict[str, list[Any]]:

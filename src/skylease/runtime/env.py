@@ -60,6 +60,7 @@ from skylease.model.task import Task
 from skylease.runtime.backend import WorkerBackend, WorkerCall
 from skylease.runtime.batch import batch_payload, run_batch
 from skylease.runtime.execute import run_task
+from skylease.runtime.files import TaskFiles
 from skylease.runtime.retries import RetryRules
 from skylease.runtime.store import ResultStore
 
@@ -139,6 +140,7 @@ class WorkerEnvironment:
         on_progress: Callable[[WorkerEnvironment], None] | None = None,
         progress_every_s: float = 0.5,
         rules: RetryRules | None = None,
+        files: TaskFiles | None = None,
     ) -> None:
         if not pools:
             raise ValueError("at least one pool is needed")
@@ -146,6 +148,7 @@ class WorkerEnvironment:
         self._types: dict[str, InstanceType] = {name: b.itype for name, b in self.backends.items()}
         self.store, self.policy = store, policy
         self.retries, self.task_timeout_s = int(retries), task_timeout_s
+        self.files = files  # --transfer/--return: specs get their files when sent (runtime/files.py)
         self.on_progress, self.progress_every_s = on_progress, progress_every_s
         self._specs = {int(t["id"]): dict(t) for t in tasks}
         self._tasks = {tid: Task(tid, 0.0) for tid in self._specs}
@@ -588,11 +591,11 @@ class WorkerEnvironment:
         attempts = [self._attempts.get(tid, 0) + 1 for tid in tids]
         epoch = self._epoch[h.id]
         backend, addr = self.backends[h.pool], self._addr[h.id]
+        specs = [self._specs[t] if self.files is None else self.files.spec(self._specs[t]) for t in tids]
         if len(tids) == 1:
-            fut = backend.submit(addr, run_task, self._specs[tids[0]], attempts[0], self.task_timeout_s)
+            fut = backend.submit(addr, run_task, specs[0], attempts[0], self.task_timeout_s)
         else:
-            fut = backend.submit(addr, run_batch, batch_payload([self._specs[t] for t in tids], attempts),
-                                 self.task_timeout_s)
+            fut = backend.submit(addr, run_batch, batch_payload(specs, attempts), self.task_timeout_s)
         fut.add_done_callback(lambda f, hid=h.id, e=epoch: self._inbox.put((hid, e, f)))
         return fut
 
@@ -681,6 +684,8 @@ class WorkerEnvironment:
         elif self.rules.failed(tid, machine):
             self._set_aside(h, machine)  # type: ignore[arg-type]
         if out.get("exit_code") == 0 or attempt > self.retries:
+            if self.files is not None:  # the final result's returned files: written, then recorded
+                out = self.files.returned(tid, out, self.store)
             status = "ok" if out.get("exit_code") == 0 else "failed"
             self.store.record_result(tid, status, out, attempt=attempt, host=h.id, pool=h.pool,
                                      worker=self._addr.get(h.id), started_s=started, ended_s=ended)

@@ -74,6 +74,14 @@ CREATE TABLE IF NOT EXISTS events (
 #: The tables of format 2 (and of the unmarked format 1: see the module docstring).
 _SCHEMA = _SCHEMA_2.replace("t_s REAL NOT NULL, stderr_tail TEXT);",
                             "t_s REAL NOT NULL, stderr_tail TEXT, machine TEXT);")
+#: The files a task's final result brought back (``skylease run --return``): made by the first
+#: run that records one, so that a store of a run without files is the same as before (and a
+#: store of the previous format still reads as one). ``kind`` is ``returned`` (written under
+#: ``OUT/files/<task>/<name>``, ``size`` bytes), ``missing`` (asked for, not brought back: the
+#: task's stderr says why) or ``workdir`` (the working folder kept without ``--cleanup``,
+#: ``HOST:PATH``).
+_FILES_TABLE = ("CREATE TABLE IF NOT EXISTS files (task INTEGER NOT NULL, kind TEXT NOT NULL, "
+                "name TEXT NOT NULL, size INTEGER)")
 
 
 def _create(path: Path) -> None:
@@ -181,6 +189,7 @@ class ResultStore:
             raise UserError(f"a result store of another skylease version ({what}; this one reads "
                             f"formats 1 to {STORE_FORMAT})", file=self.path)
         self.segment = 0
+        self._files_table = False
         self._in_batch = False
         self._running = False  # a segment of ours is open: the store is in WAL mode
         if version == 2 and not readonly:
@@ -292,6 +301,29 @@ class ResultStore:
                  outcome.get("stdout_tail"), outcome.get("stderr_tail"), outcome.get("result")),
             )
         return cur.rowcount == 1
+
+    def record_files(self, task: int, rows: Iterable[tuple[str, str, int | None]]) -> None:
+        """The files of a task's result, (kind, name, size) each (see :data:`_FILES_TABLE`); they
+        replace those of an earlier result of the task (``--retry-failed``)."""
+        with self._tx():
+            if not self._files_table:
+                self.db.execute(_FILES_TABLE)
+                self._files_table = True
+            self.db.execute("DELETE FROM files WHERE task = ?", (task,))
+            self.db.executemany("INSERT INTO files VALUES (?, ?, ?, ?)",
+                                [(task, kind, name, size) for kind, name, size in rows])
+
+    def task_files(self, task: int | None = None) -> dict[int, list[dict[str, Any]]]:
+        """The files recorded with the results (of ``task``, else of every task), by task."""
+        has = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'files'"
+        if not self.db.execute(has).fetchone():
+            return {}
+        rows = self.db.execute("SELECT task, kind, name, size FROM files WHERE ? IS NULL OR task = ? "
+                               "ORDER BY task, rowid", (task, task)).fetchall()
+        out: dict[int, list[dict[str, Any]]] = {}
+        for t, kind, name, size in rows:
+            out.setdefault(int(t), []).append({"kind": kind, "name": name, "size": size})
+        return out
 
     def record_attempt(self, task: int, attempt: int, outcome: str, t_s: float, *,
                        exit_code: int | None = None, host: int | None = None,
