@@ -555,7 +555,7 @@ WRITES: dict[tuple[str, str], str] = {
 # Free-form text options: any value may be valid (or reach the network), so no text is "wrong".
 # (`run --return`: any relative name may be a file a task makes; its wrong values are in SPECS)
 FREE = {("demo", "scheduler"), ("export", "output"), ("run", "qos_token"), ("run", "qos_infrastructure"),
-        ("run", "returns"),
+        ("run", "returns"), ("run", "hosts"),
         *((f"reproduce {r}", "scheduler") for r in ("a2ha", "spequlos", "haizea", "thesis-mapping"))}
 
 
@@ -613,6 +613,8 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
     ("run", "qos"): {"bad spec": st.sampled_from(["ftp://host", "http://", "http://127.0.0.1:99999",
                                                   "127.0.0.1:8642", "http://:8642"])},
     ("run", "qos_token"): {"blank": st.sampled_from([" ", "\t", "  "])},  # any other text may be a token
+    ("run", "hosts"): {"bad spec": st.sampled_from(["", ",", "h1,,h2", "root@", "-oProxyCommand=x", "a b",
+                                                    "h1:0", "h1:99999", "[::1", "bad user@h1", "h1:22:33"])},
     ("login", "server"): {"bad spec": st.sampled_from(["ftp://host", "http://", "http://127.0.0.1:99999",
                                                        "127.0.0.1:8642", "http://:8642"])},
     ("run", "qos_infrastructure"): {"bad spec": st.sampled_from(["", "my grid", "-grid", "g" * 65, "grid!"])},

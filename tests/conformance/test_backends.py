@@ -9,6 +9,7 @@ from skylease.model.instance import InstanceType
 from skylease.runtime.backend import WorkerBackend
 from skylease.runtime.pools import ClusterPool, LocalPool
 from skylease.runtime.slurm import SlurmPool
+from skylease.runtime.ssh_pool import SshPool
 
 ITYPE = InstanceType("p")
 
@@ -17,14 +18,15 @@ ITYPE = InstanceType("p")
     LocalPool(ITYPE),
     ClusterPool(ITYPE, address="tcp://127.0.0.1:1"),
     SlurmPool(ITYPE, cluster="dask_jobqueue.SLURMCluster"),
-], ids=["local", "cluster", "slurm"])
+    SshPool(ITYPE, [], "token"),
+], ids=["local", "cluster", "slurm", "ssh"])
 def test_each_pool_is_a_worker_backend(backend: WorkerBackend) -> None:
     assert isinstance(backend, WorkerBackend)
     assert backend.itype is ITYPE
 
 
-def test_a_pool_billed_by_skylease_has_no_job_clock() -> None:
-    pool = LocalPool(ITYPE)
+@pytest.mark.parametrize("pool", [LocalPool(ITYPE), SshPool(ITYPE, [], "token")], ids=["local", "ssh"])
+def test_a_pool_billed_by_skylease_has_no_job_clock(pool: WorkerBackend) -> None:
     assert pool.started_at("p-0") is None and pool.ended_at("p-0") is None
 
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.conformance.scripts import SCENARIOS, Entry, Scenario
 
 from skylease.runtime.env import WorkerEnvironment
+from skylease.runtime.leases.ssh import SshTarget
 from skylease.runtime.pools import LocalPool
+from skylease.runtime.ssh_pool import PoolHost, SshPool
 from skylease.runtime.store import ResultStore
 from skylease.sim.env import simulate
 
@@ -33,9 +36,10 @@ def _sleep(work: float) -> str:
     return f'sleep "$(awk "BEGIN {{print {work} / $SKYLEASE_SPEED}}")"'
 
 
-def run_local(sc: Scenario, tmp_path: Path) -> tuple[list[Entry], list[int]]:
+def run_local(sc: Scenario, tmp_path: Path, backends: dict[str, Any] | None = None,
+              ) -> tuple[list[Entry], list[int]]:
     script = sc.script()
-    backends = {p.name: LocalPool(p) for p in sc.pools}
+    backends = backends if backends is not None else {p.name: LocalPool(p) for p in sc.pools}
     specs = [{"id": t.id, "kind": "shell", "command": _sleep(t.work)} for t in sc.tasks()]
     store = ResultStore(tmp_path / "results.sqlite")
     try:
@@ -49,15 +53,38 @@ def run_local(sc: Scenario, tmp_path: Path) -> tuple[list[Entry], list[int]]:
     return script.log, script.done
 
 
-RUNNERS: dict[str, Callable[[Scenario, Path], tuple[list[Entry], list[int]]]] = {"local": run_local}
+def run_ssh(sc: Scenario, tmp_path: Path, site: Any) -> tuple[list[Entry], list[int]]:
+    """The scenario on SSH hosts: each pool a SshPool of the test site's 4 hosts, 4 slots each."""
+    hosts = [PoolHost(SshTarget(h.address, identity_file=site.key, known_hosts=site.known_hosts), 4)
+             for h in site.hosts]
+    backends: dict[str, Any] = {p.name: SshPool(p, hosts, "conformance") for p in sc.pools}
+    try:
+        for b in backends.values():
+            b.connect()
+    except BaseException:
+        for b in backends.values():
+            b.close()
+        raise
+    return run_local(sc, tmp_path, backends)
+
+
+RUNNERS: dict[str, Callable[..., tuple[list[Entry], list[int]]]] = {"local": run_local, "ssh": run_ssh}
+
+
+@pytest.fixture(scope="module")
+def conformance_site(ssh_site: Any) -> Any:
+    return ssh_site(4, base=180)  # 127.0.0.181-184
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("runner", list(RUNNERS))
+@pytest.mark.parametrize("runner", [pytest.param(r, marks=[pytest.mark.integration] if r == "ssh" else [])
+                                    for r in RUNNERS])  # (ssh: real sshd hosts, CI's second level)
 @pytest.mark.parametrize("sc", SCENARIOS, ids=[s.name for s in SCENARIOS])
-def test_the_same_decisions_and_outcomes_on_both_clocks(sc: Scenario, runner: str, tmp_path: Path) -> None:
+def test_the_same_decisions_and_outcomes_on_both_clocks(sc: Scenario, runner: str, tmp_path: Path,
+                                                        request: pytest.FixtureRequest) -> None:
     sim_log, sim_done = run_sim(sc, tmp_path)
-    real_log, real_done = RUNNERS[runner](sc, tmp_path)
+    site = (request.getfixturevalue("conformance_site"),) if runner == "ssh" else ()
+    real_log, real_done = RUNNERS[runner](sc, tmp_path, *site)
     assert real_done == sim_done
     side_by_side = (f"{'=' if a == b else '!'} sim  {a}\n  {runner:5s}{b}"
                     for a, b in zip(sim_log, real_log, strict=False))

@@ -100,7 +100,7 @@ def test_a_pool_without_a_price_is_free(tmp_path):
      "pools.toml:2: pools.gpu.prise: unknown key 'prise'; did you mean 'price'?"),
     ("pools.toml", "[pools.gpu]\nkind = 'local'\n",  # was accepted, and did nothing
      "pools.toml:2: pools.gpu.kind: unknown key 'kind'; the keys are price, billing_unit, min_units, "
-     "boot_time, max_count, speed, cluster, kwargs, address"),
+     "boot_time, max_count, speed, cluster, kwargs, address, hosts, ssh, slots"),
     ("pools.toml", "[pool.gpu]\nprice = 1\n",
      "pools.toml:1: pool: unknown key 'pool'; did you mean 'pools'?"),
     ("pools.toml", "pools = {}\n",

@@ -40,7 +40,13 @@ def run_cmd(
                                              "arguments (one item per task).")] = None,
     pools: Annotated[Path | None, typer.Option(help="A TOML file of [pools.NAME] tables (price, "
                                                "billing_unit, boot_time, max_count; cluster + kwargs "
-                                               "or address for other Dask clusters).")] = None,
+                                               "or address for other Dask clusters; hosts + ssh + "
+                                               "slots for SSH hosts).")] = None,
+    hosts: Annotated[str | None, typer.Option("--hosts", metavar="[USER@]HOST[:PORT],...",
+                                              help="Run on these SSH hosts (your own ssh configuration, "
+                                              "BatchMode): the pool 'hosts', one worker per slot.")] = None,
+    slots: Annotated[int | None, typer.Option("--slots", min=1, max=1024, help="Task slots per --hosts "
+                                              "host (default: its cores).")] = None,
     pool: Annotated[str | None, typer.Option(help="The pool the policy rents (default: the first).")]
     = None,
     max_workers: Annotated[int | None, typer.Option("--max-workers", min=1, help="Most workers of the "
@@ -130,7 +136,7 @@ def run_cmd(
     from skylease.experiments.run_options import RunOptions
 
     opts = RunOptions(out=out_dir, policy_args=list(policy_arg or []), pools_file=pools,
-                      pool=pool, max_workers=max_workers,
+                      hosts=hosts, slots=slots, pool=pool, max_workers=max_workers,
                       price=price, billing_unit=billing_unit, budget=budget, retries=retries,
                       backoff_s=backoff, set_aside_after=set_aside_after,
                       task_timeout_s=timeout, tail_qos=tail_qos, reliable_pool=reliable_pool,

@@ -41,6 +41,7 @@ from skylease.experiments.run_options import RunOptions
 from skylease.experiments.run_pools import (
     billing_of,
     close_backends,
+    host_notes,
     least_charge,
     make_backends,
     pool_itype,
@@ -96,6 +97,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
         if reporter is not None:
             on_progress = observing(reporter, on_progress)
         backends = make_backends(opts, specs)
+        warnings = [*warnings, *host_notes(backends)]  # hosts of a pool that could not be reached
         for w in warnings:  # (after every check that can refuse the run: a refusal stays one line)
             (on_notice or _stderr)(f"warning: {w}")
         try:

@@ -91,7 +91,9 @@ def _pools(prep: PreparedRun) -> dict[str, dict[str, Any]]:
     for name, spec in prep.specs.items():
         where = ("Slurm" if "slurm" in str(spec.get("cluster", "")).lower() else "Dask cluster "
                  f"{spec['cluster']}") if "cluster" in spec else \
-            f"Dask scheduler {spec['address']}" if "address" in spec else "local processes"
+            f"Dask scheduler {spec['address']}" if "address" in spec else \
+            f"SSH hosts {', '.join(h['address'] for h in spec['hosts'])}" if "hosts" in spec else \
+            "local processes"
         shown[name] = {k: spec.get(k, d) for k, d in (("price", 0.0), ("billing_unit", 3600.0),
                                                       ("min_units", 1), ("boot_time", 0.0),
                                                       ("max_count", None))}

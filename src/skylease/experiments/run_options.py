@@ -37,6 +37,8 @@ class RunOptions:
     policy: str = field(default_factory=lambda: f"fixed:{os.cpu_count() or 1}")
     policy_args: list[str] = field(default_factory=list)  # KEY=VALUE for a MODULE:CLASS policy
     pools_file: Path | None = None
+    hosts: str | None = None  # --hosts user@h1,user@h2[:port]: a pool of SSH hosts (run_hosts.py)
+    slots: int | None = None  # --slots: each --hosts host's task slots (default: its cores)
     pool: str | None = None
     max_workers: int | None = None
     price: float = 0.0
@@ -111,6 +113,7 @@ def check_options(opts: RunOptions) -> None:
             raise UserError(f"must be a finite number {'> 0' if positive else '>= 0'}, got {value:g}",
                             field=name)
 
+    _check_hosts(opts)
     number(opts.price, "--price")
     number(opts.billing_unit, "--billing-unit", positive=True)
     number(opts.budget, "--budget")
@@ -180,6 +183,21 @@ def _check_files(opts: RunOptions) -> None:
     if opts.cleanup and not staged:
         raise UserError("goes with --transfer or --return (without them a task runs in the driver's "
                         "folder, which is not removed)", field="--cleanup")
+
+
+def _check_hosts(opts: RunOptions) -> None:
+    """``--hosts`` (its hosts parsed), alone of its kind; ``--slots`` with it."""
+    if opts.hosts is None:
+        if opts.slots is not None:
+            raise UserError("goes with --hosts", field="--slots")
+        return
+    if opts.pools_file is not None:
+        raise UserError("--hosts and --pools both say where workers come from: keep one", field="--hosts")
+    if opts.slots is not None and not 1 <= opts.slots <= 1024:
+        raise UserError(f"must be an integer from 1 to 1024, got {opts.slots}", field="--slots")
+    from skylease.experiments.run_hosts import hosts_option
+
+    hosts_option(opts.hosts, opts.slots)
 
 
 def _service_url(url: str, option: str) -> None:

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from skylease.experiments.run_hosts import HOSTS_POOL, HostList, SshFile, check_host_keys, hosts_option
 from skylease.experiments.run_options import DEFAULT_POOL, RunOptions
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
@@ -34,7 +35,8 @@ _NonNeg = Annotated[float, Field(ge=0)]
 class PoolSpec(FileModel):
     """One ``[pools.NAME]`` table. Defaults: free (``price = 0``) unless a price is given, an hour's
     billing unit, no boot time, no limit on workers, the reference speed; local worker processes
-    unless ``cluster`` (a Dask cluster class, with ``kwargs``) or ``address`` (a scheduler)."""
+    unless ``cluster`` (a Dask cluster class, with ``kwargs``), ``address`` (a scheduler) or
+    ``hosts`` (SSH hosts, with ``ssh`` and ``slots``: :mod:`~skylease.experiments.run_hosts`)."""
 
     price: _NonNeg = 0.0
     billing_unit: Annotated[float, Field(gt=0)] = 3600.0
@@ -45,6 +47,9 @@ class PoolSpec(FileModel):
     cluster: Annotated[str, Field(min_length=1)] | None = None
     kwargs: dict[str, Any] | None = None
     address: Annotated[str, Field(min_length=1)] | None = None
+    hosts: HostList | None = None
+    ssh: SshFile | None = None
+    slots: Annotated[int, Field(ge=1, le=1024)] | None = None
 
 
 class PoolsFile(FileModel):
@@ -53,15 +58,29 @@ class PoolsFile(FileModel):
 
 def pool_types(opts: RunOptions) -> dict[str, dict[str, Any]]:
     """Pool name -> its description (instance type fields plus ``cluster``/``kwargs``/``address``)."""
+    if opts.hosts is not None:  # the --hosts shorthand (check_options: no pools file with it)
+        hosts = hosts_option(opts.hosts, opts.slots)
+        most = [n for n in (opts.max_workers, opts.slots and opts.slots * len(hosts)) if n]
+        return {HOSTS_POOL: {"price": opts.price, "billing_unit": opts.billing_unit,
+                             "min_units": opts.min_units, "boot_time": DEFAULT_BOOT_S, "hosts": hosts,
+                             **({"slots": opts.slots} if opts.slots is not None else {}),
+                             **({"max_count": min(most)} if most else {})}}
     if opts.pools_file is None:
         cores = os.cpu_count() or 2
         return {DEFAULT_POOL: {"price": opts.price, "billing_unit": opts.billing_unit,
                                "min_units": opts.min_units, "boot_time": DEFAULT_BOOT_S,
                                "max_count": opts.max_workers or cores}}
     spec, keys = load_toml(Path(opts.pools_file), PoolsFile)
+    pools: dict[str, dict[str, Any]] = {}
     for name, pool in spec.pools.items():
+        hosts = check_host_keys(pool, keys, name, Path(opts.pools_file).parent)
         _check_cluster_keys(pool, keys, name)
-    return {name: pool.model_dump(exclude_none=True) for name, pool in spec.pools.items()}
+        for pname, p in (hosts or {name: pool.model_dump(exclude_none=True)}).items():
+            if pname in pools or (pname in spec.pools and pname != name):
+                raise keys.error(f"pool {pname!r} twice (a host with its own price is a pool of its own)",
+                                 "pools", name)
+            pools[pname] = p
+    return pools
 
 
 def _check_cluster_keys(spec: PoolSpec, keys: KeyLines, name: str) -> None:
@@ -94,14 +113,19 @@ def pool_itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:
 
 def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The backends (connected) of the pools ``specs`` (:func:`pool_types`)."""
+    from skylease.experiments.run_hosts import make_ssh_pool
     from skylease.runtime.pools import ClusterPool, LocalPool
     from skylease.runtime.slurm import SlurmPool, is_slurm_cluster, run_token
 
-    where = str(opts.pools_file) if opts.pools_file else "--price/--billing-unit"
+    # (--hosts: its errors name the option alone)
+    where = str(opts.pools_file) if opts.pools_file else None if opts.hosts else "--price/--billing-unit"
     backends: dict[str, Any] = {}
     for name, spec in specs.items():
-        itype = pool_itype(name, spec, where)
-        if is_slurm_cluster(spec.get("cluster")):
+        itype = pool_itype(name, spec, where or "--hosts")
+        if "hosts" in spec:
+            backends[name] = make_ssh_pool(name, itype, spec, run_token(opts.out),
+                                           "--hosts" if opts.hosts else f"pools.{name}.hosts")
+        elif is_slurm_cluster(spec.get("cluster")):
             backends[name] = SlurmPool(itype, cluster=spec["cluster"], kwargs=spec.get("kwargs", {}),
                                        token=run_token(opts.out))
         elif "cluster" in spec or "address" in spec:
@@ -119,6 +143,14 @@ def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> d
         close_backends(backends)
         raise
     return backends
+
+
+def host_notes(backends: Mapping[str, Any]) -> list[str]:
+    """What pools of SSH hosts said at connect: hosts left out (unreachable, no Python 3.9)."""
+    from skylease.runtime.ssh_pool import SshPool
+
+    return [f"pool {name}: {note}" for name, b in backends.items() if isinstance(b, SshPool)
+            for note in b.notes]
 
 
 def close_backends(backends: Mapping[str, Any]) -> None:
@@ -141,11 +173,12 @@ def billing_of(it: InstanceType) -> dict[str, float]:
 
 def volatility_of(opts: RunOptions, specs: Mapping[str, Any], main_pool: str) -> Any:
     """The ``--volatility`` trace, played on ``--volatile-pool`` (default: the main pool), which must
-    be a local pool (its workers are processes the run can kill)."""
+    be a local pool or one of SSH hosts (its workers are processes the run can kill)."""
     from skylease.runtime.volatility import Volatility
 
     pool = opts.volatile_pool or main_pool
     if "cluster" in specs[pool] or "address" in specs[pool]:
-        raise UserError("volatility can only be played on local pools", field="--volatile-pool")
+        raise UserError("volatility can only be played on local pools and pools of SSH hosts",
+                        field="--volatile-pool")
     return Volatility.from_trace(opts.volatility or "", pool, opts.time_scale, seed=opts.seed,
                                  start=opts.trace_start)

@@ -114,6 +114,8 @@ def _policy_capped(policy: Policy, pool: str, itype: InstanceType, opts: RunOpti
         why = f"its max_count in {opts.pools_file}"
     elif opts.max_workers is not None:
         why = "--max-workers"
+    elif opts.hosts is not None:
+        why = "--slots per host of --hosts"
     else:
         why = f"this machine's cores; --max-workers {policy.n} raises it"
     return [f"--policy {opts.policy} asks for {policy.n} workers, but pool {pool!r} has at most {most} "

@@ -20,4 +20,7 @@ def run_batch(payload: str, timeout_s: float | None = None) -> list[dict]:
     """Run the tasks of ``payload`` (:func:`batch_payload`) one after the other on this worker; one
     outcome per task, in order."""
     batch = json.loads(payload)
-    return [run_task(t, a, timeout_s) for t, a in zip(batch["tasks"], batch["attempts"], strict=True)]
+    tasks, attempts = batch["tasks"], batch["attempts"]
+    if len(tasks) != len(attempts):  # (not zip's strict=: a worker on an SSH host may run Python 3.9)
+        raise ValueError(f"{len(tasks)} tasks but {len(attempts)} attempts")
+    return [run_task(tasks[i], attempts[i], timeout_s) for i in range(len(tasks))]

@@ -137,11 +137,14 @@ class Call:
 class LocalWorker:
     """The driver's end of one local worker process (:mod:`skylease.runtime.worker`)."""
 
-    def __init__(self, env: Mapping[str, str], cwd: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "skylease.runtime.worker"],
+    def __init__(self, env: Mapping[str, str], cwd: str, argv: Sequence[str] | None = None) -> None:
+        # argv: another way to start the same program (ssh_pool.py: over an SSH channel)
+        self.proc = subprocess.Popen(list(argv or [sys.executable, "-m", "skylease.runtime.worker"]),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=dict(env), cwd=cwd,
                                      start_new_session=True)  # Ctrl-C is the driver's to handle
+        self.started_at = time.monotonic()
+        self.ready_at: float | None = None  # when it said it was ready (its start cost: ssh_pool.py)
         self.ready = False
         self.gone = False  # its output ended: it died or is ending; calls sent now fail at once
         self._calls: dict[int, Call] = {}
@@ -173,6 +176,7 @@ class LocalWorker:
         for line in self.proc.stdout:
             msg = json.loads(line)
             if "ready" in msg:
+                self.ready_at = time.monotonic()
                 self.ready = True
                 continue
             call = self._calls.pop(int(msg["id"]), None)

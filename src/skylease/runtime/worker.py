@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import threading
 from collections import deque
@@ -35,12 +36,37 @@ from skylease.runtime.execute import run_task
 
 def kill_children() -> int:
     """Kill the processes this process started (a task's shell and what it started)."""
-    import psutil
-
+    try:
+        import psutil
+    except ImportError:  # a worker on an SSH host runs with the standard library only (ssh_pool.py)
+        return _kill_descendants(os.getpid())
     n = 0
     for p in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
+            n += 1
+    return n
+
+
+def _kill_descendants(pid: int) -> int:
+    """SIGKILL to every descendant of ``pid``, found by their parents in /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:  # ended meanwhile
+            continue
+        ppid = int(data[data.rindex(b")") + 2:].split()[1])  # the command name may hold ')'
+        children.setdefault(ppid, []).append(int(entry))
+    n, todo = 0, list(children.get(pid, ()))
+    while todo:
+        child = todo.pop()
+        todo += children.get(child, ())
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(child, signal.SIGKILL)
             n += 1
     return n
 
