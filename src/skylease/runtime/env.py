@@ -740,8 +740,7 @@ class WorkerEnvironment:
         there = [x for x in self._live.values() if x.pool == h.pool and self._machine.get(x.id) == machine]
         for other in there:
             name = self._name(other.id)
-            backend.kill(name)
-            self._machine.pop(other.id, None)
+            backend.kill(name)  # (its machine stays known until it is up elsewhere: what it ran is said)
             if other.state in (HostState.IDLE, HostState.BUSY):
                 self._lose(other)
             other.state = HostState.BOOTING
