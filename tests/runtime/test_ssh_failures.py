@@ -160,3 +160,29 @@ def test_a2ha_with_a_hard_budget_on_priced_hosts_never_charges_more(site, tmp_pa
     charged = _db(out, "SELECT COALESCE(SUM(cost), 0) FROM hosts")[0][0]
     assert s["cost"] <= 4.0 + 1e-9 and charged <= 4.0 + 1e-9, (s["cost"], charged)
     assert s["ok"] > 0 and s["hosts"] >= 1, s  # (it did rent and run: the cap is not an idle run's)
+
+
+def test_files_go_to_the_hosts_and_come_back(site, tmp_path, out, capsys, monkeypatch):
+    """--transfer/--return through SSH hosts: each task's input reaches its working folder on its
+    host (under the run's folder there), its output comes back whole under OUT/files/ID/, and
+    --cleanup leaves no working folder behind."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in").mkdir()
+    for i in range(16):
+        (tmp_path / "in" / f"{i}.txt").write_text(f"payload {i}\n")
+    # (each line's last word, {}, is its input, as GNU parallel appends it; {.} is that without .txt)
+    (tmp_path / "jobs.txt").write_text("".join(
+        f'f() {{ {{ hostname; tr a-z A-Z < "$1"; }} > "${{1%.txt}}.out"; sleep 0.3; }}; f in/{i}.txt\n'
+        for i in range(16)))
+    argv = ["run", "jobs.txt", "--out", str(out), "--pools", str(pools_file(tmp_path, site)), "--policy",
+            "fixed:8", "--transfer", "{}", "--return", "{.}.out", "--cleanup"]
+    assert main(argv) == 0, capsys.readouterr().err
+    hosts = set()
+    for i in range(16):
+        host, text = (out / "files" / str(i) / "in" / f"{i}.out").read_text().split("\n", 1)
+        assert text == f"PAYLOAD {i}\n", text
+        hosts.add(host)
+    assert len(hosts) >= 2 and hosts <= {h.name for h in site.hosts}, hosts  # (ran on the hosts)
+    assert not any((tmp_path / "in").glob("*.out"))  # (made on the hosts, not in the driver's folder)
+    left = Path.home() / ".skylease" / f"run-{run_token(out)}"
+    assert not left.exists() or not any(p.is_dir() for p in left.iterdir()), list(left.iterdir())
