@@ -553,9 +553,9 @@ WRITES: dict[tuple[str, str], str] = {
     **{(c, "data_dir"): "folder" for c in SERVE_DB_COMMANDS},
 }
 # Free-form text options: any value may be valid (or reach the network), so no text is "wrong".
-# (--hosts: any host name may be one, reached over the network; its malformed lists are in SPECS)
+# (`run --return`: any relative name may be a file a task makes; its wrong values are in SPECS)
 FREE = {("demo", "scheduler"), ("export", "output"), ("run", "qos_token"), ("run", "qos_infrastructure"),
-        ("run", "hosts"),
+        ("run", "returns"), ("run", "hosts"),
         *((f"reproduce {r}", "scheduler") for r in ("a2ha", "spequlos", "haizea", "thesis-mapping"))}
 
 
@@ -606,6 +606,9 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
         "bad spec": st.sampled_from(["min_free", "=1"]), "unknown parameter": st.just("zz=1"),
         "mistyped": st.sampled_from(["min_free=x", "min_free=0.5"]),
         "refused by the class": st.just("min_free=-1")},
+    # a task's files: out of its folder, a brace alone, a parameter a text job does not have
+    ("run", "transfer"): {"bad spec": st.sampled_from(["/etc/hostname", "../x", "a/../../x", "a{b", "{zz}"])},
+    ("run", "returns"): {"bad spec": st.sampled_from(["", " ", "/tmp/x", "../x", "a{b", "{zz}", "x}"])},
     ("run", "qos_strategy"): {"bad spec": st.sampled_from(["9X-C-D", "9A-C", "9A-Q-D", "9A-C-D-E", "none"])},
     ("run", "qos"): {"bad spec": st.sampled_from(["ftp://host", "http://", "http://127.0.0.1:99999",
                                                   "127.0.0.1:8642", "http://:8642"])},

@@ -110,7 +110,8 @@ def test_the_pools_verbs_on_live_workers(site, workdirs):
     pool.connect()
     try:
         assert pool.itype.max_count == 2
-        pool.set_aside(site.hosts[0].address)
+        assert pool.set_aside(site.hosts[0].address)
+        assert not pool.set_aside(site.hosts[1].address)  # (its last host: kept)
         pool.start("lab-0")
         assert pool.machine("lab-0") == site.hosts[1].address  # the host set aside gets nothing
         pool.start("lab-1")  # no free slot left: it waits, booting

@@ -136,7 +136,7 @@ def _legacy_store(folder, job) -> None:
 
     j = load_job(str(job))
     with sqlite3.connect(folder / "results.sqlite") as db:
-        db.executescript(store_mod._SCHEMA)
+        db.executescript(store_mod._SCHEMA_2)
         db.execute("PRAGMA journal_mode=WAL")
         meta = {"job": j.source, "fingerprint": j.fingerprint(), "tasks": len(j.tasks),
                 "options": {"out": str(folder), "policy": "fixed:1"}}
@@ -169,3 +169,40 @@ def test_a_store_of_the_previous_version_is_read_as_it_is_and_marked_on_resume(t
     with sqlite3.connect(run / "results.sqlite") as db:
         assert db.execute("SELECT task, segment FROM results ORDER BY task").fetchall() == [(0, 0), (1, 1)]
     db.close()
+
+
+def test_a_store_of_format_2_is_read_as_it_is_and_given_the_machines_column_on_resume(tmp_path, capsys):
+    """Format 3 adds attempts.machine: a format-2 store (no such column) is read by every command and
+    upgraded in place by --resume; the tries after it say their machine."""
+    import socket
+
+    from skylease.cli import main
+
+    (tmp_path / "jobs.txt").write_text("exit 3\ntrue\n")
+    run = tmp_path / "run"
+    assert main(["run", str(tmp_path / "jobs.txt"), "--out", str(run), "--policy", "fixed:1"]) == 1
+    with sqlite3.connect(run / "results.sqlite") as db:  # as format 2 left it
+        db.execute("ALTER TABLE attempts DROP COLUMN machine")
+        db.execute("UPDATE meta SET value = '2' WHERE key = ?", (store_mod.FORMAT_KEY,))
+    db.close()
+    capsys.readouterr()
+    for argv in (["status", str(run)], ["export", str(run), "--attempts", "--output", "-"],
+                 ["show", str(run), "0"]):
+        assert main(argv) == 0, argv
+
+    def columns() -> list[str]:
+        with sqlite3.connect(run / "results.sqlite") as db:
+            names = [r[1] for r in db.execute("PRAGMA table_info('attempts')")]
+        db.close()
+        return names
+
+    assert "machine" not in columns()  # (read, not changed)
+    argv = ["run", str(tmp_path / "jobs.txt"), "--out", str(run), "--policy", "fixed:1", "--resume",
+            "--retry-failed", "--retries", "1"]
+    assert main(argv) == 1
+    assert "machine" in columns()
+    with sqlite3.connect(run / "results.sqlite") as db:
+        fmt = db.execute("SELECT value FROM meta WHERE key = ?", (store_mod.FORMAT_KEY,)).fetchone()
+        machines = db.execute("SELECT machine FROM attempts WHERE outcome = 'failed'").fetchall()
+    db.close()
+    assert fmt == ("3",) and machines == [(socket.gethostname(),)] * 2, machines

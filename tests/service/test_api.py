@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,7 +14,6 @@ from fastapi.testclient import TestClient
 from skylease.runtime.leases.api import LeaseRequest
 from skylease.service.leases_api import MAX_BODY_BYTES, create_app
 
-SCENARIOS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "lwf" / "scenarios"
 BE = {"nodes": 1, "duration": 600}
 
 
@@ -242,10 +240,8 @@ def lease_elements(text: str) -> list[str]:
     return re.findall(r"<lease-request\b.*?</lease-request>", text, flags=re.S)
 
 
-def test_haizea_lease_elements_are_accepted(client, tokens):
-    path = SCENARIOS / "preemption.lwf"
-    if not path.exists():
-        pytest.skip(f"{path} is missing (the shared data)")
+def test_haizea_lease_elements_are_accepted(client, tokens, shared_data):
+    path = shared_data / "lwf" / "scenarios" / "preemption.lwf"
     be, ar = lease_elements(path.read_text())
     h = {**auth(tokens["alice"]), "Content-Type": "application/xml"}
     lease = re.search(r"<lease[\s>].*?</lease>", be, flags=re.S).group(0)  # the bare <lease> element too

@@ -25,7 +25,6 @@ from .api_fake import FakeManager
 from .conftest import ServeProcess, fake_serve_process
 
 HERE = Path(__file__).resolve().parent
-SCENARIOS = HERE.parents[1].parent / "shared" / "data" / "lwf" / "scenarios"
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
@@ -157,7 +156,8 @@ def test_ctrl_c_stops_it_cleanly_too(tmp_path):
     assert code == 0 and "Traceback" not in err and (data / "manager-closed").exists(), err
 
 
-def test_the_client_commands_print_tables_and_json(fake_server, fake_tokens, capsys, tmp_path, monkeypatch):
+def test_the_client_commands_print_tables_and_json(fake_server, fake_tokens, capsys, tmp_path, monkeypatch,
+                                                   shared_data):
     url, _ = fake_server
     monkeypatch.setenv("SKYLEASE_SERVER", url)
     monkeypatch.setenv("SKYLEASE_TOKEN", fake_tokens["alice"])
@@ -169,12 +169,11 @@ def test_the_client_commands_print_tables_and_json(fake_server, fake_tokens, cap
     (tmp_path / "req.json").write_text('{"nodes": 1,\n "duration": 120}\n')
     code, out, _ = run(capsys, "leases", "request", str(tmp_path / "req.json"), "--json")
     assert code == 0 and json.loads(out)["requested_duration"] == 120
-    if SCENARIOS.is_dir():
-        text = (SCENARIOS / "preemption.lwf").read_text()
-        element = re.findall(r"<lease-request\b.*?</lease-request>", text, flags=re.S)[0]
-        (tmp_path / "lease.xml").write_text(element)
-        code, out, _ = run(capsys, "leases", "request", str(tmp_path / "lease.xml"), "--json")
-        assert code == 0 and json.loads(out)["image"] == "foobar1.img"
+    text = (shared_data / "lwf" / "scenarios" / "preemption.lwf").read_text()
+    element = re.findall(r"<lease-request\b.*?</lease-request>", text, flags=re.S)[0]
+    (tmp_path / "lease.xml").write_text(element)
+    code, out, _ = run(capsys, "leases", "request", str(tmp_path / "lease.xml"), "--json")
+    assert code == 0 and json.loads(out)["image"] == "foobar1.img"
     code, out, _ = run(capsys, "leases", "list", "--json")
     ids = [v["id"] for v in json.loads(out)]
     assert code == 0 and len(ids) >= 3

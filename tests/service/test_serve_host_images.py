@@ -89,8 +89,11 @@ def test_an_image_reaches_each_host_in_the_time_the_bandwidth_gives_and_is_reuse
         [copied] = c.lease(first["id"])["overheads"]
         assert (copied["kind"], copied["vnode"]) == ("transfer", -1), copied
         assert (copied["reserved_start"], copied["reserved_end"]) == (transfer["time"], transfer["until"])
-        assert 0.8 * WINDOW_S <= copied["measured_s"] <= 1.2 * WINDOW_S, copied
-        assert copied["measured_s"] >= max(took.values()) - 0.2, (copied, took)
+        # (lease times: the copy starts when the manager steps into the window, a moment late on a busy
+        # machine, and is paced to end with it; it ends once the last host has the image whole)
+        assert copied["started"] >= transfer["time"] - 0.1, (copied, transfer)
+        assert abs(copied["ended"] - transfer["until"]) <= 0.2 * WINDOW_S, (copied, transfer)
+        assert copied["ended"] >= transfer["time"] + max(took.values()) - 0.2, (copied, took)
         for h in site.hosts:  # whole, as the host reads it
             said = site.ssh(h.name, f"sha256sum {caches[h.name] / 'disk.img'}").stdout.split()
             assert said[:1] == [digest], (h.name, said)

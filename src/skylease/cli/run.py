@@ -62,6 +62,13 @@ def run_cmd(
                                                  "never exceeds it.")] = None,
     retries: Annotated[int | None, typer.Option(min=0, help="Retries of a task that exits non-zero "
                                                 "(default: the job file's retries, else 0).")] = None,
+    backoff: Annotated[float, typer.Option(metavar="DURATION", parser=duration_option(),
+                                           help="Wait before a failed task's retry: this long before "
+                                           "the first, doubling at each (at most 5m; default 0: at "
+                                           "once).")] = 0.0,
+    set_aside_after: Annotated[int, typer.Option(min=0, help="Set a machine aside after this many "
+                                                 "failed tasks in a row on it (its workers start again "
+                                                 "on other machines; 0: never).")] = 3,
     timeout: Annotated[float | None, typer.Option(metavar="DURATION", parser=duration_option(positive=True),
                                                   help="How long before a task is killed, a duration "
                                                   "(exit 124; default: the job file's timeout, else "
@@ -104,6 +111,22 @@ def run_cmd(
                                          "without a recorded result run again.")] = False,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="With --resume: run the failed "
                                                "tasks again too (the ok ones are not rerun).")] = False,
+    transfer: Annotated[list[str] | None, typer.Option("--transfer", metavar="PATTERN",
+                                                       help="A file each task takes with it to a working "
+                                                       "folder of its own, relative to this folder: {} is "
+                                                       "the task's argument (a line's last word, or a "
+                                                       "grid's one parameter), {.} without its "
+                                                       "extension, {name} a parameter; *?[ glob "
+                                                       "(repeatable).")] = None,
+    returns: Annotated[list[str] | None, typer.Option("--return", metavar="PATTERN",
+                                                      help="A file each task brings back from its "
+                                                      "working folder into OUT/files/ID/, same "
+                                                      "replacements (repeatable).")] = None,
+    cleanup: Annotated[bool, typer.Option("--cleanup", help="Remove each task's working folder once "
+                                          "its files are back (with --transfer/--return).")] = False,
+    shared: Annotated[bool, typer.Option("--shared", help="The workers see this folder's files: "
+                                         "tasks run here, nothing is copied (the default without "
+                                         "--transfer/--return).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would run (tasks, first commands, "
                                           "policy, pools, limits, output folder) and exit: nothing is "
                                           "started or written.")] = False,
@@ -115,12 +138,15 @@ def run_cmd(
     opts = RunOptions(out=out_dir, policy_args=list(policy_arg or []), pools_file=pools,
                       hosts=hosts, slots=slots, pool=pool, max_workers=max_workers,
                       price=price, billing_unit=billing_unit, budget=budget, retries=retries,
+                      backoff_s=backoff, set_aside_after=set_aside_after,
                       task_timeout_s=timeout, tail_qos=tail_qos, reliable_pool=reliable_pool,
                       tail_credits=tail_credits, volatility=volatility, volatile_pool=volatile_pool,
                       time_scale=trace_scale, trace_start=trace_start, seed=seed, resume=resume,
                       retry_failed=retry_failed, args=args, qos=qos, qos_token=qos_token,
                       qos_credits=qos_credits, qos_strategy=qos_strategy,
-                      qos_infrastructure=qos_infrastructure, report=report, report_token=report_token)
+                      qos_infrastructure=qos_infrastructure, report=report, report_token=report_token,
+                      transfer=list(transfer or []), returns=list(returns or []), cleanup=cleanup,
+                      shared=shared)
     if policy is not None:
         opts.policy = policy
     if dry_run:
@@ -144,6 +170,12 @@ def run_cmd(
     out.print(f"Results: {Path(res['out']) / 'results.sqlite'}; report: {Path(res['out']) / 'report.md'}",
               markup=False, highlight=False, soft_wrap=True)
     _print_failed(res["failed_tasks"], res["failed"])
+    for machine, why in (res.get("set_aside") or {}).items():
+        out.print(f"set aside: {machine} ({why}); its workers ran on other machines", markup=False,
+                  highlight=False, soft_wrap=True)
+    for machine, why in (res.get("kept") or {}).items():
+        out.print(f"kept: {machine} ({why}; its pool has no other machine to use)", markup=False,
+                  highlight=False, soft_wrap=True)
     _print_next(res)
     if res["outcome"] == "interrupted":
         raise typer.Exit(130)  # main() says "interrupted" on stderr
@@ -175,6 +207,7 @@ def _print_dry_run(d: dict) -> None:
         t.add_row(f"pool {name}{main}", f"{fmt.money(p['price'])} per {fmt.duration(p['billing_unit'])} "
                   f"(at least {p['min_units']} unit(s)), boot {fmt.duration(p['boot_time'])}, at most {most} "
                   f"workers, {p['workers_from']}")
+    t.add_row("task files", d["files"] or "none: tasks run in this folder (--shared)")
     for key, label in (("tail_qos", "tail QoS strategy"), ("reliable_pool", "reliable pool"),
                        ("qos", "QoS service"), ("report", "reported to"), ("volatility", "volatility trace")):
         if d[key] is not None:
@@ -268,6 +301,10 @@ def status_cmd(
     _print_next(st)
 
 
+ATTEMPTS_HELP = ("One row per try instead: each failed, lost or cancelled try and the one that gave the "
+                 "result, with its worker and machine (default file OUT/attempts.FORMAT).")
+
+
 @app.command("export")
 def export_cmd(
     out_dir: Annotated[Path, typer.Argument(help="The output folder of a run.")],
@@ -280,16 +317,17 @@ def export_cmd(
                                                "output).")] = None,
     failed: Annotated[bool, typer.Option("--failed", help="Only the tasks that failed or have no "
                                          "result.")] = False,
+    attempts: Annotated[bool, typer.Option("--attempts", help=ATTEMPTS_HELP)] = False,
 ) -> None:
     """Write every task's result, one row per task: line, command, state, exit code, attempts,
     times, worker, cost share, stdout and stderr tails, result, and one param_NAME column per
     parameter of a grid or CSV job."""
     from skylease.experiments.run_results import export_run
 
-    where, n, data = export_run(out_dir, fmt=fmt, output=output, failed=failed)
+    where, n, data = export_run(out_dir, fmt=fmt, output=output, failed=failed, attempts=attempts)
     if data is not None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    out.line(f"{n} task(s) written to {where}")
+    out.line(f"{n} {'tries' if attempts else 'task(s)'} written to {where}")

@@ -23,7 +23,7 @@ def show_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Show one task of a run: its command, parameters, state and exit code, attempts, worker,
-    times, stdout and stderr tails, and a callable's result (read-only)."""
+    times, returned files, stdout and stderr tails, and a callable's result (read-only)."""
     from skylease.experiments.run_show import show_task
 
     t = show_task(out_dir, task)
@@ -46,9 +46,17 @@ def show_cmd(
         table.add_row("duration (runtime)", f"{took} ({ran})")
     if t.get("result") is not None:
         table.add_row("result", t["result"])
+    for f in t.get("files") or ():  # --return's files, --transfer's kept working folder
+        if f["kind"] == "returned":
+            table.add_row("returned file", f"{f['path']} ({fmt.number(f['size'])} bytes)")
+        elif f["kind"] == "missing":
+            table.add_row("returned file", f"{f['name']}: not brought back (see stderr)")
+        else:
+            table.add_row("working folder (kept)", f["name"])
     for a in t["earlier_attempts"]:
         code = "" if a["exit_code"] is None else f", exit code {a['exit_code']}"
-        table.add_row(f"attempt {a['attempt']}", f"{a['outcome']}{code} at {a['at']}")
+        where = f" on {a['machine']}" if a.get("machine") else ""
+        table.add_row(f"attempt {a['attempt']}", f"{a['outcome']}{code}{where} at {a['at']}")
     out.print(table)
     for stream in ("stdout", "stderr"):
         tail = t[f"{stream}_tail"]

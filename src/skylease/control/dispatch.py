@@ -37,7 +37,9 @@ class Dispatch:
     ``run(host, task)`` is called once the core gave ``task`` to ``host`` (the host is already
     marked busy with it); ``idle(host)`` tells the policy. ``fallback(pool)``, when given, is asked
     for a task when both queues a host of ``pool`` reads are empty (a task to copy, say); it must
-    not change anything.
+    not change anything. ``avoid(task, host)``, when given, says a queued task should not go to that
+    host now: it stays queued for another host (a real run's retry waiting for a machine the task
+    has not failed on); the simulator gives none.
     """
 
     def __init__(
@@ -46,6 +48,7 @@ class Dispatch:
         run: Callable[[Host, int], None],
         idle: Callable[[Host], None],
         fallback: Callable[[str], int | None] | None = None,
+        avoid: Callable[[int, HostId], bool] | None = None,
     ) -> None:
         self.queue_any: deque[int] = deque()
         self.queue_pool: dict[str, deque[int]] = {p: deque() for p in pools}
@@ -54,7 +57,7 @@ class Dispatch:
         #: pools whose hosts never take a second copy of a task their pool runs (a tail policy's
         #: reliable pool serving copies of the whole bag)
         self.exclusive: set[str] = set()
-        self._run, self._idle, self._fallback = run, idle, fallback
+        self._run, self._idle, self._fallback, self._avoid = run, idle, fallback, avoid
         self._pending = 0
         self._future = 0
         self._hosts: dict[HostId, Host] = {}
@@ -129,17 +132,26 @@ class Dispatch:
         """Tasks waiting for a host (arrived, not running; extra copies not counted)."""
         return self._pending - self._future - len(self.running)
 
-    def take(self, pool: str) -> int | None:
-        """The next copy a host of ``pool`` runs (removed from its queue), or None."""
+    def take(self, pool: str, host: HostId | None = None) -> int | None:
+        """The next copy a host of ``pool`` (``host``, when known) runs (removed from its queue), or
+        None. Copies ``avoid`` keeps from ``host`` stay where they are in the queue."""
         exclusive = pool in self.exclusive
+        avoid = self._avoid if host is not None else None
         for q in (self.queue_pool[pool], self.queue_any):
-            while q:
-                tid = q.popleft()
-                if tid in self.closed:
-                    continue
-                if exclusive and any(self._hosts[h].pool == pool for h in self.running.get(tid, ())):
-                    continue  # its pool already runs it: the entry is spent
-                return tid
+            kept: list[int] = []
+            try:
+                while q:
+                    tid = q.popleft()
+                    if tid in self.closed:
+                        continue
+                    if exclusive and any(self._hosts[h].pool == pool for h in self.running.get(tid, ())):
+                        continue  # its pool already runs it: the entry is spent
+                    if avoid is not None and avoid(tid, host):  # type: ignore[arg-type]
+                        kept.append(tid)
+                        continue
+                    return tid
+            finally:
+                q.extendleft(reversed(kept))
         return self._fallback(pool) if self._fallback is not None else None
 
     def _has_work(self, pool: str) -> bool:
@@ -185,16 +197,21 @@ class Dispatch:
     def dispatch(self) -> None:
         """Give queued copies to idle hosts, pool by pool, hosts in the order they became idle."""
         for pool, idle in self._idle_q.items():
+            passed: list[tuple[HostId, int]] = []  # idle hosts every queued copy avoids
             while idle:
                 hid, spell = idle[0]
                 if self._free.get(hid) != spell:
                     idle.popleft()  # stale: since busy, released or down
                     continue
-                tid = self.take(pool)
+                tid = self.take(pool, hid)
                 if tid is None:
+                    if self._avoid is not None and self._has_work(pool):
+                        passed.append(idle.popleft())  # (the next idle host may take one)
+                        continue
                     break
                 idle.popleft()
                 self._start(self._hosts[hid], tid)
+            idle.extendleft(reversed(passed))
 
     def settle(self) -> None:
         """Dispatch, then tell the policy which hosts are left idle (re-entrant safe: a policy

@@ -68,6 +68,7 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
     """
     from skylease.experiments.run_stdin import keep_stdin_job
     from skylease.runtime.env import WorkerEnvironment
+    from skylease.runtime.retries import RetryRules
     from skylease.runtime.store import STORE_NAME, ResultStore
 
     prep = prepare_run(job_spec, opts, stdin)
@@ -132,7 +133,9 @@ def run_job(job_spec: str, opts: RunOptions, on_progress: Callable[[Any], None] 
             policies: Policy = policy if qos is None else Policies(policy, qos)
             env = WorkerEnvironment(backends, [t.to_json() for t in job.tasks], store, policies,
                                   retries=retries, task_timeout_s=timeout,
-                                  on_progress=on_progress)
+                                  on_progress=on_progress, files=prep.files,
+                                  rules=RetryRules(set_aside_after=opts.set_aside_after,
+                                                   backoff_s=opts.backoff_s))
             if qos is not None:
                 env.set_tail_pool(opts.reliable_pool)
             if volatility is not None:
@@ -241,6 +244,7 @@ def _summary(store: Any, res: Any, opts: RunOptions, job_spec: str, job: Any, se
         "hosts_per_pool": pools, "peak_hosts": res.peak_hosts, "lost": res.lost, "retried": res.retried,
         "duplicate_races": res.duplicates_won, "max_release_lag_s": res.max_release_lag_s,
         "failed_tasks": failed_tasks(store, FAILED_IN_SUMMARY),
+        "set_aside": dict(res.set_aside or {}), "kept": dict(res.kept or {}),
         "next": next_steps(job_spec, opts, counts, spent=spent, least_charge=least),
     }
     # the whole run, over its segments (a resume's summary is not its last segment's alone)

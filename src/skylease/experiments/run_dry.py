@@ -53,7 +53,21 @@ def dry_run(job_spec: str, opts: RunOptions, stdin: IO[Any] | None = None) -> di
         "budget": opts.budget, "spent": spent, "retries": prep.retries, "timeout_s": prep.timeout,
         "tail_qos": opts.tail_qos, "reliable_pool": opts.reliable_pool, "qos": opts.qos,
         "report": opts.report, "volatility": opts.volatility, "warnings": list(prep.warnings),
+        "files": _files(prep),
     }
+
+
+def _files(prep: PreparedRun) -> str | None:
+    """What a task takes and brings back (``--transfer``, ``--return``), or None (``--shared``)."""
+    f = prep.files
+    if f is None:
+        return None
+    sent = sum(len(v) for v in f.inputs.values())
+    said = [f"{sent:,} file(s) sent" if f.inputs else "none sent",
+            f"{', '.join(prep.opts.returns)} brought back to {Path(prep.opts.out) / 'files'}"
+            if f.returns else "none brought back",
+            "working folders removed" if f.cleanup else "working folders kept"]
+    return "; ".join(said)
 
 
 def _resumed(prep: PreparedRun) -> tuple[set[int], set[int], int, float]:

@@ -47,6 +47,11 @@ def resume_command(job_spec: str, opts: RunOptions, *, retry_failed: bool = Fals
             if name == "policy":
                 for arg in opts.policy_args:
                     words += ["--policy-arg", arg]
+    for pattern in opts.transfer:
+        words += ["--transfer", pattern]
+    for pattern in opts.returns:
+        words += ["--return", pattern]
+    words += ["--cleanup"] * opts.cleanup + ["--shared"] * opts.shared
     words.append("--resume")
     if retry_failed:
         words.append("--retry-failed")

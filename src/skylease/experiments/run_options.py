@@ -47,6 +47,8 @@ class RunOptions:
     budget: float | None = None
     retries: int | None = None  # None: the job file's ``retries``, else 0 (see job_settings)
     task_timeout_s: float | None = None  # None: the job file's ``timeout``, else none
+    backoff_s: float = 0.0  # the first retry's delay, doubled at each retry of a task (0: at once)
+    set_aside_after: int = 3  # failed tasks in a row that set a machine aside (0: never)
     tail_qos: str | None = None
     reliable_pool: str | None = None
     tail_credits: float | None = None
@@ -66,6 +68,12 @@ class RunOptions:
     resume: bool = False
     retry_failed: bool = False
     args: str | None = None
+    # a task's files (runtime/files.py): sent with it, brought back, its working folder removed;
+    # --shared (the default without them) runs the tasks in the driver's folder
+    transfer: list[str] = field(default_factory=list)
+    returns: list[str] = field(default_factory=list)
+    cleanup: bool = False
+    shared: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -110,13 +118,15 @@ def check_options(opts: RunOptions) -> None:
     number(opts.billing_unit, "--billing-unit", positive=True)
     number(opts.budget, "--budget")
     number(opts.task_timeout_s, "--timeout", positive=True)
+    number(opts.backoff_s, "--backoff")
     number(opts.tail_credits, "--tail-credits")
     number(opts.qos_credits, "--qos-credits")
     number(opts.tail_tick_s, "tail_tick_s", positive=True)
     number(opts.time_scale, "--trace-scale", positive=True)
     number(opts.trace_start, "--trace-start")
     for value, name, least in ((opts.max_workers, "--max-workers", 1), (opts.min_units, "min_units", 0),
-                               (opts.seed, "--seed", 0), (opts.retries, "--retries", 0)):
+                               (opts.seed, "--seed", 0), (opts.retries, "--retries", 0),
+                               (opts.set_aside_after, "--set-aside-after", 0)):
         if value is not None and value < least:
             raise UserError(f"must be an integer >= {least}, got {value}", field=name)
     for value, name in ((opts.pool, "--pool"), (opts.reliable_pool, "--reliable-pool"),
@@ -124,6 +134,7 @@ def check_options(opts: RunOptions) -> None:
                         (opts.tail_qos, "--tail-qos"), (opts.policy, "--policy"), (opts.args, "--args")):
         if value is not None and not value.strip():  # an empty value is a mistake, not "not given"
             raise UserError("must not be empty (leave the option out instead)", field=name)
+    _check_files(opts)
     if opts.retries is not None and opts.retries > MAX_RETRIES:
         raise UserError(f"at most {MAX_RETRIES}, got {opts.retries}", field="--retries")
     if opts.retry_failed and not opts.resume:
@@ -155,6 +166,23 @@ def check_options(opts: RunOptions) -> None:
     if opts.volatility is None and (opts.volatile_pool is not None or opts.trace_start is not None):
         raise UserError("goes with --volatility", field="--volatile-pool" if opts.volatile_pool is not None
                         else "--trace-start")
+
+
+def _check_files(opts: RunOptions) -> None:
+    """``--transfer``, ``--return``, ``--cleanup`` and ``--shared`` fit together (each pattern is
+    checked against the job's tasks by :func:`skylease.runtime.files.plan_files`)."""
+    for option, patterns in (("--transfer", opts.transfer), ("--return", opts.returns)):
+        for p in patterns:
+            if not p.strip():
+                raise UserError("must not be empty (leave the option out instead)", field=option)
+    staged = bool(opts.transfer or opts.returns)
+    if opts.shared and staged:
+        raise UserError("the hosts share the driver's files: no --transfer or --return with it "
+                        "(leave --shared out to give each task a working folder of its own)",
+                        field="--shared")
+    if opts.cleanup and not staged:
+        raise UserError("goes with --transfer or --return (without them a task runs in the driver's "
+                        "folder, which is not removed)", field="--cleanup")
 
 
 def _check_hosts(opts: RunOptions) -> None:

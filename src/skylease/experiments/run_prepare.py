@@ -41,6 +41,7 @@ class PreparedRun:
     order: str
     warnings: list[str]
     described: str
+    files: Any = None  # a skylease.runtime.files.TaskFiles, with --transfer or --return
 
 
 def prepare_run(job_spec: str, opts: RunOptions, stdin: IO[Any] | None = None) -> PreparedRun:
@@ -58,6 +59,12 @@ def prepare_run(job_spec: str, opts: RunOptions, stdin: IO[Any] | None = None) -
     out = Path(opts.out)
     job = load_run_job(job_spec, opts.args, out, resume=opts.resume, stdin=stdin)
     retries, timeout = job_settings(job, opts)
+    files = None
+    if opts.transfer or opts.returns:  # every input found and measured before anything is made
+        from skylease.runtime.files import plan_files
+
+        files = plan_files(job, opts.transfer, opts.returns, cleanup=opts.cleanup, base=Path.cwd(),
+                           out=out)
     store_path = out / STORE_NAME
     if store_path.exists():
         store_kind(store_path)  # a file skylease did not make is named as such, and never opened
@@ -80,7 +87,7 @@ def prepare_run(job_spec: str, opts: RunOptions, stdin: IO[Any] | None = None) -
     _check_policy_fits(policy, itype0, opts)
     warnings = _policy_capped(policy, main_pool, itype0, opts)  # said once the run starts
     return PreparedRun(opts, job, retries, timeout, specs, main_pool, itype0, policy, order, warnings,
-                       describe_policy(policy))
+                       describe_policy(policy), files)
 
 
 def _check_policy_fits(policy: Policy, itype: InstanceType, opts: RunOptions) -> None:

@@ -104,8 +104,8 @@ def task_rows(store: Any) -> pd.DataFrame:
     df["exit_code"] = pd.array(df["exit_code"], dtype="Int64")
     done = df["status"].notna()
     df["attempts"] = (df["n"].fillna(0) + done.astype(int)).astype(int)
-    df["started_at"] = [_iso(t) for t in df["start"]]
-    df["ended_at"] = [_iso(t) for t in df["end"]]
+    df["started_at"] = [iso_time(t) for t in df["start"]]
+    df["ended_at"] = [iso_time(t) for t in df["end"]]
     df["worker"] = [f"{p}-{int(h)}" if isinstance(p, str) and pd.notna(h) else None
                     for p, h in zip(df["pool"], df["host"], strict=True)]
     df["cost_share"] = _cost_shares(df, hosts)
@@ -113,7 +113,26 @@ def task_rows(store: Any) -> pd.DataFrame:
     params = param_columns(specs)
     for name, values in params.items():
         df[name] = pd.Series(values, index=df.index, dtype=object)
-    return df[[*COLUMNS, *params]]
+    files = store.task_files()
+    extra = []
+    if files:  # a run with --transfer/--return: the files each task brought back
+        df[FILES_COLUMN] = pd.Series([files_text(files.get(int(i), [])) for i in df["id"]], index=df.index,
+                                     dtype=object)
+        extra = [FILES_COLUMN]
+    return df[[*COLUMNS, *params, *extra]]
+
+
+#: The column of the returned files (``skylease run --return``), in an export of a run that has any.
+FILES_COLUMN = "returned_files"
+
+
+def files_text(rows: list[Mapping[str, Any]]) -> str:
+    """A task's recorded files as one cell: ``NAME (SIZE B)`` per returned file, ``NAME (missing)``
+    per file asked for and not brought back, ``; ``-separated; its kept working folder is left out
+    (``skylease show`` has it)."""
+    shown = [f"{r['name']} ({r['size']} B)" if r["kind"] == "returned" else f"{r['name']} (missing)"
+             for r in rows if r["kind"] != "workdir"]
+    return "; ".join(shown)
 
 
 def param_columns(specs: list[Mapping[str, Any]]) -> dict[str, list[Any]]:
@@ -150,7 +169,7 @@ def _cost_shares(df: pd.DataFrame, hosts: pd.DataFrame) -> pd.Series:
     return share.reindex(df.index).astype(object).where(lambda s: s.notna(), None)
 
 
-def _iso(t: Any) -> str | None:
+def iso_time(t: Any) -> str | None:
     if _missing(t):
         return None
     when = dt.datetime.fromtimestamp(float(t), dt.UTC)
@@ -228,15 +247,19 @@ def open_run(out: str | Path) -> Any:
 
 
 def export_run(out: str | Path, *, fmt: str | None = None, output: str | Path | None = None,
-               failed: bool = False) -> tuple[str, int, bytes | None]:
+               failed: bool = False, attempts: bool = False) -> tuple[str, int, bytes | None]:
     """``skylease export``: the per-task results of the run in ``out`` written to ``output``
     (default ``OUT/tasks.FMT``; ``-`` returns the bytes for standard output instead); ``failed``:
     only the tasks that failed or have no result. Format ``jobs`` writes those tasks as a job
     ``skylease run`` takes (:func:`skylease.experiments.run_jobfile.job_text`; default file
     ``OUT/jobs.txt``, ``OUT/jobs.json`` for the ``--args`` list of a job of Python calls: never a
     ``tasks.json`` export's name). Returns where
-    they went, the number of rows (tasks), and the bytes when ``output`` is ``-``."""
+    they went, the number of rows (tasks), and the bytes when ``output`` is ``-``. ``attempts``: one
+    row per try instead (:mod:`~skylease.experiments.run_attempts`; default file ``OUT/attempts.FMT``)."""
     fmt = export_format(fmt, output)
+    if attempts and fmt == JOBS:
+        raise UserError("--attempts writes rows of tries, not a job file: give csv, json or parquet",
+                        field="--attempts")
     store = open_run(out)
     try:
         if fmt == JOBS:
@@ -249,6 +272,13 @@ def export_run(out: str | Path, *, fmt: str | None = None, output: str | Path | 
                          for r in store.query("SELECT id, spec FROM tasks ORDER BY id")]
             text, kind = job_text(tasks) if tasks else ("", "shell")
             data, n, name = text.encode("utf-8"), len(tasks), "jobs.json" if kind == "python" else "jobs.txt"
+        elif attempts:
+            from skylease.experiments.run_attempts import attempt_rows
+
+            df = attempt_rows(store)
+            if failed:
+                df = df[df["id"].isin(set(task_rows(store).query("state != 'ok'")["id"]))]
+            data, n, name = export_bytes(df, fmt), len(df), f"attempts.{fmt}"
         else:
             df = task_rows(store)
             if failed:

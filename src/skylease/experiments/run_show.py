@@ -37,11 +37,13 @@ def show_task(out: str | Path, ref: str) -> dict[str, Any]:
         tries = store.query(
             "SELECT a.*, s.started_unix FROM attempts a JOIN segments s ON s.segment = a.segment "
             "WHERE a.task = ? ORDER BY a.segment, a.t_s", (tid,))
+        files = store.task_files(tid).get(tid, [])
     finally:
         store.close()
     r = dict(res[0]) if res else None
     earlier = [{"attempt": a["attempt"], "outcome": a["outcome"], "exit_code": a["exit_code"],
                 "worker": None if a["host"] is None else f"host {a['host']}",
+                "machine": dict(a).get("machine"),  # (none in a store of format 2)
                 "at": _iso(a["started_unix"] + a["t_s"]), "stderr_tail": a["stderr_tail"] or ""}
                for a in tries]
     ended_tries = sum(1 for a in tries if a["outcome"] in ("failed", "lost"))
@@ -50,6 +52,10 @@ def show_task(out: str | Path, ref: str) -> dict[str, Any]:
         "command": task_text(spec), "params": dict(spec.get("params") or {}),
         "state": r["status"] if r else "not run", "exit_code": r["exit_code"] if r else None,
         "attempts": ended_tries + (1 if r else 0), "earlier_attempts": earlier,
+        # --return: the files its result brought back (OUT/files/ID/NAME), those missing, and its
+        # working folder when kept (no --cleanup)
+        "files": [{**f, "path": str(Path(out) / "files" / str(tid) / f["name"])} if f["kind"] == "returned"
+                  else f for f in files],
     }
     if spec.get("kind") != "shell":
         shown.update(target=spec.get("target"), args=list(spec.get("args") or ()),

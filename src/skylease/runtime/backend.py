@@ -86,6 +86,17 @@ class WorkerBackend(Protocol):
         """End the host's worker at once (a volatile host leaves)."""
         ...
 
+    def machine(self, name: str) -> str | None:
+        """The machine the host's worker runs on (a host name or address; None while unknown). Failed
+        tasks are retried on other machines, and a machine that keeps failing is set aside."""
+        ...
+
+    def set_aside(self, machine: str) -> bool:
+        """Start no more workers on ``machine`` (it failed task after task). Returns whether the pool
+        did. A pool that has no other machine, or does not choose where its workers run, returns
+        False and keeps it."""
+        ...
+
     def unreachable_for(self) -> float:
         """Seconds the pool's scheduler has been out of reach (0 when it answers)."""
         ...

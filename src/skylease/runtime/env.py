@@ -22,7 +22,10 @@ Decisions of ours (the issue is silent):
 * A worker that dies on its own (not killed by ``--volatility``) is started again under the same
   host: the rent goes on, its task is requeued at the head of the queue.
 * A task that exits non-zero is retried (at the back of the queue) up to ``retries`` times, then
-  recorded as failed. It counts as finished for the policy (``on_task_done``), never as lost.
+  recorded as failed. It counts as finished for the policy (``on_task_done``), never as lost. The
+  failure classes (:mod:`skylease.runtime.retries`): a retry goes to a machine the task has not
+  failed on while one is live, after its backoff; a machine that fails task after task is set
+  aside (its workers start again elsewhere); a lost host spends no retry.
 * Tiny tasks are batched: once 4 tasks have finished, if their mean runtime is under
   :data:`BATCH_TARGET_S`, an idle worker gets a batch of queued tasks lasting about that long
   (at most :data:`BATCH_MAX`; as the queue drains, a worker's share of it, guided
@@ -57,6 +60,8 @@ from skylease.model.task import Task
 from skylease.runtime.backend import WorkerBackend, WorkerCall
 from skylease.runtime.batch import batch_payload, run_batch
 from skylease.runtime.execute import run_task
+from skylease.runtime.files import TaskFiles
+from skylease.runtime.retries import RetryRules
 from skylease.runtime.store import ResultStore
 
 RELEASE_GRACE_S = 0.5
@@ -114,6 +119,9 @@ class RealResult:
     duplicates_won: int
     max_release_lag_s: float
     host_table: tuple[Host, ...]
+    #: machines set aside (they failed task after task), and why; and those their pool kept
+    set_aside: dict[str, str] | None = None
+    kept: dict[str, str] | None = None
 
 
 class WorkerEnvironment:
@@ -131,6 +139,8 @@ class WorkerEnvironment:
         task_timeout_s: float | None = None,
         on_progress: Callable[[WorkerEnvironment], None] | None = None,
         progress_every_s: float = 0.5,
+        rules: RetryRules | None = None,
+        files: TaskFiles | None = None,
     ) -> None:
         if not pools:
             raise ValueError("at least one pool is needed")
@@ -138,6 +148,7 @@ class WorkerEnvironment:
         self._types: dict[str, InstanceType] = {name: b.itype for name, b in self.backends.items()}
         self.store, self.policy = store, policy
         self.retries, self.task_timeout_s = int(retries), task_timeout_s
+        self.files = files  # --transfer/--return: specs get their files when sent (runtime/files.py)
         self.on_progress, self.progress_every_s = on_progress, progress_every_s
         self._specs = {int(t["id"]): dict(t) for t in tasks}
         self._tasks = {tid: Task(tid, 0.0) for tid in self._specs}
@@ -159,8 +170,10 @@ class WorkerEnvironment:
         self._epoch: list[int] = []
         self._draining: set[HostId] = set()
         self._down_by_trace: set[HostId] = set()
+        self.rules = RetryRules() if rules is None else rules
+        self._machine: dict[HostId, str | None] = {}  # the machine of each host up (its worker's)
         self.dispatch = Dispatch(self.backends, self._run_on, lambda h: self.policy.on_host_idle(h),
-                                 fallback=self._reschedule)
+                                 fallback=self._reschedule, avoid=self._avoid)
         self._closed = self.dispatch.closed
         self._attempts: dict[int, int] = {}
         self._assigned: set[int] = set()
@@ -491,6 +504,7 @@ class WorkerEnvironment:
         now = self.now
         self._addr[h.id] = addr
         self.backends[h.pool].bind(self._name(h.id), addr)
+        self._machine[h.id] = self.backends[h.pool].machine(self._name(h.id))
         first = h.up_at is None
         self.dispatch.ready(h)
         if first:
@@ -519,7 +533,7 @@ class WorkerEnvironment:
         """Up to ``n`` more queued tasks for ``h`` (each is then a copy it runs)."""
         tids: list[int] = []
         for _ in range(n):
-            nxt = self.dispatch.take(h.pool)
+            nxt = self.dispatch.take(h.pool, h.id)
             if nxt is None:
                 break
             self.dispatch.assign(nxt, h.id)
@@ -577,11 +591,11 @@ class WorkerEnvironment:
         attempts = [self._attempts.get(tid, 0) + 1 for tid in tids]
         epoch = self._epoch[h.id]
         backend, addr = self.backends[h.pool], self._addr[h.id]
+        specs = [self._specs[t] if self.files is None else self.files.spec(self._specs[t]) for t in tids]
         if len(tids) == 1:
-            fut = backend.submit(addr, run_task, self._specs[tids[0]], attempts[0], self.task_timeout_s)
+            fut = backend.submit(addr, run_task, specs[0], attempts[0], self.task_timeout_s)
         else:
-            fut = backend.submit(addr, run_batch, batch_payload([self._specs[t] for t in tids], attempts),
-                                 self.task_timeout_s)
+            fut = backend.submit(addr, run_batch, batch_payload(specs, attempts), self.task_timeout_s)
         fut.add_done_callback(lambda f, hid=h.id, e=epoch: self._inbox.put((hid, e, f)))
         return fut
 
@@ -664,7 +678,14 @@ class WorkerEnvironment:
         self._rt_sum += rt
         self._rt_n += 1
         attempt = self._attempts.get(tid, 0) + 1
+        machine = self._machine.get(h.id)
+        if out.get("exit_code") == 0:
+            self.rules.succeeded(machine)
+        elif self.rules.failed(tid, machine):
+            self._set_aside(h, machine)  # type: ignore[arg-type]
         if out.get("exit_code") == 0 or attempt > self.retries:
+            if self.files is not None:  # the final result's returned files: written, then recorded
+                out = self.files.returned(tid, out, self.store)
             status = "ok" if out.get("exit_code") == 0 else "failed"
             self.store.record_result(tid, status, out, attempt=attempt, host=h.id, pool=h.pool,
                                      worker=self._addr.get(h.id), started_s=started, ended_s=ended)
@@ -682,8 +703,48 @@ class WorkerEnvironment:
             self._attempts[tid] = attempt
             self._retried += 1
             self.store.record_attempt(tid, attempt, "failed", ended, exit_code=out.get("exit_code"),
-                                      host=h.id, stderr_tail=out.get("stderr_tail"))
-            self.dispatch.retry(tid)
+                                      host=h.id, stderr_tail=out.get("stderr_tail"),
+                                      machine=machine or out.get("host"))
+            delay = self.rules.delay(attempt)
+            if delay > 0:  # (a timer, not a background one: the run waits for it, not stalled)
+                self.call_later(delay, self._retry, tid)
+            else:
+                self.dispatch.retry(tid)
+
+    def _retry(self, tid: int) -> None:
+        """A failed task's backoff is over: it is queued again (at the back)."""
+        self.dispatch.retry(tid)
+
+    def _avoid(self, tid: int, hid: HostId) -> bool:
+        """The dispatch core's ``avoid``: a retry waits for a live machine it has not failed on."""
+        if tid not in self.rules.failed_on:
+            return False
+        machines = set()
+        for x, h in self._live.items():  # (a booting host's machine too: its worker is on its way)
+            m = self._machine.get(x) if h.state is not HostState.BOOTING else \
+                self.backends[h.pool].machine(self._name(x))
+            if m is not None and h.state is not HostState.DOWN:
+                machines.add(m)
+        return self.rules.avoid(tid, self._machine.get(hid), machines)
+
+    def _set_aside(self, h: Host, machine: str) -> None:
+        """``machine`` failed task after task: its pool starts no more workers there, and its hosts'
+        workers start again elsewhere (their tasks requeued, no retry spent); or the pool keeps it
+        (it has no other machine, or does not choose where its workers run)."""
+        backend = self.backends[h.pool]
+        if not backend.set_aside(machine):
+            self.rules.kept[machine] = self.rules.why(machine)
+            return
+        self.rules.aside[machine] = self.rules.why(machine)
+        self.store.record_event(self.now, "set-aside", host=h.id)
+        there = [x for x in self._live.values() if x.pool == h.pool and self._machine.get(x.id) == machine]
+        for other in there:
+            name = self._name(other.id)
+            backend.kill(name)  # (its machine stays known until it is up elsewhere: what it ran is said)
+            if other.state in (HostState.IDLE, HostState.BUSY):
+                self._lose(other)
+            other.state = HostState.BOOTING
+            backend.start(name)  # (on another machine: the pool set this one aside)
 
     def _close(self, tid: int) -> None:
         """The task is finished: stop its other copies (first result wins)."""
@@ -731,7 +792,8 @@ class WorkerEnvironment:
             if tid in self._closed:
                 continue
             self._lost += 1
-            self.store.record_attempt(tid, self._attempts.get(tid, 0) + 1, why, self.now, host=h.id)
+            self.store.record_attempt(tid, self._attempts.get(tid, 0) + 1, why, self.now, host=h.id,
+                                      machine=self._machine.get(h.id))
             self.dispatch.requeue_head(tid)
             if not self._finished:
                 self.policy.on_task_lost(self._tasks[tid], h)
@@ -745,6 +807,7 @@ class WorkerEnvironment:
             outcome=self._outcome, elapsed_s=now, cost=cost, done=self._done, failed=self._failed,
             unfinished=tuple(t for t in self._tasks if t not in self._closed), hosts=len(hosts),
             peak_hosts=self._peak, lost=self._lost, retried=self._retried, duplicates_won=self._dup_won,
-            max_release_lag_s=self._lag, host_table=hosts,
+            max_release_lag_s=self._lag, host_table=hosts, set_aside=dict(self.rules.aside),
+            kept=dict(self.rules.kept),
         )
 

@@ -17,6 +17,11 @@ Decisions of ours:
   SIGTERM, then SIGKILL after :data:`KILL_GRACE_S`: its children die with it and cannot hold the
   output pipes open. The exit code is then 124, as with ``timeout(1)``.
 * A command killed by a signal N gets exit code 128 + N (the shell's convention) and a note.
+* A task whose spec has ``files`` (``skylease run --transfer/--return``) runs in a working folder of
+  its own: the files are written there, the command runs there, the returned files are read back
+  into the result, and the folder is removed when asked (:func:`_run_in_folder`; the rules are in
+  docs/decisions/bot-files.md). A task without it runs as before, at no extra cost: the code and
+  its imports are reached only through that key.
 * A Python call cannot be interrupted (it runs in a worker thread): it runs to the end, and if it
   took longer than the timeout its attempt is reported as timed out (124, result kept) so that a
   timeout means the same for both kinds of task. ``sys.exit(n)`` in the call gives exit code n.
@@ -43,6 +48,12 @@ TAIL_BYTES = 2048
 KILL_GRACE_S = 1.0
 #: Exit code of a timed-out task (as ``timeout(1)``).
 TIMEOUT_EXIT = 124
+#: Exit code of a task whose files could not be staged (a transferred file that cannot be written,
+#: a returned one missing or too large) while its command succeeded: skylease's own failure, as
+#: ``env(1)`` and ``docker run`` use 125 for theirs.
+FILES_EXIT = 125
+#: Where the per-task working folders are made, when the worker's environment names a place.
+WORKDIR_ENV = "SKYLEASE_WORKDIR"
 
 _HOST = socket.gethostname()
 _READ_CHUNK = 65536
@@ -108,10 +119,11 @@ def _wait_exit(proc: subprocess.Popen, deadline: float) -> bool:
     return True
 
 
-def _run_shell(command: str, timeout_s: float | None) -> tuple[int, str, str]:
-    """Exit code and output tails of ``sh -c command``, its process group killed on timeout."""
+def _run_shell(command: str, timeout_s: float | None, cwd: str | None = None) -> tuple[int, str, str]:
+    """Exit code and output tails of ``sh -c command`` (in ``cwd``, default the worker's folder),
+    its process group killed on timeout."""
     proc = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True, cwd=cwd)
     assert proc.stdout is not None and proc.stderr is not None
     out_buf, err_buf = bytearray(), bytearray()
     bufs = {proc.stdout.fileno(): out_buf, proc.stderr.fileno(): err_buf}
@@ -198,7 +210,11 @@ def run_task(task: dict, attempt: int = 1, timeout_s: float | None = None) -> di
     t0 = time.perf_counter()
     kind = task.get("kind")
     result: str | None = None
-    if kind == "shell":
+    files = task.get("files")
+    staged: dict[str, Any] | None = None
+    if files is not None and kind == "shell":
+        code, out, err, staged = _run_in_folder(task, files, timeout_s)
+    elif kind == "shell":
         try:
             code, out, err = _run_shell(task["command"], timeout_s)
         except OSError as exc:  # no sh, no fork, too many open files: this attempt failed
@@ -214,7 +230,7 @@ def run_task(task: dict, attempt: int = 1, timeout_s: float | None = None) -> di
     else:
         code, out, err = 2, "", f"[skylease] unknown task kind {kind!r}\n"
     ended = time.time()
-    return {
+    outcome = {
         "task": task.get("id"),
         "attempt": attempt,
         "exit_code": code,
@@ -227,3 +243,118 @@ def run_task(task: dict, attempt: int = 1, timeout_s: float | None = None) -> di
         "ended_unix": ended,
         "result": result,
     }
+    if staged is not None:
+        outcome["files"] = staged
+    return outcome
+
+
+# -- a task's own working folder (--transfer, --return, --cleanup) ---------------------------------
+
+
+def _inside(rel: str) -> bool:
+    """Whether ``rel`` is a relative path that stays inside the folder it is relative to."""
+    if not rel or rel.startswith("/") or "\0" in rel:
+        return False
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    return bool(parts) and ".." not in parts
+
+
+def _make_folder(task: dict[str, Any]) -> str:
+    import tempfile
+
+    base = os.environ.get(WORKDIR_ENV) or tempfile.gettempdir()
+    os.makedirs(base, exist_ok=True)
+    return tempfile.mkdtemp(prefix=f"skylease-task{task.get('id')}-", dir=base)
+
+
+def _run_in_folder(task: dict[str, Any], files: dict[str, Any], timeout_s: float | None
+                   ) -> tuple[int, str, str, dict[str, Any]]:
+    """Run a shell task in a fresh working folder of its own: write its transferred files there,
+    run, read its returned files back (base64), remove the folder if ``cleanup``.
+
+    ``files`` (built by the driver: skylease.runtime.files): ``transfer`` {path: [mode, base64]},
+    ``return`` [pattern] (relative to the folder; ``*?[`` are globs), ``cleanup``, ``max_bytes``
+    (the most bytes returned) and ``error`` (the driver could not read an input: nothing runs).
+    Never raises: every problem is a failed attempt with its reason on stderr.
+    """
+    import base64
+    import shutil
+
+    notes: list[str] = []
+    staged: dict[str, Any] = {"returned": {}, "missing": [], "folder": None}
+    if files.get("error"):
+        msg = f"[skylease] {files['error']}\n"
+        return FILES_EXIT, "", msg, staged
+    try:
+        folder = _make_folder(task)
+    except OSError as exc:
+        return FILES_EXIT, "", f"[skylease] cannot make the task's working folder: {exc}\n", staged
+    real = os.path.realpath(folder)
+    try:
+        for rel, (mode, data) in (files.get("transfer") or {}).items():
+            if not _inside(rel):
+                raise OSError(f"--transfer {rel}: not a relative path inside the working folder")
+            dest = os.path.join(folder, rel)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(dest, "wb") as f:
+                f.write(base64.b64decode(data))
+            os.chmod(dest, int(mode) & 0o777)
+    except (OSError, ValueError) as exc:
+        code, out, err = FILES_EXIT, "", _tail(f"[skylease] cannot write the task's files: {exc}\n".encode())
+    else:
+        try:
+            code, out, err = _run_shell(task["command"], timeout_s, cwd=folder)
+        except OSError as exc:
+            code, out, err = 127, "", _tail(f"[skylease] cannot start the command: {exc}\n".encode())
+        left = int(files.get("max_bytes") or 0)
+        for pattern in files.get("return") or ():
+            names = _matches(folder, real, pattern)
+            if not names:
+                staged["missing"].append(pattern)
+                notes.append(f"--return {pattern}: no such file in the task's working folder")
+                continue
+            for rel in names:
+                try:
+                    with open(os.path.join(folder, rel), "rb") as f:
+                        size = os.fstat(f.fileno()).st_size
+                        if size > left:
+                            staged["missing"].append(rel)
+                            notes.append(f"--return {rel}: {size:,} bytes, over the "
+                                         f"{files.get('max_bytes'):,} bytes a task may return")
+                            continue
+                        staged["returned"][rel] = base64.b64encode(f.read()).decode("ascii")
+                except OSError as exc:  # made unreadable by the task
+                    staged["missing"].append(rel)
+                    notes.append(f"--return {rel}: cannot read it: {exc.strerror or exc}")
+                    continue
+                left -= size
+    if files.get("cleanup"):
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        staged["folder"] = folder
+    if notes:
+        if code == 0:
+            code = FILES_EXIT
+        head = err if not err or err.endswith("\n") else err + "\n"
+        err = _tail((head + "".join(f"[skylease] {n}\n" for n in notes)).encode())
+    return code, out, err, staged
+
+
+def _matches(folder: str, real: str, pattern: str) -> list[str]:
+    """The regular files of the working folder a ``--return`` pattern names (sorted, relative),
+    none outside it (a symbolic link out of it is not followed)."""
+    import glob
+
+    if not _inside(pattern):
+        return []
+    if any(c in pattern for c in "*?["):
+        found = glob.glob(os.path.join(glob.escape(folder), pattern))
+        rels = sorted(os.path.relpath(p, folder) for p in found)
+    else:
+        rels = [pattern]
+    out = []
+    for rel in rels:
+        path = os.path.realpath(os.path.join(folder, rel))
+        if path.startswith(real + os.sep) and os.path.isfile(path):
+            out.append(rel)
+    return out

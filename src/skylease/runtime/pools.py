@@ -22,6 +22,7 @@ import itertools
 import json
 import math
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -31,6 +32,7 @@ from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
@@ -212,12 +214,16 @@ class LocalPool:
         """Nothing to connect to: the workers are the driver's own children."""
 
     def start(self, name: str) -> None:
+        self.procs[name] = LocalWorker(self.worker_env(name), os.getcwd())
+
+    def worker_env(self, name: str) -> dict[str, str]:
+        """The environment the worker of host ``name`` (and its tasks) gets."""
         env = dict(os.environ)
         # python callables are found as they are by the driver: the working folder first
         env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
         # tasks may read where they run (a slow or special host in tests and demos)
         env.update(SKYLEASE_WORKER=name, SKYLEASE_POOL=self.itype.name, SKYLEASE_SPEED=repr(self.itype.speed))
-        self.procs[name] = LocalWorker(env, os.getcwd())
+        return env
 
     def submit(self, address: str, fn: Callable[..., Any], *args: Any) -> Call:
         """Call ``fn`` (run_task or run_batch) with ``args`` on the worker at ``address``."""
@@ -253,6 +259,14 @@ class LocalPool:
 
     def unreachable_for(self) -> float:
         return 0.0  # its workers are our children
+
+    def machine(self, name: str) -> str | None:
+        """This machine, for every worker."""
+        return socket.gethostname()
+
+    def set_aside(self, machine: str) -> bool:
+        """Never: a local pool has no other machine."""
+        return False
 
     def workers(self) -> dict[str, str]:
         """Workers up and alive: name -> address (the name itself)."""
@@ -418,6 +432,17 @@ class ClusterPool:
         address = self._bound.get(name)
         seen = self._addresses() if address is not None else None
         return seen is None or address in seen
+
+    def machine(self, name: str) -> str | None:
+        """The host part of the address of the worker bound to ``name`` (None before it is)."""
+        address = self._bound.get(name)
+        if address is None:
+            return None
+        return urlsplit(address).hostname or address
+
+    def set_aside(self, machine: str) -> bool:
+        """Never: the cluster's manager, not skylease, chooses where its workers run."""
+        return False
 
     def unreachable_for(self) -> float:
         """Seconds the cluster's scheduler has been out of reach (0 when it answers)."""

@@ -295,14 +295,18 @@ class SshPool:
                 s.worker.proc.wait(timeout=1)
 
     # -- hosts ---------------------------------------------------------------------------------
-    def set_aside(self, host: str) -> None:
+    def set_aside(self, host: str) -> bool:
         """No new slot goes to ``host`` (a label, as :meth:`machine` gives it) from now on, for
         the rest of the run; its workers that run go on (end them with :meth:`kill` or
-        :meth:`stop`). KeyError for a label that is no host of the pool."""
+        :meth:`stop`). False, and nothing set aside, when it is the pool's last host not set aside
+        (the run keeps it: docs/decisions/failure-classes.md). KeyError for a label that is no host
+        of the pool."""
         for i, h in enumerate(self.hosts):
             if h.label == host:
+                if not any(j != i and j not in self._aside for j in range(len(self.hosts))):
+                    return False
                 self._aside.add(i)
-                return
+                return True
         raise KeyError(host)
 
     def machine(self, name: str) -> str | None:

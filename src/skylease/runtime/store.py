@@ -22,6 +22,11 @@ tables are exactly those of :data:`_SCHEMA` (checked on an ``immutable`` read-on
 which writes nothing, not even a journal) is a *legacy* store: read-only commands read it as it
 is, and a ``--resume`` marks it (:meth:`ResultStore.adopt`) once its checks have passed, then
 finishes it. The tables did not change between the two formats, only the mark.
+
+Format 3 adds the machine each ended attempt ran on (``attempts.machine``: failed tasks are retried
+on other machines, docs/decisions/failure-classes.md). A store of format 2 (or a legacy one) is read
+as it is; a ``--resume`` adds the column (``ALTER TABLE``, empty for the earlier attempts) and marks
+it format 3.
 """
 
 from __future__ import annotations
@@ -42,10 +47,10 @@ STORE_NAME = "results.sqlite"
 APPLICATION_ID = 0x536B794C
 #: The ``meta`` key holding the store's format version, and the version this code writes.
 FORMAT_KEY = "skylease_store_format"
-STORE_FORMAT = 2
+STORE_FORMAT = 3
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
-_SCHEMA = """
+_SCHEMA_2 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tasks (id INTEGER PRIMARY KEY, spec TEXT NOT NULL, label TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results (
@@ -66,6 +71,17 @@ CREATE TABLE IF NOT EXISTS events (
     segment INTEGER NOT NULL, t_s REAL NOT NULL, kind TEXT NOT NULL, host INTEGER, task INTEGER,
     value REAL);
 """
+#: The tables of format 2 (and of the unmarked format 1: see the module docstring).
+_SCHEMA = _SCHEMA_2.replace("t_s REAL NOT NULL, stderr_tail TEXT);",
+                            "t_s REAL NOT NULL, stderr_tail TEXT, machine TEXT);")
+#: The files a task's final result brought back (``skylease run --return``): made by the first
+#: run that records one, so that a store of a run without files is the same as before (and a
+#: store of the previous format still reads as one). ``kind`` is ``returned`` (written under
+#: ``OUT/files/<task>/<name>``, ``size`` bytes), ``missing`` (asked for, not brought back: the
+#: task's stderr says why) or ``workdir`` (the working folder kept without ``--cleanup``,
+#: ``HOST:PATH``).
+_FILES_TABLE = ("CREATE TABLE IF NOT EXISTS files (task INTEGER NOT NULL, kind TEXT NOT NULL, "
+                "name TEXT NOT NULL, size INTEGER)")
 
 
 def _create(path: Path) -> None:
@@ -118,7 +134,7 @@ def store_kind(path: str | Path) -> str:
         return "current"
     if app_id != 0:
         raise _not_ours(path, f"an SQLite database of another program, application id {app_id}")
-    if _tables(f"{path.absolute().as_uri()}?immutable=1") != _tables(":memory:", _SCHEMA):
+    if _tables(f"{path.absolute().as_uri()}?immutable=1") != _tables(":memory:", _SCHEMA_2):
         raise _not_ours(path, "an SQLite database with other tables")
     return "legacy"
 
@@ -167,14 +183,26 @@ class ResultStore:
             self.db.close()
             raise UserError(f"cannot read the result store ({e})", file=self.path) from None
         version = 1 if self.legacy else (json.loads(fmt[0]) if fmt else None)
-        if version != 1 and version != STORE_FORMAT:
+        if version not in (1, 2, STORE_FORMAT):
             self.db.close()
             what = "no format version" if version is None else f"format {version}"
             raise UserError(f"a result store of another skylease version ({what}; this one reads "
                             f"formats 1 to {STORE_FORMAT})", file=self.path)
         self.segment = 0
+        self._files_table = False
         self._in_batch = False
         self._running = False  # a segment of ours is open: the store is in WAL mode
+        if version == 2 and not readonly:
+            self._upgrade()
+
+    def _upgrade(self) -> None:
+        """A store of format 1 or 2 to format 3: the attempts' machines (empty for those before)."""
+        columns = [r[1] for r in self.db.execute("PRAGMA table_info('attempts')")]
+        with self.batch():
+            if "machine" not in columns:
+                self.db.execute("ALTER TABLE attempts ADD COLUMN machine TEXT")
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                            (FORMAT_KEY, json.dumps(STORE_FORMAT)))
 
     def adopt(self) -> None:
         """Mark a legacy store as ours (the tables are the same): done by ``--resume`` only."""
@@ -182,8 +210,7 @@ class ResultStore:
             return
         with self.batch():
             self.db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                            (FORMAT_KEY, json.dumps(STORE_FORMAT)))
+        self._upgrade()
         self.legacy = False
 
     @contextlib.contextmanager
@@ -228,8 +255,9 @@ class ResultStore:
         """Turn every failed result into a failed attempt, so that its task runs again
         (``--retry-failed``); returns how many. Results ``ok`` are kept."""
         with self.batch():
-            self.db.execute("INSERT INTO attempts SELECT task, attempt, segment, 'failed', exit_code, host, "
-                            "COALESCE(ended_s, 0), stderr_tail FROM results WHERE status = 'failed'")
+            self.db.execute("INSERT INTO attempts (task, attempt, segment, outcome, exit_code, host, t_s, "
+                            "stderr_tail, machine) SELECT task, attempt, segment, 'failed', exit_code, host, "
+                            "COALESCE(ended_s, 0), stderr_tail, machine FROM results WHERE status = 'failed'")
             return self.db.execute("DELETE FROM results WHERE status = 'failed'").rowcount
 
     def start_segment(self, pid: int) -> int:
@@ -274,13 +302,39 @@ class ResultStore:
             )
         return cur.rowcount == 1
 
+    def record_files(self, task: int, rows: Iterable[tuple[str, str, int | None]]) -> None:
+        """The files of a task's result, (kind, name, size) each (see :data:`_FILES_TABLE`); they
+        replace those of an earlier result of the task (``--retry-failed``)."""
+        with self._tx():
+            if not self._files_table:
+                self.db.execute(_FILES_TABLE)
+                self._files_table = True
+            self.db.execute("DELETE FROM files WHERE task = ?", (task,))
+            self.db.executemany("INSERT INTO files VALUES (?, ?, ?, ?)",
+                                [(task, kind, name, size) for kind, name, size in rows])
+
+    def task_files(self, task: int | None = None) -> dict[int, list[dict[str, Any]]]:
+        """The files recorded with the results (of ``task``, else of every task), by task."""
+        has = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'files'"
+        if not self.db.execute(has).fetchone():
+            return {}
+        rows = self.db.execute("SELECT task, kind, name, size FROM files WHERE ? IS NULL OR task = ? "
+                               "ORDER BY task, rowid", (task, task)).fetchall()
+        out: dict[int, list[dict[str, Any]]] = {}
+        for t, kind, name, size in rows:
+            out.setdefault(int(t), []).append({"kind": kind, "name": name, "size": size})
+        return out
+
     def record_attempt(self, task: int, attempt: int, outcome: str, t_s: float, *,
                        exit_code: int | None = None, host: int | None = None,
-                       stderr_tail: str | None = None) -> None:
-        """A try that did not produce the result: ``failed`` (retried), ``lost`` or ``cancelled``."""
+                       stderr_tail: str | None = None, machine: str | None = None) -> None:
+        """A try that did not produce the result: ``failed`` (retried), ``lost`` or ``cancelled``;
+        ``machine``: where it ran, when known."""
         with self._tx():
-            self.db.execute("INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            (task, attempt, self.segment, outcome, exit_code, host, t_s, stderr_tail))
+            self.db.execute("INSERT INTO attempts (task, attempt, segment, outcome, exit_code, host, t_s, "
+                            "stderr_tail, machine) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (task, attempt, self.segment, outcome, exit_code, host, t_s, stderr_tail,
+                             machine))
 
     def record_host(self, host: int, pool: str, requested_s: float, up_s: float | None = None,
                     released_s: float | None = None, cost: float | None = None) -> None:
