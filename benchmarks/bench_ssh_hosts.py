@@ -91,10 +91,10 @@ def main() -> None:
     ap.add_argument("--shell", type=int, default=2000)
     ap.add_argument("--sleeps", type=int, default=200)
     ap.add_argument("--base", type=int, default=170, help="Host i on 127.0.0.(BASE+i).")
-    ap.add_argument("--quick", action="store_true", help="200 true, 20 sleeps, once (a test).")
+    ap.add_argument("--quick", action="store_true", help="80 true, 16 sleeps, once (a test).")
     a = ap.parse_args()
     if a.quick:
-        a.repeat, a.shell, a.sleeps = 1, 200, 20
+        a.repeat, a.shell, a.sleeps = 1, 80, 16
     if shutil.which("parallel") is None:
         sys.exit("GNU parallel is not installed (Debian's `parallel`): nothing to compare with")
     probe()
