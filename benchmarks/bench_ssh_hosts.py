@@ -84,6 +84,7 @@ def start_costs(out: Path) -> list[float]:
 
 
 def main() -> None:
+    from skylease.runtime.slurm import run_token
     from skylease.testing.site import probe, start_site
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -122,6 +123,9 @@ def main() -> None:
                     p = parallel_wall(jobs, site, ssh)
                     s = skylease_wall(jobs, pools, d / f"{name}{i}")
                     costs += start_costs(d / f"{name}{i}")
+                    # the run's folder on the hosts (theirs is this machine's home): not left behind
+                    shutil.rmtree(Path.home() / ".skylease" / f"run-{run_token(d / f'{name}{i}')}",
+                                  ignore_errors=True)
                     times.setdefault(f"{name} parallel", []).append(p)
                     times.setdefault(f"{name} skylease", []).append(s)
                     ratios.setdefault(name, []).append(p / s)
