@@ -160,6 +160,8 @@ def test_a2ha_with_a_hard_budget_on_priced_hosts_never_charges_more(site, tmp_pa
     charged = _db(out, "SELECT COALESCE(SUM(cost), 0) FROM hosts")[0][0]
     assert s["cost"] <= 4.0 + 1e-9 and charged <= 4.0 + 1e-9, (s["cost"], charged)
     assert s["ok"] > 0 and s["hosts"] >= 1, s  # (it did rent and run: the cap is not an idle run's)
+    print(f"\n[ssh budget] A2HA on $1 slots: charged ${charged:g} of $4 ({s['ok']} of 60 tasks, "
+          f"{s['hosts']} slots rented, outcome {s['outcome']})")
 
 
 def test_files_go_to_the_hosts_and_come_back(site, tmp_path, out, capsys, monkeypatch):
