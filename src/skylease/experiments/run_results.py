@@ -1,5 +1,8 @@
 """A real run's results, task by task: the failed tasks the summary and report name, and
-``skylease export`` (one row per task, as CSV, JSON or Parquet).
+``skylease export`` (one row per task, as CSV, JSON or Parquet; with ``--attempts``, one row per
+try: the tries that ended without the result, ``failed`` and retried, ``lost`` with their host,
+``cancelled`` as a losing copy, and the one that gave it, in time order per task, with the worker
+and machine each ran on: docs/decisions/failure-classes.md).
 
 A task is named by what the user wrote: its job-file line (when it has one: text files and CSV
 rows; a grid task or an item of ``--args`` has none) and its command, or for a Python call its
@@ -135,6 +138,42 @@ def files_text(rows: list[Mapping[str, Any]]) -> str:
     return "; ".join(shown)
 
 
+#: The columns of an attempts export, in order.
+ATTEMPT_COLUMNS = ("id", "line", "command", "attempt", "outcome", "exit_code", "worker", "machine", "at",
+                   "stderr_tail")
+
+
+def attempt_rows(store: Any) -> pd.DataFrame:
+    """One row per try (see the module docstring), ordered by task, then time."""
+    import pandas as pd
+
+    specs = {int(r["id"]): json.loads(r["spec"]) for r in store.query("SELECT id, spec FROM tasks")}
+    has_machine = any(r["name"] == "machine" for r in store.query("PRAGMA table_info('attempts')"))
+    machine = "a.machine" if has_machine else "NULL"  # (a store of format 2 has none: empty)
+    rows = [dict(r) for r in store.query(
+        f"SELECT a.task AS id, a.attempt, a.outcome, a.exit_code, a.host, {machine} AS machine, "
+        "a.t_s + s.started_unix AS t, a.stderr_tail, NULL AS pool FROM attempts a "
+        "JOIN segments s ON s.segment = a.segment")]
+    rows += [dict(r) for r in store.query(
+        "SELECT r.task AS id, r.attempt, r.status AS outcome, r.exit_code, r.host, r.machine, "
+        "r.ended_s + s.started_unix AS t, r.stderr_tail, r.pool FROM results r "
+        "JOIN segments s ON s.segment = r.segment")]
+    pools = {(int(r["segment"]), int(r["host"])): r["pool"] for r in store.query(
+        "SELECT segment, host, pool FROM hosts")}
+    out = []
+    for r in sorted(rows, key=lambda r: (r["id"], r["t"] if r["t"] is not None else 0.0)):
+        spec = specs.get(int(r["id"]), {})
+        pool = r["pool"] or next((p for (_, h), p in pools.items() if h == r["host"]), None)
+        out.append({"id": int(r["id"]), "line": spec.get("source_line"), "command": task_text(spec),
+                    "attempt": r["attempt"], "outcome": r["outcome"], "exit_code": r["exit_code"],
+                    "worker": None if r["host"] is None or pool is None else f"{pool}-{int(r['host'])}",
+                    "machine": r["machine"], "at": iso_time(r["t"]), "stderr_tail": r["stderr_tail"] or ""})
+    df = pd.DataFrame(out, columns=list(ATTEMPT_COLUMNS))
+    for col in ("line", "attempt", "exit_code"):
+        df[col] = pd.array(df[col], dtype="Int64")
+    return df
+
+
 def param_columns(specs: list[Mapping[str, Any]]) -> dict[str, list[Any]]:
     """``param_NAME`` -> each task's value of the parameter NAME (None where a task has none), in
     the order the job names them. A column of one type keeps it (numbers stay numbers, 1 and 2.5
@@ -255,7 +294,7 @@ def export_run(out: str | Path, *, fmt: str | None = None, output: str | Path | 
     ``OUT/jobs.txt``, ``OUT/jobs.json`` for the ``--args`` list of a job of Python calls: never a
     ``tasks.json`` export's name). Returns where
     they went, the number of rows (tasks), and the bytes when ``output`` is ``-``. ``attempts``: one
-    row per try instead (:mod:`~skylease.experiments.run_attempts`; default file ``OUT/attempts.FMT``)."""
+    row per try instead (:func:`attempt_rows`; default file ``OUT/attempts.FMT``)."""
     fmt = export_format(fmt, output)
     if attempts and fmt == JOBS:
         raise UserError("--attempts writes rows of tries, not a job file: give csv, json or parquet",
@@ -273,8 +312,6 @@ def export_run(out: str | Path, *, fmt: str | None = None, output: str | Path | 
             text, kind = job_text(tasks) if tasks else ("", "shell")
             data, n, name = text.encode("utf-8"), len(tasks), "jobs.json" if kind == "python" else "jobs.txt"
         elif attempts:
-            from skylease.experiments.run_attempts import attempt_rows
-
             df = attempt_rows(store)
             if failed:
                 df = df[df["id"].isin(set(task_rows(store).query("state != 'ok'")["id"]))]
