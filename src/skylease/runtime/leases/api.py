@@ -26,7 +26,13 @@ IMAGE_NAME = r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$"
 
 class LeaseRefused(UserError):
     """A request the lease manager cannot grant (too big for the site, an AR in the past or that
-    does not fit, an immediate lease that cannot start now): the reason is the message."""
+    does not fit, an immediate lease that cannot start now): the reason is the message;
+    ``earliest_start``: for a refused AR or IM request, the earliest lease time an AR of it would
+    fit (docs/decisions/lease-offers.md), else None."""
+
+    def __init__(self, message: str, *, earliest_start: int | None = None, **where: Any) -> None:
+        super().__init__(message, **where)
+        self.earliest_start = earliest_start
 
 
 class LeaseNotFound(UserError):
@@ -206,6 +212,11 @@ class LeaseManager(Protocol):
     def now(self) -> int: ...
 
     def request(self, owner: str, req: LeaseRequest) -> LeaseView: ...
+
+    def offers(self, owner: str, query: Any) -> Any:
+        """The counter-offer for a dry run of a request (an ``OfferQuery``, answered with an
+        ``OfferView``: skylease.runtime.leases.offering)."""
+        ...
 
     def cancel(self, owner: str | None, lease_id: int) -> LeaseView: ...
 
