@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import threading
 
-from skylease.runtime.changes import Changes
 from skylease.control.leases import LeaseScheduler
 from skylease.control.leases.lease import ResourceTuple
 from skylease.control.leases.offers import offer
+from skylease.runtime.changes import Changes
 from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseRefused, LeaseRequest, LeaseView
 from skylease.runtime.leases.offering import OfferQuery, OfferView, offer_view
 

@@ -26,10 +26,11 @@ path, a string or a boolean where a number goes, JSON nested too deep or with to
 :mod:`skylease.service.guards` and :mod:`skylease.model.wire`), a body over 64 KiB 413 (chunked or
 not), an unsupported content type 415, a lease not found 404, and a well-formed request the service
 refuses 409 (:class:`LeaseRefused`, and any other :class:`UserError` of a service: the reason is
-the detail; a refused advance reservation or immediate lease adds ``earliest_start``), a route whose part of the server has stopped 503 (the reason:
-:mod:`skylease.service.health`). Every status a route can answer is in the OpenAPI document
-(:mod:`skylease.service.problems`), whose pages ``/docs`` and ``/redoc`` load nothing from another
-host (their assets come from the fastapi-offline package). Nothing a client sends gets a
+the detail; a refused advance reservation or immediate lease adds ``earliest_start``), a route
+whose part of the server has stopped 503 (the reason: :mod:`skylease.service.health`). Every
+status a route can answer is in the OpenAPI document (:mod:`skylease.service.problems`), whose
+pages ``/docs`` and ``/redoc`` load nothing from another host (their assets come from the
+fastapi-offline package). Nothing a client sends gets a
 traceback: an unexpected exception is logged on the server and answered 500 with a generic message.
 """
 

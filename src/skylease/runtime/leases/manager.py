@@ -75,8 +75,8 @@ from skylease.runtime.leases.host_failures import HostFailures
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, OverheadRow
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
 from skylease.runtime.leases.live import Live
-from skylease.runtime.leases.offering import Offering, earliest_for
 from skylease.runtime.leases.local_vms import MIN_VM_MEMORY_MB, vm_image_problem
+from skylease.runtime.leases.offering import Offering, earliest_for
 from skylease.runtime.leases.recovery import Recovery
 from skylease.runtime.leases.ssh import SshError
 from skylease.runtime.leases.views import build_view
