@@ -69,7 +69,10 @@ def earliest_for(sched: Any, body: dict[str, Any], now: int) -> int | None:
         return None
     start = body.get("start") if kind is LeaseKind.ADVANCE_RESERVATION else None
     per_node = ResourceTuple(float(body["cpu"]), int(body["memory"]), int(body["disk"]), 0.0)
-    return offer(sched, body["nodes"], per_node, body["duration"], now, start).earliest_start
+    earliest = offer(sched, body["nodes"], per_node, body["duration"], now, start).earliest_start
+    if kind is LeaseKind.ADVANCE_RESERVATION and earliest is not None and earliest == start:
+        return None  # (it had room: refused for what an offer does not count, its image's transfer)
+    return earliest
 
 
 class Offering:
