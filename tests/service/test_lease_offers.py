@@ -97,6 +97,15 @@ def test_a_bad_query_is_422_with_its_reason_and_no_token_is_401(served, query, s
     assert httpx.get(f"{url}/leases/offers", params={"duration": 60}).status_code == 401
 
 
+def test_other_methods_are_405_not_a_lease_id_that_is_no_number(served):
+    url, tokens, _ = served
+    for method in ("DELETE", "POST", "PUT"):
+        r = httpx.request(method, f"{url}/leases/offers", headers=_h(tokens["alice"]))
+        assert r.status_code == 405 and r.headers["allow"] == "GET", (method, r.status_code, r.text)
+    r = httpx.delete(f"{url}/leases/offersx", headers=_h(tokens["alice"]))
+    assert r.status_code == 422 and r.json()["detail"].startswith("path.lease_id: "), r.text
+
+
 def test_a_request_the_site_cannot_hold_gets_no_start_and_why(served):
     url, tokens, _ = served
     r = httpx.get(f"{url}/leases/offers", params={"nodes": 3, "duration": 60}, headers=_h(tokens["bob"]))

@@ -47,6 +47,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel
 from sqlalchemy.engine import Engine
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from skylease import __version__
 from skylease.model.errors import UserError
@@ -73,6 +74,19 @@ __all__ = ["MAX_BODY_BYTES", "create_app"]
 class Me(BaseModel):
     name: str
     admin: bool
+
+
+class _LeaseIdSegment(StringConvertor):
+    """The path segment of ``/leases/{lease_id}``: any (FastAPI answers 422 for one that is not a
+    lease id) but the fixed routes beside it, so that ``DELETE /leases/offers`` is 405 as every
+    method a fixed path does not have, not a lease id that is not a number."""
+
+    regex = "(?!offers$)[^/]+"
+
+
+register_url_convertor("lease_id", _LeaseIdSegment())
+#: The lease routes' path (its OpenAPI path is /leases/{lease_id}: the convertor's name is dropped).
+LEASE_PATH = "/leases/{lease_id:lease_id}"
 
 
 class Refusal(BaseModel):
@@ -199,13 +213,13 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         immediate lease of it would start now."""
         return manager.offers(user.name, query)
 
-    @app.get("/leases/{lease_id}", response_model=LeaseView, tags=["leases"],
+    @app.get(LEASE_PATH, response_model=LeaseView, tags=["leases"],
              responses={**_ERRORS, **_NOT_FOUND})
     def show_lease(lease_id: LeaseId, user: Caller) -> LeaseView:
         """One lease: its state events, reservations, where it runs and its payloads."""
         return manager.lease(user.scope, lease_id)
 
-    @app.delete("/leases/{lease_id}", response_model=LeaseView, tags=["leases"],
+    @app.delete(LEASE_PATH, response_model=LeaseView, tags=["leases"],
                 responses={**_ERRORS, **_NOT_FOUND})
     def cancel_lease(lease_id: LeaseId, user: Caller) -> LeaseView:
         """Cancel a lease: it leaves the queue or the slot table, and its payloads are stopped."""
