@@ -9,12 +9,15 @@ another user, is :class:`LeaseNotFound` (404).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from skylease.model.errors import UserError
 from skylease.model.wire import text, whole
+
+if TYPE_CHECKING:  # (offering imports this module)
+    from skylease.runtime.leases.offering import OfferQuery, OfferView
 
 #: The longest lease one request may ask for, in lease seconds (ten years).
 MAX_DURATION_S = 10 * 365 * 86400
@@ -213,9 +216,8 @@ class LeaseManager(Protocol):
 
     def request(self, owner: str, req: LeaseRequest) -> LeaseView: ...
 
-    def offers(self, owner: str, query: Any) -> Any:
-        """The counter-offer for a dry run of a request (an ``OfferQuery``, answered with an
-        ``OfferView``: skylease.runtime.leases.offering)."""
+    def offers(self, owner: str, query: OfferQuery) -> OfferView:
+        """The counter-offer for a dry run of a request (skylease.runtime.leases.offering)."""
         ...
 
     def cancel(self, owner: str | None, lease_id: int) -> LeaseView: ...
