@@ -11,8 +11,16 @@ from skylease.control.leases import LeaseScheduler
 from skylease.control.leases.lease import ResourceTuple
 from skylease.control.leases.offers import offer
 from skylease.runtime.changes import Changes
-from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseRefused, LeaseRequest, LeaseView
-from skylease.runtime.leases.offering import OfferQuery, OfferView, offer_view
+from skylease.runtime.leases.api import (
+    HostView,
+    LeaseNotFound,
+    LeaseRefused,
+    LeaseRequest,
+    LeaseView,
+    OfferQuery,
+    OfferView,
+)
+from skylease.runtime.leases.offering import offer_view
 
 
 class FakeManager:

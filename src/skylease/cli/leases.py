@@ -155,7 +155,7 @@ def leases_when_cmd(
     accepted at, and the nodes free then; nothing is requested (docs/howto/serve.md)."""
     from pydantic import ValidationError
 
-    from skylease.runtime.leases.offering import OfferQuery
+    from skylease.runtime.leases.api import OfferQuery
 
     params = {"nodes": nodes, "duration": _lease_seconds(duration, "--duration"), "cpu": cpu,
               "memory": memory, "disk": disk,

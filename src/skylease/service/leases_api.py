@@ -59,8 +59,9 @@ from skylease.runtime.leases.api import (
     LeaseRefused,
     LeaseRequest,
     LeaseView,
+    OfferQuery,
+    OfferView,
 )
-from skylease.runtime.leases.offering import OfferQuery, OfferView
 from skylease.service.auth import User, user_for_token
 from skylease.service.bodies import BODY, BadBody, is_xml, lease_request_from_json, lease_request_from_xml
 from skylease.service.guards import MAX_BODY_BYTES, CatchAll, RequestGuard

@@ -9,15 +9,12 @@ another user, is :class:`LeaseNotFound` (404).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from skylease.model.errors import UserError
 from skylease.model.wire import text, whole
-
-if TYPE_CHECKING:  # (offering imports this module)
-    from skylease.runtime.leases.offering import OfferQuery, OfferView
 
 #: The longest lease one request may ask for, in lease seconds (ten years).
 MAX_DURATION_S = 10 * 365 * 86400
@@ -129,6 +126,44 @@ _RULES: list[Any] = [
 ]
 
 
+class OfferQuery(BaseModel):
+    """A dry run of a request (``GET /leases/offers``; skylease.runtime.leases.offering answers it):
+    ``nodes`` nodes of ``cpu`` CPUs, ``memory`` and ``disk`` MB each, for ``duration`` lease seconds,
+    starting no earlier than ``not_before`` (lease seconds since the server's epoch; default: now).
+    The same bounds and defaults as a lease request's keys."""
+
+    # (not strict: a query string's values are text; "2.5" or "true" is still no whole number)
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    nodes: whole(1, 100_000) = 1
+    duration: whole(1, MAX_DURATION_S)
+    not_before: whole(0, 2**53) | None = None
+    cpu: Annotated[float, Field(gt=0, le=1024, allow_inf_nan=False)] = 1.0
+    memory: whole(0, 2**40) = 1024
+    disk: whole(0, 2**40) = 0
+
+
+class NodesFree(BaseModel):
+    """At ``at``, for the whole duration: nodes ``free``, and nodes an advance reservation could
+    have by preempting best-effort leases (``with_preemption``, the free ones included)."""
+
+    at: int
+    free: int
+    with_preemption: int
+
+
+class OfferView(BaseModel):
+    """The answer: ``earliest_start`` (lease seconds; null with ``reason`` when no start fits), the
+    ``now`` it was computed at, ``nodes_free_at`` the not-before time, and whether an ``immediate``
+    lease of it would start now."""
+
+    now: int
+    earliest_start: int | None
+    nodes_free_at: NodesFree
+    immediate: bool
+    reason: str | None = None
+
+
 class LeaseView(BaseModel):
     """A lease as the API shows it: the record `skylease leases simulate --json` prints per lease
     (``id``, ``type``, ``submit``, ``requested_start``, ``requested_duration``, ``nodes``, ``image``,
@@ -217,7 +252,7 @@ class LeaseManager(Protocol):
     def request(self, owner: str, req: LeaseRequest) -> LeaseView: ...
 
     def offers(self, owner: str, query: OfferQuery) -> OfferView:
-        """The counter-offer for a dry run of a request (skylease.runtime.leases.offering)."""
+        """The counter-offer for a dry run of a request (docs/decisions/lease-offers.md)."""
         ...
 
     def cancel(self, owner: str | None, lease_id: int) -> LeaseView: ...

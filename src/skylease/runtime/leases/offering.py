@@ -7,53 +7,14 @@ A refused advance reservation or immediate request carries the same answer
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
 from skylease.control.leases import LeaseKind
 from skylease.control.leases.lease import ResourceTuple
 from skylease.control.leases.offers import Offer, offer
-from skylease.model.wire import whole
-from skylease.runtime.leases.api import MAX_DURATION_S
+from skylease.runtime.leases.api import NodesFree, OfferQuery, OfferView
 
-__all__ = ["OfferQuery", "OfferView", "Offering", "earliest_for", "offer_view"]
-
-
-class OfferQuery(BaseModel):
-    """A dry run of a request: ``nodes`` nodes of ``cpu`` CPUs, ``memory`` and ``disk`` MB each, for
-    ``duration`` lease seconds, starting no earlier than ``not_before`` (lease seconds since the
-    server's epoch; default: now). The same bounds and defaults as a lease request's keys."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    nodes: whole(1, 100_000) = 1
-    duration: whole(1, MAX_DURATION_S)
-    not_before: whole(0, 2**53) | None = None
-    cpu: Annotated[float, Field(gt=0, le=1024, allow_inf_nan=False)] = 1.0
-    memory: whole(0, 2**40) = 1024
-    disk: whole(0, 2**40) = 0
-
-
-class NodesFree(BaseModel):
-    """At ``at``, for the whole duration: nodes ``free``, and nodes an advance reservation could
-    have by preempting best-effort leases (``with_preemption``, the free ones included)."""
-
-    at: int
-    free: int
-    with_preemption: int
-
-
-class OfferView(BaseModel):
-    """The answer: ``earliest_start`` (lease seconds; null with ``reason`` when no start fits), the
-    ``now`` it was computed at, ``nodes_free_at`` the not-before time, and whether an ``immediate``
-    lease of it would start now."""
-
-    now: int
-    earliest_start: int | None
-    nodes_free_at: NodesFree
-    immediate: bool
-    reason: str | None = None
+__all__ = ["Offering", "earliest_for", "offer_view"]
 
 
 def offer_view(o: Offer) -> OfferView:
