@@ -5,9 +5,9 @@ start?" and "how many nodes are free at ``t`` for ``d`` seconds?", answered from
 The earliest start is the first time ``s >= not_before`` (and ``>= now``) at which an advance
 reservation of the request would be admitted by :meth:`LeaseScheduler._schedule_ar` now: on
 ``[s, s + planned(duration))`` enough nodes are free, or can be freed by preempting what the AR
-may preempt (:meth:`LeaseScheduler.ar_room`, the same rule). Only ``not_before`` and the table's
-change points after it need be tried: between two change points a node's usage does not change, so
-a window starting later ends later and can only fit on fewer nodes. After the last change point the
+may preempt (:meth:`LeaseScheduler.ar_room`, the same rule). Only ``not_before`` and the planned
+ends of reservations after it need be tried: a window starting later ends later, and it fits on
+more nodes only once it starts at or after the end of something in its way. After the last end the
 table is empty, so a request the cluster can hold always gets an answer unless nodes are down.
 
 Not counted (said in the decision): an AR's image transfer (an offer has no image), and an
@@ -81,7 +81,7 @@ def offer(sched: LeaseScheduler, nodes: int, per_node: ResourceTuple, duration: 
     if reason is not None:
         return Offer(now, at, None, free, with_preemption, False, str(reason))
     earliest: int | None = None
-    for s in (at, *sched.table.changepoints_after(at)):
+    for s in (at, *sched.table.ends_after(at)):
         lease.start = s
         if _room(sched, lease, s)[1] >= nodes:
             earliest = s
