@@ -67,7 +67,7 @@ EXEMPT = {
     "serve user remove": "needs a user in the database (tests/service/test_db.py)",
     "serve calibrate": "boots QEMU guests for a minute (tests/runtime/leases/test_calibrate.py runs it)",
     **{f"leases {c}": "needs a running server (tests/service/test_serve.py runs it against one)"
-       for c in ("request", "cancel", "list", "show", "queue", "hosts")},
+       for c in ("request", "cancel", "list", "show", "queue", "hosts", "when")},
     **{f"qos {c}": "needs a running server (tests/service/test_qos_cli.py runs it against one)"
        for c in ("account", "deposit", "order", "predict", "bots", "history")},
     "login": "needs a running server and a token (tests/service/test_secrets.py runs it against one)",
@@ -75,7 +75,7 @@ EXEMPT = {
 # Parameters of EXEMPT commands that the command checks before any work (before it calls the
 # server): every case of theirs runs, not only those click refuses.
 CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits"), ("login", "server"),
-                 ("leases request", "duration")}
+                 ("leases request", "duration"), ("leases when", "duration"), ("leases when", "not_before")}
 # The commands that list a server's list route (src/skylease/service/paging.py): each takes --limit
 # (click's bounds: the server's page, so its wrong values are fuzzed as any number's) and --all (a
 # flag); tests/service/test_serve.py and test_qos_cli.py run them against a server.
@@ -698,6 +698,7 @@ BASE: dict[str, Invocation] = {
     **{f"leases {c}": ({}, {}) for c in ("list", "queue", "hosts")},
     **{f"leases {c}": ({"lease_id": "1"}, {}) for c in ("cancel", "show")},
     "leases request": ({"file": "lease.json"}, {"file": "lease-json"}),
+    "leases when": ({"duration": "3600"}, {}),
     "qos account": ({}, {}), "qos bots": ({}, {}), "qos history": ({"infrastructure": "local-grid"}, {}),
     "qos deposit": ({"user": "alice", "credits": "10"}, {}), "qos order": ({"bot": "1", "credits": "10"}, {}),
     "qos predict": ({"bot": "1"}, {}),

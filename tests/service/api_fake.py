@@ -7,8 +7,20 @@ from __future__ import annotations
 
 import threading
 
+from skylease.control.leases import LeaseScheduler
+from skylease.control.leases.lease import ResourceTuple
+from skylease.control.leases.offers import offer
 from skylease.runtime.changes import Changes
-from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseRefused, LeaseRequest, LeaseView
+from skylease.runtime.leases.api import (
+    HostView,
+    LeaseNotFound,
+    LeaseRefused,
+    LeaseRequest,
+    LeaseView,
+    OfferQuery,
+    OfferView,
+)
+from skylease.runtime.leases.offering import offer_view
 
 
 class FakeManager:
@@ -46,6 +58,12 @@ class FakeManager:
             self._leases[lid] = view
             self.changes.bump()
             return view
+
+    def offers(self, owner: str, query: OfferQuery) -> OfferView:
+        """The real counter-offer on an empty table of this fake's nodes (it schedules nothing)."""
+        per_node = ResourceTuple(query.cpu, query.memory, query.disk, 0.0)
+        return offer_view(offer(LeaseScheduler(self.nodes), query.nodes, per_node, query.duration, self.clock,
+                                query.not_before))
 
     def _get(self, owner: str | None, lease_id: int) -> LeaseView:
         view = self._leases.get(lease_id)

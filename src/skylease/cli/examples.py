@@ -56,6 +56,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                         "\"$(skylease data path haizea)/preemption.lwf\"",),
     "leases request": ("skylease leases request --nodes 2 --duration 1h",
                        "skylease leases request --nodes 4 --duration 30m --start-in 15m"),
+    "leases when": ("skylease leases when --nodes 4 --duration 2h",
+                    "skylease leases when --nodes 4 --duration 2h --not-before 1:00:00 --json"),
     "leases cancel": ("skylease leases cancel 3",),
     "leases list": ("skylease leases list --all",),
     "leases show": ("skylease leases show 3",),

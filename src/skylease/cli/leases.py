@@ -139,6 +139,37 @@ def leases_request_cmd(
          lambda t, v: [t.leases_table([v])])
 
 
+@leases_app.command("when")
+def leases_when_cmd(
+    duration: Annotated[str, typer.Option(metavar="DURATION", help="How long: 3600, 90m, 1h, [D:]HH:MM:SS.")],
+    nodes: Annotated[int, typer.Option(min=1, max=100_000, help="Nodes (VMs).")] = 1,
+    not_before: Annotated[str | None, typer.Option(metavar="TIME", help="Not before this lease time (a "
+                                                   "duration since the server's epoch; default: now).")]
+    = None,
+    cpu: Annotated[float | None, typer.Option(help="CPUs per node (default 1).")] = None,
+    memory: Annotated[int | None, typer.Option(min=0, help="Memory per node, MB (default 1024).")] = None,
+    disk: Annotated[int | None, typer.Option(min=0, help="Disk per node, MB (default 0).")] = None,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """When could a lease start on a server? The earliest start an advance reservation of it would be
+    accepted at, and the nodes free then; nothing is requested (docs/howto/serve.md)."""
+    from pydantic import ValidationError
+
+    from skylease.runtime.leases.api import OfferQuery
+
+    params = {"nodes": nodes, "duration": _lease_seconds(duration, "--duration"), "cpu": cpu,
+              "memory": memory, "disk": disk,
+              "not_before": None if not_before is None else _lease_seconds(not_before, "--not-before")}
+    try:  # (checked here: a mistake is one line naming the option, no server needed)
+        OfferQuery.model_validate({k: v for k, v in params.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        key = str(first["loc"][0]) if first["loc"] else "duration"
+        what = str(first["msg"])
+        raise UserError(what[:1].lower() + what[1:], field="--" + key.replace("_", "-")) from None
+    _ask(server, token, as_json, lambda c: c.offers(params), lambda t, o: [t.offer_table(o)])
+
+
 def _lease_seconds(text: str, option: str) -> int:
     """A lease's duration or time: whole seconds (the lease clock's), rounded up."""
     try:

@@ -166,3 +166,20 @@ def rows_table(title: str, rows: list[dict[str, Any]], columns: tuple[str, ...])
     for r in rows:
         t.add_row(*(_when(r.get(c)) if c in _WHEN else _value(c, r.get(c)) for c in columns))
     return t
+
+
+def offer_table(o: dict[str, Any]) -> Table:
+    """A counter-offer (``GET /leases/offers``): lease times as the lease tables print them."""
+    t = _table("", "value", title="when it could start")
+    free = o.get("nodes_free_at") or {}
+    start = o.get("earliest_start")
+    rows = [("earliest start", "none" if start is None else clock(start)),
+            ("now", clock(o["now"])),
+            (f"nodes free at {clock(free.get('at', o['now']))}", _cell(free.get("free"))),
+            ("  with best-effort leases preempted", _cell(free.get("with_preemption"))),
+            ("an immediate lease would start now", "yes" if o.get("immediate") else "no")]
+    if o.get("reason"):
+        rows.append(("why none", str(o["reason"])))
+    for k, v in rows:
+        t.add_row(k, v)
+    return t

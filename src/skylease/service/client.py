@@ -207,6 +207,12 @@ class Client:
     def request(self, body: bytes, content_type: str) -> dict[str, Any]:
         return self.call("POST", "/leases", body=body, content_type=content_type)
 
+    def offers(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``GET /leases/offers``: when a request of ``params`` (nodes, duration, not_before, cpu,
+        memory, disk; None left out) could start, changing nothing."""
+        given = {k: v for k, v in params.items() if v is not None}
+        return self._answer("GET", "/leases/offers", params=given)[1]
+
     def cancel(self, lease_id: int) -> dict[str, Any]:
         return self.call("DELETE", f"/leases/{lease_id}")
 
@@ -282,4 +288,15 @@ def _detail(r: Any) -> str:
         detail = None
     if detail is None:
         detail = r.text.strip()[:200] or r.reason_phrase
+    earliest = _earliest(r)
+    if earliest is not None:  # (a refused AR or IM request: when it would fit)
+        detail = f"{detail}; the earliest start that fits is {earliest} (lease seconds)"
     return " ".join(str(detail).split())
+
+
+def _earliest(r: Any) -> int | None:
+    try:
+        value = r.json().get("earliest_start")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

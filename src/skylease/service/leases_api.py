@@ -4,6 +4,8 @@ Routes (OpenAPI at ``/docs``, ``/redoc`` and ``/openapi.json``)::
 
     POST   /leases        a lease request (JSON, or application/xml: one Haizea <lease> element) -> 201
     GET    /leases        the caller's leases (an administrator's: every lease), a page at a time
+    GET    /leases/offers a dry run: the earliest start of ?nodes=N&duration=D[&not_before=T&cpu=&memory=
+                          &disk=], and the nodes free at not_before (docs/decisions/lease-offers.md)
     GET    /leases/{id}   one lease: its events, where it runs, its payloads
     DELETE /leases/{id}   cancel it
     GET    /queue         best-effort leases waiting, in queue order, a page at a time
@@ -24,10 +26,11 @@ path, a string or a boolean where a number goes, JSON nested too deep or with to
 :mod:`skylease.service.guards` and :mod:`skylease.model.wire`), a body over 64 KiB 413 (chunked or
 not), an unsupported content type 415, a lease not found 404, and a well-formed request the service
 refuses 409 (:class:`LeaseRefused`, and any other :class:`UserError` of a service: the reason is
-the detail), a route whose part of the server has stopped 503 (the reason:
-:mod:`skylease.service.health`). Every status a route can answer is in the OpenAPI document
-(:mod:`skylease.service.problems`), whose pages ``/docs`` and ``/redoc`` load nothing from another
-host (their assets come from the fastapi-offline package). Nothing a client sends gets a
+the detail; a refused advance reservation or immediate lease adds ``earliest_start``), a route
+whose part of the server has stopped 503 (the reason: :mod:`skylease.service.health`). Every
+status a route can answer is in the OpenAPI document (:mod:`skylease.service.problems`), whose
+pages ``/docs`` and ``/redoc`` load nothing from another host (their assets come from the
+fastapi-offline package). Nothing a client sends gets a
 traceback: an unexpected exception is logged on the server and answered 500 with a generic message.
 """
 
@@ -36,7 +39,7 @@ traceback: an unexpected exception is logged on the server and answered 500 with
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Path, Request, Response
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -44,6 +47,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel
 from sqlalchemy.engine import Engine
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from skylease import __version__
 from skylease.model.errors import UserError
@@ -55,6 +59,8 @@ from skylease.runtime.leases.api import (
     LeaseRefused,
     LeaseRequest,
     LeaseView,
+    OfferQuery,
+    OfferView,
 )
 from skylease.service.auth import User, user_for_token
 from skylease.service.bodies import BODY, BadBody, is_xml, lease_request_from_json, lease_request_from_xml
@@ -69,6 +75,27 @@ __all__ = ["MAX_BODY_BYTES", "create_app"]
 class Me(BaseModel):
     name: str
     admin: bool
+
+
+class _LeaseIdSegment(StringConvertor):
+    """The path segment of ``/leases/{lease_id}``: any (FastAPI answers 422 for one that is not a
+    lease id) but the fixed routes beside it, so that ``DELETE /leases/offers`` is 405 as every
+    method a fixed path does not have, not a lease id that is not a number."""
+
+    regex = "(?!offers$)[^/]+"
+
+
+register_url_convertor("lease_id", _LeaseIdSegment())
+#: The lease routes' path (its OpenAPI path is /leases/{lease_id}: the convertor's name is dropped).
+LEASE_PATH = "/leases/{lease_id:lease_id}"
+
+
+class Refusal(BaseModel):
+    """A refused request: the reason, and for an advance reservation or immediate lease the
+    earliest lease time an advance reservation of it would fit (null when none would)."""
+
+    detail: str
+    earliest_start: int | None = None
 
 
 # -- request bodies -------------------------------------------------------------------------------
@@ -150,7 +177,7 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         return Me(name=user.name, admin=user.admin)
 
     @app.post("/leases", status_code=201, response_model=LeaseView, tags=["leases"],
-              responses={**_ERRORS, 409: {"model": Problem, "description": "the request is refused"},
+              responses={**_ERRORS, 409: {"model": Refusal, "description": "the request is refused"},
                          413: {"model": Problem, "description": "the body is larger than 64 KiB"},
                          415: {"model": Problem, "description": "neither JSON nor XML"}},
               # (only JSON's schema: a JSON Schema cannot say what a Haizea element is, and a document
@@ -178,13 +205,22 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         views = manager.leases(user.scope, None if after is None else after[0], page.limit + 1)
         return paged(request, response, views, page.limit, "leases", lambda v: (v.id,))
 
-    @app.get("/leases/{lease_id}", response_model=LeaseView, tags=["leases"],
+    @app.get("/leases/offers", response_model=OfferView, tags=["leases"], responses=_ERRORS)
+    def lease_offers(user: Caller, query: Annotated[OfferQuery, Query()]) -> OfferView:
+        """A dry run (nothing is requested): the earliest lease time at which an advance reservation
+        of `nodes` nodes (of `cpu`, `memory`, `disk` each) for `duration` seconds would be accepted,
+        not before `not_before` (default now; null with a reason if none would), the nodes free at
+        `not_before` for that long (and with best-effort leases preempted), and whether an
+        immediate lease of it would start now."""
+        return manager.offers(user.name, query)
+
+    @app.get(LEASE_PATH, response_model=LeaseView, tags=["leases"],
              responses={**_ERRORS, **_NOT_FOUND})
     def show_lease(lease_id: LeaseId, user: Caller) -> LeaseView:
         """One lease: its state events, reservations, where it runs and its payloads."""
         return manager.lease(user.scope, lease_id)
 
-    @app.delete("/leases/{lease_id}", response_model=LeaseView, tags=["leases"],
+    @app.delete(LEASE_PATH, response_model=LeaseView, tags=["leases"],
                 responses={**_ERRORS, **_NOT_FOUND})
     def cancel_lease(lease_id: LeaseId, user: Caller) -> LeaseView:
         """Cancel a lease: it leaves the queue or the slot table, and its payloads are stopped."""
@@ -226,7 +262,14 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         return handler
 
     app.add_exception_handler(BadBody, answer(422))
-    app.add_exception_handler(LeaseRefused, answer(409))
+    def refusal(_request: Request, exc: Exception) -> JSONResponse:
+        body: dict[str, Any] = {"detail": str(exc)}
+        earliest = getattr(exc, "earliest_start", None)
+        if earliest is not None:  # (the detail stays as it was: old clients read only it)
+            body["earliest_start"] = earliest
+        return JSONResponse(body, status_code=409)
+
+    app.add_exception_handler(LeaseRefused, refusal)
     app.add_exception_handler(LeaseNotFound, answer(404))
     app.add_exception_handler(UserError, answer(409))  # (well-formed, refused by a service: the reason)
     app.add_exception_handler(Unavailable, answer(503))  # (the manager stopped after the guard looked)

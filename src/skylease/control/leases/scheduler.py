@@ -141,14 +141,9 @@ class LeaseScheduler:
             self._reject(lease, f"lease id {lease.id} is already in use")
             return
         self._leases[lease.id] = lease
-        if lease.nodes > self.table.n_nodes:
-            self._reject(lease, f"asks for {lease.nodes} nodes; the cluster has {self.table.n_nodes}")
-            return
-        if not any(lease.per_node.fits_in(c) for c in self.table.capacity):
-            best = max(self.table.capacity, key=lambda c: c.memory)
-            too_big = [name for name, v in lease.per_node._asdict().items() if v > getattr(best, name)]
-            self._reject(lease, f"asks for {lease.per_node.describe()} per node; the largest node has "
-                                f"{best.describe()} (too little {', '.join(too_big)})")
+        too_big = self.too_big(lease)
+        if too_big is not None:
+            self._reject(lease, too_big)
             return
         if lease.kind is LeaseKind.ADVANCE_RESERVATION and (lease.start is None
                                                                 or lease.start < lease.submit):
@@ -165,6 +160,18 @@ class LeaseScheduler:
             self.queue.append(lease)
         else:
             self._arrived.append(lease)
+
+    def too_big(self, lease: Lease) -> str | None:
+        """Why the cluster can never hold ``lease`` (more nodes than it has, or more per node than
+        its largest node), or None."""
+        if lease.nodes > self.table.n_nodes:
+            return f"asks for {lease.nodes} nodes; the cluster has {self.table.n_nodes}"
+        if not any(lease.per_node.fits_in(c) for c in self.table.capacity):
+            best = max(self.table.capacity, key=lambda c: c.memory)
+            too_big = [name for name, v in lease.per_node._asdict().items() if v > getattr(best, name)]
+            return (f"asks for {lease.per_node.describe()} per node; the largest node has "
+                    f"{best.describe()} (too little {', '.join(too_big)})")
+        return None
 
     def cancel(self, lease_id: int, now: int) -> Lease:
         """Its owner withdraws a lease (the lease service): out of the queue, or its plan out of the
@@ -770,25 +777,7 @@ class LeaseScheduler:
         if start < now:
             self._reject(lease, "its start time has passed")
             return
-        req = lease.per_node
-        free = self.table.free_on(start, end, req)
-        free_set = set(free)
-        victims: dict[int, list[Reservation]] = {}
-        policy = self.config.preemption
-        movable = _preemptible_or_future_resume if self.config.preempt_future_resumptions else _preemptible
-
-        def can_go(rr: Reservation) -> bool:
-            if rr.kind is RRKind.SHUTDOWN:  # (Haizea 1.0) it goes with its VM: preempting the VM
-                vm = self.rr.get(rr.lease.id)  # replaces it; a shutdown alone is not preempted
-                return (vm is not None and vm.shutdown is rr and vm.overlaps(start, end) and movable(vm)
-                        and policy.may_preempt(lease, rr.lease, start))
-            return movable(rr) and policy.may_preempt(lease, rr.lease, start)
-
-        for k in self.table.free_on(start, end, req, skip=can_go):
-            if k not in free_set:
-                on_k = {id(vm): vm for vm in (self.rr[rr.lease.id] for rr in self.table.on_node(k)
-                                              if can_go(rr) and rr.overlaps(start, end))}
-                victims[k] = list(on_k.values())
+        free, victims = self.ar_room(lease, start, end)
         if len(free) + len(victims) < lease.nodes:
             self._reject(lease, f"only {len(free) + len(victims)} of {lease.nodes} nodes can be free "
                                 f"on [{start}, {end})")
@@ -812,6 +801,32 @@ class LeaseScheduler:
                     shutdown_s=shutdown)
         self.images.pin(lease, chosen, pooled, end)
         self._emit("reserve", lease, start)
+
+    def ar_room(self, lease: Lease, start: int, end: int) -> tuple[list[int], dict[int, list[Reservation]]]:
+        """Where an AR ``lease`` on ``[start, end)`` could go, changing nothing: the nodes free for it
+        the whole interval (ascending), and the nodes it could have by preempting, each with its
+        victims' VM reservations (decision H7; the preemption policy's say). :meth:`_schedule_ar`
+        places ARs with it, and the counter-offers (:mod:`skylease.control.leases.offers`) ask it."""
+        req = lease.per_node
+        free = self.table.free_on(start, end, req)
+        free_set = set(free)
+        victims: dict[int, list[Reservation]] = {}
+        policy = self.config.preemption
+        movable = _preemptible_or_future_resume if self.config.preempt_future_resumptions else _preemptible
+
+        def can_go(rr: Reservation) -> bool:
+            if rr.kind is RRKind.SHUTDOWN:  # (Haizea 1.0) it goes with its VM: preempting the VM
+                vm = self.rr.get(rr.lease.id)  # replaces it; a shutdown alone is not preempted
+                return (vm is not None and vm.shutdown is rr and vm.overlaps(start, end) and movable(vm)
+                        and policy.may_preempt(lease, rr.lease, start))
+            return movable(rr) and policy.may_preempt(lease, rr.lease, start)
+
+        for k in self.table.free_on(start, end, req, skip=can_go):
+            if k not in free_set:
+                on_k = {id(vm): vm for vm in (self.rr[rr.lease.id] for rr in self.table.on_node(k)
+                                              if can_go(rr) and rr.overlaps(start, end))}
+                victims[k] = list(on_k.values())
+        return free, victims
 
     def _schedule_im(self, lease: Lease, now: int) -> None:
         """An immediate lease starts now on free nodes or is rejected (it preempts nothing)."""

@@ -453,6 +453,10 @@ class SlotTable:
                for p in (rr.start, rr.end) if p > t}
         return sorted(pts)
 
+    def ends_after(self, t: float) -> list[int]:
+        """Sorted distinct planned ends of the table's RRs after ``t`` (no transfer markers)."""
+        return self._ends.after(t)
+
     def ends_within(self, a: float, b: float) -> bool:
         """Whether some RR of the table has its planned end in ``(a, b]``."""
         return self._ends.next_after(a) <= b

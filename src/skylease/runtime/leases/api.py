@@ -26,7 +26,13 @@ IMAGE_NAME = r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$"
 
 class LeaseRefused(UserError):
     """A request the lease manager cannot grant (too big for the site, an AR in the past or that
-    does not fit, an immediate lease that cannot start now): the reason is the message."""
+    does not fit, an immediate lease that cannot start now): the reason is the message;
+    ``earliest_start``: for a refused AR or IM request, the earliest lease time an AR of it would
+    fit (docs/decisions/lease-offers.md), else None."""
+
+    def __init__(self, message: str, *, earliest_start: int | None = None, **where: Any) -> None:
+        super().__init__(message, **where)
+        self.earliest_start = earliest_start
 
 
 class LeaseNotFound(UserError):
@@ -120,6 +126,44 @@ _RULES: list[Any] = [
 ]
 
 
+class OfferQuery(BaseModel):
+    """A dry run of a request (``GET /leases/offers``; skylease.runtime.leases.offering answers it):
+    ``nodes`` nodes of ``cpu`` CPUs, ``memory`` and ``disk`` MB each, for ``duration`` lease seconds,
+    starting no earlier than ``not_before`` (lease seconds since the server's epoch; default: now).
+    The same bounds and defaults as a lease request's keys."""
+
+    # (not strict: a query string's values are text; "2.5" or "true" is still no whole number)
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    nodes: whole(1, 100_000) = 1
+    duration: whole(1, MAX_DURATION_S)
+    not_before: whole(0, 2**53) | None = None
+    cpu: Annotated[float, Field(gt=0, le=1024, allow_inf_nan=False)] = 1.0
+    memory: whole(0, 2**40) = 1024
+    disk: whole(0, 2**40) = 0
+
+
+class NodesFree(BaseModel):
+    """At ``at``, for the whole duration: nodes ``free``, and nodes an advance reservation could
+    have by preempting best-effort leases (``with_preemption``, the free ones included)."""
+
+    at: int
+    free: int
+    with_preemption: int
+
+
+class OfferView(BaseModel):
+    """The answer: ``earliest_start`` (lease seconds; null with ``reason`` when no start fits), the
+    ``now`` it was computed at, ``nodes_free_at`` the not-before time, and whether an ``immediate``
+    lease of it would start now."""
+
+    now: int
+    earliest_start: int | None
+    nodes_free_at: NodesFree
+    immediate: bool
+    reason: str | None = None
+
+
 class LeaseView(BaseModel):
     """A lease as the API shows it: the record `skylease leases simulate --json` prints per lease
     (``id``, ``type``, ``submit``, ``requested_start``, ``requested_duration``, ``nodes``, ``image``,
@@ -206,6 +250,10 @@ class LeaseManager(Protocol):
     def now(self) -> int: ...
 
     def request(self, owner: str, req: LeaseRequest) -> LeaseView: ...
+
+    def offers(self, owner: str, query: OfferQuery) -> OfferView:
+        """The counter-offer for a dry run of a request (docs/decisions/lease-offers.md)."""
+        ...
 
     def cancel(self, owner: str | None, lease_id: int) -> LeaseView: ...
 

@@ -76,6 +76,7 @@ from skylease.runtime.leases.journal import Batch, InputKind, Journal, OverheadR
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
 from skylease.runtime.leases.live import Live
 from skylease.runtime.leases.local_vms import MIN_VM_MEMORY_MB, vm_image_problem
+from skylease.runtime.leases.offering import Offering, earliest_for
 from skylease.runtime.leases.recovery import Recovery
 from skylease.runtime.leases.ssh import SshError
 from skylease.runtime.leases.views import build_view
@@ -160,7 +161,7 @@ def _resuming(vm: Reservation | None) -> bool:
         and vm.resume.state is LeaseState.ACTIVE
 
 
-class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
+class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
     sandbox=..., on_exit=...)`` makes it (default factory:
@@ -344,8 +345,10 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases):
             self._step(now)
             self._commit()
             parts, rejected = self._snapshots([lease])[0], lease.state is LeaseState.REJECTED
+            # (an AR or IM lease refused says when it would fit: docs/decisions/lease-offers.md)
+            earliest = earliest_for(self.sched, body, now) if rejected else None
         if rejected:
-            raise LeaseRefused(f"lease {lease.id} refused: {parts.record['reason']}")
+            raise LeaseRefused(f"lease {lease.id} refused: {parts.record['reason']}", earliest_start=earliest)
         return build_view(parts)
 
     def cancel(self, owner: str | None, lease_id: int) -> LeaseView:
