@@ -4,7 +4,9 @@ their standard output and error and exit with known codes (3 and 4). ``GET
 /leases/{id}/vms/{vnode}/log``, `skylease leases logs` and the lease's dashboard page give each VM's
 exit status and the end of its log; a running payload's log is read while it runs; a VM not
 started yet says so with an empty log. Another user gets 404 (as for a lease that does not exist),
-a VM the lease does not have 404, a wrong ``bytes`` 422; the CLI's errors are one line, exit 2."""
+a VM the lease does not have 404, a wrong ``bytes`` 422; the CLI's errors are one line, exit 2.
+And a lease on a test site of two SSH hosts (127.0.0.201-202): its logs are read on the hosts; a
+host that stops answering leaves its VM's exit status answered and its log said unreachable."""
 
 from __future__ import annotations
 
@@ -151,3 +153,41 @@ def test_a_running_payloads_log_and_a_vm_not_started(serve):
     got = serve.call("GET", f"/leases/{ar}/vms/1/log", "alice").json()
     assert got == {"lease": ar, "vnode": 1, "node": None, "state": "not started", "exit_code": None,
                    "reason": None, "log": "payload", "text": "", "log_error": None}, got
+
+
+#: The SSH test site's first address is 127.0.0.(SSH_BASE+1): its own range (127.0.0.201-202).
+SSH_BASE = 200
+
+
+@pytest.mark.integration  # a test site of real sshd hosts, as the other serve-on-hosts tests
+def test_a_lease_on_ssh_hosts_gives_its_logs_read_there_and_says_when_a_host_does_not_answer(
+        ssh_site, serve_process, tmp_path, capsys):
+    site = ssh_site(2, base=SSH_BASE)
+    text = f'[ssh]\nuser = "root"\nidentity_file = "{site.key}"\nknown_hosts = "{site.known_hosts}"\n'
+    for h in site.hosts:
+        text += f'[[hosts]]\naddress = "{h.address}"\nname = "{h.name}"\nnodes = 1\ncpu = 1\nmemory = 1024\n'
+    (tmp_path / "hosts.toml").write_text(text)
+    serve = serve_process(name="hosts", site=tmp_path / "hosts.toml", time_scale=SCALE, grace=1)
+    serve.add_users(capsys)
+    serve.start()
+    r = serve.call("POST", "/leases", "alice", json={"nodes": 2, "duration": 600, "cpu": 0.1,
+                                                     "memory": 64, "command": COMMAND})
+    assert r.status_code == 201, r.text
+    lid = r.json()["id"]
+    view = _wait("both payloads ended", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())
+                 ["ended_payloads"] and len(v["ended_payloads"]) == 2 and v)
+    nodes = {p["vnode"]: p["node"] for p in view["ended_payloads"]}
+    assert sorted(nodes.values()) == [f"{h.name}-0" for h in site.hosts], nodes
+    for k in (0, 1):
+        got = serve.call("GET", f"/leases/{lid}/vms/{k}/log", "alice").json()
+        assert (got["state"], got["exit_code"], got["node"], got["log_error"]) == ("exited", 3 + k, nodes[k],
+                                                                                    None), got
+        assert got["text"] == f"hello from VM {k}\nto stderr {k}\n", got
+    assert serve.call("GET", f"/leases/{lid}/vms/0/log", "bob").status_code == 404
+    # a host that stops answering: the VM's state still answers, its log is said to be unreachable
+    k = next(v for v, n in nodes.items() if n.startswith(site.hosts[1].name))
+    site.kill_host(site.hosts[1].name)
+    got = _wait("the host's log said unreachable", lambda: (
+        x := serve.call("GET", f"/leases/{lid}/vms/{k}/log", "alice").json())["log_error"] and x, timeout=60)
+    assert got["state"] == "exited" and got["exit_code"] == 3 + k and got["text"] == "", got
+    assert site.hosts[1].name in got["log_error"], got

@@ -174,7 +174,8 @@ class Listing:
             try:
                 text = self.nodes.tail(lease_id, vnode, node, limit, serial=serial)
             except (UserError, OSError) as exc:  # (an SshError, an unreadable file: the state answers)
-                error = str(exc)
+                host = self._host_of(node)
+                error = f"host {host}: {exc}" if host is not None else str(exc)
         return PayloadLog(lease=lease_id, vnode=vnode, node=None if node is None else self._name(node),
                           log="serial" if serial else "payload", text=text, log_error=error, **facts)
 
