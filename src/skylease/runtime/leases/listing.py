@@ -168,7 +168,8 @@ class Listing:
                 if ended:
                     last = ended[-1]
                     facts = {k: last[k] for k in ("state", "exit_code", "reason")}
-                    node = self.site.names.index(last["node"]) if last["node"] is not None else None
+                    names = self.site.names  # (None: it never had a node, a VM that failed to start)
+                    node = names.index(last["node"]) if last["node"] in names else None
         text, error = "", None
         if node is not None:
             try:
