@@ -68,6 +68,7 @@ EXEMPT = {
     "serve calibrate": "boots QEMU guests for a minute (tests/runtime/leases/test_calibrate.py runs it)",
     **{f"leases {c}": "needs a running server (tests/service/test_serve.py runs it against one)"
        for c in ("request", "cancel", "list", "show", "queue", "hosts", "when")},
+    "leases logs": "needs a running server (tests/service/test_serve_logs.py runs it against one)",
     **{f"qos {c}": "needs a running server (tests/service/test_qos_cli.py runs it against one)"
        for c in ("account", "deposit", "order", "predict", "bots", "history")},
     "login": "needs a running server and a token (tests/service/test_secrets.py runs it against one)",
@@ -696,7 +697,7 @@ BASE: dict[str, Invocation] = {
     "serve user remove": ({"name": "alice"}, {}),
     "serve calibrate": ({"site": "site.toml", "image": "guest"}, {"site": "site-toml"}),
     **{f"leases {c}": ({}, {}) for c in ("list", "queue", "hosts")},
-    **{f"leases {c}": ({"lease_id": "1"}, {}) for c in ("cancel", "show")},
+    **{f"leases {c}": ({"lease_id": "1"}, {}) for c in ("cancel", "show", "logs")},
     "leases request": ({"file": "lease.json"}, {"file": "lease-json"}),
     "leases when": ({"duration": "3600"}, {}),
     "qos account": ({}, {}), "qos bots": ({}, {}), "qos history": ({"infrastructure": "local-grid"}, {}),

@@ -19,6 +19,7 @@ from skylease.runtime.leases.api import (
     LeaseView,
     OfferQuery,
     OfferView,
+    PayloadLog,
 )
 from skylease.runtime.leases.offering import offer_view
 
@@ -100,6 +101,14 @@ class FakeManager:
     def hosts(self) -> list[HostView]:
         return [HostView(name=f"node{i}", index=i, cpu=1.0, memory=1024, disk=0, cpus=[i % 2], leases=[],
                          cache=[]) for i in range(self.nodes)]
+
+    def log(self, owner: str | None, lease_id: int, vnode: int, limit: int = 8192) -> PayloadLog:
+        """As the real manager for a lease whose VMs have not started: a VM it does not have is 404."""
+        with self._lock:
+            view = self._get(owner, lease_id)
+        if not 0 <= vnode < view.nodes:
+            raise LeaseNotFound(f"lease {lease_id} has no VM {vnode}")
+        return PayloadLog(lease=lease_id, vnode=vnode, node=None, state="not started", log="payload", text="")
 
     def version(self) -> int:
         return self.changes.version

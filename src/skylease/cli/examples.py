@@ -61,6 +61,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "leases cancel": ("skylease leases cancel 3",),
     "leases list": ("skylease leases list --all",),
     "leases show": ("skylease leases show 3",),
+    "leases logs": ("skylease leases logs 3", "skylease leases logs 3 --vnode 1 --bytes 65536"),
     "leases queue": ("skylease leases queue",),
     "leases hosts": ("skylease leases hosts",),
     "serve": ("skylease serve --port 0 --time-scale 60",),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,9 @@ from skylease.cli.common import (
     out,
 )
 from skylease.model.errors import UserError
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 
 # -- leases ----------------------------------------------------------------------------------
@@ -230,3 +233,46 @@ def leases_hosts_cmd(server: ServerOption = None, token: TokenOption = None,
                      as_json: JsonOption = False) -> None:
     """A server's nodes: capacity, leases running now, cached images (administrators only)."""
     _ask(server, token, as_json, lambda c: c.hosts(), lambda t, hs: [t.hosts_table(hs)])
+
+
+# (the server's most: runtime/leases/api.py's MAX_LOG_BYTES; not imported here, it would load pydantic
+# into every command's start)
+MAX_LOG_BYTES = 128 * 1024
+
+
+@leases_app.command("logs", context_settings=_ID_SETTINGS)
+def leases_logs_cmd(
+    lease_id: LeaseIdArgument,
+    vnode: Annotated[int | None, typer.Option("--vnode", min=0, metavar="K", help="Only VM K of the lease "
+                                              "(0 first; default: every VM).")] = None,
+    limit: Annotated[int | None, typer.Option("--bytes", min=1, max=MAX_LOG_BYTES, metavar="N",
+                                              help="How much of each log's end, in bytes (default: "
+                                              "the server's, 8192; at most 131072).")] = None,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """A lease's VMs on a server: each one's state or exit status, and the end of its log (a VM
+    lease's guest: its serial console)."""
+    lid = _lease_id(lease_id)
+
+    def call(c):  # (every VM: the lease says how many)
+        vnodes = [vnode] if vnode is not None else range(int(c.lease(lid)["nodes"]))
+        return [c.vm_log(lid, k, limit) for k in vnodes]
+
+    _ask(server, token, as_json, call, lambda _t, logs: [_vm_log_text(x) for x in logs])
+
+
+def _vm_log_text(x: dict) -> Text:
+    """One VM's header line (where it ran, how it stands or ended) and its log as it is (no markup,
+    nothing wrapped)."""
+    from rich.text import Text
+
+    status = x["state"]
+    if x.get("exit_code") is not None:
+        status += f", exit code {x['exit_code']}"
+    if x.get("reason"):
+        status += f" ({x['reason']})"
+    where = f" on {x['node']}" if x.get("node") else ""
+    head = f"== lease {x['lease']} VM {x['vnode']}{where}: {status}; {x['log']} log"
+    head += f" unavailable: {x['log_error']}" if x.get("log_error") else (":" if x["text"] else ": empty")
+    text = x["text"] if not x["text"] or x["text"].endswith("\n") else x["text"] + "\n"
+    return Text(head + "\n" + text, no_wrap=True, overflow="ignore", end="")

@@ -228,6 +228,12 @@ class Client:
     def hosts(self) -> list[dict[str, Any]]:
         return self.call("GET", "/hosts")
 
+    def vm_log(self, lease_id: int, vnode: int, limit: int | None = None) -> dict[str, Any]:
+        """VM ``vnode`` of the lease: its state or exit status and its log's last ``limit`` bytes
+        (None: the server's default)."""
+        params = None if limit is None else {"bytes": limit}
+        return self._answer("GET", f"/leases/{lease_id}/vms/{vnode}/log", params=params)[1]
+
     # -- SpeQuloS (issue 20) -------------------------------------------------------------------
     def _json(self, method: str, path: str, body: dict[str, Any]) -> Any:
         return self.call(method, path, body=json.dumps(body).encode(), content_type="application/json")

@@ -8,6 +8,9 @@ Routes (OpenAPI at ``/docs``, ``/redoc`` and ``/openapi.json``)::
                           &disk=], and the nodes free at not_before (docs/decisions/lease-offers.md)
     GET    /leases/{id}   one lease: its events, where it runs, its payloads
     DELETE /leases/{id}   cancel it
+    GET    /leases/{id}/vms/{vnode}/log
+                          one VM's payload: its state or exit status and the tail of its log (JSON,
+                          ``bytes`` of it: docs/decisions/payload-logs.md)
     GET    /queue         best-effort leases waiting, in queue order, a page at a time
     GET    /hosts         the site's nodes (administrators only)
     GET    /me            the caller: {"name": ..., "admin": ...} (`skylease login` checks a token with it)
@@ -53,6 +56,8 @@ from skylease import __version__
 from skylease.model.errors import UserError
 from skylease.runtime.health import Unavailable
 from skylease.runtime.leases.api import (
+    DEFAULT_LOG_BYTES,
+    MAX_LOG_BYTES,
     HostView,
     LeaseManager,
     LeaseNotFound,
@@ -61,6 +66,7 @@ from skylease.runtime.leases.api import (
     LeaseView,
     OfferQuery,
     OfferView,
+    PayloadLog,
 )
 from skylease.service.auth import User, user_for_token
 from skylease.service.bodies import BODY, BadBody, is_xml, lease_request_from_json, lease_request_from_xml
@@ -164,6 +170,9 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
     LeasesPage = Annotated[PageQuery, Depends(page_query("leases"))]
     QueuePage = Annotated[PageQuery, Depends(page_query("queue"))]
     LeaseId = Annotated[int, Path(ge=0, le=2**53, description="The lease's id.")]
+    VNode = Annotated[int, Path(ge=0, le=2**31, description="The VM's index in its lease (0 first).")]
+    LogBytes = Annotated[int, Query(alias="bytes", ge=1, le=MAX_LOG_BYTES,
+                                    description="How much of the log's end, in bytes.")]
 
     from skylease.service.web.pages import add_pages
 
@@ -225,6 +234,15 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
     def cancel_lease(lease_id: LeaseId, user: Caller) -> LeaseView:
         """Cancel a lease: it leaves the queue or the slot table, and its payloads are stopped."""
         return manager.cancel(user.scope, lease_id)
+
+    @app.get("/leases/{lease_id}/vms/{vnode}/log", response_model=PayloadLog, tags=["leases"],
+             responses={**_ERRORS, 404: {"model": Problem, "description": "no such lease visible to the "
+                                                                          "caller, or no such VM of it"}})
+    def vm_log(lease_id: LeaseId, vnode: VNode, user: Caller,
+               limit: LogBytes = DEFAULT_LOG_BYTES) -> PayloadLog:
+        """One VM of a lease: its payload's state now or how it ended (exit code, reason), and the
+        last ``bytes`` bytes of its log (a VM lease's guest: its serial console)."""
+        return manager.log(user.scope, lease_id, vnode, limit)
 
     @app.get("/queue", response_model=list[LeaseView], tags=["leases"], responses={**_ERRORS, **PAGED})
     def queue(user: Caller, page: QueuePage, request: Request, response: Response) -> list[LeaseView]:

@@ -236,6 +236,34 @@ class HostView(BaseModel):
     vms: str | None = None
 
 
+#: The most of a VM's log one answer carries: a payload's log keeps 64 KiB at least, 128 KiB at most
+#: (:data:`~skylease.runtime.leases.local.PAYLOAD_LOG_BYTES`, twice).
+MAX_LOG_BYTES = 128 * 1024
+#: What ``GET /leases/{id}/vms/{vnode}/log`` answers when ``bytes`` is not given.
+DEFAULT_LOG_BYTES = 8 * 1024
+
+
+class PayloadLog(BaseModel):
+    """One VM of a lease: how its payload stands or ended, and the tail of its log
+    (docs/decisions/payload-logs.md). ``state``: ``running`` or ``stopped`` (its payload runs now),
+    ``exited``, ``killed``, ``lost``, ``failed`` (as in :attr:`LeaseView.ended_payloads`: its last
+    run's end), or ``not started``; ``exit_code`` (the payload's own, 128 + N when signal N ended
+    it) and ``reason`` as there. ``log``: ``payload`` (what the process wrote to its standard output
+    and error) or ``serial`` (a VM lease's guest: its serial console); ``text``: its last ``bytes``
+    bytes at most, decoded (a character cut at the start is replaced); ``log_error``: why the log
+    could not be read (its host does not answer), else None."""
+
+    lease: int
+    vnode: int
+    node: str | None
+    state: str
+    exit_code: int | None = None
+    reason: str | None = None
+    log: Literal["payload", "serial"]
+    text: str
+    log_error: str | None = None
+
+
 class LeaseManager(Protocol):
     """The lease manager as the service sees it. ``owner`` is the caller's user name; ``None``
     means an administrator (sees and may cancel every lease). Once :meth:`failure` says it cannot
@@ -266,6 +294,12 @@ class LeaseManager(Protocol):
               ) -> list[LeaseView]: ...
 
     def hosts(self) -> list[HostView]: ...
+
+    def log(self, owner: str | None, lease_id: int, vnode: int, limit: int = DEFAULT_LOG_BYTES
+            ) -> PayloadLog:
+        """VM ``vnode`` of the lease: its payload's state or end, and its log's last ``limit``
+        bytes (LeaseNotFound: no such lease visible to ``owner``, or no such VM of it)."""
+        ...
 
     def version(self) -> int: ...
 

@@ -305,6 +305,14 @@ class HostNodes:
         """The last ``limit`` bytes of what the payload's lease and VM wrote (read on the host)."""
         return self._agent("tail", path=self.log_path(p), bytes=int(limit))["text"]
 
+    def tail(self, lease: int, vnode: int, node: int, limit: int = PAYLOAD_LOG_BYTES, *,
+             serial: bool = False) -> str:
+        """As :meth:`LocalNodes.tail <skylease.runtime.leases.local.LocalNodes.tail>`, read on the
+        host (:class:`SshError` when it does not answer)."""
+        p = Payload(lease, vnode, node, 0, 0)
+        path = f"{self.vms.folder(lease, vnode)}/serial.log" if serial else self.log_path(p)
+        return self._agent("tail", path=path, bytes=int(limit))["text"]
+
     # -- after a restart --------------------------------------------------------------------------
     def find_own(self) -> list[Payload]:
         """Our payloads alive on the host (after a restart): the process group leaders of the SSH

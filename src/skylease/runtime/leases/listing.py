@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from skylease.control.leases import Lease, LeaseState, RRKind
 from skylease.control.leases.records import Run, lease_record
-from skylease.runtime.leases.api import HostView, LeaseNotFound, LeaseView
+from skylease.model.errors import UserError
+from skylease.runtime.leases.api import DEFAULT_LOG_BYTES, HostView, LeaseNotFound, LeaseView, PayloadLog
 from skylease.runtime.leases.journal import OverheadRow
 from skylease.runtime.leases.live import Live
 from skylease.runtime.leases.views import ViewParts, build_view, build_views
@@ -40,6 +41,7 @@ class Listing:
     _owner: dict[int, str]
     _live: dict[tuple[int, int], Live]
     _ended: dict[int, list[dict[str, Any]]]
+    _request: dict[int, dict[str, Any]]
     _down_hosts: dict[str, str]
     _overheads: dict[int, list[OverheadRow]]
     _late_starts: dict[int, list[dict[str, Any]]]
@@ -141,6 +143,42 @@ class Listing:
                 view.cache = list(self.nodes.cached(view.index))
             view.vms = None if accel is None else accel(view.index)
         return out
+
+    def log(self, owner: str | None, lease_id: int, vnode: int, limit: int = DEFAULT_LOG_BYTES
+            ) -> PayloadLog:
+        """VM ``vnode`` of a lease ``owner`` sees (None: any): its payload's state now, or how its
+        last run ended (as the lease's ``ended_payloads``), and the last ``limit`` bytes of its log
+        (docs/decisions/payload-logs.md). Only the state is taken under the lock; the log is read
+        after it is released (a host's is a command over SSH: a host that hangs holds up this call
+        only, as :meth:`hosts`). A host that does not answer, or a log that cannot be read, is
+        said in ``log_error``, its ``text`` empty."""
+        with self._lock:
+            self._alive()
+            lease = self._visible(owner, lease_id)
+            if not 0 <= vnode < lease.nodes:
+                raise LeaseNotFound(f"lease {lease_id} has no VM {vnode} (its VMs are 0..{lease.nodes - 1})")
+            serial = bool(self._request.get(lease_id, {}).get("vm"))
+            live = self._live.get((lease_id, vnode))
+            node: int | None = None
+            facts: dict[str, Any] = {"state": "not started"}
+            if live is not None:
+                node, facts = live.payload.node, {"state": live.payload.state}
+            else:
+                ended = [p for p in self._ended.get(lease_id, ()) if p["vnode"] == vnode]
+                if ended:
+                    last = ended[-1]
+                    facts = {k: last[k] for k in ("state", "exit_code", "reason")}
+                    names = self.site.names  # (None: it never had a node, a VM that failed to start)
+                    node = names.index(last["node"]) if last["node"] in names else None
+        text, error = "", None
+        if node is not None:
+            try:
+                text = self.nodes.tail(lease_id, vnode, node, limit, serial=serial)
+            except (UserError, OSError) as exc:  # (an SshError, an unreadable file: the state answers)
+                host = self._host_of(node)
+                error = f"host {host}: {exc}" if host is not None else str(exc)
+        return PayloadLog(lease=lease_id, vnode=vnode, node=None if node is None else self._name(node),
+                          log="serial" if serial else "payload", text=text, log_error=error, **facts)
 
     def _visible(self, owner: str | None, lease_id: int) -> Lease:
         if lease_id not in self._owner or (owner is not None and self._owner[lease_id] != owner):

@@ -411,6 +411,19 @@ class LocalNodes:
                 data += path.read_bytes()
         return data[-limit:].decode(errors="replace")
 
+    def tail(self, lease: int, vnode: int, node: int, limit: int = PAYLOAD_LOG_BYTES, *,
+             serial: bool = False) -> str:
+        """The last ``limit`` bytes of VM ``vnode``'s log on ``node`` (running or ended, ours or
+        from before a restart: the file is all it needs): its payload log, or with ``serial`` its
+        guest's serial console (a VM lease's: ``vm-<vnode>/serial.log`` in the lease's folder,
+        read where it is, nothing created). "" when there is none (yet)."""
+        self._check_node(node)
+        if serial:
+            path = self.data / "leases" / str(int(lease)) / f"vm-{int(vnode)}" / "serial.log"
+        else:
+            path = self.data / "payloads" / f"{int(lease)}-{int(vnode)}.log"
+        return self.output(Payload(lease, vnode, node, 0, 0, log=path), limit)
+
     # -- after a restart --------------------------------------------------------------------------
     def find_own(self) -> list[Payload]:
         """Our payloads still alive (after a restart): the process group leaders of this user whose

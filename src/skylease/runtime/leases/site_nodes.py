@@ -207,6 +207,11 @@ class SiteNodes:
     def output(self, p: Payload, limit: int = PAYLOAD_LOG_BYTES) -> str:
         return self.part(p.node).output(p, limit)
 
+    def tail(self, lease: int, vnode: int, node: int, limit: int = PAYLOAD_LOG_BYTES, *,
+             serial: bool = False) -> str:
+        """VM ``vnode``'s log where ``node`` is (SshError: its host does not answer)."""
+        return self.part(node).tail(lease, vnode, node, limit, serial=serial)
+
     # -- after a restart --------------------------------------------------------------------------
     def find_own(self, wait_s: float = FIND_WAIT_S) -> list[Payload]:
         """Our payloads alive on every part (after a restart). A host that does not answer is asked

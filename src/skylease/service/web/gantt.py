@@ -5,7 +5,8 @@
     GET /events             server-sent events: one ``change`` each time the lease manager's state
                             changes (the page then refetches the chart and the table); at most a
                             few open per session (:mod:`.sse`)
-    GET /leases/{id}        a lease's page: its timeline and its state events
+    GET /leases/{id}        a lease's page: its timeline, its state events, and each VM's exit
+                            status with the last lines of its log (the first PAGE_VMS VMs)
 
 All need a session (not a bearer token) and are not in the OpenAPI document; the JSON and the event
 stream answer only same-origin requests (``Sec-Fetch-Site``, which browsers send). The bars are the
@@ -29,6 +30,12 @@ from skylease.service.web.layout import e, table
 from skylease.service.web.sse import EventStreams, same_origin
 
 __all__ = ["add_gantt", "gantt_model"]
+
+#: A lease's page shows the logs of this many of its VMs at most (the API has every one's).
+PAGE_VMS = 16
+#: ... their last this many lines, from at most this many bytes.
+PAGE_LOG_LINES = 20
+PAGE_LOG_BYTES = 4096
 
 #: A lease event that is a bar of the chart -> the bar's kind.
 BAR_KINDS = {"start": "vm", "suspend": "suspend", "resume": "resume", "shutdown": "shutdown",
@@ -58,6 +65,27 @@ def lease_bars(view: LeaseView, now: int) -> list[dict[str, Any]]:
         bars.append({"kind": r["kind"], "nodes": list(r["nodes"]), "start": r["start"], "end": r["end"],
                      "state": "planned", "plan": True})
     return bars
+
+
+def _vm_logs(manager: LeaseManager, user: User, view: LeaseView) -> str:
+    """Each VM's state or exit status and the last lines of its log (read outside the manager's lock:
+    LeaseManager.log), as a table; a lease of more VMs says how to see the others."""
+    rows = []
+    for k in range(min(view.nodes, PAGE_VMS)):
+        x = manager.log(user.scope, view.id, k, PAGE_LOG_BYTES)
+        code = "" if x.exit_code is None else str(x.exit_code)
+        lines = x.text.splitlines()[-PAGE_LOG_LINES:]
+        shown = (f'<span class="error">{e(x.log_error)}</span>' if x.log_error else
+                 f'<pre class="log">{e(chr(10).join(lines))}</pre>' if lines else "")
+        rows.append([e(k), e(x.node or ""), f'<span class="state s-{e(x.state.replace(" ", "-"))}">'
+                     f"{e(x.state)}</span>", e(code), e(x.reason or ""), e(x.log), shown])
+    more = (f"<p>Lease {view.id} has {view.nodes} VMs: the first {PAGE_VMS} are shown; "
+            f"<code>skylease leases logs {view.id} --vnode K</code> shows any.</p>"
+            if view.nodes > PAGE_VMS else "")
+    return ("<h2>VMs</h2>"
+            + table(f"VMs of lease {view.id}: exit status and the last {PAGE_LOG_LINES} lines of each log",
+                    ["VM", "node", "state", "exit code", "reason", "log", "last lines"], rows, "No VM.")
+            + more)
 
 
 def gantt_model(manager: LeaseManager, owner: str | None) -> dict[str, Any]:
@@ -132,6 +160,7 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
                 + (table(f"Work of lease {view.id} begun late after an overrun", ["at", "seconds lost",
                                                                                   "scheduler"], lates, "")
                    if lates else "")
+                + _vm_logs(manager, user, view)
                 + "<h2>Events</h2>"
                 + table(f"Events of lease {view.id}", ["time", "event", "details"], evs, "No events.")
                 + "</div>")
