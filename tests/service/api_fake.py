@@ -11,15 +11,13 @@ from skylease.control.leases import LeaseScheduler
 from skylease.control.leases.lease import ResourceTuple
 from skylease.control.leases.offers import offer
 from skylease.runtime.changes import Changes
+from skylease.runtime.leases import api as lease_api
 from skylease.runtime.leases.api import (
     HostView,
     LeaseNotFound,
     LeaseRefused,
     LeaseRequest,
     LeaseView,
-    OfferQuery,
-    OfferView,
-    PayloadLog,
 )
 from skylease.runtime.leases.offering import offer_view
 
@@ -60,7 +58,7 @@ class FakeManager:
             self.changes.bump()
             return view
 
-    def offers(self, owner: str, query: OfferQuery) -> OfferView:
+    def offers(self, owner: str, query: lease_api.OfferQuery) -> lease_api.OfferView:
         """The real counter-offer on an empty table of this fake's nodes (it schedules nothing)."""
         per_node = ResourceTuple(query.cpu, query.memory, query.disk, 0.0)
         return offer_view(offer(LeaseScheduler(self.nodes), query.nodes, per_node, query.duration, self.clock,
@@ -102,13 +100,14 @@ class FakeManager:
         return [HostView(name=f"node{i}", index=i, cpu=1.0, memory=1024, disk=0, cpus=[i % 2], leases=[],
                          cache=[]) for i in range(self.nodes)]
 
-    def log(self, owner: str | None, lease_id: int, vnode: int, limit: int = 8192) -> PayloadLog:
+    def log(self, owner: str | None, lease_id: int, vnode: int, limit: int = 8192) -> lease_api.PayloadLog:
         """As the real manager for a lease whose VMs have not started: a VM it does not have is 404."""
         with self._lock:
             view = self._get(owner, lease_id)
         if not 0 <= vnode < view.nodes:
             raise LeaseNotFound(f"lease {lease_id} has no VM {vnode}")
-        return PayloadLog(lease=lease_id, vnode=vnode, node=None, state="not started", log="payload", text="")
+        return lease_api.PayloadLog(lease=lease_id, vnode=vnode, node=None, state="not started",
+                                    log="payload", text="")
 
     def version(self) -> int:
         return self.changes.version

@@ -67,13 +67,19 @@ def serve(serve_process, tmp_path, capsys):
             proc.call("DELETE", f"/leases/{v['id']}")
 
 
-def test_each_vms_exit_status_and_log_through_the_api_the_cli_and_the_page(serve, capsys, monkeypatch):
+def _two_vms_ended(serve) -> tuple[int, dict]:
+    """A 2-VM lease of COMMAND requested by alice, and its view once both payloads ended."""
     r = serve.call("POST", "/leases", "alice", json={"nodes": 2, "duration": 600, "cpu": 0.1,
                                                      "memory": 64, "command": COMMAND})
     assert r.status_code == 201, r.text
     lid = r.json()["id"]
     view = _wait("both payloads ended", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())
                  ["ended_payloads"] and len(v["ended_payloads"]) == 2 and v)
+    return lid, view
+
+
+def test_each_vms_exit_status_and_log_through_the_api_the_cli_and_the_page(serve, capsys, monkeypatch):
+    lid, view = _two_vms_ended(serve)
     by_vnode = {p["vnode"]: p for p in view["ended_payloads"]}
 
     # -- the API: each VM's exit status (as the lease's ended_payloads say) and its log
@@ -170,12 +176,7 @@ def test_a_lease_on_ssh_hosts_gives_its_logs_read_there_and_says_when_a_host_doe
     serve = serve_process(name="hosts", site=tmp_path / "hosts.toml", time_scale=SCALE, grace=1)
     serve.add_users(capsys)
     serve.start()
-    r = serve.call("POST", "/leases", "alice", json={"nodes": 2, "duration": 600, "cpu": 0.1,
-                                                     "memory": 64, "command": COMMAND})
-    assert r.status_code == 201, r.text
-    lid = r.json()["id"]
-    view = _wait("both payloads ended", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())
-                 ["ended_payloads"] and len(v["ended_payloads"]) == 2 and v)
+    lid, view = _two_vms_ended(serve)
     nodes = {p["vnode"]: p["node"] for p in view["ended_payloads"]}
     assert sorted(nodes.values()) == [f"{h.name}-0" for h in site.hosts], nodes
     for k in (0, 1):

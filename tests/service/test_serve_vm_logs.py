@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import time
 
 import pytest
 
 from skylease.cli import main
 
-from .payloads import payload_processes
-from .vm_site import TICK_RE, VmServer, build_repository
+from .vm_site import TICK_RE, VmServer, build_repository, stop_vm_server
 
 pytestmark = [pytest.mark.usefixtures("payload_sandbox"), pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -32,28 +29,12 @@ def vm_server(tmp_path, payload_sandbox):
         srv.tokens[name] = out.getvalue().splitlines()[0].strip()
     srv.start()
     yield srv
-    srv.stop()
-    with contextlib.suppress(Exception):
-        for pid, _ticks in payload_processes(srv.serve_id()):
-            with contextlib.suppress(OSError):
-                os.killpg(pid, 9)
+    stop_vm_server(srv)
 
 
 def test_a_vm_leases_log_is_its_serial_console(vm_server, capsys, monkeypatch):
     srv = vm_server
-    repo = srv.data.parent / "repo"
-    (repo / "short").mkdir()
-    for name in ("vmlinuz", "initrd.img"):
-        (repo / "short" / name).write_bytes((repo / "guest" / name).read_bytes())
-    (repo / "short" / "cmdline").write_text("skylease.ticks=2\n")  # (the test guest's own switch)
-    body = {"duration": 600, "memory": 128, "vm": True, "image": "short"}
-    r = srv.call("POST", "/leases", "alice", json=body)
-    assert r.status_code == 201, r.text
-    lid = r.json()["id"]
-    deadline = time.monotonic() + 120
-    while (view := srv.call("GET", f"/leases/{lid}", "alice").json())["state"] != "done":
-        assert time.monotonic() < deadline, view
-        time.sleep(0.2)
+    lid, view = srv.short_lease_done(timeout=120)
     ended = view["ended_payloads"][0]
     got = srv.call("GET", f"/leases/{lid}/vms/0/log", "alice", params={"bytes": 131072}).json()
     assert (got["log"], got["state"], got["exit_code"], got["reason"], got["node"], got["log_error"]) == (

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import time
 from pathlib import Path
 
@@ -27,8 +26,7 @@ import pytest
 
 from skylease.cli import main
 
-from .payloads import payload_processes
-from .vm_site import VM_SCALE, VmServer, build_repository
+from .vm_site import VM_SCALE, VmServer, build_repository, stop_vm_server
 from .web import HTML, login
 
 pytestmark = [pytest.mark.usefixtures("payload_sandbox"), pytest.mark.integration]
@@ -40,11 +38,7 @@ def vm_server(tmp_path_factory, payload_sandbox):
     build_repository(root / "repo")
     srv = VmServer(root / "serve", None)
     yield srv
-    srv.stop()
-    with contextlib.suppress(Exception):
-        for pid, _ticks in payload_processes(srv.serve_id()):
-            with contextlib.suppress(OSError):
-                os.killpg(pid, 9)
+    stop_vm_server(srv)
 
 
 @pytest.fixture(scope="module")
@@ -185,19 +179,7 @@ def test_a_preempted_vm_is_saved_and_resumed_where_it_stopped(started, capsys):
 
 def test_a_guest_that_powers_itself_off_ends_its_lease_early(started):
     srv = started
-    repo = srv.data.parent / "repo"
-    (repo / "short").mkdir(exist_ok=True)
-    for name in ("vmlinuz", "initrd.img"):
-        (repo / "short" / name).write_bytes((repo / "guest" / name).read_bytes())
-    (repo / "short" / "cmdline").write_text("skylease.ticks=2\n")  # (the test guest's own switch)
-    body = {"duration": 600, "memory": 128, "vm": True, "image": "short"}
-    r = srv.call("POST", "/leases", "alice", json=body)
-    assert r.status_code == 201, r.text
-    lid = r.json()["id"]
-    deadline = time.monotonic() + 60
-    while (view := srv.call("GET", f"/leases/{lid}").json())["state"] != "done":
-        assert time.monotonic() < deadline, view
-        time.sleep(0.2)
+    lid, view = srv.short_lease_done(timeout=60)
     assert srv.ticks(lid) == [1, 2]
     assert [(p["state"], p["reason"]) for p in view["ended_payloads"]] == [("exited", "exited by itself")]
     assert view["end"] - view["start"] < 600 - 10 * VM_SCALE  # (well before its planned end)

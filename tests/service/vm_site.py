@@ -71,6 +71,19 @@ class VmServer(Server):
             time.sleep(0.2)
         return ticks
 
+    def short_lease_done(self, timeout: float) -> tuple[int, dict[str, Any]]:
+        """alice's lease of the guest that ticks twice and powers itself off (:func:`short_guest`),
+        and its view once it is done (within ``timeout`` seconds)."""
+        body = {"duration": 600, "memory": 128, "vm": True, "image": short_guest(self.data.parent / "repo")}
+        r = self.call("POST", "/leases", "alice", json=body)
+        assert r.status_code == 201, r.text
+        lid = r.json()["id"]
+        deadline = time.monotonic() + timeout
+        while (view := self.call("GET", f"/leases/{lid}", "alice").json())["state"] != "done":
+            assert time.monotonic() < deadline, view
+            time.sleep(0.2)
+        return lid, view
+
     def payload_pid(self, lease: int) -> int | None:
         view = self.call("GET", f"/leases/{lease}").json()
         return view["payloads"][0]["pid"] if view["payloads"] else None
@@ -92,6 +105,28 @@ class HostVmServer(VmServer):
                      "memory = 256\n")
         Path(options["site"]).write_text(text)
         return options
+
+
+def short_guest(repo: Path, ticks: int = 2) -> str:
+    """``repo/short``: the test guest that ticks ``ticks`` times and powers itself off; its name."""
+    (repo / "short").mkdir(exist_ok=True)
+    for name in ("vmlinuz", "initrd.img"):
+        (repo / "short" / name).write_bytes((repo / "guest" / name).read_bytes())
+    (repo / "short" / "cmdline").write_text(f"skylease.ticks={ticks}\n")  # (the test guest's own switch)
+    return "short"
+
+
+def stop_vm_server(srv: VmServer) -> None:
+    """Stop the server, and end any guest of it still running (by its process group)."""
+    import contextlib
+
+    from .payloads import payload_processes
+
+    srv.stop()
+    with contextlib.suppress(Exception):
+        for pid, _ticks in payload_processes(srv.serve_id()):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, 9)
 
 
 def add_users(srv: VmServer) -> None:

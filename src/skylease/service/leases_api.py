@@ -235,7 +235,7 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         """Cancel a lease: it leaves the queue or the slot table, and its payloads are stopped."""
         return manager.cancel(user.scope, lease_id)
 
-    @app.get("/leases/{lease_id}/vms/{vnode}/log", response_model=PayloadLog, tags=["leases"],
+    @app.get(LEASE_PATH + "/vms/{vnode}/log", response_model=PayloadLog, tags=["leases"],
              responses={**_ERRORS, 404: {"model": Problem, "description": "no such lease visible to the "
                                                                           "caller, or no such VM of it"}})
     def vm_log(lease_id: LeaseId, vnode: VNode, user: Caller,
