@@ -811,6 +811,17 @@ class LeaseScheduler:
         free = self.table.free_on(start, end, req)
         free_set = set(free)
         victims: dict[int, list[Reservation]] = {}
+        can_go = self._ar_may_take(lease, start, end)
+        for k in self.table.free_on(start, end, req, skip=can_go):
+            if k not in free_set:
+                on_k = {id(vm): vm for vm in (self.rr[rr.lease.id] for rr in self.table.on_node(k)
+                                              if can_go(rr) and rr.overlaps(start, end))}
+                victims[k] = list(on_k.values())
+        return free, victims
+
+    def _ar_may_take(self, lease: Lease, start: int, end: int) -> Callable[[Reservation], bool]:
+        """Which reservations an AR ``lease`` on ``[start, end)`` may take the place of (decision H7;
+        the preemption policy's say): :meth:`ar_room`'s and :meth:`ar_fits`' one rule."""
         policy = self.config.preemption
         movable = _preemptible_or_future_resume if self.config.preempt_future_resumptions else _preemptible
 
@@ -821,12 +832,25 @@ class LeaseScheduler:
                         and policy.may_preempt(lease, rr.lease, start))
             return movable(rr) and policy.may_preempt(lease, rr.lease, start)
 
-        for k in self.table.free_on(start, end, req, skip=can_go):
-            if k not in free_set:
-                on_k = {id(vm): vm for vm in (self.rr[rr.lease.id] for rr in self.table.on_node(k)
-                                              if can_go(rr) and rr.overlaps(start, end))}
-                victims[k] = list(on_k.values())
-        return free, victims
+        return can_go
+
+    def ar_fits(self, lease: Lease, start: int, end: int) -> bool:
+        """Whether :meth:`ar_room` would give ``lease`` its nodes on ``[start, end)`` (free, or
+        freed by preemption), stopping as soon as the answer is known: a counter-offer asks at every
+        reservation end it tries, and a request for most of the nodes is answered no at the first few
+        busy ones rather than after a fit of every node (a node freed by preemption is free once the
+        reservations the AR may take are skipped, so one pass counts both)."""
+        can_go = self._ar_may_take(lease, start, end)
+        need, left = lease.nodes, self.table.n_nodes
+        for k in range(self.table.n_nodes):
+            left -= 1
+            if self.table.free_until(k, start, lease.per_node, skip=can_go) >= end:
+                need -= 1
+                if need == 0:
+                    return True
+            if left < need:
+                return False
+        return need <= 0
 
     def _schedule_im(self, lease: Lease, now: int) -> None:
         """An immediate lease starts now on free nodes or is rejected (it preempts nothing)."""
