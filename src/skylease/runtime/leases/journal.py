@@ -106,6 +106,7 @@ class InputKind(StrEnum):
     HOST_DOWN = "host-down"  # body: {"host": name, "nodes": [...], "reason": why}
     HOST_UP = "host-up"  # body: {"host": name, "nodes": [...]}
     LATE = "late"  # body: {"seconds": s}: the lease's VMs began working s after its VM reservation
+    EXTEND = "extend"  # body: {"seconds": s}: its owner's accepted extension (control/leases/changes.py)
 
 
 @dataclass(frozen=True)
