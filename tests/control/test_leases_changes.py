@@ -116,15 +116,22 @@ def test_a_queued_best_effort_lease_runs_longer_and_one_not_started_is_planned_a
 
 
 def test_the_same_calls_replayed_give_the_same_schedule():
-    def run() -> list:
+    def run() -> tuple[list, list]:
         sched = LeaseScheduler(2, config=SR)
         leases = [_be(0, 0, 2, 300), _ar(1, 0, 400, 1, 100), _be(2, 0, 1, 200), _ar(3, 0, 50, 1, 30)]
         for le in leases:
             sched.submit(le)
-        calls = {60: lambda t: sched.extend(3, 20, t), 120: lambda t: sched.extend(0, 200, t),
-                 130: lambda t: sched.extend(2, 40, t)}
+        changes: list = []
+        calls = {60: lambda t: changes.append(sched.extend(3, 20, t)),  # the running AR: in place
+                 120: lambda t: changes.append(sched.extend(0, 200, t)),  # suspended BE: more to run
+                 130: lambda t: changes.append(sched.extend(2, 40, t)),  # running BE: in place
+                 140: lambda t: changes.append(sched.extend(1, 500, t))}  # the AR at 400 (lease 0 queued)
         _drive(sched, 10_000, 0, at=calls)
-        return [(le.id, le.state, le.end, tuple(le.history)) for le in leases]
+        return changes, [(le.id, le.state, le.end, tuple(le.history)) for le in leases]
 
-    assert run() == run()
-    assert all(state is LeaseState.DONE for _, state, _, _ in run())
+    changes, leases = run()
+    assert (changes, leases) == run()
+    assert [(c.accepted, c.old_end, c.new_end) for c in changes] == [
+        (True, 80, 100), (True, None, None), (True, 250, 290), (True, 500, 1000)]
+    assert all(state is LeaseState.DONE for _, state, _, _ in leases)
+    assert [end for _, _, end, _ in leases] == [1492, 1000, 290, 100]  # lease 0 resumed after the AR

@@ -168,10 +168,15 @@ def _stretch(sched: LeaseScheduler, vm: Reservation, seconds: int) -> bool:
 
 def _latest_end(sched: LeaseScheduler, vm: Reservation) -> int | None:
     """The latest end its nodes are free until, its own plan aside (None: no later end than now's)."""
-    lease, end = vm.lease, vm.final_end
+    end = vm.final_end
     mine = {id(p) for p in vm.parts()}
-    until = min(sched.table.free_until(k, end, vm.usage, skip=lambda rr: id(rr) in mine) for k in vm.nodes)
-    return int(until) if end < until < float("inf") and lease.state not in _OVER else None
+    until = float("inf")
+    for k in set(vm.nodes):
+        need = vm.usage
+        for _ in range(vm.nodes.count(k) - 1):  # (VMs of one lease may share a node)
+            need = need.plus(vm.usage)
+        until = min(until, sched.table.free_until(k, end, need, skip=lambda rr: id(rr) in mine))
+    return int(until) if end < until < float("inf") else None
 
 
 def _earliest_start(sched: LeaseScheduler, vm: Reservation, seconds: int, now: int) -> int | None:
