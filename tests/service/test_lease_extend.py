@@ -2,8 +2,9 @@
 ``PATCH /leases/{id}`` and ``skylease leases extend`` through ``create_app`` over a
 :class:`LocalLeaseManager` on a real uvicorn server: accepted (the plan and the events show the
 new end), refused with the latest end and the earliest start that fit, another user's lease 404,
-bad bodies 422, and the site's rules. The leases are advance reservations far in the future, so
-nothing here starts a payload but the last test's (marked integration: it waits on the clock)."""
+bad bodies 422, the site's rules, and the lease page's Extend form. The leases are advance
+reservations far in the future, so nothing here starts a payload but the one test marked
+integration (it waits on the lease clock)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from skylease.runtime.leases.site import Site, SiteNode
 from skylease.service.auth import add_user
 from skylease.service.leases_api import create_app
 from skylease.service.server import load_serve_config, open_database
+
+from .web import HTML, csrf_of, login
 
 AR_IN = 1000  # alice's reservation starts this many lease seconds after the test begins...
 AR_FOR = 500  # ...and lasts this long, on both nodes
@@ -180,3 +183,30 @@ def test_a_running_default_payload_runs_to_the_new_end(serve):
     assert v["state"] == "done" and v["end"] == new_end, v  # no premature end at the old one
     ended = [(p["state"], p["reason"]) for p in v["ended_payloads"]]
     assert ("killed", "replaced: its lease was extended") in ended and len(ended) == 2, ended
+
+
+def test_the_lease_pages_extend_form(serve):
+    url, tokens, _ = serve()
+    alice = _reserve(url, tokens["alice"], nodes=2, duration=AR_FOR, start_in=AR_IN)
+    s, lid = alice["requested_start"], alice["id"]
+    _reserve(url, tokens["bob"], nodes=2, duration=100, start=s + 600)
+    with httpx.Client(base_url=url) as browser:
+        assert login(browser, tokens["alice"]).status_code == 303
+        page = browser.get(f"/leases/{lid}", headers=HTML)
+        assert page.status_code == 200 and f'action="/leases/{lid}/extend"' in page.text
+        csrf = csrf_of(page.text)
+        r = browser.post(f"/leases/{lid}/extend", data={"csrf": csrf, "by": "1m"}, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == f"/leases/{lid}", r.text
+        r = browser.post(f"/leases/{lid}/extend", data={"csrf": csrf, "by": "1h"})
+        assert r.status_code == 409 and f"the latest end that fits is {s + 600}" in r.text, r.text
+        r = browser.post(f"/leases/{lid}/extend", data={"csrf": csrf, "by": "soon"})
+        assert r.status_code == 422 and "is not a duration" in r.text, r.text
+        r = browser.post(f"/leases/{lid}/extend", data={"by": "1m"})  # no CSRF token: refused
+        assert r.status_code == 403
+    v = httpx.get(f"{url}/leases/{lid}", headers=_h(tokens["alice"])).json()
+    assert _vm_end(v) == s + AR_FOR + 60 and len(v["extensions"]) == 1
+    with httpx.Client(base_url=url) as browser:  # bob: alice's lease is not his
+        login(browser, tokens["bob"])
+        csrf = csrf_of(browser.get("/leases", headers=HTML).text)
+        r = browser.post(f"/leases/{lid}/extend", data={"csrf": csrf, "by": "1m"})
+        assert r.status_code == 404, r.text
