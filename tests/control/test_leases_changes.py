@@ -5,7 +5,7 @@ fit, a best-effort lease is re-planned, and the same calls replayed give the sam
 from __future__ import annotations
 
 from skylease.control.leases import Lease, LeaseKind, LeaseScheduler, LeaseState, SchedulerConfig
-from skylease.control.leases.changes import ExtensionRules, check_rules, extensions_of
+from skylease.control.leases.changes import ExtensionRules, check_rules, extend, extensions_of
 
 SR = SchedulerConfig.novm_sr()  # suspensions and resumptions of 21 s (1024 MB at 50 MB/s)
 
@@ -38,7 +38,7 @@ def test_an_advance_reservation_is_extended_where_its_node_is_free_and_runs_to_i
     ar = _ar(0, 0, 100, 1, 100)
     sched.submit(ar)
     _drive(sched, 150)
-    change = sched.extend(0, 50, 150)
+    change = extend(sched, 0, 50, 150)
     assert change.accepted and (change.old_end, change.new_end) == (200, 250)
     assert ar.duration == 150 and extensions_of(ar) == 1 and ("extended", 250) in ar.history
     _drive(sched, 1000, 150)
@@ -53,12 +53,12 @@ def test_one_that_does_not_fit_is_refused_with_the_latest_end_and_the_earliest_s
     sched.submit(a)
     sched.submit(b)
     sched.step(0)
-    change = sched.extend(0, 100, 10)
+    change = extend(sched, 0, 100, 10)
     assert not change.accepted and change.old_end == 200 and change.new_end is None
     assert change.latest_end == 260 and change.earliest_start == 300, change
     assert "not free until lease time 300" in str(change.reason)
     assert sched.rr[0].end == 200 and a.duration == 100 and extensions_of(a) == 0  # nothing changed
-    assert sched.extend(0, 60, 10).accepted  # the latest end offered is accepted
+    assert extend(sched, 0, 60, 10).accepted  # the latest end offered is accepted
     _drive(sched, 1000, 10)
     assert (a.end, b.first_start, b.end) == (260, 260, 300)
 
@@ -69,7 +69,7 @@ def test_a_running_advance_reservation_gets_no_earliest_start_and_the_rules_refu
     sched.submit(a)
     sched.submit(b)
     _drive(sched, 20)
-    change = sched.extend(0, 5, 20)
+    change = extend(sched, 0, 5, 20)
     assert not change.accepted and change.latest_end is None and change.earliest_start is None
     rules = ExtensionRules(max_duration=150, extend_within=30, max_extensions=1)
     early = check_rules(sched, a, 10, 20, rules)
@@ -86,10 +86,10 @@ def test_a_running_best_effort_lease_is_stretched_where_free_else_suspended_and_
     sched.submit(be)
     sched.submit(ar)
     _drive(sched, 100)
-    assert sched.extend(0, 50, 100).accepted and sched.rr[0].end == 350
+    assert extend(sched, 0, 50, 100).accepted and sched.rr[0].end == 350
     # by 100 more at 200: the AR is in the way at 400: suspended to be off the node by 350 (its old
     # end), queued again, and resumed after the AR with 100 s more to run
-    change = sched.extend(0, 100, 200)
+    change = extend(sched, 0, 100, 200)
     assert change.accepted and change.old_end == 350 and change.new_end is None
     assert sched.rr[0].suspend is not None and sched.rr[0].suspend.end == 350
     _drive(sched, 5000, 200)
@@ -108,7 +108,7 @@ def test_a_queued_best_effort_lease_runs_longer_and_one_not_started_is_planned_a
     # aggressive backfilling gave lease 1 a future reservation [100, 200); an AR on [250, 300)
     sched.submit(_ar(2, 0, 250, 1, 50))
     sched.step(0)
-    change = sched.extend(1, 100, 10)  # [100, 300) meets the AR: planned again from scratch
+    change = extend(sched, 1, 100, 10)  # [100, 300) meets the AR: planned again from scratch
     assert change.accepted and ("unschedule", 10) in queued.history
     _drive(sched, 5000, 10)
     assert queued.state is LeaseState.DONE and queued.end is not None
@@ -122,10 +122,10 @@ def test_the_same_calls_replayed_give_the_same_schedule():
         for le in leases:
             sched.submit(le)
         changes: list = []
-        calls = {60: lambda t: changes.append(sched.extend(3, 20, t)),  # the running AR: in place
-                 120: lambda t: changes.append(sched.extend(0, 200, t)),  # suspended BE: more to run
-                 130: lambda t: changes.append(sched.extend(2, 40, t)),  # running BE: in place
-                 140: lambda t: changes.append(sched.extend(1, 500, t))}  # the AR at 400 (lease 0 queued)
+        calls = {60: lambda t: changes.append(extend(sched, 3, 20, t)),  # the running AR: in place
+                 120: lambda t: changes.append(extend(sched, 0, 200, t)),  # suspended BE: more to run
+                 130: lambda t: changes.append(extend(sched, 2, 40, t)),  # running BE: in place
+                 140: lambda t: changes.append(extend(sched, 1, 500, t))}  # the AR at 400 (lease 0 queued)
         _drive(sched, 10_000, 0, at=calls)
         return changes, [(le.id, le.state, le.end, tuple(le.history)) for le in leases]
 

@@ -1,6 +1,10 @@
 """Changes to a lease (issue 40, item 2; docs/decisions/lease-extensions.md): a later end, asked for
-by the lease's owner, within the site's :class:`ExtensionRules`, re-planned by the
-:class:`~skylease.control.leases.scheduler.LeaseScheduler` as a new lease would be.
+by the lease's owner, within the site's :class:`ExtensionRules`, re-planned on a
+:class:`~skylease.control.leases.scheduler.LeaseScheduler` as a new lease would be, with the
+scheduler's own primitives (its slot table's ``reschedule``, ``_unplace``, ``_requeue``, ``_preempt``,
+``_emit``): :func:`extend` is to changes what :func:`~skylease.control.leases.offers.offer` is to
+dry runs, a function over the scheduler (the scheduler cannot import this module: it asks
+offers.py, which imports the scheduler).
 
 * An advance reservation or an immediate lease keeps its nodes: its VM reservation (and the
   shutdown after it) is extended where its nodes are free from its old end to the new end. Nothing
@@ -103,9 +107,10 @@ def check_rules(sched: LeaseScheduler, lease: Lease, seconds: int, now: int,
 
 
 def extend(sched: LeaseScheduler, lease_id: int, seconds: int, now: int) -> Change:
-    """Extend the lease by ``seconds`` (> 0) at ``now`` as the module says; the scheduler's table
-    changes only when the change is accepted. Call :meth:`LeaseScheduler.step` at ``now`` after
-    an accepted change (a lease queued again is scheduled by a step)."""
+    """Extend the lease ``lease_id`` of ``sched`` by ``seconds`` (> 0) at ``now`` as the module
+    says; the scheduler's table changes only when the change is accepted. Call
+    :meth:`LeaseScheduler.step` at ``now`` after an accepted change (a lease queued again is
+    scheduled by a step)."""
     lease = sched.lease(lease_id)
     end = current_end(sched, lease)
     if lease.state in _OVER:

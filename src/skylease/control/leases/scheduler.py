@@ -69,7 +69,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 import skylease.control.leases.failures as failures
 from skylease.control.leases.config import SchedulerConfig
@@ -88,9 +87,6 @@ from skylease.control.leases.lease import (
 from skylease.control.leases.policies import HostRequest
 from skylease.control.leases.preparation import ImagePreparation
 from skylease.control.leases.slottable import SlotTable
-
-if TYPE_CHECKING:
-    from skylease.control.leases.changes import Change
 
 Hook = Callable[[str, Lease, int], None]
 
@@ -246,15 +242,6 @@ class LeaseScheduler:
                 self.table.reschedule(part, start, part.end - seconds, part.real_end - seconds)
             return False
         return True
-
-    def extend(self, lease_id: int, seconds: int, now: int) -> Change:
-        """Its owner asks for the lease to end ``seconds`` later (issue 40; the rules are in
-        changes.py, docs/decisions/lease-extensions.md): extended where its nodes are free, a
-        best-effort lease re-planned; refused with the latest end and earliest start that fit.
-        Call :meth:`step` at ``now`` right after an accepted change."""
-        from skylease.control.leases.changes import extend  # (it asks offers.py, which imports us)
-
-        return extend(self, lease_id, seconds, now)
 
     # -- host failures (docs/decisions/host-failures.md; the rules are in failures.py) --------------
     @property

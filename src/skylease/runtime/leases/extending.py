@@ -19,7 +19,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from skylease.control.leases import LeaseState
-from skylease.control.leases.changes import ExtensionRules, check_rules, current_end
+from skylease.control.leases.changes import ExtensionRules, check_rules, current_end, extend
 from skylease.runtime.leases.api import LeaseChange, LeaseRefused, LeaseView
 from skylease.runtime.leases.journal import InputKind
 from skylease.runtime.leases.views import build_view
@@ -110,7 +110,7 @@ class Extending:
         """The scheduler's extension of ``lid`` by ``seconds`` at ``t``; when accepted, journaled (a
         live call) and kept for the lease's view. Returns the refusal (a Change) or None. A replay
         gives it only what was accepted, so it is accepted again (the scheduler is deterministic)."""
-        change = self.sched.extend(lid, seconds, t)
+        change = extend(self.sched, lid, seconds, t)
         if not change.accepted:
             if not self._recording:
                 log.error("lease %d: its journaled extension by %d s was refused on replay: %s", lid, seconds,

@@ -2,10 +2,10 @@
 
 The scheduler is deterministic: fed the same inputs at the same times, it makes the same decisions.
 So its state at any moment is the replay of its inputs (:class:`InputKind`: a lease submitted, a
-lease cancelled, a lease's premature end, an accepted extension, a step at time t), and the journal is the service's
-state: a restarted server (after ``kill -9``) replays it and is where it was. Every command's inputs,
-the events they produced and the leases' new states are committed in one transaction before the
-API answers.
+lease cancelled, a lease's premature end, an accepted extension, a step at time t), and the journal
+is the service's state: a restarted server (after ``kill -9``) replays it and is where it was.
+Every command's inputs, the events they produced and the leases' new states are committed in one
+transaction before the API answers.
 
 Tables (SQLAlchemy Core, on the service's one database: SQLite or PostgreSQL):
 
