@@ -68,6 +68,7 @@ EXEMPT = {
     "serve calibrate": "boots QEMU guests for a minute (tests/runtime/leases/test_calibrate.py runs it)",
     **{f"leases {c}": "needs a running server (tests/service/test_serve.py runs it against one)"
        for c in ("request", "cancel", "list", "show", "queue", "hosts", "when")},
+    "leases extend": "needs a running server (tests/service/test_lease_extend.py runs it against one)",
     "leases logs": "needs a running server (tests/service/test_serve_logs.py runs it against one)",
     **{f"qos {c}": "needs a running server (tests/service/test_qos_cli.py runs it against one)"
        for c in ("account", "deposit", "order", "predict", "bots", "history")},
@@ -76,7 +77,8 @@ EXEMPT = {
 # Parameters of EXEMPT commands that the command checks before any work (before it calls the
 # server): every case of theirs runs, not only those click refuses.
 CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits"), ("login", "server"),
-                 ("leases request", "duration"), ("leases when", "duration"), ("leases when", "not_before")}
+                 ("leases request", "duration"), ("leases when", "duration"), ("leases when", "not_before"),
+                 ("leases extend", "by")}
 # The commands that list a server's list route (src/skylease/service/paging.py): each takes --limit
 # (click's bounds: the server's page, so its wrong values are fuzzed as any number's) and --all (a
 # flag); tests/service/test_serve.py and test_qos_cli.py run them against a server.
@@ -700,6 +702,7 @@ BASE: dict[str, Invocation] = {
     **{f"leases {c}": ({"lease_id": "1"}, {}) for c in ("cancel", "show", "logs")},
     "leases request": ({"file": "lease.json"}, {"file": "lease-json"}),
     "leases when": ({"duration": "3600"}, {}),
+    "leases extend": ({"lease_id": "1", "by": "60"}, {}),
     "qos account": ({}, {}), "qos bots": ({}, {}), "qos history": ({"infrastructure": "local-grid"}, {}),
     "qos deposit": ({"user": "alice", "credits": "10"}, {}), "qos order": ({"bot": "1", "credits": "10"}, {}),
     "qos predict": ({"bot": "1"}, {}),

@@ -38,7 +38,8 @@ TIMEOUT_S = 110
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 
 OPERATIONS = ["GET /health", "GET /me", "POST /leases", "GET /leases", "GET /leases/offers",
-              "GET /leases/{lease_id}", "DELETE /leases/{lease_id}", "GET /leases/{lease_id}/vms/{vnode}/log",
+              "GET /leases/{lease_id}", "DELETE /leases/{lease_id}", "PATCH /leases/{lease_id}",
+              "GET /leases/{lease_id}/vms/{vnode}/log",
               "GET /queue", "GET /hosts",
               "POST /qos/bots", "GET /qos/bots", "GET /qos/bots/{bot}", "POST /qos/bots/{bot}/reports",
               "POST /qos/bots/{bot}/orders", "GET /qos/bots/{bot}/prediction", "GET /qos/bots/{bot}/series",

@@ -61,6 +61,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "leases cancel": ("skylease leases cancel 3",),
     "leases list": ("skylease leases list --all",),
     "leases show": ("skylease leases show 3",),
+    "leases extend": ("skylease leases extend 3 --by 30m", "skylease leases extend 3 --end 2:00:00 --json"),
     "leases logs": ("skylease leases logs 3", "skylease leases logs 3 --vnode 1 --bytes 65536"),
     "leases queue": ("skylease leases queue",),
     "leases hosts": ("skylease leases hosts",),

@@ -202,6 +202,34 @@ def leases_cancel_cmd(
     _ask(server, token, as_json, lambda c: c.cancel(lid), lambda t, v: [t.leases_table([v])])
 
 
+@leases_app.command("extend", context_settings=_ID_SETTINGS)
+def leases_extend_cmd(
+    lease_id: LeaseIdArgument,
+    by: Annotated[str | None, typer.Option(metavar="DURATION", help="End this much later: 3600, 90m, 1h, "
+                                           "[D:]HH:MM:SS.")] = None,
+    end: Annotated[str | None, typer.Option(metavar="TIME", help="End at this lease time (a duration since "
+                                            "the server's epoch).")] = None,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """Extend a lease on a server (within the site's rules): it ends later, or is refused with the
+    reason, the latest end that fits and, for a reservation, the earliest start that would."""
+    from pydantic import ValidationError
+
+    from skylease.runtime.leases.api import LeaseChange
+
+    lid = _lease_id(lease_id)
+    if (by is None) == (end is None):
+        raise UserError("give exactly one of --by DURATION and --end TIME", field="--by")
+    key, text = ("by", by) if by is not None else ("end", end)
+    change = {key: _lease_seconds(str(text), f"--{key}")}
+    try:  # (checked here: a mistake is one line naming the option, no server needed)
+        LeaseChange.model_validate(change)
+    except ValidationError as exc:
+        what = str(exc.errors(include_url=False)[0]["msg"])
+        raise UserError(what[:1].lower() + what[1:], field=f"--{key}") from None
+    _ask(server, token, as_json, lambda c: c.extend(lid, change), lambda t, v: [t.leases_table([v])])
+
+
 @leases_app.command("list")
 def leases_list_cmd(server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
                     limit: LimitOption = None, every: AllOption = False) -> None:

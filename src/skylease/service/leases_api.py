@@ -8,6 +8,9 @@ Routes (OpenAPI at ``/docs``, ``/redoc`` and ``/openapi.json``)::
                           &disk=], and the nodes free at not_before (docs/decisions/lease-offers.md)
     GET    /leases/{id}   one lease: its events, where it runs, its payloads
     DELETE /leases/{id}   cancel it
+    PATCH  /leases/{id}   a later end: {"by": seconds} or {"end": lease time}, within the site's rules;
+                          409 with ``latest_end`` (and an AR's ``earliest_start``) when it does not fit
+                          (docs/decisions/lease-extensions.md)
     GET    /leases/{id}/vms/{vnode}/log
                           one VM's payload: its state or exit status and the tail of its log (JSON,
                           ``bytes`` of it: docs/decisions/payload-logs.md)
@@ -59,6 +62,7 @@ from skylease.runtime.leases.api import (
     DEFAULT_LOG_BYTES,
     MAX_LOG_BYTES,
     HostView,
+    LeaseChange,
     LeaseManager,
     LeaseNotFound,
     LeaseRefused,
@@ -102,6 +106,8 @@ class Refusal(BaseModel):
 
     detail: str
     earliest_start: int | None = None
+    #: a refused extension: the latest end that fits now (null when none later does)
+    latest_end: int | None = None
 
 
 # -- request bodies -------------------------------------------------------------------------------
@@ -235,6 +241,17 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         """Cancel a lease: it leaves the queue or the slot table, and its payloads are stopped."""
         return manager.cancel(user.scope, lease_id)
 
+    @app.patch(LEASE_PATH, response_model=LeaseView, tags=["leases"],
+               responses={**_ERRORS, **_NOT_FOUND,
+                          409: {"model": Refusal, "description": "the change does not fit, or a site rule "
+                                                                 "forbids it"}})
+    def extend_lease(lease_id: LeaseId, change: LeaseChange, user: Caller) -> LeaseView:
+        """Extend a lease: a later end, `by` that many lease seconds or at the lease time `end`
+        (exactly one), within the site's extension rules. Answered with the lease as re-planned, or
+        409 with the reason, `latest_end` (the latest end that fits now) and, for an advance
+        reservation not started, `earliest_start` (where a reservation of its new length would fit)."""
+        return manager.extend(user.scope, lease_id, change)
+
     @app.get(LEASE_PATH + "/vms/{vnode}/log", response_model=PayloadLog, tags=["leases"],
              responses={**_ERRORS, 404: {"model": Problem, "description": "no such lease visible to the "
                                                                           "caller, or no such VM of it"}})
@@ -285,6 +302,9 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         earliest = getattr(exc, "earliest_start", None)
         if earliest is not None:  # (the detail stays as it was: old clients read only it)
             body["earliest_start"] = earliest
+        latest = getattr(exc, "latest_end", None)
+        if latest is not None:  # (a refused extension: docs/decisions/lease-extensions.md)
+            body["latest_end"] = latest
         return JSONResponse(body, status_code=409)
 
     app.add_exception_handler(LeaseRefused, refusal)

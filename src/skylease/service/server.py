@@ -73,6 +73,15 @@ SERVER_GC_THRESHOLD = (50_000, 20, 10)
 _USER_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
 
 
+class ExtensionsTable(FileModel):
+    """The ``[extensions]`` table: the site's rules for extensions (``PATCH /leases/{id}``,
+    docs/decisions/lease-extensions.md); a key left out is no limit."""
+
+    max_duration: Annotated[int, Field(ge=1, le=10 * 365 * 86400)] | None = None  # a lease's length in all
+    extend_within: Annotated[int, Field(ge=1, le=10 * 365 * 86400)] | None = None  # in its last seconds only
+    max_extensions: Annotated[int, Field(ge=0, le=1_000_000)] | None = None  # per lease
+
+
 class ServeConfig(FileModel):
     """The server's configuration file (TOML); every key is optional."""
 
@@ -103,6 +112,7 @@ class ServeConfig(FileModel):
     # a VM image of the site's repository: the VM overheads calibrated with it at the first start
     # (kept in the data folder: service/calibration.py)
     calibrate: Annotated[str, Field(min_length=1, max_length=255)] | None = None
+    extensions: ExtensionsTable = ExtensionsTable()  # (file only) the site's rules for extensions
     _source: Path | None = PrivateAttr(default=None)  # the file it was read from (hidden from payloads)
 
 
@@ -326,6 +336,7 @@ def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path, sandbox: Any
     """The real lease manager on this machine's nodes (runtime/leases/manager.py), started; its
     payloads confined by ``sandbox`` (default: :func:`payload_sandbox`); ``nodes_factory`` makes
     its enactment (default: LocalNodes; see LocalLeaseManager)."""
+    from skylease.control.leases.changes import ExtensionRules
     from skylease.runtime.leases.manager import LocalLeaseManager
 
     scheduler, site = _local_parts(cfg)
@@ -339,7 +350,8 @@ def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path, sandbox: Any
         sandbox = payload_sandbox(cfg, data_dir)
     manager = LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,
                                 grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user,
-                                sandbox=sandbox, nodes_factory=nodes_factory, payload_user=cfg.payload_user)
+                                sandbox=sandbox, nodes_factory=nodes_factory, payload_user=cfg.payload_user,
+                                extension_rules=ExtensionRules(**cfg.extensions.model_dump()))
     return manager.start()
 
 

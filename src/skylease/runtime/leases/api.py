@@ -30,9 +30,12 @@ class LeaseRefused(UserError):
     ``earliest_start``: for a refused AR or IM request, the earliest lease time an AR of it would
     fit (docs/decisions/lease-offers.md), else None."""
 
-    def __init__(self, message: str, *, earliest_start: int | None = None, **where: Any) -> None:
+    def __init__(self, message: str, *, earliest_start: int | None = None, latest_end: int | None = None,
+                 **where: Any) -> None:
         super().__init__(message, **where)
         self.earliest_start = earliest_start
+        #: for a refused extension: the latest end that fits now (docs/decisions/lease-extensions.md)
+        self.latest_end = latest_end
 
 
 class LeaseNotFound(UserError):
@@ -143,6 +146,25 @@ class OfferQuery(BaseModel):
     disk: whole(0, 2**40) = 0
 
 
+class LeaseChange(BaseModel):
+    """A change to a lease (``PATCH /leases/{id}``; docs/decisions/lease-extensions.md): a later end,
+    either ``by`` that many lease seconds, or at the lease time ``end`` (lease seconds since the
+    server's epoch, as an advance reservation's ``start``); exactly one of them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
+                              json_schema_extra=lambda schema: schema.update(
+                                  oneOf=[_given("by"), _given("end")]))
+
+    by: whole(1, MAX_DURATION_S) | None = None
+    end: whole(0, 2**53) | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> LeaseChange:
+        if (self.by is None) == (self.end is None):
+            raise ValueError("give exactly one of 'by' (seconds) and 'end' (lease time)")
+        return self
+
+
 class NodesFree(BaseModel):
     """At ``at``, for the whole duration: nodes ``free``, and nodes an advance reservation could
     have by preempting best-effort leases (``with_preemption``, the free ones included)."""
@@ -209,6 +231,10 @@ class LeaseView(BaseModel):
     #: whether the scheduler gave them back (a longer reservation, or more left to run after its next
     #: resumption) or could not (its nodes are taken after it, or an advance reservation's window).
     late_starts: list[dict[str, Any]] = []
+    #: Each extension it was given (docs/decisions/lease-extensions.md): ``at`` (lease time it was
+    #: asked), ``seconds``, ``old_end`` and ``new_end`` (None for a best-effort lease with no end
+    #: planned then: queued, or to be suspended and resumed).
+    extensions: list[dict[str, Any]] = []
     #: Why the lease lost part of what it holds (an advance reservation or an immediate lease whose
     #: node's host stopped answering; Blazar's "degraded"), or None: it has all its nodes.
     degraded: str | None = None
@@ -284,6 +310,11 @@ class LeaseManager(Protocol):
         ...
 
     def cancel(self, owner: str | None, lease_id: int) -> LeaseView: ...
+
+    def extend(self, owner: str | None, lease_id: int, change: LeaseChange) -> LeaseView:
+        """A later end for the lease (LeaseRefused with the reason, ``latest_end`` and
+        ``earliest_start`` when it does not fit or a site rule forbids it)."""
+        ...
 
     def lease(self, owner: str | None, lease_id: int) -> LeaseView: ...
 

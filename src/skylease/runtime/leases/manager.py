@@ -71,6 +71,7 @@ from skylease.runtime.leases.api import (
     LeaseView,
 )
 from skylease.runtime.leases.clock import RealClock
+from skylease.runtime.leases.extending import Extending, ExtensionRules
 from skylease.runtime.leases.host_failures import HostFailures
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, OverheadRow
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
@@ -161,7 +162,7 @@ def _resuming(vm: Reservation | None) -> bool:
         and vm.resume.state is LeaseState.ACTIVE
 
 
-class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
+class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Extending):
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
     sandbox=..., on_exit=...)`` makes it (default factory:
@@ -170,14 +171,16 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
     :func:`~skylease.runtime.leases.sandbox.probe`); ``time_scale`` lease seconds per real second
     (stored at the first start: a restart must use the same); at most ``max_leases_per_user``
     leases not over per user; ``payload_user`` is who payloads run as on the site's hosts (as
-    ``payload_user`` of ``skylease serve``; None: the hosts' default)."""
+    ``payload_user`` of ``skylease serve``; None: the hosts' default); ``extension_rules``: the
+    site's rules for extensions (default: none; docs/decisions/lease-extensions.md)."""
 
     def __init__(self, engine: sa.Engine, site: Any, *, config: SchedulerConfig | None = None,
                  time_scale: float = 1.0, data_dir: Path | str = ".", nodes: Any = None,
                  grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05,
                  sandbox: Sandbox | None = None, nodes_factory: Callable[..., Any] | None = None,
-                 payload_user: str | None = None) -> None:
+                 payload_user: str | None = None, extension_rules: ExtensionRules | None = None) -> None:
         self.site = site
+        self.extension_rules = extension_rules if extension_rules is not None else ExtensionRules()
         self.config = config if config is not None else SchedulerConfig()
         # A payload process does not move between machines: migration goes off on a site with hosts;
         # a VM lease's state moves as a file, so VM leases still may (docs/decisions/vm-payloads.md)
@@ -258,12 +261,15 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
         self._overheads: dict[int, list[OverheadRow]] = {}  # lease -> its VMs' suspensions, resumptions
         self._late: dict[int, tuple[int, int]] = {}  # lease -> (lease time, seconds) its VMs began late
         self._late_starts: dict[int, list[dict[str, Any]]] = {}  # lease -> what late_start gave it back
+        self._extensions: dict[int, list[dict[str, Any]]] = {}  # lease -> its extensions (extending.py)
+        self._lengthen_later: set[int] = set()  # leases the replay extended (extending.py)
 
     # -- life --------------------------------------------------------------------------------------
     def start(self) -> LocalLeaseManager:
         """Recover the journal's state, reconcile the processes, and start stepping."""
         with self._lock:
             self._recover()
+            self._lengthen_replayed(self.clock.now())
         self._thread = threading.Thread(target=self._loop, name="skylease-leases", daemon=True)
         self._thread.start()
         return self
