@@ -36,11 +36,12 @@ def leases_simulate_cmd(
                                            "(Haizea 1.0, with its site).")],
     inject: Annotated[Path | None, typer.Option(help="Plain LWF file of advance reservations to add "
                                                 "(as the Haizea experiments inject them).")] = None,
-    config: Annotated[str, typer.Option(help="NOVM-NOSR, NOVM-SR, VM-PREDEPLOY, VM-MULT, VM-REUSE-UNIFORM, "
-                                        "VM-REUSE-SKEWED (the paper's), haizea-1.0, haizea-1.0-transfers, "
-                                        "haizea-1.0-transfers-reuse (Haizea 1.0's test configurations), "
-                                        "or a TOML file of scheduler options.")]
-    = "NOVM-NOSR",
+    config: Annotated[str | None, typer.Option(help="NOVM-NOSR (default), NOVM-SR, VM-PREDEPLOY, VM-MULT, "
+                                               "VM-REUSE-UNIFORM, VM-REUSE-SKEWED (the paper's), haizea-1.0, "
+                                               "haizea-1.0-transfers, haizea-1.0-transfers-reuse (Haizea "
+                                               "1.0's test configurations), or a TOML file of scheduler "
+                                               "options (with --rules: default the rules file).")]
+    = None,
     image_seed: Annotated[int | None, typer.Option(min=0, help="Seed of the image draw (configurations "
                                                    "that move images; default: the TOML's seed, or 0).")]
     = None,

@@ -15,7 +15,7 @@ from skylease.cli.common import out
 SHOWN_REFUSALS = 10
 
 
-def print_fairness(workload: Path, rules: Path, *, inject: Path | None, config: str, users: str | None,
+def print_fairness(workload: Path, rules: Path, *, inject: Path | None, config: str | None, users: str | None,
                    image_seed: int | None, as_json: bool, gantt: Path | None) -> None:
     """Run the report and print it (a table of both runs, one per user, the rules' refusals)."""
     from skylease.experiments.fairness_report import fairness_report

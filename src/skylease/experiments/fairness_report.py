@@ -4,7 +4,8 @@ them (issue 40, item 5; docs/decisions/fairness-rules.md).
 The workload runs twice through the lease scheduler the server uses: under the configuration
 with the default admission (every request considered), and with the admission policy of ``FILE``
 (a scheduler configuration file, its ``[policies.admission]`` table: the ``fairness`` rules of
-:mod:`skylease.control.leases.fairness`, or any admission policy). The report compares the two:
+:mod:`skylease.control.leases.fairness`, or any admission policy); the configuration is ``FILE``
+itself unless one is given. The report compares the two:
 leases refused (by rule), waits (mean, 95th percentile), utilisation, and the same per user.
 
 Users: an XML workload's ``<lease-request user="...">``, an SWF log's user id (``user<id>``), and
@@ -178,10 +179,12 @@ def _finite(x: Any) -> Any:
 def fairness_report(workload: str | Path, rules: str | Path, *, inject: str | Path | None = None,
                     config: str | Path | None = None, users: str | None = None,
                     image_seed: int | None = None) -> FairnessReport:
-    """Simulate ``workload`` under ``config`` with the default admission, then with the admission
-    policy of the configuration file ``rules``; each run on its own copy of the workload."""
-    policy = load_rules(rules).scheduler.admission
-    base = load_config(config)
+    """Simulate ``workload`` under ``config`` (None: the ``rules`` file itself, as ``skylease serve
+    --scheduler`` would run it) with the default admission, then with the admission policy of the
+    configuration file ``rules``; each run on its own copy of the workload."""
+    ruling = load_rules(rules)
+    policy = ruling.scheduler.admission
+    base = ruling if config is None else load_config(config)
     plain = LeaseConfig(base.name, base.scheduler.with_(admission=DEFAULT_ADMISSION), base.images, base.seed)
     ruled = LeaseConfig(base.name, base.scheduler.with_(admission=policy), base.images, base.seed)
     runs = []
