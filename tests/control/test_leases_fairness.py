@@ -88,12 +88,14 @@ def test_node_hours_in_the_rolling_window_ending_with_the_new_lease():
 
 
 def test_node_hours_counts_what_a_lease_held_when_it_ended_early():
-    # lease 1 reserves 4 node-hours but its work ends after 30 min: it held 2 node-hours
+    # lease 1 asks for 4 node-hours but its work ends after 30 min: it held 1 node-hour, and lease 2
+    # (2 node-hours) fits in 4
     leases = [_be(1, "g", 2 * H, nodes=2, real=H // 2), _be(2, "g", 2 * H, nodes=1, submit=H)]
-    out = _run(leases, node_hours=3)
+    out = _run(leases, node_hours=4)
     assert out == {1: None, 2: None}
     leases = [_be(1, "g", 2 * H, nodes=2), _be(2, "g", 2 * H, nodes=1, submit=H)]  # it holds 4
-    assert rule_of(_run(leases, node_hours=3)[2]) == "node_hours"
+    assert _run(leases, node_hours=4)[2] == (
+        "node_hours: g would hold 6 node-hours in the 30d 00:00:00 up to 03:00:00 (at most 4)")
 
 
 def test_a_cancelled_lease_counts_what_it_held():

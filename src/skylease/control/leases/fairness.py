@@ -19,7 +19,7 @@ name and a colon (:func:`rule_of` reads it back).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -227,11 +227,3 @@ class Fairness:
 
 def _overlap(a: int, b: int, lo: int, hi: int) -> int:
     return max(0, min(b, hi) - max(a, lo))
-
-
-def owners_index(leases: Iterable[Lease]) -> dict[str | None, list[Lease]]:
-    """Leases by owner, in the given order."""
-    out: dict[str | None, list[Lease]] = {}
-    for le in leases:
-        out.setdefault(le.owner, []).append(le)
-    return out
