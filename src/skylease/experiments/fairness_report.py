@@ -62,7 +62,10 @@ def assign_users(leases: list[Lease], spec: str | None) -> None:
 
 def load_rules(path: str | Path) -> LeaseConfig:
     """The scheduler configuration file ``path``, which must name an admission policy (the rules)."""
-    cfg = load_config(Path(path))
+    path = Path(path)
+    if not path.exists():  # (a file, not a configuration's name: load_config would take one)
+        raise UserError("file not found", file=path)
+    cfg = load_config(path)
     if isinstance(cfg.scheduler.admission, AcceptAll):
         raise UserError('no rules: give a [policies.admission] table (class = "fairness" and its rules)',
                         file=path, field="policies.admission")
