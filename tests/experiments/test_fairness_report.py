@@ -117,7 +117,7 @@ def test_the_cli_report_and_its_json(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize(("rules", "users", "says"), [
-    ('base = "NOVM-SR"\n', None, "rules.toml: policies.admission: no rules"),
+    ('base = "NOVM-SR"\n', None, "rules.toml:1: policies.admission: no rules"),
     ('[policies.admission]\nclass = "fairness"\nmax_stacked = 0\n', None,
      "rules.toml:3: policies.admission.max_stacked: "),
     ('[policies.admission]\nclass = "fairness"\nmin_gap = "soon"\n', None, "policies.admission.min_gap: "),

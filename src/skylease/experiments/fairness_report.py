@@ -67,8 +67,9 @@ def load_rules(path: str | Path) -> LeaseConfig:
         raise UserError("file not found", file=path)
     cfg = load_config(path)
     if isinstance(cfg.scheduler.admission, AcceptAll):
+        # (no line holds what is missing: line 1, as a workload reader says of an empty workload)
         raise UserError('no rules: give a [policies.admission] table (class = "fairness" and its rules)',
-                        file=path, field="policies.admission")
+                        file=path, line=1, field="policies.admission")
     return cfg
 
 
