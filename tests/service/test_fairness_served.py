@@ -161,6 +161,8 @@ def test_each_rule_served_and_simulated_with_the_same_outcome(served):
         first = next(r for r in sim.run.runs if r.lease == lid and r.kind == "vm")
         assert (first.start, first.stop, tuple(first.nodes)) == _served_plan(v), lid
     # a restart replays the rules' decisions (the owners are in the journal): the same refusals
+    submitted = {i.lease: i.body["owner"] for i in manager.journal.inputs() if i.kind.value == "submit"}
+    assert submitted == {i: WORKLOAD[i - 1][0] for i in range(1, len(WORKLOAD) + 1)}
     manager.close(stop_payloads=True)
     again = restart()
     try:
