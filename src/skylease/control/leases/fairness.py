@@ -108,8 +108,10 @@ class OwnerAdmissionPolicy(Protocol):
 def admission(policy: object, lease: Lease, now: int, history: Callable[[], OwnerHistory]) -> str | None:
     """``policy``'s decision on ``lease``: with the owner's ``history`` (built only when the policy
     asks for it) for an :class:`OwnerAdmissionPolicy`, else as a plain admission policy."""
-    if isinstance(policy, OwnerAdmissionPolicy):
-        return policy.admit_owner(lease, now, history())
+    # (the method looked up, not isinstance of the protocol: that costs ~27 us a request)
+    admit_owner = getattr(policy, "admit_owner", None)
+    if admit_owner is not None:
+        return admit_owner(lease, now, history())
     return policy.admit(lease, now)  # type: ignore[attr-defined]
 
 
