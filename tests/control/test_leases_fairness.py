@@ -142,3 +142,35 @@ def test_rule_of_reads_the_rule_back():
     assert rule_of("max_stacked: bob has 2 unfinished leases (at most 2)") == "max_stacked"
     assert rule_of("only 1 of 2 nodes can be free on [0, 10)") is None
     assert rule_of(None) is None and rule_of("max_stacked") is None
+
+
+def test_forgetting_what_the_rules_no_longer_see_changes_no_decision(monkeypatch):
+    """Leases over that ended before the rules' horizon are dropped from the owner's history (a
+    request costs what the window holds, not the user's whole past): the same decisions."""
+    import random
+
+    from skylease.control.leases import fairness
+
+    def workload() -> list[Lease]:
+        rng = random.Random(5)
+        return [_be(i, f"u{i % 3}", rng.choice((600, 1800, 3600)), nodes=rng.choice((1, 2, 3)),
+                    submit=i * 400, real=None) for i in range(1, 241)]
+
+    rules = {"max_stacked": 2, "min_gap": 300, "node_hours": 6, "window": "6h"}
+    made: list[LeaseScheduler] = []
+
+    def keep(*args, **kwargs):
+        made.append(LeaseScheduler(*args, **kwargs))
+        return made[-1]
+
+    leases = workload()
+    config = SchedulerConfig(admission=Fairness(**rules))
+    simulate_leases(leases, 4, config=config, until="all", scheduler=keep)
+    kept = max(len(v) for v in made[0]._owned.values())
+    monkeypatch.setattr(fairness.OwnerHistory, "forget", lambda self, before: None)
+    again = workload()
+    simulate_leases(again, 4, config=SchedulerConfig(admission=Fairness(**rules)), until="all")
+    decided = [(le.id, le.state, le.reason, le.first_start) for le in leases]
+    assert decided == [(le.id, le.state, le.reason, le.first_start) for le in again]
+    assert {rule_of(le.reason) for le in leases} >= {"max_stacked", "min_gap", "node_hours"}
+    assert kept < 20  # of each user's 80 leases: those of the last 6 hours at most

@@ -13,6 +13,8 @@ from skylease.cli.common import out
 
 #: Refusals listed one per line; the rest are counted (all are in --json).
 SHOWN_REFUSALS = 10
+#: Users in the table (past that, those the rules refused most, then those that ran most).
+SHOWN_USERS = 20
 
 
 def print_fairness(workload: Path, rules: Path, *, inject: Path | None, config: str | None, users: str | None,
@@ -45,12 +47,17 @@ def print_fairness(workload: Path, rules: Path, *, inject: Path | None, config: 
     table.add_row("utilisation", *(_pct(s[r]["utilisation"]) for r in ("without", "with")))
     out.print(table)
     users_table = fmt.table("user", "leases", "refused", "mean wait", "node-hours")
-    for row in report.users():
+    users = report.users()
+    if len(users) > SHOWN_USERS:  # (the most refused first, then the most node-hours)
+        users = sorted(users, key=lambda u: (-u["with"]["refused"], -u["without"]["node_hours"]))
+    for row in users[:SHOWN_USERS]:
         a, b = row["without"], row["with"]
         users_table.add_row(row["user"], f"{b['leases']:,}", _pair(a["refused"], b["refused"]),
                             f"{_dur(a['mean_wait_s'])} -> {_dur(b['mean_wait_s'])}",
                             f"{a['node_hours']:,.1f} -> {b['node_hours']:,.1f}")
     out.print(users_table)
+    if len(users) > SHOWN_USERS:
+        out.print(f"  and {len(users) - SHOWN_USERS:,} more users (--json lists all)")
     refused = report.refused()
     for r in refused[:SHOWN_REFUSALS]:
         out.line(f"  lease {r['id']} ({r['user']}): {r['reason']}")

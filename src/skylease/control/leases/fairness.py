@@ -47,12 +47,13 @@ class OwnerHistory:
     """The other leases of one owner, read-only, as the scheduler holds them at ``now``.
 
     ``plans``: the scheduler's current VM reservation of each lease (its ``rr``), read to know
-    where a lease not yet started is planned."""
+    where a lease not yet started is planned. ``leases`` is the scheduler's own list (not copied:
+    a request does not pay for the owner's whole history), which only :meth:`forget` changes."""
 
     def __init__(self, owner: str | None, leases: Sequence[Lease], plans: Mapping[int, Reservation],
                  now: int) -> None:
         self.owner = owner
-        self._leases = tuple(leases)
+        self._leases = leases
         self._plans = plans
         self.now = now
 
@@ -64,6 +65,14 @@ class OwnerHistory:
     def unfinished(self) -> list[Lease]:
         """The leases not over (pending, scheduled, active, suspended)."""
         return [le for le in self._leases if le.state not in _OVER]
+
+    def forget(self, before: int) -> None:
+        """Drop for good the leases that can count no more for a policy that looks back no further
+        than ``before`` (the time of every later request is at least ``now``): those refused or
+        cancelled before they started, and those over that ended by ``before``. Without it the
+        history of a user with many leases makes each of their requests slower."""
+        if isinstance(self._leases, list):
+            self._leases[:] = [le for le in self._leases if not _gone(le, before)]
 
     def spans(self) -> list[Span]:
         """What each lease holds (none for a rejected lease, or one cancelled before it started):
@@ -77,6 +86,14 @@ class OwnerHistory:
             if s is not None:
                 out.append(s)
         return out
+
+
+def _gone(le: Lease, before: int) -> bool:
+    if le.state is LeaseState.REJECTED:
+        return True
+    if le.state in (LeaseState.DONE, LeaseState.CANCELLED):
+        return le.first_start is None or le.end is None or le.end <= before
+    return False
 
 
 def _span(le: Lease, plan: Reservation | None, now: int) -> Span | None:
@@ -177,7 +194,14 @@ class Fairness:
         """Without the owner's history (a scheduler that has none): the lease alone."""
         return self.admit_owner(lease, now, OwnerHistory(lease.owner, (), {}, now))
 
+    def horizon(self) -> int:
+        """How far back from a request the rules look: the leases over that ended earlier count
+        no more (``min_gap`` reaches that far before the request's start, ``node_hours`` the
+        ``window`` before its end; both are at least now)."""
+        return max(self.min_gap or 0, self.window if self.node_hours is not None else 0)
+
     def admit_owner(self, lease: Lease, now: int, history: OwnerHistory) -> str | None:
+        history.forget(now - self.horizon())
         for check in (self._duration, self._stacked, self._gap, self._node_hours):
             why = check(lease, now, history)
             if why is not None:
