@@ -78,8 +78,9 @@ def wait_of(lease: Lease) -> int | None:
     (otherwise) to its first start; None if it never started."""
     if lease.first_start is None:
         return None
-    ar = lease.kind is LeaseKind.ADVANCE_RESERVATION and lease.start is not None
-    asked = lease.start if ar and lease.start is not None else lease.submit
+    asked = lease.submit
+    if lease.kind is LeaseKind.ADVANCE_RESERVATION and lease.start is not None:
+        asked = lease.start
     return lease.first_start - asked
 
 
