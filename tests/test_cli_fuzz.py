@@ -364,6 +364,14 @@ KINDS: dict[str, Kind] = {
                                  _lines("suspend_rate = -1.0")),
                          latin1='# café\nbase = "NOVM-SR"\n'.encode("latin-1"), latin1_strict=False),
 }
+# The fairness rules of `leases simulate --rules` (a scheduler configuration with an admission policy)
+KINDS["rules-toml"] = _kind("rules.toml",
+                            _lines("[policies.admission]", 'class = "fairness"', "max_stacked = 2"),
+                            shapes=(_lines("[policies.admission]", 'class = "fairness"', "max_stacked = 0"),
+                                    _lines("[policies.admission]", 'class = "fairness"', "colour = 2"),
+                                    _lines('base = "NOVM-SR"')),
+                            latin1='# café\n[policies.admission]\nclass = "fairness"\n'.encode("latin-1"),
+                            latin1_strict=False)
 # A policy of one's own in a file (`run --policy mine.py:Mine`): the base its --policy-arg cases spoil.
 KINDS["policy-py"] = _kind("mine.py", _lines(
     "from skylease.control.fixed import FixedPool", "", "", "class Mine(FixedPool):",
@@ -535,6 +543,7 @@ READS: dict[tuple[str, str], tuple[str, ...]] = {
     ("leases simulate", "workload"): ("lwf", "lwf-xml", "swf-leases"),
     ("leases simulate", "inject"): ("lwf",),
     ("leases simulate", "config"): ("leases-toml",),
+    ("leases simulate", "rules"): ("rules-toml",),
     ("status", "out_dir"): ("store",), ("simulate replay", "out_dir"): ("store",),
     ("export", "out_dir"): ("store",), ("show", "out_dir"): ("store",), ("failed", "out_dir"): ("store",),
     ("data import", "path"): ("dataset",),
@@ -662,6 +671,10 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
 SPECS[("simulate bag", "policy")] = SPECS[("run", "policy")]
 SPECS[("simulate bag", "policy_arg")] = SPECS[("run", "policy_arg")]
 SPECS[("simulate bag", "workload")] = SPECS[("simulate a2ha", "workload")]
+# `leases simulate --users`: any name is a user (FREE); a list with an empty name, or a count out of
+# range, is not
+FREE.add(("leases simulate", "users"))
+SPECS[("leases simulate", "users")] = {"bad users": st.sampled_from([",", "a,,b", "0", "10001", " "])}
 
 # A valid, fast invocation of each command: values by parameter, and the kind of file each
 # file-taking parameter is given (written in the case's folder under the kind's name).

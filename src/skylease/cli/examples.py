@@ -53,7 +53,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "reproduce thesis-placement": ("skylease reproduce thesis-placement --quick --out reports/placement",),
     "leases": ("skylease leases list",),
     "leases simulate": ("skylease leases simulate --workload "
-                        "\"$(skylease data path haizea)/preemption.lwf\"",),
+                        "\"$(skylease data path haizea)/preemption.lwf\"",
+                        "skylease leases simulate --workload examples/fair-week.xml "
+                        "--rules examples/fairness-rules.toml"),
     "leases request": ("skylease leases request --nodes 2 --duration 1h",
                        "skylease leases request --nodes 4 --duration 30m --start-in 15m"),
     "leases when": ("skylease leases when --nodes 4 --duration 2h",

@@ -36,26 +36,48 @@ def leases_simulate_cmd(
                                            "(Haizea 1.0, with its site).")],
     inject: Annotated[Path | None, typer.Option(help="Plain LWF file of advance reservations to add "
                                                 "(as the Haizea experiments inject them).")] = None,
-    config: Annotated[str, typer.Option(help="NOVM-NOSR, NOVM-SR, VM-PREDEPLOY, VM-MULT, VM-REUSE-UNIFORM, "
-                                        "VM-REUSE-SKEWED (the paper's), haizea-1.0, haizea-1.0-transfers, "
-                                        "haizea-1.0-transfers-reuse (Haizea 1.0's test configurations), "
-                                        "or a TOML file of scheduler options.")]
-    = "NOVM-NOSR",
+    config: Annotated[str | None, typer.Option(help="NOVM-NOSR (default), NOVM-SR, VM-PREDEPLOY, VM-MULT, "
+                                               "VM-REUSE-UNIFORM, VM-REUSE-SKEWED (the paper's), haizea-1.0, "
+                                               "haizea-1.0-transfers, haizea-1.0-transfers-reuse (Haizea "
+                                               "1.0's test configurations), or a TOML file of scheduler "
+                                               "options (with --rules: default the rules file).")]
+    = None,
     image_seed: Annotated[int | None, typer.Option(min=0, help="Seed of the image draw (configurations "
                                                    "that move images; default: the TOML's seed, or 0).")]
     = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document: leases and summary.")]
     = False,
     gantt: Annotated[Path | None, typer.Option(help="Also draw a Gantt chart (.png, .pdf or .svg).")] = None,
+    rules: Annotated[Path | None, typer.Option(help="A scheduler configuration file whose "
+                                               "[policies.admission] holds fairness rules: run the workload "
+                                               "without and with them and report refusals, waits, "
+                                               "utilisation, per user.")]
+    = None,
+    users: Annotated[str | None, typer.Option(help="Users of the leases that name none, round-robin in "
+                                              "submission order: alice,bob or a count N (user1..userN).")]
+    = None,
 ) -> None:
     """Simulate a lease workload: what happened to each lease, and the paper's metrics."""
-    from skylease.experiments.leases import clock, simulate_workload
+    from skylease.experiments.leases import clock, load_workload, simulate_workload
 
+    if rules is not None:
+        from skylease.cli.leases_fairness import print_fairness
+
+        print_fairness(workload, rules, inject=inject, config=config, users=users, image_seed=image_seed,
+                       as_json=as_json, gantt=gantt)
+        return
     if gantt is not None:
         from skylease.experiments.report import check_output  # pandas: only with a chart
 
         check_output(gantt, "--gantt")  # before a long run
-    sim = simulate_workload(workload, inject, config, image_seed)
+    if users is not None:  # (the configuration's admission policy may count per user)
+        from skylease.experiments.fairness_report import assign_users
+
+        loaded = load_workload(workload, inject)
+        assign_users(loaded.leases, users)
+        sim = simulate_workload(loaded, None, config, image_seed)
+    else:
+        sim = simulate_workload(workload, inject, config, image_seed)
     if gantt is not None:
         sim.gantt(gantt)
     if as_json:

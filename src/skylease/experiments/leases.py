@@ -233,7 +233,10 @@ def load_workload(path: str | Path, inject: str | Path | None = None) -> Workloa
     fmt = detect_format(path)
     if fmt == "swf":
         columns, attrs = read_swf_columns(path)  # not read_swf: no pandas (0.2 s) on this path
-        w = Workload(path.name, fmt, be_leases(best_effort_columns(columns, attrs["source"])))
+        requests = best_effort_columns(columns, attrs["source"])
+        w = Workload(path.name, fmt, be_leases(requests))
+        for le, user in zip(w.leases, requests["user"].tolist(), strict=True):  # (the fairness rules')
+            le.owner = f"user{user}" if user >= 0 else None
     elif fmt == "lwf":
         w = Workload(path.name, fmt, ar_leases(read_plain_lwf(path)))
     else:

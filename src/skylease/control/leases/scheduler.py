@@ -73,6 +73,7 @@ from collections.abc import Callable, Iterable
 import skylease.control.leases.failures as failures
 from skylease.control.leases.config import SchedulerConfig
 from skylease.control.leases.enact import Enactment, NullEnactment
+from skylease.control.leases.fairness import OwnerHistory, admission
 from skylease.control.leases.images import Transfer
 from skylease.control.leases.lease import (
     BLUE_HORIZON_NODE,
@@ -124,6 +125,7 @@ class LeaseScheduler:
         self.rejected: list[tuple[Lease, str]] = []
         self._arrived: list[Lease] = []  # AR and IM leases submitted, handled at the next step
         self._leases: dict[int, Lease] = {}  # every lease submitted, by id
+        self._owned: dict[str | None, list[Lease]] = {}  # owner -> their leases admitted, in order
         self._be_placed = 0  # BE leases holding a plan (VM, resume or suspend reservations)
         self.enactment: Enactment = NullEnactment() if enactment is None else enactment
         self.on_event = on_event
@@ -149,10 +151,12 @@ class LeaseScheduler:
                                                                 or lease.start < lease.submit):
             self._reject(lease, "its start time is before its submission (in the past)")
             return
-        refused = self.config.admission.admit(lease, lease.submit)
+        refused = admission(self.config.admission, lease, lease.submit, lambda: OwnerHistory(
+            lease.owner, self._owned.get(lease.owner, ()), self.rr, lease.submit))
         if refused is not None:
             self._reject(lease, str(refused))
             return
+        self._owned.setdefault(lease.owner, []).append(lease)  # (the fairness rules' history)
         # plan with the VM overheads of the configuration (none without VMs, decision H5)
         lease.remaining = self.config.planned(lease.duration)
         lease.real_remaining = self.config.planned(lease.real_duration)

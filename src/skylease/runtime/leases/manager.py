@@ -59,6 +59,7 @@ from skylease.control.leases import (
     Transfer,
 )
 from skylease.control.leases.config import HAIZEA10_KEYS, POLICY_KEYS
+from skylease.control.leases.fairness import rule_of
 from skylease.control.leases.policies import describe
 from skylease.control.leases.records import Event, Run, TransferRun
 from skylease.model.errors import UserError
@@ -343,6 +344,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
                 raise LeaseRefused(f"{owner} has {live:,} leases not over; at most "
                                    f"{self.max_leases_per_user:,}")
             body = self._lease_body(self._next_id, req, now)
+            body["owner"] = owner  # (journaled: the fairness rules count per owner, and so does a replay)
             self._batch.inputs.append((now, InputKind.SUBMIT, body["id"], body))
             self._batch.new_leases.append((body["id"], owner, req.model_dump(exclude_none=True), now,
                                            LeaseState.PENDING.value))
@@ -352,7 +354,9 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
             self._commit()
             parts, rejected = self._snapshots([lease])[0], lease.state is LeaseState.REJECTED
             # (an AR or IM lease refused says when it would fit: docs/decisions/lease-offers.md)
-            earliest = earliest_for(self.sched, body, now) if rejected else None
+            # (a fairness rule's refusal has no earliest start: room is not what it lacks)
+            by_room = rejected and rule_of(lease.reason) is None
+            earliest = earliest_for(self.sched, body, now) if by_room else None
         if rejected:
             raise LeaseRefused(f"lease {lease.id} refused: {parts.record['reason']}", earliest_start=earliest)
         return build_view(parts)
@@ -633,6 +637,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
 
     def _submit(self, body: dict[str, Any], owner: str, request: dict[str, Any]) -> Lease:
         b = dict(body)
+        b.setdefault("owner", owner)  # (a body journaled before leases had owners)
         lid = b.pop("id")
         lease = Lease(lid, LeaseKind(b.pop("kind")), b.pop("submit"), b.pop("nodes"), b["duration"],
                       b["duration"], b.pop("duration"), **b)
