@@ -4,33 +4,14 @@ fit, a best-effort lease is re-planned, and the same calls replayed give the sam
 
 from __future__ import annotations
 
-from skylease.control.leases import Lease, LeaseKind, LeaseScheduler, LeaseState, SchedulerConfig
+from tests.control.lease_steps import ar as _ar
+from tests.control.lease_steps import be as _be
+from tests.control.lease_steps import drive as _drive
+
+from skylease.control.leases import LeaseScheduler, LeaseState, SchedulerConfig
 from skylease.control.leases.changes import ExtensionRules, check_rules, extend, extensions_of
 
 SR = SchedulerConfig.novm_sr()  # suspensions and resumptions of 21 s (1024 MB at 50 MB/s)
-
-
-def _be(i: int, submit: int, nodes: int, dur: int) -> Lease:
-    return Lease(i, LeaseKind.BEST_EFFORT, submit, nodes, dur, dur, dur)
-
-
-def _ar(i: int, submit: int, start: int, nodes: int, dur: int) -> Lease:
-    return Lease(i, LeaseKind.ADVANCE_RESERVATION, submit, nodes, dur, dur, dur, start=start,
-                 preemptible=False)
-
-
-def _drive(sched: LeaseScheduler, until: int, t: int = 0, at: dict | None = None) -> None:
-    """Step at every event time from ``t`` to ``until``; ``at``: {time: call} made before that step."""
-    at = dict(at or {})
-    sched.step(t)
-    while True:
-        nxt = min(sched.next_event(t), min(at, default=float("inf")))
-        if nxt > until:
-            return
-        t = int(nxt)
-        if t in at:
-            at.pop(t)(t)
-        sched.step(t)
 
 
 def test_an_advance_reservation_is_extended_where_its_node_is_free_and_runs_to_its_new_end():
@@ -101,8 +82,8 @@ def test_a_running_best_effort_lease_is_stretched_where_free_else_suspended_and_
 def test_a_queued_best_effort_lease_runs_longer_and_one_not_started_is_planned_again():
     sched = LeaseScheduler(1)
     first, queued = _be(0, 0, 1, 100), _be(1, 0, 1, 100)
-    sched.submit(first)
-    sched.submit(queued)
+    for lease in (first, queued):
+        sched.submit(lease)
     sched.step(0)
     assert sched.rr.get(1) is None or sched.rr[1].state is LeaseState.SCHEDULED
     # aggressive backfilling gave lease 1 a future reservation [100, 200); an AR on [250, 300)

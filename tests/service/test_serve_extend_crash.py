@@ -8,9 +8,8 @@ new end, and neither lease ends at its old end (the default payload is re-timed 
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from tests.waits import waited
 
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
 # kill -9 and a restart of a real server, waiting on its lease clock: CI's integration level
@@ -21,21 +20,9 @@ DURATION = 100  # each lease's, lease seconds (5 real seconds)...
 BY = 100  # ...and its extension's
 
 
-def _wait(what: str, check, timeout: float = 60.0):
-    """``check()`` until it gives something true (bounded: ``timeout`` seconds)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
-        time.sleep(0.1)
-
-
 def test_kill_9_right_after_an_accepted_extension_keeps_it(serve_process, tmp_path, capsys):
-    site = tmp_path / "site.toml"
-    site.write_text("[[nodes]]\ncount = 2\n")
-    srv = serve_process(site=site, time_scale=SCALE, grace=1)
+    (tmp_path / "site.toml").write_text("[[nodes]]\ncount = 2\n")  # two nodes of this machine
+    srv = serve_process(site=tmp_path / "site.toml", time_scale=SCALE, grace=1)
     srv.add_users(capsys)
     srv.start()
     ids = {}
@@ -43,7 +30,7 @@ def test_kill_9_right_after_an_accepted_extension_keeps_it(serve_process, tmp_pa
         r = srv.call("POST", "/leases", "alice", json={"type": "immediate", "duration": DURATION, **extra})
         assert r.status_code == 201, r.text
         ids[name] = r.json()["id"]
-    views = {k: _wait(f"lease {lid}'s payload", lambda lid=lid: (v := srv.call(
+    views = {k: waited(f"lease {lid}'s payload", lambda lid=lid: (v := srv.call(
         "GET", f"/leases/{lid}", "alice").json())["payloads"] and v) for k, lid in ids.items()}
     pid = views["command"]["payloads"][0]["pid"]
     ends = {}
@@ -63,7 +50,7 @@ def test_kill_9_right_after_an_accepted_extension_keeps_it(serve_process, tmp_pa
         v = srv.call("GET", f"/leases/{ids['command']}", "alice").json()
         assert [p["pid"] for p in v["payloads"]] == [pid], v  # adopted, not started again
     for name, lid in ids.items():
-        v = _wait(f"lease {lid}'s end", lambda lid=lid: (v := srv.call(
+        v = waited(f"lease {lid}'s end", lambda lid=lid: (v := srv.call(
             "GET", f"/leases/{lid}", "alice").json())["state"] == "done" and v, timeout=60)
         assert v["end"] == ends[name][1], (name, v)  # its new end, not its old one: no premature end
         assert v["ended_payloads"][-1]["state"] == "killed", (name, v)  # shut down by its end

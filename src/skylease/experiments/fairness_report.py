@@ -27,6 +27,7 @@ from skylease.experiments.leases import (
     LeaseConfig,
     LeaseSimulation,
     Workload,
+    finite,
     load_config,
     load_workload,
     simulate_workload,
@@ -164,21 +165,11 @@ class FairnessReport:
                 if le.state is LeaseState.REJECTED and rule_of(le.reason) is not None]
 
     def to_json(self) -> dict[str, Any]:
-        return _finite({"summary": self.summary(), "users": self.users(), "refused": self.refused()})
+        return finite({"summary": self.summary(), "users": self.users(), "refused": self.refused()})
 
 
 def _who(le: Lease) -> str:
     return le.owner if le.owner is not None else "anonymous"
-
-
-def _finite(x: Any) -> Any:
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_finite(v) for v in x]
-    return x
 
 
 def fairness_report(workload: str | Path, rules: str | Path, *, inject: str | Path | None = None,
