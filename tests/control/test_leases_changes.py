@@ -10,6 +10,7 @@ from tests.control.lease_steps import drive as _drive
 
 from skylease.control.leases import LeaseScheduler, LeaseState, SchedulerConfig
 from skylease.control.leases.changes import ExtensionRules, check_rules, extend, extensions_of
+from skylease.control.leases.fairness import Fairness
 
 SR = SchedulerConfig.novm_sr()  # suspensions and resumptions of 21 s (1024 MB at 50 MB/s)
 
@@ -116,3 +117,21 @@ def test_the_same_calls_replayed_give_the_same_schedule():
         (True, 80, 100), (True, None, None), (True, 250, 290), (True, 500, 1000)]
     assert all(state is LeaseState.DONE for _, state, _, _ in leases)
     assert [end for _, _, end, _ in leases] == [1492, 1000, 290, 100]  # lease 0 resumed after the AR
+
+
+def test_an_extension_is_held_to_the_admission_policy_at_its_new_length():
+    # fairness: at most 200 s a lease; 250 node-seconds per owner in any 1,000 s; alice holds two ARs
+    # of 100 s on one node each (200 node-seconds), bob one (his counts nothing for alice)
+    fair = Fairness(max_duration=200, node_hours=250 / 3600, window=1000)
+    sched = LeaseScheduler(3, config=SchedulerConfig(admission=fair))
+    a, b, c = _ar(1, 0, 0, 1, 100), _ar(2, 0, 0, 1, 100), _ar(3, 0, 0, 1, 100)
+    a.owner, b.owner, c.owner = "alice", "alice", "bob"
+    for lease in (a, b, c):
+        sched.submit(lease)
+    sched.step(0)
+    assert all(le.state is not LeaseState.REJECTED for le in (a, b, c))
+    assert check_rules(sched, a, 40, 10, ExtensionRules()) is None  # 140 s; 240 node-seconds
+    hours = check_rules(sched, a, 60, 10, ExtensionRules())  # 160 s; 260 node-seconds
+    assert hours is not None and "node_hours" in hours.reason, hours
+    longest = check_rules(sched, a, 110, 10, ExtensionRules())  # 210 s
+    assert longest is not None and "max_duration" in longest.reason, longest

@@ -28,9 +28,11 @@ differ, and what was accepted stays accepted).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from skylease.control.leases.fairness import OwnerHistory, admission
 from skylease.control.leases.lease import Lease, LeaseKind, LeaseState, Reservation
 from skylease.control.leases.offers import offer
 
@@ -103,7 +105,24 @@ def check_rules(sched: LeaseScheduler, lease: Lease, seconds: int, now: int,
         within = rules.extend_within
         return Change(False, end, None, f"the site allows extensions only in the last {within} s of a "
                                         f"lease: from lease time {end - within}")
+    why = admission_when_longer(sched, lease, seconds, now)
+    if why is not None:
+        return Change(False, end, None, f"the admission policy refuses lease {lease.id} at its new length: "
+                                        f"{why}")
     return None
+
+
+def admission_when_longer(sched: LeaseScheduler, lease: Lease, seconds: int, now: int) -> str | None:
+    """The admission policy's say on ``lease`` as if it were asked for now ``seconds`` longer, with
+    its owner's other leases as the history: a fairness rule (``max_duration``, ``node_hours``,
+    ``min_gap``) cannot be passed by asking for a short lease and extending it. Asked when the change
+    is asked, not at a replay, like the site's rules."""
+    longer = copy.copy(lease)
+    longer.duration += seconds
+    longer.remaining += seconds
+    others = [le for le in sched._owned.get(lease.owner, ()) if le.id != lease.id]
+    return admission(sched.config.admission, longer, now,
+                     lambda: OwnerHistory(lease.owner, others, sched.rr, now))
 
 
 def extend(sched: LeaseScheduler, lease_id: int, seconds: int, now: int) -> Change:
