@@ -76,6 +76,7 @@ from skylease.runtime.leases.journal import Batch, InputKind, Journal, OverheadR
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
 from skylease.runtime.leases.live import Live
 from skylease.runtime.leases.local_vms import MIN_VM_MEMORY_MB, vm_image_problem
+from skylease.runtime.leases.notices import BeforeEnd, Warned, WarningConfig
 from skylease.runtime.leases.offering import Offering, earliest_for
 from skylease.runtime.leases.recovery import Recovery
 from skylease.runtime.leases.ssh import SshError
@@ -161,7 +162,7 @@ def _resuming(vm: Reservation | None) -> bool:
         and vm.resume.state is LeaseState.ACTIVE
 
 
-class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
+class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Warned):
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
     sandbox=..., on_exit=...)`` makes it (default factory:
@@ -170,13 +171,15 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
     :func:`~skylease.runtime.leases.sandbox.probe`); ``time_scale`` lease seconds per real second
     (stored at the first start: a restart must use the same); at most ``max_leases_per_user``
     leases not over per user; ``payload_user`` is who payloads run as on the site's hosts (as
-    ``payload_user`` of ``skylease serve``; None: the hosts' default)."""
+    ``payload_user`` of ``skylease serve``; None: the hosts' default); ``warnings``: the site's
+    warnings before a lease's end (runtime/leases/notices.py; None: only those leases ask for, with
+    no webhook)."""
 
     def __init__(self, engine: sa.Engine, site: Any, *, config: SchedulerConfig | None = None,
                  time_scale: float = 1.0, data_dir: Path | str = ".", nodes: Any = None,
                  grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05,
                  sandbox: Sandbox | None = None, nodes_factory: Callable[..., Any] | None = None,
-                 payload_user: str | None = None) -> None:
+                 payload_user: str | None = None, warnings: WarningConfig | None = None) -> None:
         self.site = site
         self.config = config if config is not None else SchedulerConfig()
         # A payload process does not move between machines: migration goes off on a site with hosts;
@@ -247,6 +250,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
         self._next_id = 1
         self._closing = False
         self.changes = Changes()  # bumped by each commit that journals something
+        self.before_end = BeforeEnd(engine, warnings, self.changes.bump)
         self._thread: threading.Thread | None = None
         self._vital = Vital("the lease manager")
         self.replayed_events_match: bool | None = None
@@ -288,6 +292,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.nodes.close(kill=stop_payloads)
+        self.before_end.close()
 
     def now(self) -> int:
         return self.clock.now()
@@ -323,6 +328,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
         once; the manager thread enacts what changed (starting a lease's payloads takes time the
         answer, and so the next request of a client, must not wait for)."""
         arrived = self.clock.now()
+        self.before_end.check(req.model_dump())  # (a webhook the site does not allow: 422)
         with self._lock:
             self._alive()  # (before anything is journaled)
             now = max(arrived, self._stepped)  # (lease time never goes back for the scheduler)
@@ -383,6 +389,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
                     back = self._host_changes(now)
                     self._advance(now)
                     self._commit_and_enact(now, back)
+                    self._warn(now)
                     nxt = self.sched.next_event(self._stepped)
                     wait = self.poll_s if nxt == float("inf") else self.clock.seconds_until(nxt)
                     self._wake.wait(max(min(wait, self.poll_s), 0.001))
