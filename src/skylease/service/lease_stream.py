@@ -38,8 +38,9 @@ def event_key(ev: dict[str, Any]) -> tuple[Any, ...]:
     return (ev.get("time"), ev.get("event"), ev.get("planned_start"), ev.get("end"), ev.get("image"))
 
 
-def _frames(view: LeaseView, sent: dict[tuple[Any, ...], int], rank: list[int]) -> list[str]:
-    """The events of ``view`` not sent yet (``sent``: key -> how many of that key were sent)."""
+def _frames(view: LeaseView, sent: dict[tuple[Any, ...], int], rank: list[int]) -> list[tuple[int, str]]:
+    """The events of ``view`` not sent yet (``sent``: key -> how many of that key were sent), each
+    with its rank (``rank[0]``: the last one given)."""
     out = []
     seen: dict[tuple[Any, ...], int] = {}
     for ev in view.events:
@@ -49,7 +50,8 @@ def _frames(view: LeaseView, sent: dict[tuple[Any, ...], int], rank: list[int]) 
             continue
         sent[key] = seen[key]
         rank[0] += 1
-        out.append(f"id: {rank[0]}\nevent: {ev.get('event')}\ndata: {json.dumps(ev, sort_keys=True)}\n\n")
+        data = json.dumps(ev, sort_keys=True)
+        out.append((rank[0], f"id: {rank[0]}\nevent: {ev.get('event')}\ndata: {data}\n\n"))
     return out
 
 
@@ -85,13 +87,14 @@ def add_lease_stream(app: FastAPI, caller: Any, manager: LeaseManager, errors: d
             deadline = loop.time() + stream_s
             seen = first
             while True:
-                for frame in _frames(current, sent, rank):
-                    if rank[0] > skip:
+                for n, frame in _frames(current, sent, rank):
+                    if n > skip:
                         yield frame
                 if current.state in _OVER or loop.time() >= deadline or stopping() \
                         or await request.is_disconnected():
                     return
-                while await manager.wait_change_async(seen, WAKE_S) == seen:
+                while await manager.wait_change_async(seen, max(0.0, min(WAKE_S, deadline - loop.time()))) \
+                        == seen:
                     if loop.time() >= deadline or stopping() or await request.is_disconnected():
                         return
                 seen = manager.version()
