@@ -161,10 +161,15 @@ class BeforeEnd:
                             "planned_end_unix": round(unix_end, 3), "seconds_left": left, "given_at": now,
                             "delivery": f"{d.lease}-{d.end}"}).decode()
         state = None if url is None else ("pending" if self.sender is not None else "failed")
-        with self.engine.begin() as c:
-            row = c.execute(sa.insert(warnings_table).values(
-                lease=d.lease, planned_end=d.end, given_at=now, unix=time.time(), webhook=url, state=state,
-                attempts="[]", body=body)).inserted_primary_key[0]
+        try:
+            with self.engine.begin() as c:
+                row = c.execute(sa.insert(warnings_table).values(
+                    lease=d.lease, planned_end=d.end, given_at=now, unix=time.time(), webhook=url,
+                    state=state, attempts="[]", body=body)).inserted_primary_key[0]
+        except sa.exc.IntegrityError:  # given already (by a run whose record this one did not read)
+            with self._lock:
+                self._given.add((d.lease, d.end))
+            return
         self._add(int(row), d.lease, d.end, now, url, state, [])
         try:
             tell(notice_text(d.end, unix_end, left))
