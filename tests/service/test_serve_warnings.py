@@ -8,9 +8,10 @@
   delivery twice, signed with the site's secret, and the lease's view shows both attempts;
   a webhook URL the site does not allow is 422, another user's stream 404, no token 401;
 * crash safety: a warning that fell due while the server was down (kill -9) is given at its restart,
-  once: a second restart gives nothing again.
+  once: a second restart gives nothing again;
+* on a test site of one SSH host (127.0.0.211): the payload there gets the file and the signal.
 
-Both mostly wait on the lease clock (about 8 and 12 s)."""
+All mostly wait on the lease clock."""
 
 from __future__ import annotations
 
@@ -159,3 +160,32 @@ def test_a_warning_due_while_the_server_was_down_is_given_at_its_restart_once(se
     time.sleep(0.5)  # (a second warning or delivery would be given at the restart's first turn)
     assert len(receiver.received()) == 1
     assert len([ev for ev in again["events"] if ev["event"] == "before-end"]) == 1
+
+
+#: The SSH test site's first address is 127.0.0.(SSH_BASE+1): its own range (127.0.0.211).
+SSH_BASE = 210
+
+
+def test_a_payload_on_an_ssh_host_gets_the_notice_there(ssh_site, serve_process, tmp_path, capsys):
+    site = ssh_site(1, base=SSH_BASE)
+    h = site.hosts[0]
+    text = f'[ssh]\nuser = "root"\nidentity_file = "{site.key}"\nknown_hosts = "{site.known_hosts}"\n'
+    text += f'[[hosts]]\naddress = "{h.address}"\nname = "{h.name}"\nnodes = 1\ncpu = 1\nmemory = 1024\n'
+    (tmp_path / "hosts.toml").write_text(text)
+    serve = serve_process(name="hosts", site=tmp_path / "hosts.toml", time_scale=SCALE, grace=1)
+    serve.add_users(capsys)
+    serve.start()
+    r = serve.call("POST", "/leases", "alice", json={"duration": 60, "cpu": 0.1, "memory": 64,
+                                                     "before_end": 30, "command": TRAPPING})
+    assert r.status_code == 201, r.text
+    lid, end = r.json()["id"], r.json()["end"]
+    view = _wait("warned", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())["warnings"]
+                 and v)
+    assert view["warnings"][0]["end"] == end and "webhook" not in view["warnings"][0]
+    folder = f".skylease/*/{h.address}/leases/{lid}"
+    seen = _wait("the payload signalled on its host", lambda: site.ssh(h.name, f"cat {folder}/seen").stdout,
+                 timeout=10)
+    assert seen.split()[0] == str(end), seen
+    assert site.ssh(h.name, f"cut -d' ' -f1 {folder}/BEFORE_END").stdout.strip() == str(end)
+    assert site.ssh(h.name, f"test -e {folder}/got_usr1").returncode == 0
+    serve.call("DELETE", f"/leases/{lid}")
