@@ -132,11 +132,11 @@ class BeforeEnd:
         """The warnings due by lease time ``now`` not given yet, over the scheduler's VM reservations
         ``rr`` (lease -> its current one). The plan changes only with ``version`` (the manager's
         change counter): between two changes only the earliest warning still to come is looked at."""
-        if self.config.before_end is None and not any("before_end" in requests.get(lid, {}) for lid in rr):
-            return []
         if version == self._seen_version and now < self._next_at:
             return []
         self._seen_version, self._next_at = version, float("inf")
+        if self.config.before_end is None and not any("before_end" in requests.get(lid, {}) for lid in rr):
+            return []
         out = []
         for lid, vm in rr.items():
             d = due(vm, self.before_end(requests.get(lid, {})))
