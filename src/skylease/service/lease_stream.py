@@ -32,6 +32,12 @@ WAKE_S = 0.5
 _OVER = ("done", "rejected", "cancelled")
 
 
+class EventStream(StreamingResponse):
+    """A server-sent event stream (its media type is the OpenAPI document's for the route)."""
+
+    media_type = "text/event-stream"
+
+
 def event_key(ev: dict[str, Any]) -> tuple[Any, ...]:
     """What names an event across views: its time, its name and its planned start or end (a run's
     ``until`` may change once it ends: not part of it)."""
@@ -61,14 +67,14 @@ def add_lease_stream(app: FastAPI, caller: Any, manager: LeaseManager, errors: d
     ``caller`` dependency (the bearer token's user)."""
     LeaseId = Annotated[int, Path(ge=0, le=2**53, description="The lease's id.")]
 
-    @app.get(path + "/events", tags=["leases"], response_class=StreamingResponse,
+    @app.get(path + "/events", tags=["leases"], response_model=None,
              responses={**errors,
                         404: {"model": Problem, "description": "no such lease visible to the caller"},
                         200: {"description": "server-sent events: one per event of the lease",
                               "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
     async def lease_events(lease_id: LeaseId, user: caller, request: Request,  # type: ignore[valid-type]
                            last_event_id: Annotated[int | None, Header(ge=0, le=2**31)] = None
-                           ) -> StreamingResponse:
+                           ) -> EventStream:
         """The lease's events as server-sent events (`event:` its name, `data:` its JSON, as in the
         lease's `events`): those so far, then each new one (a `before-end` warning among them) until
         the lease is over, or for a few minutes (reconnect with `Last-Event-ID`)."""
@@ -100,5 +106,5 @@ def add_lease_stream(app: FastAPI, caller: Any, manager: LeaseManager, errors: d
                 seen = manager.version()
                 current = await run_in_threadpool(manager.lease, owner, lease_id)
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        return EventStream(stream(), media_type="text/event-stream",
+                           headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
