@@ -103,7 +103,7 @@ def test_the_warning_keys_mistakes_are_one_line_naming_the_key(tmp_path):
 
     with pytest.raises(UserError) as e:
         config('webhook_prefixes = ["http://127.0.0.1:9000"]\n')
-    assert e.value.field == "webhook_prefixes" and e.value.line == 1 and "ending with '/'" in str(e.value)
+    assert e.value.field == "webhook_prefixes[0]" and e.value.line == 1 and "ending with '/'" in str(e.value)
     with pytest.raises(UserError) as e:
         warning_config(config('webhook_prefixes = ["http://127.0.0.1:9000/"]\n'))
     assert e.value.field == "webhook_prefixes" and "without webhook_secret_file" in str(e.value)
