@@ -30,6 +30,14 @@ STREAM_S = 300.0
 #: Real seconds between two looks at whether the client left or the server stops.
 WAKE_S = 0.5
 _OVER = ("done", "rejected", "cancelled")
+#: One server-sent event of the stream (as the OpenAPI document says it): its rank, its name and its
+#: JSON (a ``retry`` alone comes first).
+_EVENT = {"type": "object", "properties": {
+    "id": {"type": "string", "description": "its rank in the lease's events (1 first)"},
+    "event": {"type": "string", "description": "its name, the event's `event` (start, before-end, ...)"},
+    "data": {"type": "string", "contentMediaType": "application/json",
+             "description": "the event as the lease's `events` list it"},
+    "retry": {"type": "integer"}}}
 
 
 class EventStream(StreamingResponse):
@@ -71,9 +79,9 @@ def add_lease_stream(app: FastAPI, caller: Any, manager: LeaseManager, errors: d
              responses={**errors,
                         404: {"model": Problem, "description": "no such lease visible to the caller"},
                         200: {"description": "server-sent events: one per event of the lease",
-                              "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
+                              "content": {"text/event-stream": {"schema": _EVENT}}}})
     async def lease_events(lease_id: LeaseId, user: caller, request: Request,  # type: ignore[valid-type]
-                           last_event_id: Annotated[int | None, Header(ge=0, le=2**31)] = None
+                           last_event_id: Annotated[int, Header(ge=0, le=2**31)] = 0
                            ) -> EventStream:
         """The lease's events as server-sent events (`event:` its name, `data:` its JSON, as in the
         lease's `events`): those so far, then each new one (a `before-end` warning among them) until
@@ -86,7 +94,7 @@ def add_lease_stream(app: FastAPI, caller: Any, manager: LeaseManager, errors: d
         async def stream() -> AsyncIterator[str]:
             sent: dict[tuple[Any, ...], int] = {}
             rank = [0]
-            skip = last_event_id or 0
+            skip = last_event_id
             yield "retry: 2000\n\n"
             current = view
             loop = asyncio.get_running_loop()

@@ -20,8 +20,9 @@ from skylease.model.wire import text, whole
 MAX_DURATION_S = 10 * 365 * 86400
 #: The longest payload command line, in characters.
 MAX_COMMAND_BYTES = 4096
-#: A webhook URL: http or https, a host (no user name), printable (the site's prefixes decide the rest).
-WEBHOOK_URL = r"^https?://[^\s/@?#]+(/[^\s]*)?$"
+#: A webhook URL: http or https, a host and port (no user name), a path of printable ASCII (non-ASCII
+#: percent-encoded); the site's prefixes decide the rest.
+WEBHOOK_URL = r"^https?://[A-Za-z0-9._:\[\]-]+(/[!-~]*)?$"
 #: An image name is a file name in the node caches: no slash, no leading dot.
 IMAGE_NAME = r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$"
 
