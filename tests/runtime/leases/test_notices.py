@@ -1,10 +1,12 @@
 """Warnings given once (skylease.runtime.leases.notices; docs/decisions/before-end-warnings.md), on
 the real scheduler's plan and a real SQLite database: the site's ``before_end`` for a lease that
 names none (its own 0 turns it off), a warning given once and not again by a restarted store (the
-same database), one due while it was down given at its first look, and a moved end warned again."""
+same database, SQLite and PostgreSQL), one due while it was down given at its first look, and a
+moved end warned again."""
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 
 from skylease.control.leases import Lease, LeaseKind, LeaseScheduler
@@ -27,8 +29,10 @@ def _plan() -> LeaseScheduler:
 REQUESTS = {1: {}, 2: {"before_end": 100}, 3: {"before_end": 0}}  # site's, its own, none
 
 
-def test_each_planned_end_is_warned_once_even_across_a_restart(tmp_path):
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"])
+def test_each_planned_end_is_warned_once_even_across_a_restart(db, tmp_path, request):
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}" if db == "sqlite" else request.getfixturevalue("postgres_url")
+    engine = sa.create_engine(url)
     sched = _plan()
     store, bumps = _store(engine)
     assert store.due(sched.rr, REQUESTS, 0, version=1) == []
@@ -47,6 +51,7 @@ def test_each_planned_end_is_warned_once_even_across_a_restart(tmp_path):
     sched.rr[2].end = 700
     assert [(d.lease, d.end, d.at) for d in again.due(sched.rr, REQUESTS, 960, version=2)] == [
         (2, 700, 600), (1, 1000, 940)]
+    engine.dispose()
 
 
 def test_between_two_changes_only_the_next_warning_is_looked_at(tmp_path):
