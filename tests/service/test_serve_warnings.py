@@ -188,7 +188,7 @@ def test_a_payload_on_an_ssh_host_gets_the_notice_there(ssh_site, serve_process,
     view = _wait("warned", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())["warnings"]
                  and v)
     assert view["warnings"][0]["end"] == end and "webhook" not in view["warnings"][0]
-    folder = f".skylease/*/{h.address}/leases/{lid}"
+    folder = f".skylease/{serve.setting('serve_id')}/{h.address}/leases/{lid}"  # (on the host, as root)
     seen = _wait("the payload signalled on its host", lambda: site.ssh(h.name, f"cat {folder}/seen").stdout,
                  timeout=10)
     assert seen.split()[0] == str(end), seen
