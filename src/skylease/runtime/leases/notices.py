@@ -17,12 +17,13 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
 
+from skylease.control.leases import RRKind
 from skylease.control.leases.warnings import Due, due
 from skylease.runtime.leases.journal import metadata
 from skylease.runtime.leases.webhooks import Deliveries, Delivery, body_of, check_url
@@ -127,18 +128,19 @@ class BeforeEnd:
         if request.get("webhook") is not None:
             check_url(str(request["webhook"]), self.config.prefixes if self.config.secret else ())
 
-    def due(self, rr: Mapping[int, Any], requests: Mapping[int, Mapping[str, Any]], now: int,
+    def due(self, reservations: Iterable[Any], requests: Mapping[int, Mapping[str, Any]], now: int,
             version: int) -> list[Due]:
-        """The warnings due by lease time ``now`` not given yet, over the scheduler's VM reservations
-        ``rr`` (lease -> its current one). The plan changes only with ``version`` (the manager's
-        change counter): between two changes only the earliest warning still to come is looked at."""
+        """The warnings due by lease time ``now`` not given yet, over VM ``reservations`` (the
+        manager passes those under way only: a warning is never due before its reservation starts,
+        and those under way are at most one per node, however many leases wait). The plan changes
+        only with ``version`` (the manager's change counter): between two changes only the earliest
+        warning still to come is looked at."""
         if version == self._seen_version and now < self._next_at:
             return []
         self._seen_version, self._next_at = version, float("inf")
-        if self.config.before_end is None and not any("before_end" in requests.get(lid, {}) for lid in rr):
-            return []
         out = []
-        for lid, vm in rr.items():
+        for vm in reservations:
+            lid = vm.lease.id
             d = due(vm, self.before_end(requests.get(lid, {})))
             if d is None or (lid, d.end) in self._given:
                 continue
@@ -207,7 +209,8 @@ class Warned:
 
     def _warn(self, now: int) -> None:
         m: Any = self
-        for d in self.before_end.due(m.sched.rr, m._request, now, m.changes.version):
+        under_way = [rr for _start, rr in m._enact.open.values() if rr.kind is RRKind.VM]
+        for d in self.before_end.due(under_way, m._request, now, m.changes.version):
             req = m._request[d.lease]
             # (a QEMU guest's process is QEMU: a SIGUSR1 would end it; its lease's folder is not the
             # guest's: a VM lease gets the event and the webhook only)
