@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 from skylease.control.leases.lease import LeaseState, Reservation
 
-__all__ = ["Due", "due", "planned_end"]
+__all__ = ["Due", "due", "due_at", "planned_end"]
+
+_PLANNED = (LeaseState.SCHEDULED, LeaseState.ACTIVE)
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class Due:
 def planned_end(vm: Reservation | None) -> int | None:
     """The lease time ``vm``'s lease is planned to end at, or None (no VM reservation, one that ended,
     or one followed by a planned suspension: the lease is not planned to end there)."""
-    if vm is None or vm.state not in (LeaseState.SCHEDULED, LeaseState.ACTIVE) or vm.suspend is not None:
+    if vm is None or vm.state not in _PLANNED or vm.suspend is not None:
         return None
     return vm.end
 
@@ -39,8 +41,15 @@ def planned_end(vm: Reservation | None) -> int | None:
 def due(vm: Reservation | None, before_end: int | None) -> Due | None:
     """The warning of ``vm``'s lease, ``before_end`` lease seconds before its planned end (None or 0:
     no warning), or None when it has no planned end."""
-    end = planned_end(vm)
-    if end is None or not before_end or before_end <= 0:
+    at = due_at(vm, before_end)
+    return None if at is None or vm is None else Due(vm.lease.id, vm.end, at)
+
+
+def due_at(vm: Reservation | None, before_end: int | None) -> int | None:
+    """When :func:`due`'s warning is due (its end is ``vm.end``), or None: the same rule without
+    making a :class:`Due` (the lease manager asks it of every reservation under way, often)."""
+    if not before_end or before_end <= 0 or vm is None or vm.suspend is not None \
+            or vm.state not in _PLANNED:
         return None
-    assert vm is not None
-    return Due(vm.lease.id, end, max(vm.start, end - int(before_end)))
+    at = vm.end - before_end
+    return at if at > vm.start else vm.start

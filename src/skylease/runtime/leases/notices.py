@@ -24,7 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from skylease.control.leases import RRKind
-from skylease.control.leases.warnings import Due, due
+from skylease.control.leases.warnings import Due, due_at
 from skylease.runtime.leases.journal import metadata
 from skylease.runtime.leases.webhooks import Deliveries, Delivery, body_of, check_url
 
@@ -138,16 +138,18 @@ class BeforeEnd:
         if version == self._seen_version and now < self._next_at:
             return []
         self._seen_version, self._next_at = version, float("inf")
-        out = []
+        out, site, given, nxt = [], self.config.before_end, self._given, float("inf")
         for vm in reservations:
             lid = vm.lease.id
-            d = due(vm, self.before_end(requests.get(lid, {})))
-            if d is None or (lid, d.end) in self._given:
+            req = requests.get(lid)
+            at = due_at(vm, site if req is None else req.get("before_end", site))
+            if at is None:
                 continue
-            if d.at <= now:
-                out.append(d)
-            else:
-                self._next_at = min(self._next_at, d.at)
+            if at > now:
+                nxt = min(nxt, at)
+            elif (lid, vm.end) not in given:
+                out.append(Due(lid, vm.end, at))
+        self._next_at = nxt
         return sorted(out, key=lambda d: (d.at, d.lease))
 
     def give(self, d: Due, now: int, owner: str, request: Mapping[str, Any], unix_end: float,
