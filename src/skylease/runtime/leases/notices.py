@@ -118,11 +118,6 @@ class BeforeEnd:
             return tuple(json.loads(json.dumps(s)) for s in self._shown.get(lease, ()))
 
     # -- what is due ---------------------------------------------------------------------------------
-    def before_end(self, request: Mapping[str, Any]) -> int | None:
-        """A lease's ``before_end``: its request's (0 turns the site's off), else the site's."""
-        given = request.get("before_end")
-        return self.config.before_end if given is None else int(given)
-
     def check(self, request: Mapping[str, Any]) -> None:
         """Refuse a request whose webhook the site does not allow (WebhookNotAllowed)."""
         if request.get("webhook") is not None:
@@ -141,7 +136,7 @@ class BeforeEnd:
         out, site, given, nxt = [], self.config.before_end, self._given, float("inf")
         for vm in reservations:
             lid = vm.lease.id
-            req = requests.get(lid)
+            req = requests.get(lid)  # (its own before_end, 0 turning the site's off; else the site's)
             at = due_at(vm, site if req is None else req.get("before_end", site))
             if at is None:
                 continue
