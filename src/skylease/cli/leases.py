@@ -141,6 +141,11 @@ def leases_request_cmd(
     vm: Annotated[bool | None, typer.Option("--vm", help="Each VM a QEMU guest booted from --image (a "
                                             "kernel + initrd folder or a .qcow2/.raw disk of the "
                                             "site's repository).")] = None,
+    before_end: Annotated[int | None, typer.Option(min=0, max=10 * 365 * 86400, metavar="SECONDS",
+                                                   help="Warn it this many lease seconds before its planned "
+                                                   "end (0: never; default: the server's).")] = None,
+    webhook: Annotated[str | None, typer.Option(metavar="URL", help="Also POST the warning there, signed "
+                                                "(a URL the server allows).")] = None,
     server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
 ) -> None:
     """Request a lease from a server: it is scheduled, reserved, queued, or refused with the reason."""
@@ -148,6 +153,7 @@ def leases_request_cmd(
 
     options = {"nodes": nodes, "type": lease_type, "cpu": cpu, "memory": memory, "disk": disk, "image": image,
                "image_size": image_size, "preemptible": preemptible, "command": command, "vm": vm,
+               "before_end": before_end, "webhook": webhook,
                "duration": None if duration is None else _lease_seconds(duration, "--duration"),
                "start": None if start is None else _lease_seconds(start, "--start"),
                "start_in": None if start_in is None else _lease_seconds(start_in, "--start-in")}

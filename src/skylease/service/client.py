@@ -72,7 +72,7 @@ def parse_seconds(text: str, option: str) -> int:
 _OPTION_OF = {"type": "--type", "nodes": "--nodes", "duration": "--duration", "start": "--start",
               "start_in": "--start-in", "cpu": "--cpu", "memory": "--memory", "disk": "--disk",
               "image": "--image", "image_size": "--image-size", "preemptible": "--preemptible",
-              "command": "--command", "vm": "--vm"}
+              "command": "--command", "vm": "--vm", "before_end": "--before-end", "webhook": "--webhook"}
 
 
 def request_from_options(**options: Any) -> LeaseRequest:

@@ -11,6 +11,9 @@ Routes (OpenAPI at ``/docs``, ``/redoc`` and ``/openapi.json``)::
     PATCH  /leases/{id}   a later end: {"by": seconds} or {"end": lease time}, within the site's rules;
                           409 with ``latest_end`` (and an AR's ``earliest_start``) when it does not fit
                           (docs/decisions/lease-extensions.md)
+    GET    /leases/{id}/events
+                          the lease's events as server-sent events, a ``before-end`` warning among them
+                          (service/lease_stream.py)
     GET    /leases/{id}/vms/{vnode}/log
                           one VM's payload: its state or exit status and the tail of its log (JSON,
                           ``bytes`` of it: docs/decisions/payload-logs.md)
@@ -72,10 +75,12 @@ from skylease.runtime.leases.api import (
     OfferView,
     PayloadLog,
 )
+from skylease.runtime.leases.webhooks import WebhookNotAllowed
 from skylease.service.auth import User, user_for_token
 from skylease.service.bodies import BODY, BadBody, is_xml, lease_request_from_json, lease_request_from_xml
 from skylease.service.guards import MAX_BODY_BYTES, CatchAll, RequestGuard
 from skylease.service.health import LEASES, HealthGuard, Vitals, add_health
+from skylease.service.lease_stream import STREAM_S, add_lease_stream
 from skylease.service.paging import PAGED, PageQuery, keys_of, page_query, paged
 from skylease.service.problems import ERRORS, UNAVAILABLE, Problem
 
@@ -143,11 +148,12 @@ def _readable(exc: RequestValidationError) -> str:
 
 
 def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any = None,
-               vitals: Vitals | None = None) -> FastAPI:
+               vitals: Vitals | None = None, lease_stream_s: float = STREAM_S) -> FastAPI:
     """The service's app: the lease routes over ``manager``, users and tokens in ``engine``,
     SpeQuloS's routes over ``qos`` (a :class:`~skylease.runtime.qos.service.QoSService`) if given,
     and the runs' routes over ``runs`` (a :class:`~skylease.runtime.runs.registry.RunRegistry`;
-    default: one on ``engine``); ``vitals``: the server's other vital parts (the manager is added)."""
+    default: one on ``engine``); ``vitals``: the server's other vital parts (the manager is added);
+    ``lease_stream_s``: how long a lease's event stream lasts at most (service/lease_stream.py)."""
     from skylease.runtime.runs.registry import RunNotFound, RunRegistry
 
     vitals = Vitals() if vitals is None else vitals
@@ -261,6 +267,8 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         last ``bytes`` bytes of its log (a VM lease's guest: its serial console)."""
         return manager.log(user.scope, lease_id, vnode, limit)
 
+    add_lease_stream(app, Caller, manager, _ERRORS, LEASE_PATH, lease_stream_s)
+
     @app.get("/queue", response_model=list[LeaseView], tags=["leases"], responses={**_ERRORS, **PAGED})
     def queue(user: Caller, page: QueuePage, request: Request, response: Response) -> list[LeaseView]:
         """Best-effort leases waiting to start, in queue order (the caller's, or all for an admin),
@@ -297,6 +305,7 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         return handler
 
     app.add_exception_handler(BadBody, answer(422))
+    app.add_exception_handler(WebhookNotAllowed, answer(422))  # (a lease's webhook the site does not allow)
     def refusal(_request: Request, exc: Exception) -> JSONResponse:
         body: dict[str, Any] = {"detail": str(exc)}
         earliest = getattr(exc, "earliest_start", None)

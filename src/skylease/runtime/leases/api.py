@@ -20,6 +20,9 @@ from skylease.model.wire import text, whole
 MAX_DURATION_S = 10 * 365 * 86400
 #: The longest payload command line, in characters.
 MAX_COMMAND_BYTES = 4096
+#: A webhook URL: http or https, a host and port (no user name), a path of printable ASCII (non-ASCII
+#: percent-encoded); the site's prefixes decide the rest.
+WEBHOOK_URL = r"^https?://[A-Za-z0-9._:\[\]-]+(/[!-~]*)?$"
 #: An image name is a file name in the node caches: no slash, no leading dot.
 IMAGE_NAME = r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$"
 
@@ -55,7 +58,10 @@ class LeaseRequest(BaseModel):
     premature end). ``vm``: each VM of the lease is a QEMU guest booted from ``image`` (an image of
     the site's repository: a folder holding ``vmlinuz`` and ``initrd.img``, or a ``.qcow2``/``.raw``
     disk) with the lease's ``memory`` and ``cpu`` (rounded up); it takes no ``command`` nor
-    ``real_duration`` (docs/decisions/vm-payloads.md).
+    ``real_duration`` (docs/decisions/vm-payloads.md). ``before_end``: a warning that many lease
+    seconds before its planned end (0: none; absent: the site's), to its event stream, its payloads
+    and its ``webhook`` (a URL the site allows) when it names one
+    (docs/decisions/before-end-warnings.md).
     """
 
     # strict: in JSON (a body, a request file) a string or a boolean is not a number; the dashboard's
@@ -79,6 +85,10 @@ class LeaseRequest(BaseModel):
     real_duration: whole(1, MAX_DURATION_S) | None = None
     #: Each VM a QEMU guest booted from ``image`` (validated after the fields it depends on).
     vm: bool = False
+    #: Lease seconds before its planned end that it is warned (0: never; None: the site's default).
+    before_end: whole(0, MAX_DURATION_S) | None = None
+    #: Where the warning is also POSTed, signed (a URL under a prefix the site allows, else 422).
+    webhook: Annotated[str, Field(min_length=8, max_length=2048, pattern=WEBHOOK_URL)] | None = None
 
     @field_validator("vm")
     @classmethod
@@ -238,6 +248,11 @@ class LeaseView(BaseModel):
     #: Why the lease lost part of what it holds (an advance reservation or an immediate lease whose
     #: node's host stopped answering; Blazar's "degraded"), or None: it has all its nodes.
     degraded: str | None = None
+    #: Its warnings before its end (docs/decisions/before-end-warnings.md), each also a
+    #: ``before-end`` event: ``time`` given (lease time), ``end`` (the planned end it warned of),
+    #: ``seconds_left``, and its ``webhook`` when the lease named one: ``url``, ``state`` (pending,
+    #: delivered, failed) and each attempt (``n``, ``at`` Unix time, ``status`` or ``error``).
+    warnings: list[dict[str, Any]] = []
 
 
 class HostView(BaseModel):

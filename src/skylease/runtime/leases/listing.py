@@ -46,6 +46,7 @@ class Listing:
     _overheads: dict[int, list[OverheadRow]]
     _late_starts: dict[int, list[dict[str, Any]]]
     _extensions: dict[int, list[dict[str, Any]]]
+    before_end: Any  # its warnings before a lease's end (runtime/leases/notices.py)
     if TYPE_CHECKING:  # the manager's
         def _alive(self) -> None: ...
         def _name(self, k: int) -> str: ...
@@ -221,7 +222,8 @@ class Listing:
                 ended_payloads=tuple(self._ended.get(lease.id, ())), planned=plan,
                 overheads=tuple(_overhead(r, lease_time) for r in self._overheads.get(lease.id, ())),
                 late_starts=tuple(dict(x) for x in self._late_starts.get(lease.id, ())),
-                extensions=tuple(dict(x) for x in self._extensions.get(lease.id, ()))))
+                extensions=tuple(dict(x) for x in self._extensions.get(lease.id, ())),
+                warnings=self.before_end.shown(lease.id)))
         return out
 
 

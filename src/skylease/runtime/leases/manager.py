@@ -78,6 +78,7 @@ from skylease.runtime.leases.journal import Batch, InputKind, Journal, OverheadR
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
 from skylease.runtime.leases.live import Live
 from skylease.runtime.leases.local_vms import MIN_VM_MEMORY_MB, vm_image_problem
+from skylease.runtime.leases.notices import BeforeEnd, Warned, WarningConfig
 from skylease.runtime.leases.offering import Offering, earliest_for
 from skylease.runtime.leases.recovery import Recovery
 from skylease.runtime.leases.ssh import SshError
@@ -163,7 +164,7 @@ def _resuming(vm: Reservation | None) -> bool:
         and vm.resume.state is LeaseState.ACTIVE
 
 
-class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Extending):
+class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Extending, Warned):
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
     sandbox=..., on_exit=...)`` makes it (default factory:
@@ -173,13 +174,16 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
     (stored at the first start: a restart must use the same); at most ``max_leases_per_user``
     leases not over per user; ``payload_user`` is who payloads run as on the site's hosts (as
     ``payload_user`` of ``skylease serve``; None: the hosts' default); ``extension_rules``: the
-    site's rules for extensions (default: none; docs/decisions/lease-extensions.md)."""
+    site's rules for extensions (default: none; docs/decisions/lease-extensions.md); ``warnings``: the site's
+    warnings before a lease's end (runtime/leases/notices.py; None: only those leases ask for, with
+    no webhook)."""
 
     def __init__(self, engine: sa.Engine, site: Any, *, config: SchedulerConfig | None = None,
                  time_scale: float = 1.0, data_dir: Path | str = ".", nodes: Any = None,
                  grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05,
                  sandbox: Sandbox | None = None, nodes_factory: Callable[..., Any] | None = None,
-                 payload_user: str | None = None, extension_rules: ExtensionRules | None = None) -> None:
+                 payload_user: str | None = None, extension_rules: ExtensionRules | None = None,
+                 warnings: WarningConfig | None = None) -> None:
         self.site = site
         self.extension_rules = extension_rules if extension_rules is not None else ExtensionRules()
         self.config = config if config is not None else SchedulerConfig()
@@ -251,6 +255,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
         self._next_id = 1
         self._closing = False
         self.changes = Changes()  # bumped by each commit that journals something
+        self.before_end = BeforeEnd(engine, warnings, self.changes.bump)
         self._thread: threading.Thread | None = None
         self._vital = Vital("the lease manager")
         self.replayed_events_match: bool | None = None
@@ -295,6 +300,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.nodes.close(kill=stop_payloads)
+        self.before_end.close()
 
     def now(self) -> int:
         return self.clock.now()
@@ -330,6 +336,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
         once; the manager thread enacts what changed (starting a lease's payloads takes time the
         answer, and so the next request of a client, must not wait for)."""
         arrived = self.clock.now()
+        self.before_end.check(req.model_dump())  # (a webhook the site does not allow: 422)
         with self._lock:
             self._alive()  # (before anything is journaled)
             now = max(arrived, self._stepped)  # (lease time never goes back for the scheduler)
@@ -393,6 +400,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
                     back = self._host_changes(now)
                     self._advance(now)
                     self._commit_and_enact(now, back)
+                    self._warn(now)
                     nxt = self.sched.next_event(self._stepped)
                     wait = self.poll_s if nxt == float("inf") else self.clock.seconds_until(nxt)
                     self._wake.wait(max(min(wait, self.poll_s), 0.001))

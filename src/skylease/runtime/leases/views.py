@@ -36,6 +36,7 @@ class ViewParts:
     overheads: tuple[dict[str, Any], ...] = ()
     late_starts: tuple[dict[str, Any], ...] = ()
     extensions: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[dict[str, Any], ...] = ()  # warnings before its end given (runtime/leases/notices.py)
 
 
 def build_view(parts: ViewParts) -> LeaseView:
@@ -43,12 +44,16 @@ def build_view(parts: ViewParts) -> LeaseView:
     lid = parts.record["id"]
     events = lease_events(parts.events, parts.runs, parts.transfers).get(lid, [])
     _extension_events(events, parts.extensions)
+    if parts.warnings:  # (not the scheduler's events: the manager's own, after them at equal times)
+        events = sorted([*events, *({k: v for k, v in w.items() if k != "webhook"} for w in parts.warnings)],
+                        key=lambda ev: ev["time"])
     failed = sum(1 for p in parts.ended_payloads
                  if p.get("state") == "failed" or (p.get("state") == "exited" and p.get("exit_code")))
     return LeaseView(owner=parts.owner, running_on=list(parts.running_on), payloads=list(parts.payloads),
                      ended_payloads=list(parts.ended_payloads), failed_payloads=failed,
                      planned=list(parts.planned), overheads=list(parts.overheads),
                      late_starts=list(parts.late_starts), extensions=list(parts.extensions), events=events,
+                     warnings=list(parts.warnings),
                      **parts.record)
 
 

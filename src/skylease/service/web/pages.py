@@ -138,7 +138,9 @@ _ADVANCED = (("start", "Start (lease time, s)", "number", "advance reservations:
              ("image", "Disk image", "text", "a name; staged to the nodes before the start"),
              ("image_size", "Image size (MB)", "number", "with an image"),
              ("command", "Command", "text", "each VM's payload (a shell line); default: a loop lasting "
-              "the lease"))
+              "the lease"),
+             ("before_end", "Warn before the end (s)", "number", "lease seconds before its planned end "
+              "(its events, its payloads); blank: the site's, 0: none"))
 _TYPES = (("best-effort", "Best effort (queued, preemptible)"),
           ("advance-reservation", "Advance reservation (at a given time)"),
           ("immediate", "Immediate (now or refused)"))
