@@ -18,6 +18,7 @@ from tests.waits import waited
 
 from skylease.cli import main
 
+from .payloads import cancel_unfinished
 from .web import HTML, login
 
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
@@ -51,9 +52,7 @@ def serve(serve_process, tmp_path, capsys):
     proc.add_users(capsys)
     proc.start()
     yield proc
-    for v in proc.leases().values():  # (a stopped server leaves its payloads running)
-        if v["state"] not in ("done", "cancelled", "rejected"):
-            proc.call("DELETE", f"/leases/{v['id']}")
+    cancel_unfinished(proc)
 
 
 def _two_vms_ended(serve) -> tuple[int, dict]:

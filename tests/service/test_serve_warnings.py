@@ -20,10 +20,12 @@ import time
 
 import httpx
 import pytest
+from tests.waits import waited
 
 from skylease.runtime.leases.webhooks import SIGNATURE, TIMESTAMP, verify
 
 from .hooks import Receiver
+from .payloads import cancel_unfinished
 
 pytestmark = [pytest.mark.usefixtures("payload_sandbox"), pytest.mark.timeout(180), pytest.mark.integration]
 
@@ -32,16 +34,6 @@ SECRET = "0123456789abcdef-secret"
 #: Traps SIGUSR1: notes it, and copies the notice file it finds then (the shell runs a trap between
 #: two commands: each sleep is short).
 TRAPPING = "trap 'cp BEFORE_END seen; touch got_usr1' USR1; while :; do sleep 0.1; done"
-
-
-def _wait(what: str, check, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -65,9 +57,7 @@ def serve(serve_process, tmp_path, capsys, receiver):
     proc.add_users(capsys)
     proc.start()
     yield proc
-    for v in proc.leases().values():  # (a stopped server leaves its payloads running)
-        if v["state"] not in ("done", "cancelled", "rejected"):
-            proc.call("DELETE", f"/leases/{v['id']}")
+    cancel_unfinished(proc)
 
 
 def _events(serve, lid: int, user: str = "alice") -> list[tuple[str, dict]]:
@@ -128,7 +118,7 @@ def test_the_payload_the_event_stream_and_the_webhook_are_warned_before_the_end(
     assert (folder / "seen").read_text().split()[0] == str(end)  # what the payload read when signalled
     assert (folder / "BEFORE_END").read_text().split()[0] == str(end)
 
-    view = _wait("the webhook delivered", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())
+    view = waited("the webhook delivered", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())
                  ["warnings"] and v["warnings"][0]["webhook"]["state"] == "delivered" and v)
     hook_view = view["warnings"][0]["webhook"]
     assert hook_view["url"] == hook and [a.get("status") for a in hook_view["attempts"]] == [500, 200]
@@ -149,17 +139,17 @@ def test_a_warning_due_while_the_server_was_down_is_given_at_its_restart_once(se
     assert r.status_code == 201, r.text
     lid, end = r.json()["id"], _planned_end(r.json())
     due = end - 150
-    _wait("its payload runs", lambda: serve.call("GET", f"/leases/{lid}", "alice").json()["payloads"])
+    waited("its payload runs", lambda: serve.call("GET", f"/leases/{lid}", "alice").json()["payloads"])
     now, at = serve.now(), time.monotonic()
     assert now < due - 10, (now, due)
     serve.kill9()
     time.sleep(max(0.0, at + (due + 5 - now) / SCALE - time.monotonic()))  # its warning falls due meanwhile
     serve.start()
-    view = _wait("its warning given", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())
+    view = waited("its warning given", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())
                  ["warnings"] and v["warnings"][0]["webhook"]["state"] == "delivered" and v)
     assert len(view["warnings"]) == 1 and view["warnings"][0]["time"] >= due + 5, view["warnings"]
     folder = serve.data / "leases" / str(lid)
-    _wait("the adopted payload signalled", lambda: (folder / "got_usr1").exists(), timeout=10)
+    waited("the adopted payload signalled", lambda: (folder / "got_usr1").exists(), timeout=10)
     serve.restart()
     again = serve.call("GET", f"/leases/{lid}", "alice").json()
     assert again["warnings"] == view["warnings"] and again["state"] == "active"
@@ -185,11 +175,11 @@ def test_a_payload_on_an_ssh_host_gets_the_notice_there(ssh_site, serve_process,
                                                      "before_end": 30, "command": TRAPPING})
     assert r.status_code == 201, r.text
     lid, end = r.json()["id"], _planned_end(r.json())
-    view = _wait("warned", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())["warnings"]
+    view = waited("warned", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())["warnings"]
                  and v)
     assert view["warnings"][0]["end"] == end and "webhook" not in view["warnings"][0]
     folder = f".skylease/{serve.setting('serve_id')}/{h.address}/leases/{lid}"  # (on the host, as root)
-    seen = _wait("the payload signalled on its host", lambda: site.ssh(h.name, f"cat {folder}/seen").stdout,
+    seen = waited("the payload signalled on its host", lambda: site.ssh(h.name, f"cat {folder}/seen").stdout,
                  timeout=10)
     assert seen.split()[0] == str(end), seen
     assert site.ssh(h.name, f"cut -d' ' -f1 {folder}/BEFORE_END").stdout.strip() == str(end)
