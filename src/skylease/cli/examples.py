@@ -57,7 +57,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                         "skylease leases simulate --workload examples/fair-week.xml "
                         "--rules examples/fairness-rules.toml"),
     "leases request": ("skylease leases request --nodes 2 --duration 1h",
-                       "skylease leases request --nodes 4 --duration 30m --start-in 15m"),
+                       "skylease leases request --nodes 4 --duration 30m --start-in 15m",
+                       "skylease leases request --nodes 1 --duration 2h --before-end 600"),
     "leases when": ("skylease leases when --nodes 4 --duration 2h",
                     "skylease leases when --nodes 4 --duration 2h --not-before 1:00:00 --json"),
     "leases cancel": ("skylease leases cancel 3",),
