@@ -66,6 +66,8 @@ COMMAND_TIMEOUT_S = 10.0
 #: should go as fast as the disk takes it.
 SAVE_BANDWIDTH = 1 << 40
 _POLL_S = 0.05
+#: Seconds a QEMU whose monitor stopped answering has to exit before that counts as a QMP failure.
+EXIT_AFTER_QMP_S = 3.0
 
 
 class Monitor:
@@ -215,6 +217,12 @@ class Guest:
             try:
                 return GuestStatus(str(self._cmd("query-status")["status"]))
             except GuestError:
+                # QEMU ending (a guest that powered itself off) closes its monitor first and exits a
+                # moment later, a long moment on a loaded machine (CI once saw the command fail with
+                # "Disconnected" while the process was still there): give it that moment
+                deadline = time.monotonic() + EXIT_AFTER_QMP_S
+                while self.alive() and time.monotonic() < deadline:
+                    time.sleep(0.05)
                 if self.alive():
                     raise  # (else QEMU ended between the look and the command: ended, below)
         self.disconnect()
