@@ -71,6 +71,7 @@ from skylease.runtime.leases.api import (
     LeaseView,
 )
 from skylease.runtime.leases.clock import RealClock
+from skylease.runtime.leases.group_commit import GroupCommit
 from skylease.runtime.leases.host_failures import HostFailures
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, OverheadRow
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
@@ -230,8 +231,8 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
         # slice (docs/decisions/serve-fair-sharing.md), not a pass over every lease
         self._ids: list[int] = []
         self._by_owner: dict[str, list[int]] = {}
-        # owner -> leases that may not be over (pruned at each request: counting them does not
-        # grow with the journal's history)
+        # owner -> leases that may not be over (pruned of those over when it reaches the limit: it
+        # stays below the limit, and a request does not pass over it)
         self._unfinished: dict[str, set[int]] = {}
         self._request: dict[int, dict[str, Any]] = {}
         self._full: dict[int, int] = {}  # lease id -> its full planned duration
@@ -241,6 +242,8 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
         self._copies: dict[int, Any] = {}  # id(transfer) -> its copy
         self._copying: list[tuple[Transfer, Any, float]] = []  # copies under way: (transfer, copy, start)
         self._batch = Batch.new()
+        # batches written in the order taken, a request's after the lock is released (group_commit.py)
+        self._order: GroupCommit[Batch] = GroupCommit(self.journal.commit, lambda exc: self._vital.died(exc))
         self._unenacted: set[int] = set()  # leases journaled since the last enactment
         self._now = 0  # the lease time of the step being taken (events are stamped with it)
         self._stepped = -1  # the last time stepped
@@ -319,9 +322,10 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
     # -- the API -----------------------------------------------------------------------------------
     def request(self, owner: str, req: LeaseRequest) -> LeaseView:
         """Submit a request at the lease time it reached the manager (not when the lock was free:
-        the manager thread may hold it while it starts processes), step, journal, and answer at
-        once; the manager thread enacts what changed (starting a lease's payloads takes time the
-        answer, and so the next request of a client, must not wait for)."""
+        the manager thread may hold it while it starts processes), step, journal, and answer once
+        it is journaled (with the requests that came meanwhile: group_commit.py); the manager
+        thread enacts what changed (starting a lease's payloads takes time the answer, and so the
+        next request of a client, must not wait for)."""
         arrived = self.clock.now()
         with self._lock:
             self._alive()  # (before anything is journaled)
@@ -331,7 +335,8 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
             self._commit()
             self._wake.notify_all()  # the manager thread enacts what this call journals, once it returns
             mine = self._unfinished.setdefault(owner, set())
-            mine.difference_update([lid for lid in mine if self.sched.lease(lid).state in _TERMINAL])
+            if len(mine) >= self.max_leases_per_user:  # (pruned when it counts: not a pass a request)
+                mine.difference_update([lid for lid in mine if self.sched.lease(lid).state in _TERMINAL])
             live = len(mine)
             if live >= self.max_leases_per_user:
                 raise LeaseRefused(f"{owner} has {live:,} leases not over; at most "
@@ -343,10 +348,11 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
             self._now = now  # (an input's events are stamped with its time, as the replay stamps them)
             lease = self._submit(body, owner, req.model_dump(exclude_none=True))
             self._step(now)
-            self._commit()
+            batch = self._order.next  # (journaled after the lock is released: _journaled)
             parts, rejected = self._snapshots([lease])[0], lease.state is LeaseState.REJECTED
             # (an AR or IM lease refused says when it would fit: docs/decisions/lease-offers.md)
             earliest = earliest_for(self.sched, body, now) if rejected else None
+        self._journaled(batch)
         if rejected:
             raise LeaseRefused(f"lease {lease.id} refused: {parts.record['reason']}", earliest_start=earliest)
         return build_view(parts)
@@ -472,17 +478,40 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
 
     # -- journal and enactment ---------------------------------------------------------------------
     def _commit(self) -> None:
-        """Journal what the scheduler did; the leases it touched are enacted by the next
-        :meth:`_commit_and_enact` (never before they are journaled: the journal leads)."""
+        """Journal what the scheduler did, now (after the batches taken before: group_commit.py);
+        the leases it touched are enacted by the next :meth:`_commit_and_enact` (never before they
+        are journaled: the journal leads)."""
+        if self._batch.empty and not self._enact.touched:
+            self._order.wait_for(self._order.next - 1)  # (a request's batch being written: the lock
+            return  # is held, so no other is taken; what it touched is enacted after this)
+        n, batch, changed = self._take()
+        self._order.write(n, batch)
+        if changed:
+            self.changes.bump()
+
+    def _take(self) -> tuple[int, Batch, bool]:
+        """The batch gathered so far, its number, and whether it changes anything (the lock held).
+        Its leases are enacted after any later :meth:`_commit`, which writes it first."""
         for lid in self._enact.touched:
             self._batch.states[lid] = self.sched.lease(lid).state.value
         changed = bool(self._batch.inputs or self._batch.events or self._enact.touched)
-        self.journal.commit(self._batch)
-        self._batch = Batch.new()
+        batch, self._batch = self._batch, Batch.new()
         self._unenacted |= self._enact.touched
         self._enact.touched = set()
-        if changed:
-            self.changes.bump()
+        return self._order.taken(), batch, changed
+
+    def _journaled(self, n: int) -> None:
+        """Until batch ``n`` (a request's, gathered under the lock) is written: taken and written by
+        this thread (the lock released while it writes) unless another does, with whatever came
+        meanwhile (group_commit.py)."""
+        while self._order.should_take(n):
+            with self._lock:
+                if self._order.next > n:  # (taken meanwhile: by the loop, or another request)
+                    continue
+                m, batch, changed = self._take()
+            self._order.write(m, batch)
+            if changed:
+                self.changes.bump()
 
     def _commit_and_enact(self, now: int, hosts_back: list[str] | None = None) -> None:
         self._commit()
