@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -87,7 +88,11 @@ def test_after_a_failed_write_nothing_later_is_written_and_every_waiter_is_told(
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 @pytest.mark.timeout(60)
 def test_concurrent_requests_are_each_journaled_before_they_return(tmp_path, payload_sandbox):
-    """Every lease is an advance reservation far ahead (no payload starts): 8 threads x 25 requests."""
+    """Every lease is an advance reservation far ahead (no payload starts). First, while another
+    connection holds the database's write lock, 8 threads request one lease each: the first write
+    waits, the 7 others are scheduled meanwhile and share the next transaction. Then 8 threads x 25
+    requests: each lease is in the journal's tables when its request returns, and a restarted
+    manager replays the journal into the same leases."""
     site = Site(tuple(SiteNode(f"n{i}", ResourceTuple()) for i in range(4)))
     engine = open_database(load_serve_config(None, data_dir=tmp_path))
     commits = [0]
@@ -96,27 +101,40 @@ def test_concurrent_requests_are_each_journaled_before_they_return(tmp_path, pay
     missing: list[int] = []
     views: dict[int, dict] = {}
 
-    def client(c: int) -> None:
+    def client(c: int, n: int, first: int) -> None:
         with engine.connect() as conn:
-            for i in range(25):
+            for i in range(n):
                 req = LeaseRequest(type="advance-reservation", nodes=1, duration=60,
-                                   start_in=10**6 + 100 * (c * 25 + i))
+                                   start_in=10**6 + 100 * (first + c * n + i))
                 v = m.request(f"u{c}", req)
                 views[v.id] = v.model_dump()
                 if conn.execute(sa.select(leases.c.id).where(leases.c.id == v.id)).first() is None:
                     missing.append(v.id)
                 conn.rollback()  # (a fresh snapshot for the next look)
 
-    try:
-        before = commits[0]
-        threads = [threading.Thread(target=client, args=(c,)) for c in range(8)]
+    def clients(n: int, first: int, while_busy: float = 0.0) -> None:
+        threads = [threading.Thread(target=client, args=(c, n, first)) for c in range(8)]
+        blocker = engine.raw_connection() if while_busy else None
+        if blocker is not None:
+            blocker.driver_connection.execute("BEGIN IMMEDIATE")  # another process's write, say
         for t in threads:
             t.start()
+        if blocker is not None:
+            time.sleep(while_busy)
+            assert not views  # nothing answered while nothing can be written
+            blocker.driver_connection.rollback()
+            blocker.close()
         for t in threads:
             t.join(50)
+
+    try:
+        before = commits[0]
+        clients(1, 0, while_busy=0.5)
+        assert len(views) == 8 and not missing
+        assert commits[0] - before <= 3  # the first, then the 7 that came meanwhile (one more may slip)
+        clients(25, 8)
         assert not missing, f"answered before they were journaled: {missing}"
-        assert len(views) == 200 and all(v["state"] == "scheduled" for v in views.values())
-        assert commits[0] - before < 200  # requests shared transactions (each was one before)
+        assert len(views) == 208 and all(v["state"] == "scheduled" for v in views.values())
     finally:
         m.close(stop_payloads=True)
     again = LocalLeaseManager(engine, site, data_dir=tmp_path, sandbox=payload_sandbox)

@@ -49,6 +49,11 @@ class GroupCommit(Generic[B]):
         """The number the batch being gathered will get (read under the manager's lock)."""
         return self._taken + 1
 
+    @property
+    def busy(self) -> bool:
+        """A batch taken is not written yet (a write is under way)."""
+        return self._written < self._taken
+
     def taken(self) -> int:
         """A batch was taken (under the manager's lock): its number."""
         with self._cv:

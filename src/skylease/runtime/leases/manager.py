@@ -120,12 +120,15 @@ class _Enactment:
         self.trace = trace
         self.touched: set[int] = set()
         self.open: dict[int, tuple[int, Reservation]] = {}
+        self.acts = 0  # reservations started or stopped so far (something for the processes to do)
 
     def start(self, rr: Reservation, now: int) -> None:
         self.open[id(rr)] = (now, rr)
         self.touched.add(rr.lease.id)
+        self.acts += 1
 
     def stop(self, rr: Reservation, now: int) -> None:
+        self.acts += 1
         start, _ = self.open.pop(id(rr))
         run = Run(rr.lease.id, rr.kind.value, start, now, rr.nodes)
         self.trace.runs.setdefault(rr.lease.id, []).append(run)
@@ -329,11 +332,12 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
         arrived = self.clock.now()
         with self._lock:
             self._alive()  # (before anything is journaled)
+            acts = self._enact.acts
             now = max(arrived, self._stepped)  # (lease time never goes back for the scheduler)
             self._payload_exits(now)  # (the loop may not have got to them: this thread holds the lock)
-            self._advance(now)
-            self._commit()
-            self._wake.notify_all()  # the manager thread enacts what this call journals, once it returns
+            self._advance(now)  # (journaled with this request's batch: the steps first)
+            if self._enact.acts != acts:  # the manager thread enacts what this call journals, once
+                self._wake.notify_all()  # it returns (else its next poll looks: nothing to start)
             mine = self._unfinished.setdefault(owner, set())
             if len(mine) >= self.max_leases_per_user:  # (pruned when it counts: not a pass a request)
                 mine.difference_update([lid for lid in mine if self.sched.lease(lid).state in _TERMINAL])
@@ -348,6 +352,8 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
             self._now = now  # (an input's events are stamped with its time, as the replay stamps them)
             lease = self._submit(body, owner, req.model_dump(exclude_none=True))
             self._step(now)
+            if self._enact.acts != acts or lease.state not in (LeaseState.PENDING, LeaseState.REJECTED):
+                self._wake.notify_all()  # (a lease queued or refused has no process to start now)
             batch = self._order.next  # (journaled after the lock is released: _journaled)
             parts, rejected = self._snapshots([lease])[0], lease.state is LeaseState.REJECTED
             # (an AR or IM lease refused says when it would fit: docs/decisions/lease-offers.md)
@@ -380,9 +386,18 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
 
     # -- the loop ----------------------------------------------------------------------------------
     def _loop(self) -> None:
+        deferred: float | None = None
         with self._lock:
             try:
                 while not self._closing:
+                    if self._order.busy:  # a request's batch is being written: the requests that come
+                        # meanwhile join the next one, which a commit here (under the lock) would stop;
+                        # so wait for it, but no longer than a poll (group_commit.py)
+                        deferred = time.monotonic() if deferred is None else deferred
+                        if time.monotonic() - deferred < self.poll_s:
+                            self._wake.wait(0.002)
+                            continue
+                    deferred = None
                     now = self.clock.now()
                     self._payload_exits(now)
                     self._late_vms(now)
