@@ -131,7 +131,8 @@ def test_concurrent_requests_are_each_journaled_before_they_return(tmp_path, pay
         before = commits[0]
         clients(1, 0, while_busy=0.5)
         assert len(views) == 8 and not missing
-        assert commits[0] - before <= 3  # the first, then the 7 that came meanwhile (one more may slip)
+        assert commits[0] - before <= 4, commits[0] - before  # the first, the 7 that came meanwhile (in
+        # one, or two if the loop's commit took some after a poll)
         clients(25, 8)
         assert not missing, f"answered before they were journaled: {missing}"
         assert len(views) == 208 and all(v["state"] == "scheduled" for v in views.values())

@@ -54,6 +54,10 @@ class GroupCommit(Generic[B]):
         """A batch taken is not written yet (a write is under way)."""
         return self._written < self._taken
 
+    def written(self, n: int) -> bool:
+        """Batch ``n`` is written."""
+        return self._written >= n
+
     def taken(self) -> int:
         """A batch was taken (under the manager's lock): its number."""
         with self._cv:

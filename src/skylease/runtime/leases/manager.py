@@ -386,16 +386,19 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
 
     # -- the loop ----------------------------------------------------------------------------------
     def _loop(self) -> None:
-        deferred: float | None = None
+        deferred: tuple[float, int] | None = None
         with self._lock:
             try:
                 while not self._closing:
-                    if self._order.busy:  # a request's batch is being written: the requests that come
-                        # meanwhile join the next one, which a commit here (under the lock) would stop;
-                        # so wait for it, but no longer than a poll (group_commit.py)
-                        deferred = time.monotonic() if deferred is None else deferred
-                        if time.monotonic() - deferred < self.poll_s:
-                            self._wake.wait(0.002)
+                    if self._order.busy:  # a request's batch is being written: a commit here, under the
+                        # lock, would wait for it while the requests that come meanwhile cannot join the
+                        # next one; so let that write end first (the lock released), at most a poll
+                        # (group_commit.py)
+                        if deferred is None:
+                            deferred = (time.monotonic(), self._order.next - 1)
+                        since, batch = deferred
+                        if not self._order.written(batch) and time.monotonic() - since < self.poll_s:
+                            self._wake.wait(0.0005)
                             continue
                     deferred = None
                     now = self.clock.now()
