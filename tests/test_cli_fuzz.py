@@ -68,6 +68,7 @@ EXEMPT = {
     "serve calibrate": "boots QEMU guests for a minute (tests/runtime/leases/test_calibrate.py runs it)",
     **{f"leases {c}": "needs a running server (tests/service/test_serve.py runs it against one)"
        for c in ("request", "cancel", "list", "show", "queue", "hosts", "when")},
+    "leases extend": "needs a running server (tests/service/test_lease_extend.py runs it against one)",
     "leases logs": "needs a running server (tests/service/test_serve_logs.py runs it against one)",
     **{f"qos {c}": "needs a running server (tests/service/test_qos_cli.py runs it against one)"
        for c in ("account", "deposit", "order", "predict", "bots", "history")},
@@ -76,7 +77,8 @@ EXEMPT = {
 # Parameters of EXEMPT commands that the command checks before any work (before it calls the
 # server): every case of theirs runs, not only those click refuses.
 CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits"), ("login", "server"),
-                 ("leases request", "duration"), ("leases when", "duration"), ("leases when", "not_before")}
+                 ("leases request", "duration"), ("leases when", "duration"), ("leases when", "not_before"),
+                 ("leases extend", "by")}
 # The commands that list a server's list route (src/skylease/service/paging.py): each takes --limit
 # (click's bounds: the server's page, so its wrong values are fuzzed as any number's) and --all (a
 # flag); tests/service/test_serve.py and test_qos_cli.py run them against a server.
@@ -362,6 +364,14 @@ KINDS: dict[str, Kind] = {
                                  _lines("suspend_rate = -1.0")),
                          latin1='# café\nbase = "NOVM-SR"\n'.encode("latin-1"), latin1_strict=False),
 }
+# The fairness rules of `leases simulate --rules` (a scheduler configuration with an admission policy)
+KINDS["rules-toml"] = _kind("rules.toml",
+                            _lines("[policies.admission]", 'class = "fairness"', "max_stacked = 2"),
+                            shapes=(_lines("[policies.admission]", 'class = "fairness"', "max_stacked = 0"),
+                                    _lines("[policies.admission]", 'class = "fairness"', "colour = 2"),
+                                    _lines('base = "NOVM-SR"')),
+                            latin1='# café\n[policies.admission]\nclass = "fairness"\n'.encode("latin-1"),
+                            latin1_strict=False)
 # A policy of one's own in a file (`run --policy mine.py:Mine`): the base its --policy-arg cases spoil.
 KINDS["policy-py"] = _kind("mine.py", _lines(
     "from skylease.control.fixed import FixedPool", "", "", "class Mine(FixedPool):",
@@ -533,6 +543,7 @@ READS: dict[tuple[str, str], tuple[str, ...]] = {
     ("leases simulate", "workload"): ("lwf", "lwf-xml", "swf-leases"),
     ("leases simulate", "inject"): ("lwf",),
     ("leases simulate", "config"): ("leases-toml",),
+    ("leases simulate", "rules"): ("rules-toml",),
     ("status", "out_dir"): ("store",), ("simulate replay", "out_dir"): ("store",),
     ("export", "out_dir"): ("store",), ("show", "out_dir"): ("store",), ("failed", "out_dir"): ("store",),
     ("data import", "path"): ("dataset",),
@@ -660,6 +671,10 @@ SPECS: dict[tuple[str, str], dict[str, st.SearchStrategy[str]]] = {
 SPECS[("simulate bag", "policy")] = SPECS[("run", "policy")]
 SPECS[("simulate bag", "policy_arg")] = SPECS[("run", "policy_arg")]
 SPECS[("simulate bag", "workload")] = SPECS[("simulate a2ha", "workload")]
+# `leases simulate --users`: any name is a user (FREE); a list with an empty name, or a count out of
+# range, is not
+FREE.add(("leases simulate", "users"))
+SPECS[("leases simulate", "users")] = {"bad users": st.sampled_from([",", "a,,b", "0", "10001", " "])}
 
 # A valid, fast invocation of each command: values by parameter, and the kind of file each
 # file-taking parameter is given (written in the case's folder under the kind's name).
@@ -700,6 +715,7 @@ BASE: dict[str, Invocation] = {
     **{f"leases {c}": ({"lease_id": "1"}, {}) for c in ("cancel", "show", "logs")},
     "leases request": ({"file": "lease.json"}, {"file": "lease-json"}),
     "leases when": ({"duration": "3600"}, {}),
+    "leases extend": ({"lease_id": "1", "by": "60"}, {}),
     "qos account": ({}, {}), "qos bots": ({}, {}), "qos history": ({"infrastructure": "local-grid"}, {}),
     "qos deposit": ({"user": "alice", "credits": "10"}, {}), "qos order": ({"bot": "1", "credits": "10"}, {}),
     "qos predict": ({"bot": "1"}, {}),

@@ -4,32 +4,13 @@ back what a lease did not use."""
 
 from __future__ import annotations
 
-from skylease.control.leases import Lease, LeaseKind, LeaseScheduler, LeaseState, SchedulerConfig
+from tests.control.lease_steps import ar as _ar
+from tests.control.lease_steps import be as _be
+from tests.control.lease_steps import drive as _drive
+
+from skylease.control.leases import Lease, LeaseScheduler, LeaseState, SchedulerConfig
 
 SR = SchedulerConfig.novm_sr()  # 21 s suspensions and resumptions
-
-
-def _be(i: int, submit: int, nodes: int, dur: int) -> Lease:
-    return Lease(i, LeaseKind.BEST_EFFORT, submit, nodes, dur, dur, dur)
-
-
-def _ar(i: int, submit: int, start: int, nodes: int, dur: int) -> Lease:
-    return Lease(i, LeaseKind.ADVANCE_RESERVATION, submit, nodes, dur, dur, dur, start=start,
-                 preemptible=False)
-
-
-def _drive(sched: LeaseScheduler, until: int, t: int = 0, at: dict | None = None) -> None:
-    """Step at every event time from ``t`` to ``until``; ``at``: {time: call} made before that step."""
-    at = dict(at or {})
-    sched.step(t)
-    while True:
-        nxt = min(sched.next_event(t), min(at, default=float("inf")))
-        if nxt > until:
-            return
-        t = int(nxt)
-        if t in at:
-            at.pop(t)(t)
-        sched.step(t)
 
 
 def test_a_lease_that_runs_to_its_end_is_extended_by_what_it_lost():

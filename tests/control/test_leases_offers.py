@@ -5,6 +5,9 @@ accepted, one second earlier is refused)."""
 
 from __future__ import annotations
 
+import math
+import random
+
 import pytest
 
 from skylease.control.leases import Lease, LeaseKind, LeaseScheduler, LeaseState, ResourceTuple
@@ -98,3 +101,24 @@ def test_an_ar_at_the_earliest_start_is_accepted_and_one_second_earlier_refused(
     assert (sched.rr[9].start, sched.rr[9].end) == (earliest, earliest + duration)
     if earliest > not_before:  # (at not_before itself, earlier is before what was asked)
         assert ar_at(earliest - 1)[1].state is LeaseState.REJECTED
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ar_fits_answers_as_ar_room_counts_on_random_tables(seed):
+    # the offers' walk asks ar_fits (which stops early) where _schedule_ar asks ar_room: one answer
+    rng = random.Random(seed)
+    sched = LeaseScheduler(12, max_reservations=math.inf)
+    for i in range(1, 41):
+        d = rng.randint(10, 500)
+        if rng.random() < 0.3:
+            sched.submit(Lease(i, LeaseKind.ADVANCE_RESERVATION, 0, rng.randint(1, 4), d, d, d,
+                               start=rng.randint(0, 2000), preemptible=False))
+        else:
+            sched.submit(Lease(i, LeaseKind.BEST_EFFORT, 0, rng.randint(1, 6), d, d, d,
+                               preemptible=rng.random() < 0.5))
+    sched.step(0)
+    for _ in range(60):
+        nodes, d, s = rng.randint(1, 12), rng.randint(1, 600), rng.randint(0, 3000)
+        probe = Lease(-1, LeaseKind.ADVANCE_RESERVATION, 0, nodes, d, d, d, start=s, preemptible=False)
+        free, victims = sched.ar_room(probe, s, s + d)
+        assert sched.ar_fits(probe, s, s + d) == (len(free) + len(victims) >= nodes), (nodes, s, d)

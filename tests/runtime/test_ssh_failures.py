@@ -26,6 +26,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tests.runtime.ssh_pools import pools_file
 
 from skylease.cli import main
 from skylease.runtime.slurm import run_token
@@ -38,14 +39,6 @@ BASE = 190  # this module's addresses: 127.0.0.191-194
 @pytest.fixture(scope="module")
 def site(ssh_site):
     return ssh_site(4, base=BASE)
-
-
-def pools_file(tmp_path: Path, site, *, slots: int = 2, extra: str = "") -> Path:
-    hosts = ", ".join(f'"{h.address}"' for h in site.hosts)
-    path = tmp_path / "pools.toml"
-    path.write_text(f'[pools.lab]\nssh = {{ user = "root", identity_file = "{site.key}", '
-                    f'known_hosts = "{site.known_hosts}" }}\nhosts = [{hosts}]\nslots = {slots}\n{extra}')
-    return path
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.runtime.ssh_pools import pools_file
 
 from skylease.cli import main
 from skylease.model.instance import InstanceType
@@ -32,15 +33,6 @@ BASE = 170  # this test module's addresses: 127.0.0.171-174
 @pytest.fixture(scope="module")
 def site(ssh_site):
     return ssh_site(4, base=BASE)
-
-
-def pools_file(tmp_path: Path, site, *, slots: int = 2, extra_hosts: str = "") -> Path:
-    hosts = ", ".join(f'"{h.address}"' for h in site.hosts)
-    path = tmp_path / "pools.toml"
-    path.write_text(f'[pools.lab]\nssh = {{ user = "root", identity_file = "{site.key}", '
-                    f'known_hosts = "{site.known_hosts}" }}\n'
-                    f'hosts = [{hosts}{extra_hosts}]\nslots = {slots}\n')
-    return path
 
 
 @pytest.fixture

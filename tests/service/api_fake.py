@@ -77,6 +77,15 @@ class FakeManager:
             self.changes.bump()
             return view
 
+    def extend(self, owner: str | None, lease_id: int, change: lease_api.LeaseChange) -> LeaseView:
+        with self._lock:
+            view = self._get(owner, lease_id)
+            seconds = change.by if change.by is not None else 1
+            view = view.model_copy(update={"requested_duration": view.requested_duration + seconds})
+            self._leases[lease_id] = view
+            self.changes.bump()
+            return view
+
     def lease(self, owner: str | None, lease_id: int) -> LeaseView:
         with self._lock:
             return self._get(owner, lease_id)

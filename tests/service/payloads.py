@@ -140,3 +140,10 @@ def kill_payloads_of(srv: ServeProcess) -> None:
             os.killpg(pid, 9)
 
 
+
+
+def cancel_unfinished(srv: ServeProcess) -> None:
+    """Cancel every lease of ``srv`` not over (a stopped server leaves its payloads running)."""
+    for v in srv.leases().values():
+        if v["state"] not in TERMINAL:
+            srv.call("DELETE", f"/leases/{v['id']}")

@@ -38,7 +38,9 @@ TIMEOUT_S = 110
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 
 OPERATIONS = ["GET /health", "GET /me", "POST /leases", "GET /leases", "GET /leases/offers",
-              "GET /leases/{lease_id}", "DELETE /leases/{lease_id}", "GET /leases/{lease_id}/vms/{vnode}/log",
+              "GET /leases/{lease_id}", "DELETE /leases/{lease_id}", "PATCH /leases/{lease_id}",
+              "GET /leases/{lease_id}/vms/{vnode}/log",
+              "GET /leases/{lease_id}/events",
               "GET /queue", "GET /hosts",
               "POST /qos/bots", "GET /qos/bots", "GET /qos/bots/{bot}", "POST /qos/bots/{bot}/reports",
               "POST /qos/bots/{bot}/orders", "GET /qos/bots/{bot}/prediction", "GET /qos/bots/{bot}/series",
@@ -62,7 +64,8 @@ def served(tmp_path, app_server):
     create_schema(engine)
     token = add_user(engine, "root", admin=True)
     add_user(engine, "alice")
-    srv = app_server(create_app(FakeManager(nodes=4), engine, QoSService(engine)))
+    # (a lease's event stream lasts until its lease is over: here 0.05 s, or each example would wait)
+    srv = app_server(create_app(FakeManager(nodes=4), engine, QoSService(engine), lease_stream_s=0.05))
     yield srv.url, token, srv.records
     srv.stop()
     engine.dispose()

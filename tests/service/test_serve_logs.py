@@ -11,13 +11,14 @@ host that stops answering leaves its VM's exit status answered and its log said 
 from __future__ import annotations
 
 import json
-import time
 
 import httpx
 import pytest
+from tests.waits import waited
 
 from skylease.cli import main
 
+from .payloads import cancel_unfinished
 from .web import HTML, login
 
 # (a real `skylease serve` confines its payloads: without bubblewrap it refuses to start, so these skip)
@@ -27,17 +28,6 @@ SCALE = 60
 #: Each VM prints a line on its standard output, one on its standard error, and exits 3 + its index.
 COMMAND = ('echo "hello from VM $SKYLEASE_VNODE"; echo "to stderr $SKYLEASE_VNODE" >&2; '
            "exit $((3 + SKYLEASE_VNODE))")
-
-
-def _wait(what: str, check, timeout: float = 60.0):
-    """``check()`` until it gives something true (bounded: ``timeout`` seconds)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
-        time.sleep(0.1)
 
 
 def _cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -62,9 +52,7 @@ def serve(serve_process, tmp_path, capsys):
     proc.add_users(capsys)
     proc.start()
     yield proc
-    for v in proc.leases().values():  # (a stopped server leaves its payloads running)
-        if v["state"] not in ("done", "cancelled", "rejected"):
-            proc.call("DELETE", f"/leases/{v['id']}")
+    cancel_unfinished(proc)
 
 
 def _two_vms_ended(serve) -> tuple[int, dict]:
@@ -73,7 +61,7 @@ def _two_vms_ended(serve) -> tuple[int, dict]:
                                                      "memory": 64, "command": COMMAND})
     assert r.status_code == 201, r.text
     lid = r.json()["id"]
-    view = _wait("both payloads ended", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())
+    view = waited("both payloads ended", lambda: (v := serve.call("GET", f"/leases/{lid}", "alice").json())
                  ["ended_payloads"] and len(v["ended_payloads"]) == 2 and v)
     return lid, view
 
@@ -148,7 +136,7 @@ def test_a_running_payloads_log_and_a_vm_not_started(serve):
                                                      "command": "echo started; exec sleep 600"})
     assert r.status_code == 201, r.text
     lid = r.json()["id"]
-    got = _wait("the running payload's first line", lambda: (
+    got = waited("the running payload's first line", lambda: (
         x := serve.call("GET", f"/leases/{lid}/vms/0/log", "alice").json())["text"] and x)
     assert got["state"] == "running" and got["exit_code"] is None and got["text"] == "started\n", got
     # an advance reservation far ahead: its VMs have not started, their logs are empty
@@ -188,7 +176,7 @@ def test_a_lease_on_ssh_hosts_gives_its_logs_read_there_and_says_when_a_host_doe
     # a host that stops answering: the VM's state still answers, its log is said to be unreachable
     k = next(v for v, n in nodes.items() if n.startswith(site.hosts[1].name))
     site.kill_host(site.hosts[1].name)
-    got = _wait("the host's log said unreachable", lambda: (
+    got = waited("the host's log said unreachable", lambda: (
         x := serve.call("GET", f"/leases/{lid}/vms/{k}/log", "alice").json())["log_error"] and x, timeout=60)
     assert got["state"] == "exited" and got["exit_code"] == 3 + k and got["text"] == "", got
     assert site.hosts[1].name in got["log_error"], got

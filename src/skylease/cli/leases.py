@@ -36,26 +36,48 @@ def leases_simulate_cmd(
                                            "(Haizea 1.0, with its site).")],
     inject: Annotated[Path | None, typer.Option(help="Plain LWF file of advance reservations to add "
                                                 "(as the Haizea experiments inject them).")] = None,
-    config: Annotated[str, typer.Option(help="NOVM-NOSR, NOVM-SR, VM-PREDEPLOY, VM-MULT, VM-REUSE-UNIFORM, "
-                                        "VM-REUSE-SKEWED (the paper's), haizea-1.0, haizea-1.0-transfers, "
-                                        "haizea-1.0-transfers-reuse (Haizea 1.0's test configurations), "
-                                        "or a TOML file of scheduler options.")]
-    = "NOVM-NOSR",
+    config: Annotated[str | None, typer.Option(help="NOVM-NOSR (default), NOVM-SR, VM-PREDEPLOY, VM-MULT, "
+                                               "VM-REUSE-UNIFORM, VM-REUSE-SKEWED (the paper's), haizea-1.0, "
+                                               "haizea-1.0-transfers, haizea-1.0-transfers-reuse (Haizea "
+                                               "1.0's test configurations), or a TOML file of scheduler "
+                                               "options (with --rules: default the rules file).")]
+    = None,
     image_seed: Annotated[int | None, typer.Option(min=0, help="Seed of the image draw (configurations "
                                                    "that move images; default: the TOML's seed, or 0).")]
     = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document: leases and summary.")]
     = False,
     gantt: Annotated[Path | None, typer.Option(help="Also draw a Gantt chart (.png, .pdf or .svg).")] = None,
+    rules: Annotated[Path | None, typer.Option(help="A scheduler configuration file whose "
+                                               "[policies.admission] holds fairness rules: run the workload "
+                                               "without and with them and report refusals, waits, "
+                                               "utilisation, per user.")]
+    = None,
+    users: Annotated[str | None, typer.Option(help="Users of the leases that name none, round-robin in "
+                                              "submission order: alice,bob or a count N (user1..userN).")]
+    = None,
 ) -> None:
     """Simulate a lease workload: what happened to each lease, and the paper's metrics."""
-    from skylease.experiments.leases import clock, simulate_workload
+    from skylease.experiments.leases import clock, load_workload, simulate_workload
 
+    if rules is not None:
+        from skylease.cli.leases_fairness import print_fairness
+
+        print_fairness(workload, rules, inject=inject, config=config, users=users, image_seed=image_seed,
+                       as_json=as_json, gantt=gantt)
+        return
     if gantt is not None:
         from skylease.experiments.report import check_output  # pandas: only with a chart
 
         check_output(gantt, "--gantt")  # before a long run
-    sim = simulate_workload(workload, inject, config, image_seed)
+    if users is not None:  # (the configuration's admission policy may count per user)
+        from skylease.experiments.fairness_report import assign_users
+
+        loaded = load_workload(workload, inject)
+        assign_users(loaded.leases, users)
+        sim = simulate_workload(loaded, None, config, image_seed)
+    else:
+        sim = simulate_workload(workload, inject, config, image_seed)
     if gantt is not None:
         sim.gantt(gantt)
     if as_json:
@@ -119,6 +141,11 @@ def leases_request_cmd(
     vm: Annotated[bool | None, typer.Option("--vm", help="Each VM a QEMU guest booted from --image (a "
                                             "kernel + initrd folder or a .qcow2/.raw disk of the "
                                             "site's repository).")] = None,
+    before_end: Annotated[int | None, typer.Option(min=0, max=10 * 365 * 86400, metavar="SECONDS",
+                                                   help="Warn it this many lease seconds before its planned "
+                                                   "end (0: never; default: the server's).")] = None,
+    webhook: Annotated[str | None, typer.Option(metavar="URL", help="Also POST the warning there, signed "
+                                                "(a URL the server allows).")] = None,
     server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
 ) -> None:
     """Request a lease from a server: it is scheduled, reserved, queued, or refused with the reason."""
@@ -126,6 +153,7 @@ def leases_request_cmd(
 
     options = {"nodes": nodes, "type": lease_type, "cpu": cpu, "memory": memory, "disk": disk, "image": image,
                "image_size": image_size, "preemptible": preemptible, "command": command, "vm": vm,
+               "before_end": before_end, "webhook": webhook,
                "duration": None if duration is None else _lease_seconds(duration, "--duration"),
                "start": None if start is None else _lease_seconds(start, "--start"),
                "start_in": None if start_in is None else _lease_seconds(start_in, "--start-in")}
@@ -200,6 +228,34 @@ def leases_cancel_cmd(
     """Cancel a lease on a server: it leaves the queue or its reservations, its payloads are stopped."""
     lid = _lease_id(lease_id)
     _ask(server, token, as_json, lambda c: c.cancel(lid), lambda t, v: [t.leases_table([v])])
+
+
+@leases_app.command("extend", context_settings=_ID_SETTINGS)
+def leases_extend_cmd(
+    lease_id: LeaseIdArgument,
+    by: Annotated[str | None, typer.Option(metavar="DURATION", help="End this much later: 3600, 90m, 1h, "
+                                           "[D:]HH:MM:SS.")] = None,
+    end: Annotated[str | None, typer.Option(metavar="TIME", help="End at this lease time (a duration since "
+                                            "the server's epoch).")] = None,
+    server: ServerOption = None, token: TokenOption = None, as_json: JsonOption = False,
+) -> None:
+    """Extend a lease on a server (within the site's rules): it ends later, or is refused with the
+    reason, the latest end that fits and, for a reservation, the earliest start that would."""
+    from pydantic import ValidationError
+
+    from skylease.runtime.leases.api import LeaseChange
+
+    lid = _lease_id(lease_id)
+    if (by is None) == (end is None):
+        raise UserError("give exactly one of --by DURATION and --end TIME", field="--by")
+    key, text = ("by", by) if by is not None else ("end", end)
+    change = {key: _lease_seconds(str(text), f"--{key}")}
+    try:  # (checked here: a mistake is one line naming the option, no server needed)
+        LeaseChange.model_validate(change)
+    except ValidationError as exc:
+        what = str(exc.errors(include_url=False)[0]["msg"])
+        raise UserError(what[:1].lower() + what[1:], field=f"--{key}") from None
+    _ask(server, token, as_json, lambda c: c.extend(lid, change), lambda t, v: [t.leases_table([v])])
 
 
 @leases_app.command("list")

@@ -22,7 +22,8 @@ def _t(v: Any) -> str:
 
 #: A lease's fields that are times on the lease clock (seconds since the server's epoch) or lease
 #: durations: printed [Nd ]HH:MM:SS, as `leases simulate` prints them (docs/cli.md).
-_LEASE_TIMES = ("start", "end", "submit", "requested_start", "requested_duration", "time", "until")
+_LEASE_TIMES = ("start", "end", "submit", "requested_start", "requested_duration", "time", "until", "old_end",
+                "new_end")
 
 
 def _lt(key: str, v: Any) -> str:
@@ -60,7 +61,8 @@ def leases_table(views: list[dict[str, Any]], title: str | None = None) -> Table
 #: The payload tables of a lease's view, by key.
 _PAYLOADS = {"payloads": "payloads", "ended_payloads": "payloads that ended",
              "overheads": "suspensions, resumptions and transfers: reserved beside measured (lease time)",
-             "late_starts": "work begun late after an overrun (lease time), and whether it was given back"}
+             "late_starts": "work begun late after an overrun (lease time), and whether it was given back",
+             "extensions": "extensions: when asked, by how much, its end before and after (lease time)"}
 _SHOWN = ("id", "owner", "type", "state", "submit", "requested_start", "requested_duration", "nodes", "image",
           "start", "end", "reason", "failed_payloads", "running_on")
 

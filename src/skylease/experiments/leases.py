@@ -63,7 +63,7 @@ from skylease.traces.swf import SWF_FIELDS, best_effort_columns, read_swf_column
 from skylease.traces.textio import read_text
 
 __all__ = ["IMAGE_DRAWS", "KIND_NAMES", "LeaseConfig", "LeaseSimulation", "Workload", "clock",
-           "detect_format", "lease_events", "lease_timeline", "load_config", "load_workload",
+           "detect_format", "finite", "lease_events", "lease_timeline", "load_config", "load_workload",
            "simulate_workload"]
 
 #: The image draws a TOML configuration may ask for ("none": leases keep no image).
@@ -233,7 +233,10 @@ def load_workload(path: str | Path, inject: str | Path | None = None) -> Workloa
     fmt = detect_format(path)
     if fmt == "swf":
         columns, attrs = read_swf_columns(path)  # not read_swf: no pandas (0.2 s) on this path
-        w = Workload(path.name, fmt, be_leases(best_effort_columns(columns, attrs["source"])))
+        requests = best_effort_columns(columns, attrs["source"])
+        w = Workload(path.name, fmt, be_leases(requests))
+        for le, user in zip(w.leases, requests["user"].tolist(), strict=True):  # (the fairness rules')
+            le.owner = f"user{user}" if user >= 0 else None
     elif fmt == "lwf":
         w = Workload(path.name, fmt, ar_leases(read_plain_lwf(path)))
     else:
@@ -299,7 +302,7 @@ class LeaseSimulation:
 
     def to_json(self) -> dict[str, Any]:
         """``{"leases": [...], "summary": {...}}`` with NaN and infinities as ``None``."""
-        return _finite({"leases": self.records(), "summary": self.summary()})
+        return finite({"leases": self.records(), "summary": self.summary()})
 
 
 def simulate_workload(workload: str | Path | Workload, inject: str | Path | None = None,
@@ -364,11 +367,12 @@ def clock(t: float | None) -> str:
     return lease_clock(t)
 
 
-def _finite(x: Any) -> Any:
+def finite(x: Any) -> Any:
+    """``x`` (numbers, dicts, lists) with every infinite or NaN float as None, for JSON."""
     if isinstance(x, float):
         return x if math.isfinite(x) else None
     if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
+        return {k: finite(v) for k, v in x.items()}
     if isinstance(x, list):
-        return [_finite(v) for v in x]
+        return [finite(v) for v in x]
     return x

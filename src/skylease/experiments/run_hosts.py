@@ -32,7 +32,7 @@ from pydantic import Field, field_validator, model_validator
 
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, KeyLines
-from skylease.runtime.leases.site import USER_PATTERN, SshFile, host_address
+from skylease.runtime.leases.site import USER_PATTERN, SshFile, check_user, host_address
 
 #: The pool ``--hosts`` makes.
 HOSTS_POOL = "hosts"
@@ -84,9 +84,7 @@ class PoolHostSpec(FileModel):
     @field_validator("user")
     @classmethod
     def _user(cls, user: str | None) -> str | None:
-        if user is not None and not USER_PATTERN.match(user):
-            raise ValueError(f"must be a user name (letters, digits, '.', '_' or '-'), got {user!r}")
-        return user
+        return check_user(user)
 
 
 HostList = Annotated[list[PoolHostSpec], Field(min_length=1, max_length=10_000)]

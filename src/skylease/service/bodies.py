@@ -23,7 +23,7 @@ BODY = "request body"
 FORM = "request form"
 #: The request form's fields: a lease request's keys (a blank field is the key's default).
 FORM_FIELDS = ("type", "nodes", "duration", "start_in", "start", "cpu", "memory", "disk", "image",
-               "image_size", "preemptible", "command")
+               "image_size", "preemptible", "command", "before_end")
 _PREEMPTIBLE = {"": None, "default": None, "yes": True, "no": False}
 
 

@@ -72,7 +72,7 @@ def parse_seconds(text: str, option: str) -> int:
 _OPTION_OF = {"type": "--type", "nodes": "--nodes", "duration": "--duration", "start": "--start",
               "start_in": "--start-in", "cpu": "--cpu", "memory": "--memory", "disk": "--disk",
               "image": "--image", "image_size": "--image-size", "preemptible": "--preemptible",
-              "command": "--command", "vm": "--vm"}
+              "command": "--command", "vm": "--vm", "before_end": "--before-end", "webhook": "--webhook"}
 
 
 def request_from_options(**options: Any) -> LeaseRequest:
@@ -216,6 +216,11 @@ class Client:
     def cancel(self, lease_id: int) -> dict[str, Any]:
         return self.call("DELETE", f"/leases/{lease_id}")
 
+    def extend(self, lease_id: int, change: dict[str, int]) -> dict[str, Any]:
+        """``PATCH /leases/{id}``: ``{"by": seconds}`` or ``{"end": lease time}``."""
+        return self.call("PATCH", f"/leases/{lease_id}", body=json.dumps(change).encode(),
+                         content_type="application/json")
+
     def lease(self, lease_id: int) -> dict[str, Any]:
         return self.call("GET", f"/leases/{lease_id}")
 
@@ -294,15 +299,18 @@ def _detail(r: Any) -> str:
         detail = None
     if detail is None:
         detail = r.text.strip()[:200] or r.reason_phrase
+    latest = _earliest(r, "latest_end")
+    if latest is not None:  # (a refused extension: the latest end that fits)
+        detail = f"{detail}; the latest end that fits is {latest} (lease seconds)"
     earliest = _earliest(r)
     if earliest is not None:  # (a refused AR or IM request: when it would fit)
         detail = f"{detail}; the earliest start that fits is {earliest} (lease seconds)"
     return " ".join(str(detail).split())
 
 
-def _earliest(r: Any) -> int | None:
+def _earliest(r: Any, key: str = "earliest_start") -> int | None:
     try:
-        value = r.json().get("earliest_start")
+        value = r.json().get(key)
     except (ValueError, AttributeError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -8,6 +8,12 @@ Routes (OpenAPI at ``/docs``, ``/redoc`` and ``/openapi.json``)::
                           &disk=], and the nodes free at not_before (docs/decisions/lease-offers.md)
     GET    /leases/{id}   one lease: its events, where it runs, its payloads
     DELETE /leases/{id}   cancel it
+    PATCH  /leases/{id}   a later end: {"by": seconds} or {"end": lease time}, within the site's rules;
+                          409 with ``latest_end`` (and an AR's ``earliest_start``) when it does not fit
+                          (docs/decisions/lease-extensions.md)
+    GET    /leases/{id}/events
+                          the lease's events as server-sent events, a ``before-end`` warning among them
+                          (service/lease_stream.py)
     GET    /leases/{id}/vms/{vnode}/log
                           one VM's payload: its state or exit status and the tail of its log (JSON,
                           ``bytes`` of it: docs/decisions/payload-logs.md)
@@ -59,6 +65,7 @@ from skylease.runtime.leases.api import (
     DEFAULT_LOG_BYTES,
     MAX_LOG_BYTES,
     HostView,
+    LeaseChange,
     LeaseManager,
     LeaseNotFound,
     LeaseRefused,
@@ -68,10 +75,12 @@ from skylease.runtime.leases.api import (
     OfferView,
     PayloadLog,
 )
+from skylease.runtime.leases.webhooks import WebhookNotAllowed
 from skylease.service.auth import User
 from skylease.service.bodies import BODY, BadBody, is_xml, lease_request_from_json, lease_request_from_xml
 from skylease.service.guards import MAX_BODY_BYTES, CatchAll, RequestGuard
 from skylease.service.health import LEASES, HealthGuard, Vitals, add_health
+from skylease.service.lease_stream import STREAM_S, add_lease_stream
 from skylease.service.paging import PAGED, PageQuery, keys_of, page_query, paged
 from skylease.service.problems import ERRORS, UNAVAILABLE, Problem
 from skylease.service.token_cache import TokenCache
@@ -103,6 +112,8 @@ class Refusal(BaseModel):
 
     detail: str
     earliest_start: int | None = None
+    #: a refused extension: the latest end that fits now (null when none later does)
+    latest_end: int | None = None
 
 
 # -- request bodies -------------------------------------------------------------------------------
@@ -144,11 +155,13 @@ def _json(view: BaseModel, status: int = 200) -> Response:
 
 
 def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any = None,
-               vitals: Vitals | None = None, tokens: TokenCache | None = None) -> FastAPI:
+               vitals: Vitals | None = None, lease_stream_s: float = STREAM_S,
+               tokens: TokenCache | None = None) -> FastAPI:
     """The service's app: the lease routes over ``manager``, users and tokens in ``engine``,
     SpeQuloS's routes over ``qos`` (a :class:`~skylease.runtime.qos.service.QoSService`) if given,
     and the runs' routes over ``runs`` (a :class:`~skylease.runtime.runs.registry.RunRegistry`;
     default: one on ``engine``); ``vitals``: the server's other vital parts (the manager is added);
+    ``lease_stream_s``: how long a lease's event stream lasts at most (service/lease_stream.py);
     ``tokens``: the callers' tokens (default: a :class:`TokenCache` of ``engine``)."""
     from skylease.runtime.runs.registry import RunNotFound, RunRegistry
 
@@ -251,6 +264,17 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         """Cancel a lease: it leaves the queue or the slot table, and its payloads are stopped."""
         return manager.cancel(user.scope, lease_id)
 
+    @app.patch(LEASE_PATH, response_model=LeaseView, tags=["leases"],
+               responses={**_ERRORS, **_NOT_FOUND,
+                          409: {"model": Refusal, "description": "the change does not fit, or a site rule "
+                                                                 "forbids it"}})
+    def extend_lease(lease_id: LeaseId, change: LeaseChange, user: Caller) -> LeaseView:
+        """Extend a lease: a later end, `by` that many lease seconds or at the lease time `end`
+        (exactly one), within the site's extension rules. Answered with the lease as re-planned, or
+        409 with the reason, `latest_end` (the latest end that fits now) and, for an advance
+        reservation not started, `earliest_start` (where a reservation of its new length would fit)."""
+        return manager.extend(user.scope, lease_id, change)
+
     @app.get(LEASE_PATH + "/vms/{vnode}/log", response_model=PayloadLog, tags=["leases"],
              responses={**_ERRORS, 404: {"model": Problem, "description": "no such lease visible to the "
                                                                           "caller, or no such VM of it"}})
@@ -259,6 +283,8 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         """One VM of a lease: its payload's state now or how it ended (exit code, reason), and the
         last ``bytes`` bytes of its log (a VM lease's guest: its serial console)."""
         return manager.log(user.scope, lease_id, vnode, limit)
+
+    add_lease_stream(app, Caller, manager, _ERRORS, LEASE_PATH, lease_stream_s)
 
     @app.get("/queue", response_model=list[LeaseView], tags=["leases"], responses={**_ERRORS, **PAGED})
     def queue(user: Caller, page: QueuePage, request: Request, response: Response) -> list[LeaseView]:
@@ -296,11 +322,15 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         return handler
 
     app.add_exception_handler(BadBody, answer(422))
+    app.add_exception_handler(WebhookNotAllowed, answer(422))  # (a lease's webhook the site does not allow)
     def refusal(_request: Request, exc: Exception) -> JSONResponse:
         body: dict[str, Any] = {"detail": str(exc)}
         earliest = getattr(exc, "earliest_start", None)
         if earliest is not None:  # (the detail stays as it was: old clients read only it)
             body["earliest_start"] = earliest
+        latest = getattr(exc, "latest_end", None)
+        if latest is not None:  # (a refused extension: docs/decisions/lease-extensions.md)
+            body["latest_end"] = latest
         return JSONResponse(body, status_code=409)
 
     app.add_exception_handler(LeaseRefused, refusal)

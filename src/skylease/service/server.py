@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, PrivateAttr, ValidationError
+from pydantic import AfterValidator, Field, PrivateAttr, ValidationError
 from sqlalchemy.engine import Engine
 
 from skylease.model.errors import UserError
@@ -69,8 +69,23 @@ log = logging.getLogger("skylease.service")
 SERVER_GC_THRESHOLD = (50_000, 20, 10)
 
 
+def _webhook_prefix(prefix: str) -> str:
+    from skylease.runtime.leases.webhooks import check_prefix
+
+    return check_prefix(prefix)
+
+
 #: A UNIX user name or number (``payload_user``).
 _USER_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+
+
+class ExtensionsTable(FileModel):
+    """The ``[extensions]`` table: the site's rules for extensions (``PATCH /leases/{id}``,
+    docs/decisions/lease-extensions.md); a key left out is no limit."""
+
+    max_duration: Annotated[int, Field(ge=1, le=10 * 365 * 86400)] | None = None  # a lease's length in all
+    extend_within: Annotated[int, Field(ge=1, le=10 * 365 * 86400)] | None = None  # in its last seconds only
+    max_extensions: Annotated[int, Field(ge=0, le=1_000_000)] | None = None  # per lease
 
 
 class ServeConfig(FileModel):
@@ -103,11 +118,20 @@ class ServeConfig(FileModel):
     # a VM image of the site's repository: the VM overheads calibrated with it at the first start
     # (kept in the data folder: service/calibration.py)
     calibrate: Annotated[str, Field(min_length=1, max_length=255)] | None = None
+    extensions: ExtensionsTable = ExtensionsTable()  # (file only) the site's rules for extensions
+    # warnings before a lease's end (docs/decisions/before-end-warnings.md, service/warning_config.py):
+    # lease seconds before its planned end when its request names none (0: none), the webhook URL
+    # prefixes a lease may name, and the file of the secret that signs the webhooks
+    before_end: Annotated[int, Field(ge=0, le=10 * 365 * 86400)] = 0
+    webhook_prefixes: Annotated[list[Annotated[str, Field(min_length=9, max_length=2048),
+                                               AfterValidator(_webhook_prefix)]], Field(max_length=100)] = \
+        Field(default_factory=list)
+    webhook_secret_file: Annotated[str, Field(min_length=1)] | None = None
     _source: Path | None = PrivateAttr(default=None)  # the file it was read from (hidden from payloads)
 
 
 #: The path keys of the file, resolved against its folder.
-_PATH_KEYS = ("data_dir", "site", "tls_cert", "tls_key", "db_password_file")
+_PATH_KEYS = ("data_dir", "site", "tls_cert", "tls_key", "db_password_file", "webhook_secret_file")
 #: The command-line option of each key (for one-line errors).
 OPTION = {k: "--" + k.replace("_", "-") for k in ServeConfig.model_fields}
 
@@ -280,7 +304,8 @@ def secret_paths(cfg: ServeConfig) -> list[Path]:
     """The server's files a payload must never see, besides the data folder: its configuration
     file, the TLS key and certificate, the database's password file, and an SQLite database kept
     elsewhere (its folder, for the WAL beside it)."""
-    out = [Path(p) for p in (cfg._source, cfg.tls_key, cfg.tls_cert, cfg.db_password_file) if p is not None]
+    out = [Path(p) for p in (cfg._source, cfg.tls_key, cfg.tls_cert, cfg.db_password_file,
+                             cfg.webhook_secret_file) if p is not None]
     if cfg.site is not None:  # the site's SSH key reaches every host as its user: never a payload's
         from skylease.runtime.leases.site import load_site
 
@@ -326,7 +351,9 @@ def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path, sandbox: Any
     """The real lease manager on this machine's nodes (runtime/leases/manager.py), started; its
     payloads confined by ``sandbox`` (default: :func:`payload_sandbox`); ``nodes_factory`` makes
     its enactment (default: LocalNodes; see LocalLeaseManager)."""
+    from skylease.control.leases.changes import ExtensionRules
     from skylease.runtime.leases.manager import LocalLeaseManager
+    from skylease.service.warning_config import warning_config
 
     scheduler, site = _local_parts(cfg)
     if site is None:
@@ -339,7 +366,9 @@ def local_manager(engine: Engine, cfg: ServeConfig, data_dir: Path, sandbox: Any
         sandbox = payload_sandbox(cfg, data_dir)
     manager = LocalLeaseManager(engine, site, config=scheduler, time_scale=cfg.time_scale, data_dir=data_dir,
                                 grace_s=cfg.grace, max_leases_per_user=cfg.max_leases_per_user,
-                                sandbox=sandbox, nodes_factory=nodes_factory, payload_user=cfg.payload_user)
+                                sandbox=sandbox, nodes_factory=nodes_factory, payload_user=cfg.payload_user,
+                                extension_rules=ExtensionRules(**cfg.extensions.model_dump()),
+                                warnings=warning_config(cfg))
     return manager.start()
 
 

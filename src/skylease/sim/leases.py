@@ -155,7 +155,8 @@ def xml_leases(requests: pd.DataFrame) -> list[Lease]:
                   int(r.real_duration), int(r.real_duration),
                   start=None if pd.isna(r.start) else int(r.start), cpu=float(r.cpu),
                   memory=int(r.memory), disk=int(r.disk), net=float(r.net), image=r.image,
-                  image_size=int(r.image_size), preemptible=bool(r.preemptible))
+                  image_size=int(r.image_size), preemptible=bool(r.preemptible),
+                  owner=None if pd.isna(getattr(r, "user", None)) else str(r.user))
             for r in requests.itertuples(index=False)]
 
 

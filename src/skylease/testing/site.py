@@ -257,7 +257,13 @@ def probe(sshd: str = SSHD) -> None:
 # --kill-child: a host (unshare's child, sshd) is SIGKILLed if its unshare dies: none outlives it.
 _UNSHARE = ["--uts", "--pid", "--mount", "--fork", "--mount-proc", "--kill-child", "--"]
 # The host's shell inside the namespaces: its hostname, then sshd in its place (PID 1).
-_HOST_SH = 'hostname "$1" && exec "$2" -D -e -f "$3"'
+# The host's login shell does not read this machine's ~/.bashrc ($4, /dev/null bound over it in the
+# host's own mount namespace only): a test host is a plain host, and this machine's shell setup is not
+# run at each SSH login. (Here root's .bashrc runs `pyenv init`, whose rehash takes a lock file; a host
+# killed mid-login by a test left that file behind once, and every later login, on every host, then
+# waited 60 s for it.)
+_HOST_SH = ('hostname "$1" && { [ ! -f "$4" ] || mount --bind /dev/null "$4" 2>/dev/null || true; } '
+            '&& exec "$2" -D -e -f "$3"')
 
 
 def start_site(n: int, folder: Path, *, timeout: float = 30, sshd: str = SSHD, base: int = BASE,
@@ -314,8 +320,9 @@ def _start_host(site: TestSite, h: HostFiles, sshd: str, deadline: float, die_wi
     tie = [which("setpriv") or "setpriv", "--pdeathsig", "KILL"] if die_with_caller else []
     with open(h.log, "wb") as log:  # this start's log only
         child = subprocess.Popen([*tie, which("unshare") or "unshare", *_UNSHARE, "sh", "-c", _HOST_SH, "sh",
-                                  h.name, sshd, str(h.config)], stdin=subprocess.DEVNULL, stdout=log,
-                                 stderr=log, start_new_session=True, close_fds=True)
+                                  h.name, sshd, str(h.config), str(Path.home() / ".bashrc")],
+                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                 close_fds=True)
     site._children.append(child)
     outer = _started(child.pid, mark)
     if outer is not None:

@@ -7,7 +7,8 @@
   an optional ``<site>`` (node count and per-node resources) and ``<lease-request arrival=...>``
   elements, each holding one ``<lease>`` (nodes, ``<start/>`` empty for best-effort, ``<exact>``
   for an advance reservation, ``<now/>`` for an immediate lease; duration; disk image) and
-  optionally a ``<realduration>``. :func:`read_xml_lwf` returns an :class:`XmlWorkload`;
+  optionally a ``<realduration>``; ours: a ``<lease-request user="...">`` names who asks (the
+  fairness rules count per user). :func:`read_xml_lwf` returns an :class:`XmlWorkload`;
   :func:`parse_lease_xml` reads one ``<lease>`` element given as text (a request to the service).
 
 Malformed input gives a one-line :class:`~skylease.model.errors.UserError` naming the file, the
@@ -75,7 +76,7 @@ def read_plain_lwf(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 # -- the XML format of Haizea 1.0 -----------------------------------------------------------------------
 XML_FIELDS = ("id", "kind", "submit", "start", "duration", "real_duration", "nodes", "cpu", "memory", "disk",
-              "net", "image", "image_size", "preemptible")
+              "net", "image", "image_size", "preemptible", "user")
 
 
 @dataclass
@@ -84,7 +85,8 @@ class XmlWorkload:
 
     ``requests`` has one row per lease request, columns :data:`XML_FIELDS`: ``kind`` is "BE", "AR"
     or "IM"; ``start`` (the AR's exact start) is ``<NA>`` otherwise; times in seconds; ``cpu`` in
-    CPUs (the file's amount / 100); ``image`` is ``None`` without a disk image.
+    CPUs (the file's amount / 100); ``image`` is ``None`` without a disk image; ``user`` is
+    ``None`` where the request names nobody.
     """
 
     name: str
@@ -314,7 +316,10 @@ def read_xml_lwf(path: str | os.PathLike[str]) -> XmlWorkload:
             raise UserError(f"lease id {lid} is already used on line {seen[lid]}", file=path, line=lease.line,
                             field="id")
         seen[lid] = lease.line
-        rows.append({**row, "submit": submit})
+        user = req.attrs.get("user")  # (ours: who asks, for the fairness rules; None: nobody named)
+        if user is not None and not user.strip():
+            raise UserError("an empty user name", file=path, line=req.line, field="user")
+        rows.append({**row, "submit": submit, "user": None if user is None else user.strip()})
     df = _frame(rows, columns=list(XML_FIELDS))
     df["start"] = df["start"].astype("Int64")
     return XmlWorkload(root.attrs.get("name", path.stem), n_nodes, node_res, df)

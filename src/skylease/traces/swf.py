@@ -313,7 +313,8 @@ def best_effort_requests(df: pd.DataFrame) -> pd.DataFrame:
     """Best-effort lease requests from a cut SWF log (decision H15, the 2008 code's ``readers.SWF``).
 
     Columns: ``job``, ``submit``, ``nodes`` (the requested-processors field of the cut log),
-    ``requested`` (requested time), ``run`` (the run time clamped to ``[1, requested]``). Jobs
+    ``requested`` (requested time), ``run`` (the run time clamped to ``[1, requested]``), ``user``
+    (the log's user id, -1 when unknown). Jobs
     cancelled while queued (run time < 0 and status 5) never ran and are dropped (decision H15:
     437 of the 5,545 jobs of ``blue_30days.swf``).
     """
@@ -324,7 +325,7 @@ def best_effort_requests(df: pd.DataFrame) -> pd.DataFrame:
 
 
 _REQUEST_FIELDS = ("job_number", "submit_time", "run_time", "requested_processors", "requested_time",
-                   "status")
+                   "status", "user_id")
 
 
 def best_effort_columns(columns: Mapping[str, np.ndarray], source: str = "SWF log") -> dict[str, np.ndarray]:
@@ -337,7 +338,8 @@ def best_effort_columns(columns: Mapping[str, np.ndarray], source: str = "SWF lo
     out = {"job": columns["job_number"][keep].astype(np.int64),
            "submit": columns["submit_time"][keep].astype(np.int64),
            "nodes": columns["requested_processors"][keep].astype(np.int64),
-           "requested": requested, "run": run}
+           "requested": requested, "run": run,
+           "user": columns["user_id"][keep].astype(np.int64)}  # (-1: unknown; the fairness rules' users)
     bad = np.flatnonzero((out["nodes"] < 1) | (out["requested"] < 1))
     if len(bad):
         i = bad[0]

@@ -40,6 +40,18 @@ def test_a_time_that_does_not_grow_with_memory_is_the_fixed_part_and_one_lease_s
     assert reserved_s(256, keys["suspend_rate"], keys["enactment_overhead_s"]) == 1 + round(0.17 * 30)
 
 
+def test_lines_that_fall_with_memory_give_a_fixed_part_no_longer_than_the_fastest_operation():
+    # CI's case: the 96 MB guest met a slow moment (0.25 s), the 160 MB one did not (0.16 s); the lines
+    # through them meet m = 0 at about 0.37 s, above both
+    samples = [sample("a", 96, 0.244, 0.246), sample("a", 160, 0.162, 0.159)]
+    keys = fit(samples, time_scale=30)
+    assert keys["enactment_overhead_s"] == round(0.159 * 30)
+    for s in samples:
+        for measured, rate in ((s.suspend_s, keys["suspend_rate"]), (s.resume_s, keys["resume_rate"])):
+            reserved = reserved_s(s.memory_mb, rate, keys["enactment_overhead_s"])
+            assert 0.5 * reserved <= measured * 30 <= 1.5 * reserved, (s, keys)
+
+
 def test_a_guest_that_never_powered_off_gives_no_shutdown_time():
     keys = fit([sample("a", 128, 0.2, 0.2, off=None)], time_scale=1)
     assert keys["shutdown_s"] is None

@@ -108,6 +108,9 @@ class Lease:
     # why an AR or IM lease lost a node it holds (a host went down, docs/decisions/host-failures.md);
     # None while it has lost none. Kept once set: it is the lease's history.
     degraded: str | None = None
+    # who asked: the lease service's user, a workload's user (None: nobody named); the fairness
+    # rules count per owner (docs/decisions/fairness-rules.md)
+    owner: str | None = None
     # what is left to run (planned and actual): less than the durations once a run was suspended
     remaining: int = field(init=False, repr=False)
     real_remaining: int = field(init=False, repr=False)

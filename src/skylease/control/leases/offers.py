@@ -4,11 +4,12 @@ start?" and "how many nodes are free at ``t`` for ``d`` seconds?", answered from
 
 The earliest start is the first time ``s >= not_before`` (and ``>= now``) at which an advance
 reservation of the request would be admitted by :meth:`LeaseScheduler._schedule_ar` now: on
-``[s, s + planned(duration))`` enough nodes are free, or can be freed by preempting what the AR
-may preempt (:meth:`LeaseScheduler.ar_room`, the same rule). Only ``not_before`` and the planned
-ends of reservations after it need be tried: a window starting later ends later, and it fits on
-more nodes only once it starts at or after the end of something in its way. After the last end the
-table is empty, so a request the cluster can hold always gets an answer unless nodes are down.
+``[s, s + planned(duration))`` enough nodes are free, or can be freed by preempting what the AR may
+preempt (:meth:`LeaseScheduler.ar_fits`, the rule of :meth:`LeaseScheduler.ar_room`). Only
+``not_before`` and the planned ends of reservations after it need be tried: a window starting later
+ends later, and it fits on more nodes only once it starts at or after the end of something in its
+way. After the last end the table is empty, so a request the cluster can hold always gets an
+answer unless nodes are down.
 
 Not counted (said in the decision): an AR's image transfer (an offer has no image), and an
 admission or preemption policy whose answer depends on the time asked.
@@ -80,10 +81,10 @@ def offer(sched: LeaseScheduler, nodes: int, per_node: ResourceTuple, duration: 
     immediate = reason is None and at == now and immediate_fits(sched, lease, now)
     if reason is not None:
         return Offer(now, at, None, free, with_preemption, False, str(reason))
-    earliest: int | None = None
-    for s in (at, *sched.table.ends_after(at)):
+    earliest: int | None = at if with_preemption >= nodes else None  # (at itself: counted above)
+    for s in () if earliest is not None else sched.table.ends_after(at):
         lease.start = s
-        if _room(sched, lease, s)[1] >= nodes:
+        if sched.ar_fits(lease, s, s + lease.remaining):
             earliest = s
             break
     why = None if earliest is not None else (

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from skylease.control import plugins
+from skylease.control.leases.fairness import Fairness
 from skylease.control.leases.lease import Lease, LeaseKind, Reservation
 from skylease.control.leases.slottable import SlotTable
 
@@ -163,7 +164,7 @@ POLICY_KINDS: dict[str, tuple[type, str, object]] = {
 
 #: Built-in policies by name (Haizea 1.0's names where it has the policy).
 BUILTIN_POLICIES: dict[str, dict[str, type]] = {
-    "admission": {"accept-all": AcceptAll, "no-ARs": NoARs},
+    "admission": {"accept-all": AcceptAll, "no-ARs": NoARs, "fairness": Fairness},
     "preemption": {"ar-preempts-best-effort": ARPreemptsBestEffort, "no-preemption": NoPreemption},
     "host_selection": {"greedy": Greedy},
 }

@@ -73,6 +73,7 @@ from collections.abc import Callable, Iterable
 import skylease.control.leases.failures as failures
 from skylease.control.leases.config import SchedulerConfig
 from skylease.control.leases.enact import Enactment, NullEnactment
+from skylease.control.leases.fairness import OwnerHistory, admission
 from skylease.control.leases.images import Transfer
 from skylease.control.leases.lease import (
     BLUE_HORIZON_NODE,
@@ -124,6 +125,7 @@ class LeaseScheduler:
         self.rejected: list[tuple[Lease, str]] = []
         self._arrived: list[Lease] = []  # AR and IM leases submitted, handled at the next step
         self._leases: dict[int, Lease] = {}  # every lease submitted, by id
+        self._owned: dict[str | None, list[Lease]] = {}  # owner -> their leases admitted, in order
         self._be_placed = 0  # BE leases holding a plan (VM, resume or suspend reservations)
         self.enactment: Enactment = NullEnactment() if enactment is None else enactment
         self.on_event = on_event
@@ -149,10 +151,12 @@ class LeaseScheduler:
                                                                 or lease.start < lease.submit):
             self._reject(lease, "its start time is before its submission (in the past)")
             return
-        refused = self.config.admission.admit(lease, lease.submit)
+        refused = admission(self.config.admission, lease, lease.submit, lambda: OwnerHistory(
+            lease.owner, self._owned.get(lease.owner, ()), self.rr, lease.submit))
         if refused is not None:
             self._reject(lease, str(refused))
             return
+        self._owned.setdefault(lease.owner, []).append(lease)  # (the fairness rules' history)
         # plan with the VM overheads of the configuration (none without VMs, decision H5)
         lease.remaining = self.config.planned(lease.duration)
         lease.real_remaining = self.config.planned(lease.real_duration)
@@ -811,6 +815,17 @@ class LeaseScheduler:
         free = self.table.free_on(start, end, req)
         free_set = set(free)
         victims: dict[int, list[Reservation]] = {}
+        can_go = self._ar_may_take(lease, start, end)
+        for k in self.table.free_on(start, end, req, skip=can_go):
+            if k not in free_set:
+                on_k = {id(vm): vm for vm in (self.rr[rr.lease.id] for rr in self.table.on_node(k)
+                                              if can_go(rr) and rr.overlaps(start, end))}
+                victims[k] = list(on_k.values())
+        return free, victims
+
+    def _ar_may_take(self, lease: Lease, start: int, end: int) -> Callable[[Reservation], bool]:
+        """Which reservations an AR ``lease`` on ``[start, end)`` may take the place of (decision H7;
+        the preemption policy's say): :meth:`ar_room`'s and :meth:`ar_fits`' one rule."""
         policy = self.config.preemption
         movable = _preemptible_or_future_resume if self.config.preempt_future_resumptions else _preemptible
 
@@ -821,12 +836,25 @@ class LeaseScheduler:
                         and policy.may_preempt(lease, rr.lease, start))
             return movable(rr) and policy.may_preempt(lease, rr.lease, start)
 
-        for k in self.table.free_on(start, end, req, skip=can_go):
-            if k not in free_set:
-                on_k = {id(vm): vm for vm in (self.rr[rr.lease.id] for rr in self.table.on_node(k)
-                                              if can_go(rr) and rr.overlaps(start, end))}
-                victims[k] = list(on_k.values())
-        return free, victims
+        return can_go
+
+    def ar_fits(self, lease: Lease, start: int, end: int) -> bool:
+        """Whether :meth:`ar_room` would give ``lease`` its nodes on ``[start, end)`` (free, or
+        freed by preemption), stopping as soon as the answer is known: a counter-offer asks at every
+        reservation end it tries, and a request for most of the nodes is answered no at the first few
+        busy ones rather than after a fit of every node (a node freed by preemption is free once the
+        reservations the AR may take are skipped, so one pass counts both)."""
+        can_go = self._ar_may_take(lease, start, end)
+        need, left = lease.nodes, self.table.n_nodes
+        for k in range(self.table.n_nodes):
+            left -= 1
+            if self.table.free_until(k, start, lease.per_node, skip=can_go) >= end:
+                need -= 1
+                if need == 0:
+                    return True
+            if left < need:
+                return False
+        return need <= 0
 
     def _schedule_im(self, lease: Lease, now: int) -> None:
         """An immediate lease starts now on free nodes or is rejected (it preempts nothing)."""

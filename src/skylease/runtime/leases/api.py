@@ -20,6 +20,9 @@ from skylease.model.wire import text, whole
 MAX_DURATION_S = 10 * 365 * 86400
 #: The longest payload command line, in characters.
 MAX_COMMAND_BYTES = 4096
+#: A webhook URL: http or https, a host and port (no user name), a path of printable ASCII (non-ASCII
+#: percent-encoded); the site's prefixes decide the rest.
+WEBHOOK_URL = r"^https?://[A-Za-z0-9._:\[\]-]+(/[!-~]*)?$"
 #: An image name is a file name in the node caches: no slash, no leading dot.
 IMAGE_NAME = r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$"
 
@@ -30,9 +33,12 @@ class LeaseRefused(UserError):
     ``earliest_start``: for a refused AR or IM request, the earliest lease time an AR of it would
     fit (docs/decisions/lease-offers.md), else None."""
 
-    def __init__(self, message: str, *, earliest_start: int | None = None, **where: Any) -> None:
+    def __init__(self, message: str, *, earliest_start: int | None = None, latest_end: int | None = None,
+                 **where: Any) -> None:
         super().__init__(message, **where)
         self.earliest_start = earliest_start
+        #: for a refused extension: the latest end that fits now (docs/decisions/lease-extensions.md)
+        self.latest_end = latest_end
 
 
 class LeaseNotFound(UserError):
@@ -52,7 +58,10 @@ class LeaseRequest(BaseModel):
     premature end). ``vm``: each VM of the lease is a QEMU guest booted from ``image`` (an image of
     the site's repository: a folder holding ``vmlinuz`` and ``initrd.img``, or a ``.qcow2``/``.raw``
     disk) with the lease's ``memory`` and ``cpu`` (rounded up); it takes no ``command`` nor
-    ``real_duration`` (docs/decisions/vm-payloads.md).
+    ``real_duration`` (docs/decisions/vm-payloads.md). ``before_end``: a warning that many lease
+    seconds before its planned end (0: none; absent: the site's), to its event stream, its payloads
+    and its ``webhook`` (a URL the site allows) when it names one
+    (docs/decisions/before-end-warnings.md).
     """
 
     # strict: in JSON (a body, a request file) a string or a boolean is not a number; the dashboard's
@@ -76,6 +85,10 @@ class LeaseRequest(BaseModel):
     real_duration: whole(1, MAX_DURATION_S) | None = None
     #: Each VM a QEMU guest booted from ``image`` (validated after the fields it depends on).
     vm: bool = False
+    #: Lease seconds before its planned end that it is warned (0: never; None: the site's default).
+    before_end: whole(0, MAX_DURATION_S) | None = None
+    #: Where the warning is also POSTed, signed (a URL under a prefix the site allows, else 422).
+    webhook: Annotated[str, Field(min_length=8, max_length=2048, pattern=WEBHOOK_URL)] | None = None
 
     @field_validator("vm")
     @classmethod
@@ -141,6 +154,25 @@ class OfferQuery(BaseModel):
     cpu: Annotated[float, Field(gt=0, le=1024, allow_inf_nan=False)] = 1.0
     memory: whole(0, 2**40) = 1024
     disk: whole(0, 2**40) = 0
+
+
+class LeaseChange(BaseModel):
+    """A change to a lease (``PATCH /leases/{id}``; docs/decisions/lease-extensions.md): a later end,
+    either ``by`` that many lease seconds, or at the lease time ``end`` (lease seconds since the
+    server's epoch, as an advance reservation's ``start``); exactly one of them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
+                              json_schema_extra=lambda schema: schema.update(
+                                  oneOf=[_given("by"), _given("end")]))
+
+    by: whole(1, MAX_DURATION_S) | None = None
+    end: whole(0, 2**53) | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> LeaseChange:
+        if (self.by is None) == (self.end is None):
+            raise ValueError("give exactly one of 'by' (seconds) and 'end' (lease time)")
+        return self
 
 
 class NodesFree(BaseModel):
@@ -209,9 +241,18 @@ class LeaseView(BaseModel):
     #: whether the scheduler gave them back (a longer reservation, or more left to run after its next
     #: resumption) or could not (its nodes are taken after it, or an advance reservation's window).
     late_starts: list[dict[str, Any]] = []
+    #: Each extension it was given (docs/decisions/lease-extensions.md): ``at`` (lease time it was
+    #: asked), ``seconds``, ``old_end`` and ``new_end`` (None for a best-effort lease with no end
+    #: planned then: queued, or to be suspended and resumed).
+    extensions: list[dict[str, Any]] = []
     #: Why the lease lost part of what it holds (an advance reservation or an immediate lease whose
     #: node's host stopped answering; Blazar's "degraded"), or None: it has all its nodes.
     degraded: str | None = None
+    #: Its warnings before its end (docs/decisions/before-end-warnings.md), each also a
+    #: ``before-end`` event: ``time`` given (lease time), ``end`` (the planned end it warned of),
+    #: ``seconds_left``, and its ``webhook`` when the lease named one: ``url``, ``state`` (pending,
+    #: delivered, failed) and each attempt (``n``, ``at`` Unix time, ``status`` or ``error``).
+    warnings: list[dict[str, Any]] = []
 
 
 class HostView(BaseModel):
@@ -284,6 +325,11 @@ class LeaseManager(Protocol):
         ...
 
     def cancel(self, owner: str | None, lease_id: int) -> LeaseView: ...
+
+    def extend(self, owner: str | None, lease_id: int, change: LeaseChange) -> LeaseView:
+        """A later end for the lease (LeaseRefused with the reason, ``latest_end`` and
+        ``earliest_start`` when it does not fit or a site rule forbids it)."""
+        ...
 
     def lease(self, owner: str | None, lease_id: int) -> LeaseView: ...
 

@@ -111,7 +111,8 @@ def fit(samples: Sequence[Sample], time_scale: float) -> dict[str, Any]:
     seconds a second. The model is ``seconds = a + m / rate`` with one fixed part ``a`` shared by
     suspensions and resumptions (the scheduler's ``enactment_overhead_s``): ``a`` is the smaller
     intercept of the two straight lines fitted over the memory sizes (at least 0: on the fastest
-    machine, so that no operation is over-reserved by it); each rate is then the least-squares fit of
+    machine, so that no operation is over-reserved by it), and no more than the fastest operation
+    measured; each rate is then the least-squares fit of
     ``m / rate`` to what is left, on each machine, and the slowest machine's is kept (a reservation
     must hold on every node). A time that does not grow with memory (an idle guest's unused memory
     is not written: QEMU skips zero pages) leaves a rate so fast that the reservation is the fixed
@@ -126,7 +127,11 @@ def fit(samples: Sequence[Sample], time_scale: float) -> dict[str, Any]:
         xs = [float(s.memory_mb) for s in mine]
         for op in ops:
             intercepts.append(_line(xs, [getattr(s, f"{op}_s") for s in mine])[0])
-    a = max(0.0, min(intercepts))
+    # no more than the fastest operation measured: a line that falls with memory (a slow moment of the
+    # machine during the smaller guest) has an intercept above every sample, which would over-reserve
+    # each operation by the difference
+    fastest = min(getattr(s, f"{op}_s") for s in samples for op in ops)
+    a = max(0.0, min(*intercepts, fastest))
     rates: dict[str, float] = {}
     for op in ops:
         slowest = MAX_RATE

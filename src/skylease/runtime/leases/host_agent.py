@@ -35,6 +35,10 @@ standard output; a failure prints ``{"error": "..."}`` and exits with 1.
   its running time). No action: only the answer. Prints ``{"ok", "leader",
   "state"}`` (``leader``: the leader itself is alive; ``state``: ``stopped`` when a process of the
   group is, ``running``, or ``gone``).
+* ``notice`` (a command of ``watch`` only: ``dir``, ``lease``, ``pgid``, ``ticks``, ``name``,
+  ``text``, ``owner``): a warning before the lease's end (docs/decisions/before-end-warnings.md):
+  ``text`` in the file ``DIR/leases/LEASE/NAME``, replaced whole, then SIGUSR1 to the payload's
+  processes (as for ``TERM``) that handle it. Prints ``{"ok", "signalled"}``.
 * ``watch DIR [--beat S]``: runs until its standard input ends. Each input line
   ``{"watch": [PID, TICKS]}`` adds a payload; when its leader has ended (gone, a zombie, or its pid
   reused) it prints ``{"ended": {"pid", "ticks", "code", "age"}}`` (``code``: the payload's exit
@@ -179,11 +183,16 @@ def _sandboxed(pgid: int) -> list[int]:
 
 
 def _catches_cont(pid: int) -> bool:
+    return _catches(pid, signal.SIGCONT)
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Whether ``pid`` has a handler of its own for ``sig`` (its ``SigCgt`` mask)."""
     try:
         with open(f"/proc/{pid}/status", "rb") as fh:
             for line in fh:
                 if line.startswith(b"SigCgt:"):
-                    return bool(int(line.split()[1], 16) >> (signal.SIGCONT - 1) & 1)
+                    return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
     except (OSError, ValueError, IndexError):
         pass
     return False
@@ -275,6 +284,34 @@ def signal_group(pgid: int, ticks: int, actions: list[str], counting: float,
     return {"ok": True, "leader": leader, "state": state}
 
 
+def notice(base: str, lease: int, pgid: int, ticks: int, name: str, text: str, owner: list | None) -> dict:
+    """A warning for a payload (docs/decisions/before-end-warnings.md): ``text`` in the file ``name``
+    of its lease's folder (replaced whole, never through a link; owned by ``owner`` when given),
+    then SIGUSR1 to its processes that handle it. Only while the group is ours."""
+    st = _stat(pgid)
+    if (st is not None and st[2] != ticks) or (st is None and not _members(pgid)):
+        return {"ok": False}
+    if not name or "/" in name or name.startswith("."):
+        raise ValueError(f"not a notice file name: {name!r}")
+    folder = os.path.join(os.path.abspath(os.path.expanduser(base)), "leases", str(int(lease)))
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{time.monotonic_ns()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        os.write(fd, text.encode())
+        if owner:
+            os.fchown(fd, int(owner[0]), int(owner[1]))
+    finally:
+        os.close(fd)
+    os.replace(tmp, os.path.join(folder, name))
+    told = 0
+    for pid in _sandboxed(pgid) or [pid for pid in _members(pgid) if pid != pgid]:
+        if _catches(pid, signal.SIGUSR1):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGUSR1)
+                told += 1
+    return {"ok": True, "signalled": told}
+
+
 def _request(req: dict, pulse: Callable[[], None]) -> dict:
     """The answer to a command sent to ``watch``: ``{"id", "answer"}`` or ``{"id", "error"}``."""
     try:
@@ -287,6 +324,9 @@ def _request(req: dict, pulse: Callable[[], None]) -> dict:
                 raise ValueError(f"actions are STOP, CONT, TERM and KILL, got {actions}")
             answer = signal_group(int(req["pgid"]), int(req["ticks"]), actions,
                                   float(req.get("counting", 0.0)), pulse)
+        elif op == "notice":
+            answer = notice(str(req["dir"]), int(req["lease"]), int(req["pgid"]), int(req["ticks"]),
+                            str(req["name"]), str(req["text"]), req.get("owner"))
         elif op == "find":
             answer = find(str(req["serve_id"]))
         elif op == "tail":

@@ -261,6 +261,17 @@ class HostNodes:
         self._wake()
         return True
 
+    def notice(self, p: Payload, name: str, text: str) -> bool:
+        """A file in the lease's folder on the host and SIGUSR1 to the payload's processes that trap
+        it (the helper's ``notice``). False if it has ended."""
+        with self._lock:
+            t = self._live.get(p.pid)
+            if t is None or t.start_ticks != p.start_ticks:
+                return False
+        out = self._agent("notice", dir=self.remote_dir, lease=p.lease, pgid=p.pid, ticks=p.start_ticks,
+                          name=name, text=text, owner=self.confinement.owner())
+        return bool(out["ok"])
+
     # -- VM payloads (host_vms) ------------------------------------------------------------------
     def spawn_vm(self, lease: int, vnode: int, node: int, *, image: str, memory_mb: int, cpus: int,
                  env: Mapping[str, str] | None = None) -> Payload:

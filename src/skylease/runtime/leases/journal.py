@@ -2,10 +2,10 @@
 
 The scheduler is deterministic: fed the same inputs at the same times, it makes the same decisions.
 So its state at any moment is the replay of its inputs (:class:`InputKind`: a lease submitted, a
-lease cancelled, a lease's premature end, a step at time t), and the journal is the service's
-state: a restarted server (after ``kill -9``) replays it and is where it was. Every command's inputs,
-the events they produced and the leases' new states are committed in one transaction before the
-API answers.
+lease cancelled, a lease's premature end, an accepted extension, a step at time t), and the journal
+is the service's state: a restarted server (after ``kill -9``) replays it and is where it was.
+Every command's inputs, the events they produced and the leases' new states are committed in one
+transaction before the API answers.
 
 Tables (SQLAlchemy Core, on the service's one database: SQLite or PostgreSQL):
 
@@ -115,6 +115,7 @@ class InputKind(StrEnum):
     HOST_DOWN = "host-down"  # body: {"host": name, "nodes": [...], "reason": why}
     HOST_UP = "host-up"  # body: {"host": name, "nodes": [...]}
     LATE = "late"  # body: {"seconds": s}: the lease's VMs began working s after its VM reservation
+    EXTEND = "extend"  # body: {"seconds": s}: its owner's accepted extension (control/leases/changes.py)
 
 
 @dataclass(frozen=True)

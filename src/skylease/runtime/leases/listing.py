@@ -45,6 +45,8 @@ class Listing:
     _down_hosts: dict[str, str]
     _overheads: dict[int, list[OverheadRow]]
     _late_starts: dict[int, list[dict[str, Any]]]
+    _extensions: dict[int, list[dict[str, Any]]]
+    before_end: Any  # its warnings before a lease's end (runtime/leases/notices.py)
     if TYPE_CHECKING:  # the manager's
         def _alive(self) -> None: ...
         def _name(self, k: int) -> str: ...
@@ -231,7 +233,9 @@ class Listing:
                 payloads=tuple(payloads.get(lease.id, ())),
                 ended_payloads=tuple(self._ended.get(lease.id, ())), planned=plan,
                 overheads=tuple(_overhead(r, lease_time) for r in self._overheads.get(lease.id, ())),
-                late_starts=tuple(dict(x) for x in self._late_starts.get(lease.id, ()))))
+                late_starts=tuple(dict(x) for x in self._late_starts.get(lease.id, ())),
+                extensions=tuple(dict(x) for x in self._extensions.get(lease.id, ())),
+                warnings=self.before_end.shown(lease.id)))
         return out
 
 

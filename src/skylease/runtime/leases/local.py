@@ -145,6 +145,20 @@ while chunk := os.read(0, 65536):
 """
 
 
+def write_notice(folder: Path, name: str, text: str, owner: tuple[int, int] | None = None) -> None:
+    """``folder/name`` holding ``text``, replaced whole (a temporary file of a name the payload cannot
+    guess, created exclusively and never through a link, renamed over it), owned by ``owner``."""
+    tmp = folder / f".{name}.{os.getpid()}.{time.monotonic_ns()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        os.write(fd, text.encode())
+        if owner is not None:
+            os.fchown(fd, *owner)
+    finally:
+        os.close(fd)
+    os.replace(tmp, folder / name)
+
+
 @dataclass
 class Payload:
     """One VM's process group: its leader ``pid`` (also the group id) and that process's start
@@ -370,6 +384,25 @@ class LocalNodes:
                         os.kill(pid, signal.SIGTERM)
             self._kills.add(p.pid, p.start_ticks, grace_s)
         self._wake()
+        return True
+
+    def notice(self, p: Payload, name: str, text: str) -> bool:
+        """Tell a payload something it can trap (docs/decisions/before-end-warnings.md): ``text`` in
+        the file ``name`` of its lease's folder (replaced whole: never half-written), then SIGUSR1
+        to each of its processes that has a handler for it (one that does not would end: the file
+        is its notice). False if it has ended."""
+        with self._lock:
+            if not self._ours(p):
+                return False
+        write_notice(self.lease_dir(p.lease), name, text,
+                     None if self.sandbox.user is None else (self.sandbox.user.uid, self.sandbox.user.gid))
+        with self._lock:
+            if self._ours(p):
+                inside = [pid for pid in group_members(p.pid) if pid != p.pid and not namespace_init(pid)]
+                for pid in inside or [p.pid]:  # (no sandbox: the leader is the payload)
+                    if catches(pid, signal.SIGUSR1):
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.kill(pid, signal.SIGUSR1)
         return True
 
     # -- VM payloads (local_vms) -----------------------------------------------------------------

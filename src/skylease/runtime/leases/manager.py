@@ -59,6 +59,7 @@ from skylease.control.leases import (
     Transfer,
 )
 from skylease.control.leases.config import HAIZEA10_KEYS, POLICY_KEYS
+from skylease.control.leases.fairness import rule_of
 from skylease.control.leases.policies import describe
 from skylease.control.leases.records import Event, Run, TransferRun
 from skylease.model.errors import UserError
@@ -71,12 +72,14 @@ from skylease.runtime.leases.api import (
     LeaseView,
 )
 from skylease.runtime.leases.clock import RealClock
+from skylease.runtime.leases.extending import Extending, ExtensionRules
 from skylease.runtime.leases.group_commit import GroupCommit
 from skylease.runtime.leases.host_failures import HostFailures
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, OverheadRow
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
 from skylease.runtime.leases.live import Live
 from skylease.runtime.leases.local_vms import MIN_VM_MEMORY_MB, vm_image_problem
+from skylease.runtime.leases.notices import BeforeEnd, Warned, WarningConfig
 from skylease.runtime.leases.offering import Offering, earliest_for
 from skylease.runtime.leases.recovery import Recovery
 from skylease.runtime.leases.ssh import SshError
@@ -165,7 +168,7 @@ def _resuming(vm: Reservation | None) -> bool:
         and vm.resume.state is LeaseState.ACTIVE
 
 
-class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
+class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Extending, Warned):
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
     sandbox=..., on_exit=...)`` makes it (default factory:
@@ -174,14 +177,19 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
     :func:`~skylease.runtime.leases.sandbox.probe`); ``time_scale`` lease seconds per real second
     (stored at the first start: a restart must use the same); at most ``max_leases_per_user``
     leases not over per user; ``payload_user`` is who payloads run as on the site's hosts (as
-    ``payload_user`` of ``skylease serve``; None: the hosts' default)."""
+    ``payload_user`` of ``skylease serve``; None: the hosts' default); ``extension_rules``: the
+    site's rules for extensions (default: none; docs/decisions/lease-extensions.md); ``warnings``: the site's
+    warnings before a lease's end (runtime/leases/notices.py; None: only those leases ask for, with
+    no webhook)."""
 
     def __init__(self, engine: sa.Engine, site: Any, *, config: SchedulerConfig | None = None,
                  time_scale: float = 1.0, data_dir: Path | str = ".", nodes: Any = None,
                  grace_s: float = 5.0, max_leases_per_user: int = 10_000, poll_s: float = 0.05,
                  sandbox: Sandbox | None = None, nodes_factory: Callable[..., Any] | None = None,
-                 payload_user: str | None = None) -> None:
+                 payload_user: str | None = None, extension_rules: ExtensionRules | None = None,
+                 warnings: WarningConfig | None = None) -> None:
         self.site = site
+        self.extension_rules = extension_rules if extension_rules is not None else ExtensionRules()
         self.config = config if config is not None else SchedulerConfig()
         # A payload process does not move between machines: migration goes off on a site with hosts;
         # a VM lease's state moves as a file, so VM leases still may (docs/decisions/vm-payloads.md)
@@ -253,6 +261,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
         self._next_id = 1
         self._closing = False
         self.changes = Changes()  # bumped by each commit that journals something
+        self.before_end = BeforeEnd(engine, warnings, self.changes.bump)
         self._thread: threading.Thread | None = None
         self._vital = Vital("the lease manager")
         self.replayed_events_match: bool | None = None
@@ -264,12 +273,15 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
         self._overheads: dict[int, list[OverheadRow]] = {}  # lease -> its VMs' suspensions, resumptions
         self._late: dict[int, tuple[int, int]] = {}  # lease -> (lease time, seconds) its VMs began late
         self._late_starts: dict[int, list[dict[str, Any]]] = {}  # lease -> what late_start gave it back
+        self._extensions: dict[int, list[dict[str, Any]]] = {}  # lease -> its extensions (extending.py)
+        self._lengthen_later: set[int] = set()  # leases the replay extended (extending.py)
 
     # -- life --------------------------------------------------------------------------------------
     def start(self) -> LocalLeaseManager:
         """Recover the journal's state, reconcile the processes, and start stepping."""
         with self._lock:
             self._recover()
+            self._lengthen_replayed(self.clock.now())
         self._thread = threading.Thread(target=self._loop, name="skylease-leases", daemon=True)
         self._thread.start()
         return self
@@ -294,6 +306,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.nodes.close(kill=stop_payloads)
+        self.before_end.close()
 
     def now(self) -> int:
         return self.clock.now()
@@ -330,6 +343,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
         thread enacts what changed (starting a lease's payloads takes time the answer, and so the
         next request of a client, must not wait for)."""
         arrived = self.clock.now()
+        self.before_end.check(req.model_dump())  # (a webhook the site does not allow: 422)
         with self._lock:
             self._alive()  # (before anything is journaled)
             acts = self._enact.acts
@@ -346,6 +360,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
                 raise LeaseRefused(f"{owner} has {live:,} leases not over; at most "
                                    f"{self.max_leases_per_user:,}")
             body = self._lease_body(self._next_id, req, now)
+            body["owner"] = owner  # (journaled: the fairness rules count per owner, and so does a replay)
             self._batch.inputs.append((now, InputKind.SUBMIT, body["id"], body))
             self._batch.new_leases.append((body["id"], owner, req.model_dump(exclude_none=True), now,
                                            LeaseState.PENDING.value))
@@ -357,7 +372,9 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
             batch = self._order.next  # (journaled after the lock is released: _journaled)
             parts, rejected = self._snapshots([lease])[0], lease.state is LeaseState.REJECTED
             # (an AR or IM lease refused says when it would fit: docs/decisions/lease-offers.md)
-            earliest = earliest_for(self.sched, body, now) if rejected else None
+            # (a fairness rule's refusal has no earliest start: room is not what it lacks)
+            by_room = rejected and rule_of(lease.reason) is None
+            earliest = earliest_for(self.sched, body, now) if by_room else None
         self._journaled(batch)
         if rejected:
             raise LeaseRefused(f"lease {lease.id} refused: {parts.record['reason']}", earliest_start=earliest)
@@ -407,6 +424,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
                     back = self._host_changes(now)
                     self._advance(now)
                     self._commit_and_enact(now, back)
+                    self._warn(now)
                     nxt = self.sched.next_event(self._stepped)
                     wait = self.poll_s if nxt == float("inf") else self.clock.seconds_until(nxt)
                     self._wake.wait(max(min(wait, self.poll_s), 0.001))
@@ -674,6 +692,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering):
 
     def _submit(self, body: dict[str, Any], owner: str, request: dict[str, Any]) -> Lease:
         b = dict(body)
+        b.setdefault("owner", owner)  # (a body journaled before leases had owners)
         lid = b.pop("id")
         lease = Lease(lid, LeaseKind(b.pop("kind")), b.pop("submit"), b.pop("nodes"), b["duration"],
                       b["duration"], b.pop("duration"), **b)

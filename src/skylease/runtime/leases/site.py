@@ -81,8 +81,8 @@ from skylease.control.leases.lease import ResourceTuple
 from skylease.model.errors import UserError
 from skylease.model.files import FileModel, KeyLines, load_toml
 
-__all__ = ["MAX_NODES", "Site", "SiteHost", "SiteNode", "default_site", "free_disk_mb", "load_site",
-           "machine_cpus"]
+__all__ = ["MAX_NODES", "Site", "SiteHost", "SiteNode", "check_user", "default_site", "free_disk_mb",
+           "load_site", "machine_cpus"]
 
 #: The most nodes a site may have (the most a lease request may ask for, too).
 MAX_NODES = 100_000
@@ -129,7 +129,8 @@ class NodeSetFile(_CapacityFile):
         return name
 
 
-def _check_user(user: str | None) -> str | None:
+def check_user(user: str | None) -> str | None:
+    """``user`` if it is a user name an SSH login may take (None passes), else a ValueError saying so."""
     if user is not None and not USER_PATTERN.match(user):
         raise ValueError(f"must be a user name (1 to 32 letters, digits, '.', '_' or '-', not starting "
                          f"with '.' or '-'), got {user!r}")
@@ -148,7 +149,7 @@ class SshFile(FileModel):
     @field_validator("user")
     @classmethod
     def _user(cls, user: str) -> str:
-        _check_user(user)
+        check_user(user)
         return user
 
 
@@ -165,7 +166,7 @@ class HostFile(_CapacityFile):
     @field_validator("user")
     @classmethod
     def _user(cls, user: str | None) -> str | None:
-        return _check_user(user)
+        return check_user(user)
 
     @field_validator("address")
     @classmethod

@@ -160,6 +160,10 @@ class SiteNodes:
     def resume(self, p: Payload) -> bool:
         return self.part(p.node).resume(p)
 
+    def notice(self, p: Payload, name: str, text: str) -> bool:
+        """A file and SIGUSR1 for a payload (warnings before a lease's end: runtime/leases/notices.py)."""
+        return self.part(p.node).notice(p, name, text)
+
     # (VM payloads: local_vms.py on this machine's nodes, host_vms.py on a host's)
     def spawn_vm(self, lease: int, vnode: int, node: int, **kwargs: Any) -> Payload:
         return self.part(node).spawn_vm(lease, vnode, node, **kwargs)

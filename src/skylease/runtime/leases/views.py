@@ -35,19 +35,37 @@ class ViewParts:
     planned: tuple[dict[str, Any], ...]
     overheads: tuple[dict[str, Any], ...] = ()
     late_starts: tuple[dict[str, Any], ...] = ()
+    extensions: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[dict[str, Any], ...] = ()  # warnings before its end given (runtime/leases/notices.py)
 
 
 def build_view(parts: ViewParts) -> LeaseView:
     """The view of one lease from its snapshot (no lock needed: nothing here is shared)."""
     lid = parts.record["id"]
     events = lease_events(parts.events, parts.runs, parts.transfers).get(lid, [])
+    _extension_events(events, parts.extensions)
+    if parts.warnings:  # (not the scheduler's events: the manager's own, after them at equal times)
+        events = sorted([*events, *({k: v for k, v in w.items() if k != "webhook"} for w in parts.warnings)],
+                        key=lambda ev: ev["time"])
     failed = sum(1 for p in parts.ended_payloads
                  if p.get("state") == "failed" or (p.get("state") == "exited" and p.get("exit_code")))
     return LeaseView(owner=parts.owner, running_on=list(parts.running_on), payloads=list(parts.payloads),
                      ended_payloads=list(parts.ended_payloads), failed_payloads=failed,
                      planned=list(parts.planned), overheads=list(parts.overheads),
-                     late_starts=list(parts.late_starts), events=events,
+                     late_starts=list(parts.late_starts), extensions=list(parts.extensions), events=events,
+                     warnings=list(parts.warnings),
                      **parts.record)
+
+
+def _extension_events(events: list[dict[str, Any]], extensions: tuple[dict[str, Any], ...]) -> None:
+    """Each ``extended`` event with its extension's old and new end (the scheduler's event carries
+    one time; the manager keeps both, in the same order: docs/decisions/lease-extensions.md)."""
+    given = iter(extensions)
+    for ev in events:
+        if ev["event"] == "extended":
+            x = next(given, None)
+            if x is not None:
+                ev.update(old_end=x["old_end"], new_end=x["new_end"], seconds=x["seconds"])
 
 
 def build_views(parts: list[ViewParts]) -> list[LeaseView]:

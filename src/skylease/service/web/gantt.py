@@ -114,6 +114,8 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
         # others moves too: a preemption by another's reservation is theirs to see)
         return await streams(request, manager.version, manager.wait_change_async)
 
+    from skylease.service.web.extend_form import extend_form
+
     def lease_page(request: Request, user: User, sid: str) -> Response:
 
         lease_id = int(request.path_params["lease_id"])
@@ -150,7 +152,7 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
                  for x in view.late_starts]
         body = ('<p><a href="/leases">All leases</a></p>'
                 f'<p class="now">Lease clock: {e(now)} s</p>{chart}'
-                f'<div id="lease-tables"><dl class="facts">{facts}</dl>'
+                f'<div id="lease-tables"><dl class="facts">{facts}</dl>{extend_form(view, sid)}'
                 + table(f"Reservations of lease {view.id}", ["kind", "nodes", "start", "end", "state"], rows,
                          "No reservation carried out yet.")
                 + (table(f"Suspensions, resumptions and transfers of lease {view.id}: reserved beside "

@@ -11,6 +11,7 @@ the JSON API, behind a login session (:mod:`.sessions`).
     GET  /leases/new     the request form; POST: the lease requested (303 to its page), or the form
                          again with the mistake (422, naming the field) or the refusal (409)
     POST /leases/{id}/cancel
+    POST /leases/{id}/extend  the lease page's Extend form (:mod:`.extend_form`)
     GET  /hosts          the site's nodes (administrators only)
     /static/...          the one style sheet and the one script (no CDN, nothing from elsewhere)
     /bots, /account ...  the bags of tasks and the account (:mod:`.bots`), when the server runs SpeQuloS
@@ -137,7 +138,9 @@ _ADVANCED = (("start", "Start (lease time, s)", "number", "advance reservations:
              ("image", "Disk image", "text", "a name; staged to the nodes before the start"),
              ("image_size", "Image size (MB)", "number", "with an image"),
              ("command", "Command", "text", "each VM's payload (a shell line); default: a loop lasting "
-              "the lease"))
+              "the lease"),
+             ("before_end", "Warn before the end (s)", "number", "lease seconds before its planned end "
+              "(its events, its payloads); blank: the site's, 0: none"))
 _TYPES = (("best-effort", "Best effort (queued, preemptible)"),
           ("advance-reservation", "Advance reservation (at a given time)"),
           ("immediate", "Immediate (now or refused)"))
@@ -351,6 +354,9 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
     router.add_api_route("/leases/new", page(request_form), methods=["GET"])
     router.add_api_route("/leases/new", page(request_lease), methods=["POST"])
     router.add_api_route("/leases/{lease_id:int}/cancel", page(cancel), methods=["POST"])
+    from skylease.service.web.extend_form import add_extend_route
+
+    add_extend_route(router, manager, page, render_page)  # the lease page's Extend form
     router.add_api_route("/hosts", page(hosts), methods=["GET"], route_class_override=_HtmlRoute)
     if qos is not None:
         from skylease.service.web.bots import add_bot_pages  # (only with a QoS service)
