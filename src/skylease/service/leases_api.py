@@ -76,13 +76,14 @@ from skylease.runtime.leases.api import (
     PayloadLog,
 )
 from skylease.runtime.leases.webhooks import WebhookNotAllowed
-from skylease.service.auth import User, user_for_token
+from skylease.service.auth import User
 from skylease.service.bodies import BODY, BadBody, is_xml, lease_request_from_json, lease_request_from_xml
 from skylease.service.guards import MAX_BODY_BYTES, CatchAll, RequestGuard
 from skylease.service.health import LEASES, HealthGuard, Vitals, add_health
 from skylease.service.lease_stream import STREAM_S, add_lease_stream
 from skylease.service.paging import PAGED, PageQuery, keys_of, page_query, paged
 from skylease.service.problems import ERRORS, UNAVAILABLE, Problem
+from skylease.service.token_cache import TokenCache
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]
 
@@ -147,13 +148,21 @@ def _readable(exc: RequestValidationError) -> str:
     return f"{where}: {what}{more}" if where else f"{what}{more}"
 
 
+def _json(view: BaseModel, status: int = 200) -> Response:
+    """A route's answer as its JSON, as FastAPI would write it, without FastAPI validating again
+    the model just built (docs/decisions/serve-throughput.md)."""
+    return Response(view.model_dump_json(), status_code=status, media_type="application/json")
+
+
 def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any = None,
-               vitals: Vitals | None = None, lease_stream_s: float = STREAM_S) -> FastAPI:
+               vitals: Vitals | None = None, lease_stream_s: float = STREAM_S,
+               tokens: TokenCache | None = None) -> FastAPI:
     """The service's app: the lease routes over ``manager``, users and tokens in ``engine``,
     SpeQuloS's routes over ``qos`` (a :class:`~skylease.runtime.qos.service.QoSService`) if given,
     and the runs' routes over ``runs`` (a :class:`~skylease.runtime.runs.registry.RunRegistry`;
     default: one on ``engine``); ``vitals``: the server's other vital parts (the manager is added);
-    ``lease_stream_s``: how long a lease's event stream lasts at most (service/lease_stream.py)."""
+    ``lease_stream_s``: how long a lease's event stream lasts at most (service/lease_stream.py);
+    ``tokens``: the callers' tokens (default: a :class:`TokenCache` of ``engine``)."""
     from skylease.runtime.runs.registry import RunNotFound, RunRegistry
 
     vitals = Vitals() if vitals is None else vitals
@@ -167,12 +176,14 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
                                      "Every route but /health needs `Authorization: Bearer TOKEN` (a token "
                                      "from `skylease serve user add NAME`).")
     bearer = HTTPBearer(auto_error=False, description="A token printed by `skylease serve user add NAME`.")
+    tokens = TokenCache(engine) if tokens is None else tokens
 
-    def current_user(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> User:
+    async def current_user(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> User:
         if creds is None:
             raise HTTPException(401, "missing bearer token (Authorization: Bearer TOKEN)",
                                 headers={"WWW-Authenticate": "Bearer"})
-        user = user_for_token(engine, creds.credentials)
+        # (on the event loop when the token was looked up less than a second ago: token_cache.py)
+        user = tokens.cached(creds.credentials) or await run_in_threadpool(tokens.lookup, creds.credentials)
         if user is None:
             raise HTTPException(401, "invalid token",
                                 headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
@@ -216,7 +227,7 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
         except UnicodeDecodeError:
             raise BadBody("not UTF-8 text", file=BODY) from None
         req = lease_request_from_xml(text) if kind == "xml" else lease_request_from_json(text)
-        return await run_in_threadpool(manager.request, user.name, req)
+        return _json(await run_in_threadpool(manager.request, user.name, req), 201)  # type: ignore[return-value]
 
     @app.get("/leases", response_model=list[LeaseView], tags=["leases"], responses={**_ERRORS, **PAGED})
     def list_leases(user: Caller, page: LeasesPage, request: Request, response: Response) -> list[LeaseView]:
@@ -237,9 +248,15 @@ def create_app(manager: LeaseManager, engine: Engine, qos: Any = None, runs: Any
 
     @app.get(LEASE_PATH, response_model=LeaseView, tags=["leases"],
              responses={**_ERRORS, **_NOT_FOUND})
-    def show_lease(lease_id: LeaseId, user: Caller) -> LeaseView:
+    async def show_lease(lease_id: LeaseId, user: Caller) -> LeaseView:
         """One lease: its state events, reservations, where it runs and its payloads."""
-        return manager.lease(user.scope, lease_id)
+        # on the event loop when the manager's lock is free (no hop to a worker thread), else in one
+        # (the loop must not wait for the lock): docs/decisions/serve-throughput.md
+        nowait = getattr(manager, "lease_nowait", None)
+        view = None if nowait is None else nowait(user.scope, lease_id)
+        if view is None:
+            view = await run_in_threadpool(manager.lease, user.scope, lease_id)
+        return _json(view)  # type: ignore[return-value]
 
     @app.delete(LEASE_PATH, response_model=LeaseView, tags=["leases"],
                 responses={**_ERRORS, **_NOT_FOUND})

@@ -98,6 +98,15 @@ overheads = sa.Table(
 )
 
 
+# A command's statements, made once: building a statement (and an UPDATE's WHERE) per row was most of
+# a lease request's journaling under load (docs/decisions/serve-throughput.md)
+_INSERT_INPUTS = sa.insert(inputs)
+_INSERT_LEASES = sa.insert(leases)
+_INSERT_EVENTS = sa.insert(events)
+_SET_STATE = (sa.update(leases).where(leases.c.id == sa.bindparam("lid"))
+              .values(state=sa.bindparam("new_state"), updated=sa.bindparam("at")))
+
+
 class InputKind(StrEnum):
     SUBMIT = "submit"  # body: the lease's fields (see Journal.lease_body)
     CANCEL = "cancel"
@@ -211,17 +220,18 @@ class Journal:
         now = time.time()
         with self.engine.begin() as c:
             if batch.inputs:
-                c.execute(sa.insert(inputs), [
+                c.execute(_INSERT_INPUTS, [
                     {"t": t, "kind": k.value, "lease": lid, "body": None if b is None else json.dumps(b),
                      "unix": now} for t, k, lid, b in batch.inputs])
             if batch.new_leases:
-                c.execute(sa.insert(leases), [
+                c.execute(_INSERT_LEASES, [
                     {"id": lid, "owner": owner, "request": json.dumps(req), "submit": submit, "state": state,
                      "updated": now} for lid, owner, req, submit, state in batch.new_leases])
-            for lid, state in batch.states.items():
-                c.execute(sa.update(leases).where(leases.c.id == lid).values(state=state, updated=now))
+            if batch.states:
+                c.execute(_SET_STATE, [{"lid": lid, "new_state": state, "at": now}
+                                       for lid, state in batch.states.items()])
             if batch.events:
-                c.execute(sa.insert(events), [{"lease": e.lease, "what": e.what, "at": e.at, "now": e.now}
+                c.execute(_INSERT_EVENTS, [{"lease": e.lease, "what": e.what, "at": e.at, "now": e.now}
                                               for e in batch.events])
 
     def add_payload(self, lease: int, vnode: int, node: int, run: int, pid: int, start_ticks: int,

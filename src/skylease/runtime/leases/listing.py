@@ -58,6 +58,18 @@ class Listing:
             parts = self._snapshots([self._visible(owner, lease_id)])[0]
         return build_view(parts)
 
+    def lease_nowait(self, owner: str | None, lease_id: int) -> LeaseView | None:
+        """As :meth:`lease`, or None at once if the lock is busy: an event loop calls this, and
+        must not wait for the lock (docs/decisions/serve-throughput.md)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            self._alive()
+            parts = self._snapshots([self._visible(owner, lease_id)])[0]
+        finally:
+            self._lock.release()
+        return build_view(parts)
+
     def leases(self, owner: str | None, after: int | None = None, limit: int | None = None
                ) -> list[LeaseView]:
         """``owner``'s leases (None: every lease) with an id above ``after``, at most ``limit`` (None:

@@ -73,6 +73,7 @@ from skylease.runtime.leases.api import (
 )
 from skylease.runtime.leases.clock import RealClock
 from skylease.runtime.leases.extending import Extending, ExtensionRules
+from skylease.runtime.leases.group_commit import GroupCommit
 from skylease.runtime.leases.host_failures import HostFailures
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, OverheadRow
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
@@ -122,12 +123,15 @@ class _Enactment:
         self.trace = trace
         self.touched: set[int] = set()
         self.open: dict[int, tuple[int, Reservation]] = {}
+        self.acts = 0  # reservations started or stopped so far (something for the processes to do)
 
     def start(self, rr: Reservation, now: int) -> None:
         self.open[id(rr)] = (now, rr)
         self.touched.add(rr.lease.id)
+        self.acts += 1
 
     def stop(self, rr: Reservation, now: int) -> None:
+        self.acts += 1
         start, _ = self.open.pop(id(rr))
         run = Run(rr.lease.id, rr.kind.value, start, now, rr.nodes)
         self.trace.runs.setdefault(rr.lease.id, []).append(run)
@@ -238,8 +242,8 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
         # slice (docs/decisions/serve-fair-sharing.md), not a pass over every lease
         self._ids: list[int] = []
         self._by_owner: dict[str, list[int]] = {}
-        # owner -> leases that may not be over (pruned at each request: counting them does not
-        # grow with the journal's history)
+        # owner -> leases that may not be over (pruned of those over when it reaches the limit: it
+        # stays below the limit, and a request does not pass over it)
         self._unfinished: dict[str, set[int]] = {}
         self._request: dict[int, dict[str, Any]] = {}
         self._full: dict[int, int] = {}  # lease id -> its full planned duration
@@ -249,6 +253,8 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
         self._copies: dict[int, Any] = {}  # id(transfer) -> its copy
         self._copying: list[tuple[Transfer, Any, float]] = []  # copies under way: (transfer, copy, start)
         self._batch = Batch.new()
+        # batches written in the order taken, a request's after the lock is released (group_commit.py)
+        self._order: GroupCommit[Batch] = GroupCommit(self.journal.commit, lambda exc: self._vital.died(exc))
         self._unenacted: set[int] = set()  # leases journaled since the last enactment
         self._now = 0  # the lease time of the step being taken (events are stamped with it)
         self._stepped = -1  # the last time stepped
@@ -332,20 +338,23 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
     # -- the API -----------------------------------------------------------------------------------
     def request(self, owner: str, req: LeaseRequest) -> LeaseView:
         """Submit a request at the lease time it reached the manager (not when the lock was free:
-        the manager thread may hold it while it starts processes), step, journal, and answer at
-        once; the manager thread enacts what changed (starting a lease's payloads takes time the
-        answer, and so the next request of a client, must not wait for)."""
+        the manager thread may hold it while it starts processes), step, journal, and answer once
+        it is journaled (with the requests that came meanwhile: group_commit.py); the manager
+        thread enacts what changed (starting a lease's payloads takes time the answer, and so the
+        next request of a client, must not wait for)."""
         arrived = self.clock.now()
         self.before_end.check(req.model_dump())  # (a webhook the site does not allow: 422)
         with self._lock:
             self._alive()  # (before anything is journaled)
+            acts = self._enact.acts
             now = max(arrived, self._stepped)  # (lease time never goes back for the scheduler)
             self._payload_exits(now)  # (the loop may not have got to them: this thread holds the lock)
-            self._advance(now)
-            self._commit()
-            self._wake.notify_all()  # the manager thread enacts what this call journals, once it returns
+            self._advance(now)  # (journaled with this request's batch: the steps first)
+            if self._enact.acts != acts:  # the manager thread enacts what this call journals, once
+                self._wake.notify_all()  # it returns (else its next poll looks: nothing to start)
             mine = self._unfinished.setdefault(owner, set())
-            mine.difference_update([lid for lid in mine if self.sched.lease(lid).state in _TERMINAL])
+            if len(mine) >= self.max_leases_per_user:  # (pruned when it counts: not a pass a request)
+                mine.difference_update([lid for lid in mine if self.sched.lease(lid).state in _TERMINAL])
             live = len(mine)
             if live >= self.max_leases_per_user:
                 raise LeaseRefused(f"{owner} has {live:,} leases not over; at most "
@@ -358,12 +367,15 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
             self._now = now  # (an input's events are stamped with its time, as the replay stamps them)
             lease = self._submit(body, owner, req.model_dump(exclude_none=True))
             self._step(now)
-            self._commit()
+            if self._enact.acts != acts or lease.state not in (LeaseState.PENDING, LeaseState.REJECTED):
+                self._wake.notify_all()  # (a lease queued or refused has no process to start now)
+            batch = self._order.next  # (journaled after the lock is released: _journaled)
             parts, rejected = self._snapshots([lease])[0], lease.state is LeaseState.REJECTED
             # (an AR or IM lease refused says when it would fit: docs/decisions/lease-offers.md)
             # (a fairness rule's refusal has no earliest start: room is not what it lacks)
             by_room = rejected and rule_of(lease.reason) is None
             earliest = earliest_for(self.sched, body, now) if by_room else None
+        self._journaled(batch)
         if rejected:
             raise LeaseRefused(f"lease {lease.id} refused: {parts.record['reason']}", earliest_start=earliest)
         return build_view(parts)
@@ -391,9 +403,21 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
 
     # -- the loop ----------------------------------------------------------------------------------
     def _loop(self) -> None:
+        deferred: tuple[float, int] | None = None
         with self._lock:
             try:
                 while not self._closing:
+                    if self._order.busy:  # a request's batch is being written: a commit here, under the
+                        # lock, would wait for it while the requests that come meanwhile cannot join the
+                        # next one; so let that write end first (the lock released), at most a poll
+                        # (group_commit.py)
+                        if deferred is None:
+                            deferred = (time.monotonic(), self._order.next - 1)
+                        since, batch = deferred
+                        if not self._order.written(batch) and time.monotonic() - since < self.poll_s:
+                            self._wake.wait(0.0005)
+                            continue
+                    deferred = None
                     now = self.clock.now()
                     self._payload_exits(now)
                     self._late_vms(now)
@@ -490,17 +514,40 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
 
     # -- journal and enactment ---------------------------------------------------------------------
     def _commit(self) -> None:
-        """Journal what the scheduler did; the leases it touched are enacted by the next
-        :meth:`_commit_and_enact` (never before they are journaled: the journal leads)."""
+        """Journal what the scheduler did, now (after the batches taken before: group_commit.py);
+        the leases it touched are enacted by the next :meth:`_commit_and_enact` (never before they
+        are journaled: the journal leads)."""
+        if self._batch.empty and not self._enact.touched:
+            self._order.wait_for(self._order.next - 1)  # (a request's batch being written: the lock
+            return  # is held, so no other is taken; what it touched is enacted after this)
+        n, batch, changed = self._take()
+        self._order.write(n, batch)
+        if changed:
+            self.changes.bump()
+
+    def _take(self) -> tuple[int, Batch, bool]:
+        """The batch gathered so far, its number, and whether it changes anything (the lock held).
+        Its leases are enacted after any later :meth:`_commit`, which writes it first."""
         for lid in self._enact.touched:
             self._batch.states[lid] = self.sched.lease(lid).state.value
         changed = bool(self._batch.inputs or self._batch.events or self._enact.touched)
-        self.journal.commit(self._batch)
-        self._batch = Batch.new()
+        batch, self._batch = self._batch, Batch.new()
         self._unenacted |= self._enact.touched
         self._enact.touched = set()
-        if changed:
-            self.changes.bump()
+        return self._order.taken(), batch, changed
+
+    def _journaled(self, n: int) -> None:
+        """Until batch ``n`` (a request's, gathered under the lock) is written: taken and written by
+        this thread (the lock released while it writes) unless another does, with whatever came
+        meanwhile (group_commit.py)."""
+        while self._order.should_take(n):
+            with self._lock:
+                if self._order.next > n:  # (taken meanwhile: by the loop, or another request)
+                    continue
+                m, batch, changed = self._take()
+            self._order.write(m, batch)
+            if changed:
+                self.changes.bump()
 
     def _commit_and_enact(self, now: int, hosts_back: list[str] | None = None) -> None:
         self._commit()
