@@ -6,20 +6,15 @@ have written; a user's count of leases not over is exact though it is pruned onl
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 import httpx
 import pytest
 
-from skylease.control.leases.lease import ResourceTuple
 from skylease.runtime.leases.api import LeaseNotFound, LeaseRequest
-from skylease.runtime.leases.manager import LocalLeaseManager
-from skylease.runtime.leases.site import Site, SiteNode
-from skylease.service.auth import add_user
-from skylease.service.leases_api import create_app
-from skylease.service.server import load_serve_config, open_database
+
+from .served_manager import served_manager
 
 
 def far(i: int = 0) -> dict[str, object]:
@@ -31,17 +26,7 @@ def far(i: int = 0) -> dict[str, object]:
 @pytest.fixture
 def served(tmp_path, app_server, payload_sandbox):
     """One node; alice and bob; nothing here starts a payload (every lease is far in the future)."""
-    site = Site((SiteNode("node0", ResourceTuple(1.0, 1024, 0, 2.0**62)),),
-                machine=(min(os.sched_getaffinity(0)),))
-    engine = open_database(load_serve_config(None, data_dir=tmp_path))
-    tokens = {u: add_user(engine, u) for u in ("alice", "bob")}
-    m = LocalLeaseManager(engine, site, time_scale=1, data_dir=tmp_path, sandbox=payload_sandbox,
-                          max_leases_per_user=3).start()
-    srv = app_server(create_app(m, engine))
-    yield srv.url, tokens, m
-    srv.stop()
-    m.close(stop_payloads=True)
-    engine.dispose()
+    yield from served_manager(tmp_path, app_server, payload_sandbox, nodes=1, max_leases_per_user=3)
 
 
 def _h(token: str) -> dict[str, str]:

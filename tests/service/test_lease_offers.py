@@ -8,18 +8,13 @@ far in the future, or refused)."""
 from __future__ import annotations
 
 import json
-import os
 
 import httpx
 import pytest
 
 from skylease.cli import main
-from skylease.control.leases.lease import ResourceTuple
-from skylease.runtime.leases.manager import LocalLeaseManager
-from skylease.runtime.leases.site import Site, SiteNode
-from skylease.service.auth import add_user
-from skylease.service.leases_api import create_app
-from skylease.service.server import load_serve_config, open_database
+
+from .served_manager import served_manager
 
 AR_IN = 1000  # alice's reservation starts this many lease seconds after the test begins...
 AR_FOR = 500  # ...and lasts this long, on both nodes
@@ -28,16 +23,7 @@ AR_FOR = 500  # ...and lasts this long, on both nodes
 @pytest.fixture
 def served(tmp_path, app_server, payload_sandbox):
     """Two one-CPU nodes, a lease clock at one lease second per second; alice and bob."""
-    site = Site(tuple(SiteNode(f"node{i}", ResourceTuple(1.0, 1024, 0, 2.0**62)) for i in range(2)),
-                machine=(min(os.sched_getaffinity(0)),))
-    engine = open_database(load_serve_config(None, data_dir=tmp_path))
-    tokens = {u: add_user(engine, u) for u in ("alice", "bob")}
-    m = LocalLeaseManager(engine, site, time_scale=1, data_dir=tmp_path, sandbox=payload_sandbox).start()
-    srv = app_server(create_app(m, engine))
-    yield srv.url, tokens, m
-    srv.stop()
-    m.close(stop_payloads=True)
-    engine.dispose()
+    yield from served_manager(tmp_path, app_server, payload_sandbox, nodes=2)
 
 
 def _h(token: str) -> dict[str, str]:
