@@ -47,7 +47,8 @@ def server(tmp_path_factory):
 
 
 def pages(ids: dict[str, int]) -> list[str]:
-    return ["/leases", "/leases/new", f"/leases/{ids['lease']}", "/hosts", "/bots", f"/bots/{ids['bag']}",
+    return ["/leases", "/leases/new", "/leases/when?nodes=1&duration=60", f"/leases/{ids['lease']}",
+            "/hosts", "/bots", f"/bots/{ids['bag']}",
             "/account", "/runs", f"/runs/{ids['run']}"]
 
 

@@ -15,6 +15,7 @@ import pytest
 from skylease.cli import main
 
 from .served_manager import served_manager
+from .web import HTML, csrf_of, login
 
 AR_IN = 1000  # alice's reservation starts this many lease seconds after the test begins...
 AR_FOR = 500  # ...and lasts this long, on both nodes
@@ -128,3 +129,36 @@ def test_skylease_leases_when(served, capsys, monkeypatch):
         code, out, err = _run(capsys, "leases", "when", *argv)
         lines = err.strip().splitlines()
         assert code == 2 and len(lines) == 1 and says in lines[0] and "Traceback" not in err, (argv, err)
+
+
+def test_the_dashboards_when_page_and_a_refused_forms_earliest_start(served):
+    url, tokens, _ = served
+    r = _reserve(url, tokens["alice"], nodes=2, duration=AR_FOR, start_in=AR_IN)
+    alice_end = r.json()["requested_start"] + AR_FOR
+    with httpx.Client(base_url=url) as browser:
+        assert browser.get("/leases/when", headers=HTML, follow_redirects=False).status_code == 303  # login
+        assert login(browser, tokens["bob"]).status_code == 303
+        form = browser.get("/leases/new", headers=HTML)
+        assert 'href="/leases/when"' in form.text
+        empty = browser.get("/leases/when", headers=HTML)
+        assert empty.status_code == 200 and 'action="/leases/when"' in empty.text
+        assert 'id="offer"' not in empty.text  # (no duration asked: the form alone)
+        page = browser.get("/leases/when", params={"nodes": "2", "duration": "2000"}, headers=HTML)
+        assert page.status_code == 200 and 'id="offer"' in page.text, page.text
+        assert f"lease time {alice_end}" in page.text  # the API's answer: after alice's reservation
+        api = httpx.get(f"{url}/leases/offers", params={"nodes": 2, "duration": 2000},
+                        headers=_h(tokens["bob"])).json()
+        assert api["earliest_start"] == alice_end
+        for bad, field in (({"nodes": "two", "duration": "60"}, "nodes"), ({"duration": "soon"}, "duration"),
+                           ({"nodes": "0", "duration": "60"}, "nodes")):
+            r = browser.get("/leases/when", params=bad, headers=HTML)
+            assert r.status_code == 422 and f"{field}: " in r.text, (bad, r.text)
+        # a refused reservation on the request form says when it would fit
+        csrf = csrf_of(form.text)
+        r = browser.post("/leases/new", data={"csrf": csrf, "type": "advance-reservation", "nodes": "2",
+                                              "duration": "2000", "start": str(alice_end - 1)})
+        assert r.status_code == 409 and f"The earliest start that fits: lease time {alice_end}." in r.text, \
+            r.text
+    # the API's GET /leases/when is a lease id that is no number, as before (the page is for browsers)
+    r = httpx.get(f"{url}/leases/when", headers=_h(tokens["bob"]))
+    assert r.status_code == 422, r.text

@@ -307,7 +307,8 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         return render_page("Leases", body, user, sid)
 
     def request_form(_request: Request, user: User, sid: str) -> Response:
-        return render_page("Request a lease", _request_form(sid, manager.now()), user, sid)
+        when = '<p><a href="/leases/when">When could a lease start?</a> (a dry run: nothing is booked)</p>'
+        return render_page("Request a lease", _request_form(sid, manager.now()) + when, user, sid)
 
     def request_lease(request: Request, user: User, sid: str) -> Response:
         fields = request.state.form
@@ -316,8 +317,11 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
         except BadBody as exc:
             form_again = _request_form(sid, manager.now(), fields, exc)
             return render_page("Request a lease", form_again, user, sid, 422)
-        except UserError as exc:  # refused by the scheduler: the reason, the form kept
-            form_again = _request_form(sid, manager.now(), fields, exc.message)
+        except UserError as exc:  # refused by the scheduler: the reason (and when it fits), the form kept
+            earliest = getattr(exc, "earliest_start", None)
+            why = exc.message + ("" if earliest is None else f" The earliest start that fits: lease time "
+                                 f"{earliest}.")
+            form_again = _request_form(sid, manager.now(), fields, why)
             return render_page("Request a lease", form_again, user, sid, 409)
         return RedirectResponse(f"/leases/{view.id}", status_code=303)
 
@@ -357,6 +361,9 @@ def add_pages(app: FastAPI, manager: LeaseManager, engine: Engine, qos: Any = No
     from skylease.service.web.extend_form import add_extend_route
 
     add_extend_route(router, manager, page, render_page)  # the lease page's Extend form
+    from skylease.service.web.when_form import add_when_route
+
+    add_when_route(router, manager, page, render_page, _HtmlRoute)  # "When could it start?"
     router.add_api_route("/hosts", page(hosts), methods=["GET"], route_class_override=_HtmlRoute)
     if qos is not None:
         from skylease.service.web.bots import add_bot_pages  # (only with a QoS service)
