@@ -16,12 +16,12 @@ __all__ = ["HostMonitor"]
 
 
 class HostMonitor:
-    """QMP on the socket ``path`` of ``conn``'s host. GuestError, with the bridge's reason (no such
-    socket, say) or ssh's, when it cannot be reached."""
+    """QMP on the socket ``path`` of ``conn``'s host (waited for there up to ``wait_s`` seconds).
+    GuestError, with the bridge's reason (no such socket, say) or ssh's, when it cannot be reached."""
 
     def __init__(self, conn: SshConnection, path: str, *, python: str = "python3",
-                 timeout: float = COMMAND_TIMEOUT_S) -> None:
-        self.bridge = RemoteSocket(conn, path, python=python)
+                 timeout: float = COMMAND_TIMEOUT_S, wait_s: float = 0.0) -> None:
+        self.bridge = RemoteSocket(conn, path, python=python, wait_s=wait_s)
         try:
             self.monitor = Monitor(self.bridge.sock, timeout)
         except (QMPError, OSError, TimeoutError) as e:

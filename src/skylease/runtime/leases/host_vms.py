@@ -224,8 +224,8 @@ class HostVms(LocalVms):
         return self.nodes.spawn(lease, vnode, node, command=command, env=env, image=image,
                                 devices=(KVM_DEVICE,) if accel == "kvm" else ())
 
-    def _open_monitor(self, files: GuestFiles) -> Any:
-        return HostMonitor(self.nodes.conn, str(files.qmp), python=self.nodes.python)
+    def _open_monitor(self, files: GuestFiles, wait_s: float = 0.0) -> Any:
+        return HostMonitor(self.nodes.conn, str(files.qmp), python=self.nodes.python, wait_s=wait_s)
 
     def _kill(self, p: Any, grace_s: float, *, term: bool) -> bool:
         return self.nodes.shutdown(p, grace_s, term=term)

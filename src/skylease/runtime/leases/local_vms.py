@@ -73,6 +73,9 @@ DISK_SUFFIXES = (".qcow2", ".raw")
 #: The least memory QEMU is given a guest with (GuestSpec.check's bound; a real kernel needs more).
 MIN_VM_MEMORY_MB = 16
 _POLL_S = 0.05
+#: Seconds one try to reach a starting QEMU's QMP socket may wait for it (QEMU's death is checked
+#: between tries).
+_CONNECT_WAIT_S = 1.0
 
 
 class VmFailed(GuestError):
@@ -228,8 +231,9 @@ class LocalVms:
         return self.nodes.spawn(lease, vnode, node, program=argv, env=env, image=image, image_path=real,
                                 devices=(KVM_DEVICE,) if accel == "kvm" else ())
 
-    def _open_monitor(self, files: GuestFiles) -> Any:
-        """A QMP connection to the VM's socket; None while the socket is not there yet."""
+    def _open_monitor(self, files: GuestFiles, wait_s: float = 0.0) -> Any:
+        """A QMP connection to the VM's socket; None while the socket is not there yet (a host's
+        waits up to ``wait_s`` seconds for it there: one SSH session, not one per try)."""
         return Monitor(files.qmp) if files.qmp.exists() else None
 
     def _kill(self, p: Payload, grace_s: float, *, term: bool) -> bool:
@@ -328,7 +332,7 @@ class LocalVms:
             if not self._alive(p):
                 raise GuestError(f"QEMU did not start: {self._last_words(p)}")
             try:
-                if (monitor := self._open_monitor(files)) is not None:
+                if (monitor := self._open_monitor(files, wait_s=_CONNECT_WAIT_S)) is not None:
                     break
             except (QMPError, OSError, TimeoutError, GuestError):
                 pass

@@ -19,17 +19,24 @@ from skylease.runtime.leases.ssh import SshConnection, SshError
 
 __all__ = ["BRIDGE", "RemoteSocket"]
 
-#: The bridge, run on the host as ``python3 -I -S -c BRIDGE PATH``: exit code 2 and one line on its
-#: standard error when the socket cannot be reached.
+#: The bridge, run on the host as ``python3 -I -S -c BRIDGE PATH WAIT_S``: exit code 2 and one line
+#: on its standard error when the socket cannot be reached within ``WAIT_S`` seconds (a QEMU that is
+#: starting makes its socket a moment after its start: waited for there, not by a new SSH session
+#: per try, which costs a round trip and a process start each, and more on a loaded host).
 BRIDGE = r"""
-import os, selectors, socket, sys
-path = sys.argv[1]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    s.connect(path)
-except OSError as e:
-    sys.stderr.write("cannot connect to %s: %s\n" % (path, e.strerror or e))
-    sys.exit(2)
+import os, selectors, socket, sys, time
+path, deadline = sys.argv[1], time.monotonic() + float(sys.argv[2])
+while True:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+        break
+    except OSError as e:
+        s.close()
+        if time.monotonic() >= deadline or not isinstance(e, (FileNotFoundError, ConnectionRefusedError)):
+            sys.stderr.write("cannot connect to %s: %s\n" % (path, e.strerror or e))
+            sys.exit(2)
+        time.sleep(0.01)
 sel = selectors.DefaultSelector()
 sel.register(0, selectors.EVENT_READ, "in")
 sel.register(s, selectors.EVENT_READ, "sock")
@@ -53,14 +60,17 @@ while True:
 
 class RemoteSocket:
     """The UNIX socket ``path`` on ``conn``'s host, as a connected local socket (:attr:`sock`),
-    through a bridge session on the host's master connection. :meth:`close` ends the session (the
+    through a bridge session on the host's master connection (which waits up to ``wait_s`` seconds
+    there for a socket that is not there yet, or refuses). :meth:`close` ends the session (the
     bridge sees its input end, and exits)."""
 
-    def __init__(self, conn: SshConnection, path: str, *, python: str = "python3") -> None:
+    def __init__(self, conn: SshConnection, path: str, *, python: str = "python3",
+                 wait_s: float = 0.0) -> None:
         self.conn, self.path = conn, path
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self.proc = subprocess.Popen(conn.argv([python, "-I", "-S", "-c", BRIDGE, path]), stdin=theirs,
+            argv = [python, "-I", "-S", "-c", BRIDGE, path, f"{wait_s:g}"]
+            self.proc = subprocess.Popen(conn.argv(argv), stdin=theirs,
                                          stdout=theirs, stderr=subprocess.PIPE)
         except OSError as e:
             self.sock.close()

@@ -137,6 +137,7 @@ class VmLeases:
             t0 = time.time()  # (a carry before is the migration's time, not the resumption's)
             p = self.nodes.spawn_vm(lease.id, vnode, node, image=str(lease.image), memory_mb=lease.memory,
                                     cpus=max(1, math.ceil(lease.cpu)), env=env)
+            ended = time.time()  # (the guest's; the journal's writes below are the server's, not its)
         except GuestError as exc:
             spawned = getattr(exc, "payload", None)
             pid, ticks = (spawned.pid, spawned.start_ticks) if spawned is not None else (0, 0)
@@ -150,7 +151,6 @@ class VmLeases:
         row = self.journal.add_payload(lease.id, vnode, node, vm.start, p.pid, p.start_ticks)
         self._live[(lease.id, vnode)] = Live(p, row, vm.start, checked=vm.start)
         self._rows[(lease.id, vnode, vm.start)] = row
-        ended = time.time()
         self._record_overhead(lease.id, vnode, RRKind.RESUME, t0, ended)  # (a resumption's)
         late = math.ceil(self._lease_clock(ended) - vm.start)
         if getattr(vm, "resume", None) is not None and late > 0:  # (its VM reservation began without it)
