@@ -121,6 +121,10 @@ def test_the_cli_report_and_its_json(tmp_path, capsys, monkeypatch):
     ('[policies.admission]\nclass = "fairness"\nmax_stacked = 0\n', None,
      "rules.toml:3: policies.admission.max_stacked: "),
     ('[policies.admission]\nclass = "fairness"\nmin_gap = "soon"\n', None, "policies.admission.min_gap: "),
+    ('[policies.admission]\nclass = "fairness"\nidle_reclaim = 0\n', None,
+     "policies.admission.idle_reclaim: "),
+    ('[policies.admission]\nclass = "fairness"\nidle_reclaim = "1h"\nidle_cpu = 2\n', None,
+     "rules.toml:4: policies.admission.idle_cpu: "),
     (RULES, "a,,b", "--users: give user names"),
     (RULES, "0", "--users: must be 1..10,000 users"),
 ])
@@ -139,3 +143,25 @@ def test_an_empty_user_in_the_workload_is_one_line(tmp_path, capsys):
     w.write_text(_workload(tmp_path / "ok.xml").read_text().replace('user="bob"', 'user=" "'))
     code, _, err = _run(capsys, "leases", "simulate", "--workload", str(w))
     assert code == 2 and "w.xml:1: user: an empty user name" in err, err
+
+
+def test_a_bad_idle_after_in_the_workload_is_one_line(tmp_path, capsys):
+    w = tmp_path / "w.xml"
+    text = _workload(tmp_path / "ok.xml").read_text()
+    w.write_text(text.replace('user="bob"', 'user="bob" idle-after="soon"'))
+    code, _, err = _run(capsys, "leases", "simulate", "--workload", str(w))
+    assert code == 2 and "w.xml:1: idle-after: " in err and "Traceback" not in err, err
+
+
+def test_the_report_counts_the_leases_reclaimed_idle(tmp_path, capsys):
+    w = tmp_path / "w.xml"  # alice's first lease works 10 minutes of its hour, then idles
+    text = _workload(tmp_path / "ok.xml").read_text()
+    w.write_text(text.replace('user="alice"', 'user="alice" idle-after="00:10:00"', 1))
+    (tmp_path / "rules.toml").write_text('[policies.admission]\nclass = "fairness"\nidle_reclaim = "20m"\n')
+    code, out, err = _run(capsys, "leases", "simulate", "--workload", str(w), "--rules",
+                          str(tmp_path / "rules.toml"), "--json")
+    assert code == 0, err
+    summary = json.loads(out)["summary"]
+    assert (summary["without"]["reclaimed"], summary["with"]["reclaimed"]) == (0, 1), summary
+    # alice's second lease waited for the first: 30 minutes (10 of work, 20 idle) instead of an hour
+    assert summary["with"]["mean_wait_s"] < summary["without"]["mean_wait_s"], summary

@@ -42,6 +42,7 @@ def print_fairness(workload: Path, rules: Path, *, inject: Path | None, config: 
         table.add_row(label, f"{s['without'][key]:,}", f"{s['with'][key]:,}")
     for rule in rules:
         table.add_row(f"  by {rule}", *(f"{s[r]['refused_by'].get(rule, 0):,}" for r in ("without", "with")))
+    table.add_row("reclaimed (idle)", f"{s['without']['reclaimed']:,}", f"{s['with']['reclaimed']:,}")
     table.add_row("mean wait", *(_dur(s[r]["mean_wait_s"]) for r in ("without", "with")))
     table.add_row("p95 wait", *(_dur(s[r]["p95_wait_s"]) for r in ("without", "with")))
     table.add_row("utilisation", *(_pct(s[r]["utilisation"]) for r in ("without", "with")))

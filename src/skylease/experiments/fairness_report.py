@@ -112,8 +112,9 @@ def _horizon(sim: LeaseSimulation) -> int:
 
 def run_metrics(sim: LeaseSimulation, leases: list[Lease], horizon: int) -> dict[str, Any]:
     """One run's figures over ``leases``: requests, refused (by rule; ``other``: the scheduler's own
-    refusals, e.g. no room for an advance reservation), waits, node-hours run and utilisation (VM
-    node-seconds over ``n_nodes × horizon``; ``horizon`` the same for both runs)."""
+    refusals, e.g. no room for an advance reservation), reclaimed (ended idle: ``idle_reclaim``),
+    waits, node-hours run and utilisation (VM node-seconds over ``n_nodes × horizon``; ``horizon``
+    the same for both runs)."""
     refused = Counter(rule_of(le.reason) or "other" for le in leases if le.state is LeaseState.REJECTED)
     waits = [w for w in (wait_of(le) for le in leases) if w is not None]
     used = _node_seconds(sim)
@@ -121,6 +122,7 @@ def run_metrics(sim: LeaseSimulation, leases: list[Lease], horizon: int) -> dict
     capacity = sim.workload.n_nodes * horizon
     return {"leases": len(leases), "refused": sum(refused.values()),
             "refused_by": dict(sorted(refused.items())),
+            "reclaimed": sum(le.reclaimed is not None for le in leases),
             "started": len(waits), "mean_wait_s": _mean(waits), "p95_wait_s": _p95(waits),
             "node_hours": ran / 3600, "utilisation": ran / capacity if capacity else math.nan}
 

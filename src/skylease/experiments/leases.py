@@ -333,6 +333,8 @@ def lease_timeline(records: list[dict[str, Any]]) -> list[str]:
             lines.append(f"{head}: rejected at {clock(rec['submit'])}: {rec['reason']}")
             continue
         steps = [_step(ev) for ev in rec["events"] if ev["event"] in _TIMELINE]
+        if rec.get("reclaimed"):
+            steps.append(f"reclaimed ({rec['reclaimed']})")
         if rec["state"] != "done":
             steps.append(f"still {rec['state']}")
         lines.append(f"{head}: " + ", ".join(steps))

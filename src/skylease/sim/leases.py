@@ -38,6 +38,8 @@ from skylease.control.leases import (
     SchedulerConfig,
     Transfer,
 )
+from skylease.control.leases.fairness import idle_rule
+from skylease.control.leases.idle import IdleReclaim, IdleWatch
 from skylease.control.leases.records import Event, EventLog, Run, RunLog, TransferRun
 from skylease.sim.kernel import Kernel
 
@@ -156,7 +158,8 @@ def xml_leases(requests: pd.DataFrame) -> list[Lease]:
                   start=None if pd.isna(r.start) else int(r.start), cpu=float(r.cpu),
                   memory=int(r.memory), disk=int(r.disk), net=float(r.net), image=r.image,
                   image_size=int(r.image_size), preemptible=bool(r.preemptible),
-                  owner=None if pd.isna(getattr(r, "user", None)) else str(r.user))
+                  owner=None if pd.isna(getattr(r, "user", None)) else str(r.user),
+                  idle_after=None if pd.isna(getattr(r, "idle_after", None)) else int(r.idle_after))
             for r in requests.itertuples(index=False)]
 
 
@@ -254,6 +257,8 @@ def _simulate(leases: Sequence[Lease], n_nodes: int, capacity: ResourceTuple, co
                                      tuple((lid, tuple(sorted(ns))) for lid, ns in sorted(tr.users.items()))))
 
     sched.images.on_done = transferred
+    rule = idle_rule(sched.config.admission)
+    idle = None if rule is None else SimulatedIdleness(sched, rule)
     i = 0
     ticks = 0
 
@@ -263,11 +268,14 @@ def _simulate(leases: Sequence[Lease], n_nodes: int, capacity: ResourceTuple, co
         while i < len(order) and order[i].submit <= now:
             sched.submit(order[i])
             i += 1
+        if idle is not None:
+            idle.reclaim(now)
         sched.step(now)
         ticks += 1
         if not sched.busy and i == len(order) and (until == "best-effort" or not sched.rr):
             kernel.stop()
-        nxt = min(sched.next_event(now), order[i].submit if i < len(order) else math.inf)
+        nxt = min(sched.next_event(now), order[i].submit if i < len(order) else math.inf,
+                  math.inf if idle is None else idle.next_event(now))
         if nxt == math.inf:
             raise RuntimeError(f"{len(sched.queue)} leases can never be scheduled")
         kernel.schedule(nxt, tick)
@@ -278,3 +286,46 @@ def _simulate(leases: Sequence[Lease], n_nodes: int, capacity: ResourceTuple, co
     all_best_effort = int(kernel.now) if stop_at_all and done_be else max(done_be, default=0)
     return LeaseRun(list(leases), all_best_effort, clip_time(leases), ticks,
                     time.perf_counter() - t0, enact.runs, log, transfers)
+
+
+class SimulatedIdleness:
+    """The ``idle_reclaim`` rule under the simulator's clock: a running lease with an ``idle_after``
+    is idle once it has done that much work (its work before this run counted: a suspended lease
+    resumes where it stopped), and :class:`~skylease.control.leases.idle.IdleWatch` says when it
+    falls due; the reclaim is the scheduler's premature end, as the lease service's."""
+
+    def __init__(self, sched: LeaseScheduler, rule: IdleReclaim) -> None:
+        self.sched = sched
+        self.watch = IdleWatch(rule)
+
+    def _idle_from(self, vm: Reservation) -> int | None:
+        """When the running ``vm``'s lease stops working (None: it works to its end)."""
+        lease = vm.lease
+        if lease.idle_after is None:
+            return None
+        done = self.sched.config.planned(lease.real_duration) - lease.real_remaining
+        return vm.start + max(0, lease.idle_after - done)
+
+    def reclaim(self, now: int) -> None:
+        running = set()
+        for lid, vm in self.sched.rr.items():
+            if vm.state is not LeaseState.ACTIVE or (since := self._idle_from(vm)) is None:
+                continue
+            running.add(lid)
+            if since <= now:
+                self.watch.idle(lid, since)
+            else:
+                self.watch.busy(lid)
+        for lid in [lid for lid in self.watch.since if lid not in running]:
+            self.watch.forget(lid)
+        for lid, since in self.watch.due(now):
+            self.watch.forget(lid)
+            self.sched.premature_end(lid, now, reclaimed=self.watch.rule.reason(since))
+
+    def next_event(self, now: int) -> float:
+        """The next time a running lease stops working, or an idle one falls due (one idle from
+        before its VM started, at that start, is not watched yet: its due time is counted here)."""
+        after = self.watch.rule.after
+        times = (t if t > now else t + after for vm in self.sched.rr.values()
+                 if vm.state is LeaseState.ACTIVE and (t := self._idle_from(vm)) is not None)
+        return min((x for x in (self.watch.next_due(), *times) if x > now), default=math.inf)

@@ -8,7 +8,8 @@
   elements, each holding one ``<lease>`` (nodes, ``<start/>`` empty for best-effort, ``<exact>``
   for an advance reservation, ``<now/>`` for an immediate lease; duration; disk image) and
   optionally a ``<realduration>``; ours: a ``<lease-request user="...">`` names who asks (the
-  fairness rules count per user). :func:`read_xml_lwf` returns an :class:`XmlWorkload`;
+  fairness rules count per user), ``idle-after="HH:MM:SS"`` the work after which it idles (the
+  ``idle_reclaim`` rule). :func:`read_xml_lwf` returns an :class:`XmlWorkload`;
   :func:`parse_lease_xml` reads one ``<lease>`` element given as text (a request to the service).
 
 Malformed input gives a one-line :class:`~skylease.model.errors.UserError` naming the file, the
@@ -76,7 +77,7 @@ def read_plain_lwf(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 # -- the XML format of Haizea 1.0 -----------------------------------------------------------------------
 XML_FIELDS = ("id", "kind", "submit", "start", "duration", "real_duration", "nodes", "cpu", "memory", "disk",
-              "net", "image", "image_size", "preemptible", "user")
+              "net", "image", "image_size", "preemptible", "user", "idle_after")
 
 
 @dataclass
@@ -86,7 +87,9 @@ class XmlWorkload:
     ``requests`` has one row per lease request, columns :data:`XML_FIELDS`: ``kind`` is "BE", "AR"
     or "IM"; ``start`` (the AR's exact start) is ``<NA>`` otherwise; times in seconds; ``cpu`` in
     CPUs (the file's amount / 100); ``image`` is ``None`` without a disk image; ``user`` is
-    ``None`` where the request names nobody.
+    ``None`` where the request names nobody; ``idle_after`` (``idle-after="HH:MM:SS"``, ours) is the
+    lease seconds of work after which the lease holds its nodes idle (the ``idle_reclaim`` fairness
+    rule's simulated idleness), ``None`` where it works to its end.
     """
 
     name: str
@@ -319,7 +322,10 @@ def read_xml_lwf(path: str | os.PathLike[str]) -> XmlWorkload:
         user = req.attrs.get("user")  # (ours: who asks, for the fairness rules; None: nobody named)
         if user is not None and not user.strip():
             raise UserError("an empty user name", file=path, line=req.line, field="user")
-        rows.append({**row, "submit": submit, "user": None if user is None else user.strip()})
+        idle = req.attrs.get("idle-after")  # (ours: the work after which it holds its nodes idle)
+        idle_after = None if idle is None else _seconds(idle, path, req, "idle-after")
+        rows.append({**row, "submit": submit, "user": None if user is None else user.strip(),
+                     "idle_after": idle_after})
     df = _frame(rows, columns=list(XML_FIELDS))
     df["start"] = df["start"].astype("Int64")
     return XmlWorkload(root.attrs.get("name", path.stem), n_nodes, node_res, df)

@@ -23,13 +23,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from skylease.control.leases.idle import IdleReclaim
 from skylease.control.leases.lease import Lease, LeaseKind, LeaseState, Reservation
 from skylease.model.units import clock, parse_duration
 
-__all__ = ["RULES", "Fairness", "OwnerAdmissionPolicy", "OwnerHistory", "Span", "admission", "rule_of"]
+__all__ = ["RULES", "Fairness", "OwnerAdmissionPolicy", "OwnerHistory", "Span", "admission", "idle_rule",
+           "rule_of"]
 
 #: The rules, in the order :class:`Fairness` checks them (a request breaking two is refused by the first).
-RULES = ("max_duration", "max_stacked", "min_gap", "node_hours")
+RULES = ("max_duration", "max_stacked", "min_gap", "node_hours", "idle_reclaim")
 _OVER = (LeaseState.DONE, LeaseState.REJECTED, LeaseState.CANCELLED)
 
 
@@ -167,11 +169,14 @@ class Fairness:
     starts; 0 refuses overlapping leases only). ``node_hours``: the node-hours a user's leases
     reserve (nodes × time, what they hold: :meth:`OwnerHistory.spans`) within the ``window`` (a
     duration, default 30 days) that ends where the new lease ends, the new lease included, are at
-    most this many."""
+    most this many. ``idle_reclaim``: a running lease idle this long (its payloads below
+    ``idle_cpu``, default 5 %, of the cores it holds) is ended (not an admission rule: applied to
+    running leases; :func:`idle_rule`)."""
 
     def __init__(self, max_duration: str | float | None = None, max_stacked: int | None = None,
                  min_gap: str | float | None = None, node_hours: float | None = None,
-                 window: str | float = "30d") -> None:
+                 window: str | float = "30d", idle_reclaim: str | float | None = None,
+                 idle_cpu: float = 0.05) -> None:
         self.max_duration = _seconds("max_duration", max_duration)
         self.min_gap = _seconds("min_gap", min_gap)
         self.window = _seconds("window", window)
@@ -185,6 +190,9 @@ class Fairness:
             raise ValueError(f"node_hours: must be > 0, got {node_hours}")
         self.max_stacked = max_stacked
         self.node_hours = None if node_hours is None else float(node_hours)
+        after = _seconds("idle_reclaim", idle_reclaim)
+        # (not an admission: the lease service and the simulator apply it to running leases, idle.py)
+        self.idle_reclaim = None if after is None else IdleReclaim(after, float(idle_cpu))
 
     def rules(self) -> list[str]:
         """The rules applied (names of :data:`RULES`)."""
@@ -253,3 +261,9 @@ class Fairness:
 
 def _overlap(a: int, b: int, lo: int, hi: int) -> int:
     return max(0, min(b, hi) - max(a, lo))
+
+
+def idle_rule(policy: object) -> IdleReclaim | None:
+    """The ``idle_reclaim`` rule of a scheduler's admission policy (a :class:`Fairness` that has
+    it), or None."""
+    return getattr(policy, "idle_reclaim", None) if isinstance(policy, Fairness) else None

@@ -111,6 +111,12 @@ class Lease:
     # who asked: the lease service's user, a workload's user (None: nobody named); the fairness
     # rules count per owner (docs/decisions/fairness-rules.md)
     owner: str | None = None
+    # a workload's lease that stops working after this many lease seconds of work and holds its
+    # nodes idle from then (what the simulator knows of idleness: the idle_reclaim rule, idle.py);
+    # None: it works to its end. A served lease's idleness is its payloads' measured CPU instead.
+    idle_after: int | None = None
+    # why the site ended it before its end (the idle_reclaim rule's reason), None: it was not
+    reclaimed: str | None = None
     # what is left to run (planned and actual): less than the durations once a run was suspended
     remaining: int = field(init=False, repr=False)
     real_remaining: int = field(init=False, repr=False)

@@ -207,13 +207,16 @@ def lease_events(log: Iterable[Event], runs: Iterable[Run],
 
 def lease_record(lease: Lease, events: list[dict[str, Any]]) -> dict[str, Any]:
     """A lease's request, what happened to it and its events (one item of ``--json``'s ``leases``);
-    ``degraded`` (why it lost a node, docs/decisions/host-failures.md) only when it did, so a
-    record of a lease that lost none is as it always was."""
+    ``degraded`` (why it lost a node, docs/decisions/host-failures.md) only when it did, and
+    ``reclaimed`` (why the site ended it early) only when it did, so a record of a lease that lost
+    none and ran its course is as it always was."""
     rec = {"id": lease.id, "type": KIND_NAMES[lease.kind], "submit": lease.submit,
            "requested_start": lease.start, "requested_duration": lease.duration, "nodes": lease.nodes,
            "image": lease.image, "start": lease.first_start, "end": lease.end, "state": lease.state.value,
            "reason": lease.reason}
     if lease.degraded is not None:
         rec["degraded"] = lease.degraded
+    if lease.reclaimed is not None:  # (the site ended it early: the idle_reclaim rule)
+        rec["reclaimed"] = lease.reclaimed
     rec["events"] = events
     return rec

@@ -204,16 +204,19 @@ class LeaseScheduler:
             self._after_early_end(now, nodes)
         return lease
 
-    def premature_end(self, lease_id: int, now: int) -> bool:
-        """The lease's work ended at ``now``, before its VM reservation's planned end (a real payload
-        exited early): its real end becomes ``now`` and the next :meth:`step` at ``now`` ends it as
-        the simulator ends a lease whose real duration is shorter. False when the lease has no
-        running VM reservation that ends later."""
+    def premature_end(self, lease_id: int, now: int, reclaimed: str | None = None) -> bool:
+        """The lease's work ended at ``now``, before its VM reservation's planned end (a real
+        payload exited early; or the site ``reclaimed`` it, idle, and says why): its real end
+        becomes ``now`` and the next :meth:`step` at ``now`` ends it as the simulator ends a lease
+        whose real duration is shorter. False when the lease has no running VM reservation that
+        ends later."""
         vm = self.rr.get(lease_id)
         if vm is None or vm.state is not LeaseState.ACTIVE or not vm.start <= now < vm.real_end:
             return False
         self.table.reschedule(vm, vm.start, vm.end, now)
         vm.lease.real_remaining = now - vm.start
+        if reclaimed is not None:
+            vm.lease.reclaimed = reclaimed
         return True
 
     def late_start(self, lease_id: int, now: int, seconds: int) -> bool:

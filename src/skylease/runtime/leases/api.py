@@ -248,6 +248,9 @@ class LeaseView(BaseModel):
     #: Why the lease lost part of what it holds (an advance reservation or an immediate lease whose
     #: node's host stopped answering; Blazar's "degraded"), or None: it has all its nodes.
     degraded: str | None = None
+    #: Why the site ended it before its end (the fairness rule ``idle_reclaim``: its payloads used
+    #: almost no CPU for that long; docs/decisions/fairness-rules.md), or None: it was not.
+    reclaimed: str | None = None
     #: Its warnings before its end (docs/decisions/before-end-warnings.md), each also a
     #: ``before-end`` event: ``time`` given (lease time), ``end`` (the planned end it warned of),
     #: ``seconds_left``, and its ``webhook`` when the lease named one: ``url``, ``state`` (pending,

@@ -132,16 +132,32 @@ os.killpg(0, signal.SIGKILL)
 """
 
 
-def _stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, process group, start ticks) of a process, or None. (procfs.proc_stat's reading,
+def _fields(pid: int) -> list[bytes] | None:
+    """The fields of a process's /proc stat from its state on (field 3), or None. (procfs's reading,
     again: this program runs alone on a host, where skylease is not installed.)"""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             data = fh.read()
     except OSError:
         return None
-    rest = data[data.rindex(b")") + 2:].split()  # the command name may hold spaces and parens
-    return rest[0].decode(), int(rest[2]), int(rest[19])
+    return data[data.rindex(b")") + 2:].split()  # the command name may hold spaces and parens
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, process group, start ticks) of a process, or None."""
+    rest = _fields(pid)
+    return None if rest is None else (rest[0].decode(), int(rest[2]), int(rest[19]))
+
+
+def cpu(pgids: list) -> dict:
+    """The CPU seconds (user and system, with the children waited for: fields 14 to 17) each
+    process group of ``pgids`` has used; a group with no process left is absent."""
+    want, tick, used = {int(g) for g in pgids}, os.sysconf("SC_CLK_TCK"), {}
+    for pid in _pids():
+        rest = _fields(pid)
+        if rest is not None and int(rest[2]) in want:
+            used[str(int(rest[2]))] = used.get(str(int(rest[2])), 0.0) + sum(map(int, rest[11:15])) / tick
+    return {"cpu": used}
 
 
 def _pids() -> list[int]:
@@ -327,6 +343,8 @@ def _request(req: dict, pulse: Callable[[], None]) -> dict:
         elif op == "notice":
             answer = notice(str(req["dir"]), int(req["lease"]), int(req["pgid"]), int(req["ticks"]),
                             str(req["name"]), str(req["text"]), req.get("owner"))
+        elif op == "cpu":
+            answer = cpu(list(req["pgids"]))
         elif op == "find":
             answer = find(str(req["serve_id"]))
         elif op == "tail":

@@ -308,6 +308,14 @@ class HostNodes:
         with self._lock:
             return list(self._live.values())
 
+    def cpu_seconds(self, payloads: Sequence[Payload]) -> list[float | None]:
+        """The CPU seconds each payload's processes have used on the host (the helper's ``cpu``),
+        None for one with no process left; SshError when the host does not answer."""
+        if not payloads:
+            return []
+        used = self._agent("cpu", pgids=[p.pid for p in payloads])["cpu"]
+        return [None if (u := used.get(str(p.pid))) is None else float(u) for p in payloads]
+
     def log_path(self, p: Payload) -> str:
         """The payload's log on the host."""
         return f"{self.remote_dir}/payloads/{p.lease}-{p.vnode}.log"

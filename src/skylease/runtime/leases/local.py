@@ -63,6 +63,7 @@ from skylease.runtime.leases.local_vms import LocalVms
 from skylease.runtime.leases.procfs import (
     catches,
     environ_of,
+    group_cpu,
     group_members,
     namespace_init,
     pids,
@@ -433,6 +434,12 @@ class LocalNodes:
         """The payloads spawned or adopted that have not ended."""
         with self._lock:
             return [t.payload for t in self._live.values()]
+
+    def cpu_seconds(self, payloads: Sequence[Payload]) -> list[float | None]:
+        """The CPU seconds each payload's processes have used (its process group's: the idle_reclaim
+        rule's measure), None for one with no process left."""
+        used = group_cpu({p.pid for p in payloads})
+        return [used.get(p.pid) for p in payloads]
 
     def output(self, p: Payload, limit: int = PAYLOAD_LOG_BYTES) -> str:
         """The last ``limit`` bytes of what the payload's lease and VM wrote (both logs, decoded)."""

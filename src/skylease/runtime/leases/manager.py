@@ -75,6 +75,7 @@ from skylease.runtime.leases.clock import RealClock
 from skylease.runtime.leases.extending import Extending, ExtensionRules
 from skylease.runtime.leases.group_commit import GroupCommit
 from skylease.runtime.leases.host_failures import HostFailures
+from skylease.runtime.leases.idling import Idling
 from skylease.runtime.leases.journal import Batch, InputKind, Journal, OverheadRow
 from skylease.runtime.leases.listing import SCAN_CHUNK, SNAPSHOT_CHUNK, Listing
 from skylease.runtime.leases.live import Live
@@ -168,7 +169,7 @@ def _resuming(vm: Reservation | None) -> bool:
         and vm.resume.state is LeaseState.ACTIVE
 
 
-class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Extending, Warned):
+class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Extending, Warned, Idling):
     """The lease manager of ``skylease serve`` (the :class:`~skylease.runtime.leases.api.LeaseManager`
     protocol). ``nodes`` is the enactment; by default ``nodes_factory(site, data_dir, serve_id,
     sandbox=..., on_exit=...)`` makes it (default factory:
@@ -275,6 +276,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
         self._late_starts: dict[int, list[dict[str, Any]]] = {}  # lease -> what late_start gave it back
         self._extensions: dict[int, list[dict[str, Any]]] = {}  # lease -> its extensions (extending.py)
         self._lengthen_later: set[int] = set()  # leases the replay extended (extending.py)
+        self._idle_init()  # (the idle_reclaim rule, when the admission policy has it: idling.py)
 
     # -- life --------------------------------------------------------------------------------------
     def start(self) -> LocalLeaseManager:
@@ -423,6 +425,7 @@ class LocalLeaseManager(Listing, Recovery, HostFailures, VmLeases, Offering, Ext
                     self._late_vms(now)
                     back = self._host_changes(now)
                     self._advance(now)
+                    self._reclaim_idle(now)
                     self._commit_and_enact(now, back)
                     self._warn(now)
                     nxt = self.sched.next_event(self._stepped)

@@ -1,15 +1,16 @@
 """What /proc tells about processes, for the local enactment (Linux): a process's state, process
-group and start time, the members of a process group, whether a process is a PID namespace's
-first, a process's environment; and CPU affinity for a fork."""
+group and start time, the members of a process group, the CPU a process group used, whether a
+process is a PID namespace's first, a process's environment; and CPU affinity for a fork."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import NamedTuple
 
-__all__ = ["ProcStat", "environ_of", "group_members", "namespace_init", "pids", "pinned", "proc_stat"]
+__all__ = ["ProcStat", "environ_of", "group_cpu", "group_members", "namespace_init", "pids", "pinned",
+           "proc_stat"]
 
 
 class ProcStat(NamedTuple):
@@ -27,6 +28,25 @@ def proc_stat(pid: int) -> ProcStat | None:
         return None
     rest = data[data.rindex(b")") + 2:].split()  # the command name may hold spaces and parens
     return ProcStat(rest[0].decode(), int(rest[2]), int(rest[19]))
+
+
+def group_cpu(pgids: Collection[int]) -> dict[int, float]:
+    """The CPU seconds (user and system, with those of the children it waited for) the processes
+    of each process group of ``pgids`` have used, from one pass over /proc (a group with no process
+    left is absent). A zombie still counts its own: its parent adds them when it waits for it."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, float] = {}
+    for pid in pids():
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        rest = data[data.rindex(b")") + 2:].split()
+        pgrp = int(rest[2])
+        if pgrp in pgids:  # utime, stime, cutime, cstime: fields 14 to 17
+            out[pgrp] = out.get(pgrp, 0.0) + sum(int(x) for x in rest[11:15]) / tick
+    return out
 
 
 def pids() -> Iterator[int]:

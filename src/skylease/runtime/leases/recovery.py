@@ -66,8 +66,9 @@ class Recovery:
                 self._submit(inp.body, owner, request)
             elif inp.kind is InputKind.CANCEL:
                 self.sched.cancel(int(inp.lease or 0), inp.t)
-            elif inp.kind is InputKind.END:
-                self.sched.premature_end(int(inp.lease or 0), inp.t)
+            elif inp.kind is InputKind.END:  # (a payload's exit, or an idle lease reclaimed: idling.py)
+                reclaimed = (inp.body or {}).get("reclaimed")
+                self.sched.premature_end(int(inp.lease or 0), inp.t, reclaimed=reclaimed)
             elif inp.kind is InputKind.LATE:
                 assert inp.body is not None
                 self._late_start(int(inp.lease or 0), inp.t, int(inp.body["seconds"]))

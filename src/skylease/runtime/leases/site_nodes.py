@@ -208,6 +208,22 @@ class SiteNodes:
     def live(self) -> list[Payload]:
         return [p for part in self._parts for p in part.live()]
 
+    def cpu_seconds(self, payloads: Sequence[Payload]) -> list[float | None]:
+        """The CPU seconds each payload's processes have used, asked of each machine once; None
+        where it cannot be told (no process left, or its host does not answer)."""
+        out: list[float | None] = [None] * len(payloads)
+        by_part: dict[int, list[int]] = {}
+        for i, p in enumerate(payloads):
+            by_part.setdefault(id(self.part(p.node)), []).append(i)
+        for idx in by_part.values():
+            part = self.part(payloads[idx[0]].node)
+            try:
+                for i, used in zip(idx, part.cpu_seconds([payloads[i] for i in idx]), strict=True):
+                    out[i] = used
+            except SshError as exc:
+                log.info("%s: no CPU figures (%s)", exc.field, exc.message)
+        return out
+
     def output(self, p: Payload, limit: int = PAYLOAD_LOG_BYTES) -> str:
         return self.part(p.node).output(p, limit)
 
