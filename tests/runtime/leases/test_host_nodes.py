@@ -277,3 +277,19 @@ def test_the_helper_answers_on_its_own_too(make):
     assert (code, out) == (0, b"lo\n")
     code, out, _ = hn.conn.run(hn._argv("signal", str(p.pid), str(p.start_ticks), "HUP"))
     assert code == 2 and out == b""  # a usage error: argparse's, on stderr
+
+
+def test_the_cpu_a_payloads_processes_used_on_the_host(make):
+    """The idle_reclaim rule's measure (the helper's ``cpu``): a busy payload's group uses about a
+    core, a sleeping one almost none, and an ended one has no figure."""
+    hn = make()
+    busy = hn.spawn(10, 0, 0, command="sh -c 'while :; do :; done' & wait")  # (its child works)
+    idle = hn.spawn(10, 1, 0, command="exec sleep 60")
+    first = hn.cpu_seconds([busy, idle])
+    time.sleep(1.0)
+    then = hn.cpu_seconds([busy, idle])
+    assert None not in first and None not in then, (first, then)
+    assert then[0] - first[0] > 0.3, (first, then)  # (a core, shared with the test's other work)
+    assert then[1] - first[1] < 0.05, (first, then)
+    hn.shutdown(busy, 0.0)
+    assert waits.until(lambda: hn.cpu_seconds([busy]) == [None], 5.0), hn.cpu_seconds([busy])

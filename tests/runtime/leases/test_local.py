@@ -159,6 +159,26 @@ def test_suspend_stops_the_whole_group_and_resume_continues_it(make):
     assert until(lambda: all(stat(pid)[0] in "SR" for pid in members), 3), [stat(pid) for pid in members]
 
 
+def test_the_cpu_a_payloads_processes_used_counts_its_children_and_stops_while_it_is_stopped(make):
+    """The idle_reclaim rule's measure: a busy payload's group (its working child in the sandbox
+    included) uses CPU, a sleeping one almost none, a stopped one none; an ended one has no figure."""
+    ln = make()
+    busy = ln.spawn(1, 0, 0, command="sh -c 'while :; do :; done' & wait")
+    idle = ln.spawn(1, 1, 1, command="exec sleep 30")
+    first = ln.cpu_seconds([busy, idle])
+    time.sleep(0.6)
+    then = ln.cpu_seconds([busy, idle])
+    assert None not in first and None not in then, (first, then)
+    assert then[0] - first[0] > 0.2 and then[1] - first[1] < 0.05, (first, then)
+    assert ln.suspend(busy)
+    time.sleep(0.2)
+    stopped = ln.cpu_seconds([busy])[0]
+    time.sleep(0.5)
+    assert ln.cpu_seconds([busy])[0] == stopped
+    ln.shutdown(busy, 0.0)
+    assert until(lambda: ln.cpu_seconds([busy]) == [None], 5), ln.cpu_seconds([busy])
+
+
 def test_the_default_payload_runs_its_duration_not_counting_the_time_it_is_stopped(make):
     """A plain `sleep 1.5` stopped 2 s after 0.5 s would end at once when continued (about 2.5 s
     in all); the default payload counts its running time only, so it ends at 1.5 s + the stop.
