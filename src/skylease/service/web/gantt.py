@@ -139,7 +139,8 @@ def add_gantt(router: APIRouter, manager: LeaseManager, page: Callable[..., Any]
         facts = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in (
             ("owner", e(view.owner)), ("type", e(view.type)),
             ("state", f'<span class="state s-{e(view.state)}">{e(view.state)}</span>'),
-            ("nodes", e(view.nodes)), ("start", e(view.start)), ("end", e(view.end))))
+            ("nodes", e(view.nodes)), ("start", e(view.start)), ("end", e(view.end)),
+            *((("reclaimed", e(view.reclaimed)),) if view.reclaimed else ())))
         chart = (f'<figure class="gantt"><canvas id="gantt" data-lease="{e(view.id)}" width="1200" '
                  f'height="120" role="img" aria-label="Timeline of lease {e(view.id)}"></canvas>'
                  '<figcaption id="gantt-legend"></figcaption></figure>'
