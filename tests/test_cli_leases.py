@@ -28,10 +28,12 @@ def xml_workload(path, leases: list[str], n_nodes: int = 2):
 
 
 def request(lid: int, arrival: str, nodes: int = 1, memory: int = 1024, start: str | None = None,
-            duration: str = "00:10:00") -> str:
+            duration: str = "00:10:00", extra: str = "") -> str:
+    """A <lease-request>: best-effort without ``start``, else an advance reservation; ``extra``:
+    more attributes of the request (``user="..."``)."""
     when = "<start/>" if start is None else f'<start><exact time="{start}"/></start>'
     pre = "true" if start is None else "false"
-    return (f'<lease-request arrival="{arrival}"><lease id="{lid}" preemptible="{pre}">'
+    return (f'<lease-request arrival="{arrival}"{extra}><lease id="{lid}" preemptible="{pre}">'
             f'<nodes><node-set numnodes="{nodes}"><res amount="100" type="CPU"/>'
             f'<res amount="{memory}" type="Memory"/></node-set></nodes>{when}'
             f'<duration time="{duration}"/></lease></lease-request>')

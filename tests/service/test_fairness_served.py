@@ -13,21 +13,18 @@ lease runs (its payload is stopped at the end) and the advance reservations stay
 from __future__ import annotations
 
 import json
-import os
 import time
+from pathlib import Path
 
 import httpx
 import pytest
+from tests.test_cli_leases import xml_workload
 
 from skylease.cli import main
 from skylease.control.leases.fairness import rule_of
-from skylease.control.leases.lease import ResourceTuple
 from skylease.experiments.leases import LeaseConfig, load_config, load_workload, simulate_workload
-from skylease.runtime.leases.manager import LocalLeaseManager
-from skylease.runtime.leases.site import Site, SiteNode
-from skylease.service.auth import add_user
-from skylease.service.leases_api import create_app
-from skylease.service.server import load_serve_config, open_database
+
+from .served_rules import request_xml, served_rules
 
 pytestmark = pytest.mark.integration
 
@@ -60,44 +57,16 @@ WORKLOAD = [
 EXPECTED_RULES = {3: "max_stacked", 4: "max_duration", 5: "node_hours", 7: "min_gap"}
 
 
-def _xml(rows) -> str:
-    res = '<res type="CPU" amount="100"/><res type="Memory" amount="1024"/>'
-    reqs = []
-    for i, (user, kind, nodes, duration, start) in enumerate(rows, 1):
-        when = "<start/>" if kind == "BE" else f'<start><exact time="{_hms(start)}"/></start>'
-        pre = "true" if kind == "BE" else "false"
-        reqs.append(f'<lease-request arrival="00:00:00" user="{user}"><lease id="{i}" preemptible="{pre}">'
-                    f'<nodes><node-set numnodes="{nodes}">{res}</node-set></nodes>{when}'
-                    f'<duration time="{_hms(duration)}"/><software><none/></software></lease>'
-                    '</lease-request>')
-    return (f'<lease-workload name="fair"><site><nodes><node-set numnodes="4">{res}</node-set></nodes></site>'
-            f'<lease-requests>{"".join(reqs)}</lease-requests></lease-workload>')
-
-
-def _hms(s: int) -> str:
-    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+def _xml(path, rows) -> Path:
+    return xml_workload(path, [request_xml(i, user, nodes, length, start=None if kind == "BE" else start)
+                               for i, (user, kind, nodes, length, start) in enumerate(rows, 1)], 4)
 
 
 @pytest.fixture
 def served(tmp_path, app_server, payload_sandbox):
     """Four one-CPU nodes under the rules; alice, bob and carol."""
-    (tmp_path / "rules.toml").write_text(RULES)
-    site = Site(tuple(SiteNode(f"node{i}", ResourceTuple(1.0, 1024, 0, 2.0**62)) for i in range(4)),
-                machine=(min(os.sched_getaffinity(0)),))
-    engine = open_database(load_serve_config(None, data_dir=tmp_path))
-    tokens = {u: add_user(engine, u) for u in ("alice", "bob", "carol")}
-    config = load_config(tmp_path / "rules.toml").scheduler
-
-    def manager() -> LocalLeaseManager:
-        return LocalLeaseManager(engine, site, config=config, time_scale=SCALE, data_dir=tmp_path,
-                                 sandbox=payload_sandbox).start()
-
-    m = manager()
-    srv = app_server(create_app(m, engine))
-    yield srv.url, tokens, m, manager, tmp_path
-    srv.stop()
-    m.close(stop_payloads=True)
-    engine.dispose()
+    yield from served_rules(tmp_path, app_server, payload_sandbox, RULES, ("alice", "bob", "carol"), nodes=4,
+                            scale=SCALE)
 
 
 def _h(token: str) -> dict[str, str]:
@@ -121,7 +90,7 @@ def _served_plan(v: dict) -> tuple[int, int, tuple[int, ...]]:
 
 def test_each_rule_served_and_simulated_with_the_same_outcome(served):
     url, tokens, manager, restart, tmp = served
-    (tmp / "w.xml").write_text(_xml(WORKLOAD))
+    _xml(tmp / "w.xml", WORKLOAD)
     answers = {}
     last = -1
     for i, (user, kind, nodes, duration, start) in enumerate(WORKLOAD, 1):

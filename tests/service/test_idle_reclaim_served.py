@@ -9,22 +9,18 @@ reclaim (journaled with its reason), and a lease that keeps working is not recla
 
 from __future__ import annotations
 
-import os
 import time
+from pathlib import Path
 
 import httpx
 import pytest
+from tests.test_cli_leases import xml_workload
 
-from skylease.control.leases.lease import ResourceTuple
 from skylease.experiments.leases import LeaseConfig, load_config, load_workload, simulate_workload
 from skylease.runtime.leases.idling import sampling_interval
-from skylease.runtime.leases.manager import LocalLeaseManager
-from skylease.runtime.leases.site import Site, SiteNode
-from skylease.service.auth import add_user
-from skylease.service.leases_api import create_app
-from skylease.service.server import load_serve_config, open_database
 
 from ..waits import waited
+from .served_rules import hms, request_xml, served_rules
 
 pytestmark = pytest.mark.integration
 
@@ -37,41 +33,16 @@ idle_reclaim = {IDLE}
 """
 
 
-def _xml(submits: dict[int, int]) -> str:
-    res = '<res type="CPU" amount="100"/><res type="Memory" amount="1024"/>'
-
-    def req(lid: int, user: str, extra: str = "") -> str:
-        return (f'<lease-request arrival="{_hms(submits[lid])}" user="{user}"{extra}><lease id="{lid}" '
-                f'preemptible="true"><nodes><node-set numnodes="1">{res}</node-set></nodes><start/>'
-                '<duration time="00:10:00"/><software><none/></software></lease></lease-request>')
-    idle = f' idle-after="{_hms(WORK)}"'
-    return (f'<lease-workload name="idle"><site><nodes><node-set numnodes="1">{res}</node-set></nodes></site>'
-            f'<lease-requests>{req(1, "alice", idle)}{req(2, "bob")}</lease-requests></lease-workload>')
-
-
-def _hms(s: int) -> str:
-    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+def _xml(path, submits: dict[int, int]) -> Path:
+    idle = f' idle-after="{hms(WORK)}"'
+    return xml_workload(path, [request_xml(1, "alice", 1, 600, arrival=submits[1], extra=idle),
+                               request_xml(2, "bob", 1, 600, arrival=submits[2])], 1)
 
 
 @pytest.fixture
 def served(tmp_path, app_server, payload_sandbox):
-    (tmp_path / "rules.toml").write_text(RULES)
-    site = Site((SiteNode("node0", ResourceTuple(1.0, 1024, 0, 2.0**62)),),
-                machine=(min(os.sched_getaffinity(0)),))
-    engine = open_database(load_serve_config(None, data_dir=tmp_path))
-    tokens = {u: add_user(engine, u) for u in ("alice", "bob")}
-    config = load_config(tmp_path / "rules.toml").scheduler
-
-    def manager() -> LocalLeaseManager:
-        return LocalLeaseManager(engine, site, config=config, time_scale=SCALE, data_dir=tmp_path,
-                                 sandbox=payload_sandbox).start()
-
-    m = manager()
-    srv = app_server(create_app(m, engine))
-    yield srv.url, tokens, m, manager, tmp_path
-    srv.stop()
-    m.close(stop_payloads=True)
-    engine.dispose()
+    yield from served_rules(tmp_path, app_server, payload_sandbox, RULES, ("alice", "bob"), nodes=1,
+                            scale=SCALE)
 
 
 def _post(url: str, token: str, body: dict) -> int:
@@ -89,7 +60,7 @@ def test_an_idle_lease_is_reclaimed_when_served_as_when_simulated(served):
     assert view.reclaimed is not None and view.reclaimed.startswith("idle_reclaim: idle from "), view
     bob = waited("bob's lease running", lambda: (v := manager.lease(None, b)).state == "active" and v, 10)
     # the simulator, on the same workload at the lease times the server took the requests
-    (tmp / "w.xml").write_text(_xml({a: view.submit, b: bob.submit}))
+    _xml(tmp / "w.xml", {a: view.submit, b: bob.submit})
     rules = LeaseConfig("rules", load_config(tmp / "rules.toml").scheduler)
     sim = simulate_workload(load_workload(tmp / "w.xml"), config=rules)
     simulated = {le.id: le for le in sim.workload.leases}
