@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +13,9 @@ from skylease.cli import format as fmt
 from skylease.cli.app import simulate_app
 from skylease.cli.common import err, out
 from skylease.cli.format import duration_option
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 # -- simulate -------------------------------------------------------------------------------
@@ -127,7 +130,8 @@ def simulate_spequlos_cmd(
     trace: Annotated[str, typer.Option(help="seti, nd, g5klyo, g5kgre, spot10, spot100, lanl, or a "
                                        "trace file (FTA .tab, spot .json, SWF .swf, .tr directory).")],
     bot: Annotated[str, typer.Option(help="small (1000 x 1 h), big (10000 x 1 min) or random "
-                                     "(Table 6 of the paper).")],
+                                     "(Table 6 of the paper), or a bag of one's own N:SECONDS (N tasks "
+                                     "of SECONDS each on a 1,000 nops/s node, e.g. 1000000:3600).")],
     strategy: Annotated[str, typer.Option(help="WHEN-HOWMANY-HOW: WHEN 9C|9A|V, HOWMANY G|C, "
                                           "HOW F|R|D (e.g. 9A-G-D), or none; a strategy of "
                                           "one's own: FILE.py:CLASS or MODULE:CLASS (a "
@@ -162,6 +166,10 @@ def simulate_spequlos_cmd(
     accel_period: Annotated[float | None, typer.Option(
         metavar="DURATION", parser=duration_option(positive=True),
         help="batch-accel: time between two runs of BOINC's batch_accel.php (default 300, 5m).")] = None,
+    nodes: Annotated[int | None, typer.Option(min=1, help="seti, nd: the generated grid's nodes (default: "
+                                              "the paper's, 30,300 and 183).")] = None,
+    days: Annotated[float | None, typer.Option(help="seti, nd: the generated trace's length in days "
+                                               "(default: the paper's, 60 and 90).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """SpeQuloS: a bag of tasks on a volatile desktop grid, its tail cut with cloud workers."""
@@ -171,9 +179,22 @@ def simulate_spequlos_cmd(
     given = (accel_min_frac_done, accel_max_not_done, accel_period)
     accel = None if given == (None, None, None) else batch_accel(*given)
     args = parse_args(strategy_arg or [], "--strategy-arg")
-    res = simulate(middleware, trace, bot, strategy, seed, credits=credits, alpha=alpha,
-                   arrivals=random_arrivals, epsilon=random_epsilon, cloud_buffer=cloud_buffer, accel=accel,
-                   strategy_args=args)
+    kwargs = dict(credits=credits, alpha=alpha, arrivals=random_arrivals, epsilon=random_epsilon,
+                  cloud_buffer=cloud_buffer, accel=accel, strategy_args=args, nodes=nodes, days=days)
+    if as_json or not err.is_terminal:
+        res = simulate(middleware, trace, bot, strategy, seed, **kwargs)
+    else:
+        from rich.progress import Progress
+
+        with Progress(console=err.made(), transient=True) as bar:
+            bars: dict[str, TaskID] = {}
+
+            def told(run: str, done: int, n: int) -> None:
+                if run not in bars:
+                    bars[run] = bar.add_task(f"{run}: tasks done", total=n)
+                bar.update(bars[run], completed=done, total=n)
+
+            res = simulate(middleware, trace, bot, strategy, seed, progress=told, **kwargs)
     if as_json:
         print(result_json(res))
         return
@@ -188,7 +209,9 @@ def simulate_spequlos_cmd(
     rd = res["readings"]
     arrivals = "" if res["bot"] != "RANDOM" else f"; arrivals: {rd['random_arrivals']}" + (
         f" (gaps capped at {rd['random_epsilon_s']:g} s)" if rd["random_epsilon_s"] is not None else "")
-    out.print(f"{res['middleware']} on {res['trace']}: {res['n_tasks']} {res['bot']} tasks submitted at "
+    bag = (f"{res['n_tasks']:,} tasks of {fmt.duration(float(res['bot'].split(':')[1]))}" if ":" in res["bot"]
+           else f"{res['n_tasks']} {res['bot']} tasks")
+    out.print(f"{res['middleware']} on {res['trace']} ({res['nodes']:,} nodes): {bag} submitted at "
               f"{res['submit_s'] / 86400:.2f} days into the trace{arrivals}; strategy {res['strategy']}, "
               f"{res['credits_ordered']:.0f} credits ordered")
     table = fmt.table("", "without QoS", res["strategy"])

@@ -45,13 +45,22 @@ from skylease.control.qos.credits import CREDITS_PER_CPU_HOUR
 from skylease.control.qos.prediction import AlphaModel
 from skylease.control.qos.strategy import CloudStrategy
 from skylease.control.qos.tail import tail_stats
+from skylease.experiments.sim_progress import Watched
 from skylease.model.errors import UserError
 from skylease.model.limits import check_number, check_seed, check_size, count
 from skylease.sim.dg.accel import BatchAccel
 from skylease.sim.dg.env import DesktopGridEnv, DGParams
 from skylease.sim.dg.flat import FlatTrace, flatten
-from skylease.sim.dg.workload import ARRIVALS, BOT_CATEGORIES, CREDIT_FRACTION, make_bot, resolve_arrivals
+from skylease.sim.dg.workload import (
+    ARRIVALS,
+    BOT_CATEGORIES,
+    CREDIT_FRACTION,
+    custom_bot,
+    make_bot,
+    resolve_arrivals,
+)
 from skylease.traces.avail import load_trace
+from skylease.traces.tables import DAY
 
 __all__ = [
     "MIDDLEWARES",
@@ -69,6 +78,8 @@ __all__ = [
 MIDDLEWARES = ("boinc", "xwhep")
 #: The paper's six BE-DCI traces (decision S19), by the names :func:`load_trace` resolves.
 TRACES = ("seti", "nd", "g5klyo", "g5kgre", "spot10", "spot100")
+#: The traces made by a generator (decision S19), which ``--nodes`` and ``--days`` size.
+GENERATED_TRACES = ("seti", "nd")
 TRACE_SEED = 2013
 SUBMIT_MARGIN_S = 10 * 86400.0
 #: The completion ratio at which the oracle predicts (Table 7).
@@ -126,14 +137,18 @@ def readings(arrivals: str | None = None, epsilon: float | None = None,
 
 
 @functools.lru_cache(maxsize=8)
-def _trace(name: str, data_dir: str | None) -> FlatTrace:
-    return flatten(load_trace(name, seed=TRACE_SEED, data_dir=data_dir))
+def _trace(name: str, data_dir: str | None, n_nodes: int | None,
+           duration_s: float | None) -> FlatTrace:
+    return flatten(load_trace(name, seed=TRACE_SEED, data_dir=data_dir, n_nodes=n_nodes,
+                              duration_s=duration_s))
 
 
-def trace_for(name: str, data_dir: str | os.PathLike[str] | None = None) -> FlatTrace:
-    """The flattened trace ``name`` (one of :data:`TRACES` or a path), built once per process."""
+def trace_for(name: str, data_dir: str | os.PathLike[str] | None = None, *, n_nodes: int | None = None,
+              duration_s: float | None = None) -> FlatTrace:
+    """The flattened trace ``name`` (one of :data:`TRACES` or a path), built once per process;
+    ``n_nodes`` and ``duration_s`` size a generated one (:func:`~skylease.traces.avail.load_trace`)."""
     key = str(Path(name).resolve()) if os.sep in name or Path(name).exists() else name
-    return _trace(key, None if data_dir is None else str(data_dir))
+    return _trace(key, None if data_dir is None else str(data_dir), n_nodes, duration_s)
 
 
 def submission_time(trace: FlatTrace, seed: int) -> float:
@@ -144,11 +159,26 @@ def submission_time(trace: FlatTrace, seed: int) -> float:
     return float(rng.uniform(0.0, max(length - margin, 0.0)))
 
 
+#: Bytes a task of a bag costs the desktop-grid simulators at their peak (measured: the bag's arrays,
+#: the job states and the completion records), for the memory budget's check of ``N:SECONDS``.
+TASK_BYTES = 200
+
+
 def _category(bot: str) -> str:
+    """SMALL, BIG, RANDOM, or a bag of one's own as ``N:SECONDS`` (checked: N within the memory
+    budget)."""
+    try:
+        own = custom_bot(bot)
+    except ValueError as e:
+        raise UserError(str(e), field="--bot") from None
+    if own is not None:
+        check_size(own[0], "tasks", TASK_BYTES, field="--bot")
+        return f"{own[0]}:{own[1]:g}"
     cat = bot.strip().upper()
     if cat not in BOT_CATEGORIES:
         names = ", ".join(c.lower() for c in BOT_CATEGORIES)
-        raise UserError(f"unknown BoT category {bot!r}: use one of {names}", field="bot")
+        raise UserError(f"unknown BoT category {bot!r}: use one of {names}, or N:SECONDS (N tasks of "
+                        "SECONDS each on a 1,000 nops/s node)", field="bot")
     return cat
 
 
@@ -201,7 +231,8 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
              epsilon: float | None = None, arrivals: str | None = None,
              cloud_buffer: int = DEFAULT_CLOUD_BUFFER, accel: BatchAccel | None = None,
              idle_stop: str = "all", strategy_args: Mapping[str, Any] | None = None,
-             wrap: Callable[[SpeQuloS], Policy] | None = None) -> dict[str, Any]:
+             wrap: Callable[[SpeQuloS], Policy] | None = None, nodes: int | None = None,
+             days: float | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """One BoT run: the row of metrics an experiment records (times in seconds after submission).
 
     ``strategy``: a SpeQuloS strategy (``9C-C-R``...), ``none`` (the policy still predicts,
@@ -214,7 +245,9 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     default, ``iid``, or ``epsilon`` with its cap); ``cloud_buffer``: replicas a BOINC cloud
     worker asks for per request (decision D3); ``wrap``: the environment runs ``wrap(policy)``
     instead of the SpeQuloS policy, a policy that passes every callback on and watches the run
-    (:mod:`skylease.experiments.qos_service`).
+    (:mod:`skylease.experiments.qos_service`). ``nodes``/``days``: the size of a generated trace
+    (``seti``, ``nd``: :func:`~skylease.traces.avail.load_trace`); ``progress(done, n)`` is told
+    the tasks done as the run goes (:class:`~skylease.experiments.sim_progress.Watched`).
 
     BOINC's own batch acceleration joins with ``strategy`` ``batch-accel`` (alone) or
     ``batch-accel+9C-C-R``; ``accel``: its parameters (default BOINC's, :func:`batch_accel`).
@@ -225,7 +258,7 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
         raise UserError("batch-accel is the BOINC server's batch acceleration; XWHEP has none: use "
                         "--middleware boinc", field="--strategy")
     reading, eps = check_readings(arrivals, epsilon, cloud_buffer, sigma)
-    flat = trace_for(trace, data_dir)
+    flat = trace_for(trace, data_dir, n_nodes=nodes, duration_s=None if days is None else days * DAY)
     ss = np.random.SeedSequence([seed, 0xB07])
     ss_bot, ss_env = ss.spawn(2)
     b = make_bot(cat, seed=int(ss_bot.generate_state(1)[0]), sigma=sigma, arrivals=reading, epsilon=eps)
@@ -237,12 +270,13 @@ def run_once(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     env = DesktopGridEnv(mw, flat, b, submit_at=submit, seed=ss_env, params=params)
     stop_idle = stop_idle_cw(idle_stop, plan.qos)
     policy = SpeQuloS(plan.qos, order, predict_at=PREDICT_AT, alpha=AlphaModel(alpha), stop_idle_cw=stop_idle)
-    res = env.run(policy if wrap is None else wrap(policy))
+    watched = policy if wrap is None else wrap(policy)
+    res = env.run(watched if progress is None else Watched(watched, progress))
     n = len(b)
     ts = tail_stats(res.completion_times, n)
     ps = policy.summary()
     return {
-        "middleware": mw, "trace": flat.name, "bot": cat, "strategy": plan.name,
+        "middleware": mw, "trace": flat.name, "nodes": flat.n_nodes, "bot": cat, "strategy": plan.name,
         "seed": seed, "submit_s": submit, "n_tasks": n, "completed": res.completed,
         "completion_s": float(res.completion_s), "ideal_s": float(ts.ideal_time),
         "tail_slowdown": float(ts.slowdown),
@@ -321,7 +355,9 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
              credits: float | None = None, sigma: str = "literal",
              epsilon: float | None = None, arrivals: str | None = None,
              cloud_buffer: int = DEFAULT_CLOUD_BUFFER, accel: BatchAccel | None = None,
-             strategy_args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             strategy_args: Mapping[str, Any] | None = None, nodes: int | None = None,
+             days: float | None = None,
+             progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """One strategy's run and its paired baseline (same seed): the CLI's result.
 
     Top-level keys are the strategy's run (:data:`JSON_KEYS` and more); ``baseline`` holds the run
@@ -331,7 +367,9 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
     budget of :mod:`skylease.model.limits`): 31,457,280 credits. ``readings`` is what the run was
     made under (:func:`readings`). ``accel``: batch-acceleration
     parameters (:func:`batch_accel`), only with a ``batch-accel`` strategy. ``strategy_args``: the
-    parameters of a strategy of one's own (:func:`run_once`).
+    parameters of a strategy of one's own (:func:`run_once`). ``nodes``/``days``: the size of a
+    generated trace (:func:`run_once`). ``progress(run, done, n)``: the tasks done of ``n``, as each
+    run goes (``run``: "baseline", then the strategy's name).
     """
     meta = readings(arrivals, epsilon, cloud_buffer, sigma)
     seed = check_seed(seed)
@@ -351,10 +389,23 @@ def simulate(middleware: str, trace: str, bot: str, strategy: str = "9C-C-R", se
         raise UserError(f"RANDOM bags only (their arrival times); --bot {bot.strip().lower()} has every "
                         f"task at the start", field="--random-arrivals" if arrivals is not None
                         else "--random-epsilon")
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1):
+        raise UserError(f"must be a whole number >= 1, got {nodes!r}", field="--nodes")
+    if (nodes is not None or days is not None) and trace.strip() not in GENERATED_TRACES:
+        raise UserError(f"sizes a generated trace ({', '.join(GENERATED_TRACES)}); {trace.strip()!r} has its "
+                        "own nodes and length", field="--nodes" if nodes is not None else "--days")
+    if days is not None:
+        check_number(days, "--days", above=0, maximum=3650)
+    def told(run: str) -> Callable[[int, int], None] | None:
+        return None if progress is None else (lambda done, n: progress(run, done, n))
+
     kw = dict(data_dir=data_dir, alpha=alpha, credits=credits, sigma=sigma, epsilon=epsilon,
-              arrivals=arrivals, cloud_buffer=cloud_buffer, accel=accel)
-    row = run_once(middleware, trace, bot, strategy, seed, strategy_args=strategy_args, **kw)
-    base = row if row["strategy"] == "none" else run_once(middleware, trace, bot, "none", seed, **kw)
+              arrivals=arrivals, cloud_buffer=cloud_buffer, accel=accel, nodes=nodes, days=days)
+    base = (None if plan.name == "none"
+            else run_once(middleware, trace, bot, "none", seed, progress=told("baseline"), **kw))
+    row = run_once(middleware, trace, bot, strategy, seed, strategy_args=strategy_args,
+                   progress=told(plan.name), **kw)
+    base = row if base is None else base
     row["baseline"] = {k: base[k] for k in (*JSON_KEYS, "tail_tasks", "tail_time_share", "completed")}
     row["tre"] = tail_removal(row["completion_s"], base["completion_s"], base["ideal_s"])
     row["tre_note"] = _tre_note(row, base)

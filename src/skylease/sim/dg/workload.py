@@ -2,7 +2,8 @@
 S9, S28 in docs/decisions/spequlos.md).
 
 * :func:`make_bot` -- ``SMALL`` (1000 x 3.6e6 nops, all at t=0), ``BIG`` (10000 x 60000 nops,
-  t=0) and ``RANDOM`` ([R], decision S9): ``size = max(1, round(N(1000, s1)))``,
+  t=0), a bag of one's own ``N:SECONDS`` (N x SECONDS x 1000 nops, t=0: :func:`custom_bot`) and
+  ``RANDOM`` ([R], decision S9): ``size = max(1, round(N(1000, s1)))``,
   ``nops = max(1, round(N(60000, s2)))`` and arrival offsets from weib(91.98 s, 0.57), task ``i``
   arriving ``i``-th. ``sigma="literal"`` (default) reads Table 6's ``sigma^2`` literally
   (``s1 = sqrt(200)``, ``s2 = 100``); ``sigma="std"`` takes the printed values as standard
@@ -29,6 +30,7 @@ S9, S28 in docs/decisions/spequlos.md).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,10 +40,12 @@ __all__ = [
     "BOT_CATEGORIES",
     "CREDITS_PER_CPU_HOUR",
     "NODE_POWER",
+    "REFERENCE_POWER",
     "WALL_CLOCK_BOUND",
     "DGBot",
     "cap_arrival_gaps",
     "credits_for",
+    "custom_bot",
     "make_bot",
     "node_powers",
     "quantile_arrivals",
@@ -70,14 +74,25 @@ ARRIVALS = ("quantile", "iid", "epsilon")
 PAPER_EPSILON_S = 60.0
 
 
+#: The power (nops/s) a bag's "seconds" are counted on: Table 4's SETI@home mean, on which SMALL's
+#: 3.6e6 nops are one hour and BIG's 60,000 one minute.
+REFERENCE_POWER = 1000.0
+#: A bag of one's own's wall-clock bound per task, in multiples of its task's seconds (what SMALL's
+#: and BIG's bounds are of theirs: 11,000 s for 1 h, 180 s for 1 min); only sizes its credits.
+CUSTOM_BOUND_FACTOR = 3.0
+_CUSTOM = re.compile(r"\s*(\d[\d_,]*)\s*:\s*(\d+(?:\.\d*)?|\.\d+)\s*")
+
+
 @dataclass(frozen=True, eq=False)
 class DGBot:
     """A bag of tasks for the DG simulators: ``nops[i]`` instructions, arrival ``arrival[i]`` (s
-    after submission, non-decreasing)."""
+    after submission, non-decreasing); ``bound_s``: its tasks' wall-clock bound when it is not its
+    category's (a bag of one's own)."""
 
     category: str
     nops: np.ndarray
     arrival: np.ndarray
+    bound_s: float | None = None
 
     def __post_init__(self) -> None:
         nops = np.ascontiguousarray(self.nops, dtype=float)
@@ -94,15 +109,29 @@ class DGBot:
 
     @property
     def wall_clock_bound(self) -> float:
-        return WALL_CLOCK_BOUND.get(self.category, float("nan"))
+        return self.bound_s if self.bound_s is not None else WALL_CLOCK_BOUND.get(self.category, float("nan"))
 
     @property
     def credits(self) -> float:
-        return credits_for(self.category, len(self))
+        return CREDIT_FRACTION * len(self) * self.wall_clock_bound / 3600.0 * CREDITS_PER_CPU_HOUR
 
     @classmethod
-    def homogeneous(cls, n: int, nops: float, category: str = "custom") -> DGBot:
-        return cls(category, np.full(n, float(nops)), np.zeros(n))
+    def homogeneous(cls, n: int, nops: float, category: str = "custom",
+                    bound_s: float | None = None) -> DGBot:
+        return cls(category, np.full(n, float(nops)), np.zeros(n), bound_s)
+
+
+def custom_bot(spec: str) -> tuple[int, float] | None:
+    """A bag of one's own, ``N:SECONDS`` (N tasks of SECONDS on a node of :data:`REFERENCE_POWER`,
+    all at the submission): (N, SECONDS); None when ``spec`` is not of that form. ValueError when
+    N < 1 or SECONDS is 0."""
+    m = _CUSTOM.fullmatch(spec)
+    if m is None:
+        return None
+    n, seconds = int(m.group(1).replace(",", "").replace("_", "")), float(m.group(2))
+    if n < 1 or seconds <= 0:
+        raise ValueError(f"N:SECONDS needs N >= 1 and SECONDS > 0, got {spec.strip()!r}")
+    return n, seconds
 
 
 def _rng(seed: int | np.random.Generator | None) -> np.random.Generator:
@@ -117,11 +146,16 @@ def make_bot(
     arrivals: str | None = None,
     epsilon: float | None = None,
 ) -> DGBot:
-    """One BoT of ``category`` (``SMALL``/``BIG``/``RANDOM``); ``seed`` only matters for RANDOM.
+    """One BoT of ``category`` (``SMALL``/``BIG``/``RANDOM``, or ``N:SECONDS``: :func:`custom_bot`);
+    ``seed`` only matters for RANDOM.
 
     ``arrivals``/``epsilon``: RANDOM's reading of its arrivals (:func:`resolve_arrivals`).
     """
     reading, eps = resolve_arrivals(arrivals, epsilon)
+    if (own := custom_bot(category)) is not None:
+        n, seconds = own
+        return DGBot.homogeneous(n, seconds * REFERENCE_POWER, f"{n}:{seconds:g}",
+                                 bound_s=CUSTOM_BOUND_FACTOR * seconds)
     cat = category.upper()
     if cat == "LARGE":
         cat = "BIG"
