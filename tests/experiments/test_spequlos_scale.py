@@ -25,6 +25,14 @@ def test_a_bag_of_ones_own_is_n_tasks_of_seconds_on_the_reference_node():
         custom_bot("0:60")
 
 
+def test_a_bag_drawn_from_a_distribution_is_seeded_and_in_seconds_on_the_reference_node():
+    a, b = make_bot("gamma:20000:600:300", seed=5), make_bot("gamma:20000:600:300", seed=5)
+    assert (len(a), a.category) == (20000, "gamma:20000:600:300") and (a.nops == b.nops).all()
+    assert abs(a.nops.mean() / 1000 - 600) < 15 and abs(a.nops.std() / 1000 - 300) < 15
+    assert a.wall_clock_bound == pytest.approx(3 * a.nops.mean() / 1000)
+    assert not (make_bot("gamma:20000:600:300", seed=6).nops == a.nops).all()
+
+
 def test_a_sized_grid_runs_the_whole_bag_and_says_its_size():
     res = simulate("xwhep", "nd", "500:600", "9C-C-R", seed=3, nodes=40, days=5)
     assert (res["nodes"], res["n_tasks"], res["completed"], res["bot"]) == (40, 500, 500, "500:600")
@@ -51,7 +59,9 @@ def test_progress_is_told_and_changes_nothing():
 @pytest.mark.parametrize(("argv", "says"), [
     (["--bot", "0:600"], "--bot: N:SECONDS needs N >= 1 and SECONDS > 0"),
     (["--bot", "100000000000:60"], "--bot: too many tasks: 100,000,000,000; at most "),
-    (["--bot", "tiny"], "unknown BoT category 'tiny': use one of small, big, random, or N:SECONDS"),
+    (["--bot", "tiny"], "unknown BoT category 'tiny': use one of small; big; random; N:SECONDS"),
+    (["--bot", "gamma:10:60"], "--bot: expected gamma:N:MEAN:SD (got 'gamma:10:60'); valid forms: small; "),
+    (["--bot", "normal:100000000000:60:1"], "--bot: too many tasks: normal:100000000000:60:1 asks for "),
     (["--bot", "small", "--trace", "g5klyo", "--nodes", "10"], "--nodes: sizes a generated trace (seti, nd)"),
     (["--bot", "small", "--nodes", "100000000"], "--nodes: too many nodes"),
     (["--bot", "small", "--nodes", "1000000", "--days", "3000"], "--nodes x --days: too many availability"),

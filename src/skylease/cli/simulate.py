@@ -209,7 +209,9 @@ def simulate_spequlos_cmd(
     rd = res["readings"]
     arrivals = "" if res["bot"] != "RANDOM" else f"; arrivals: {rd['random_arrivals']}" + (
         f" (gaps capped at {rd['random_epsilon_s']:g} s)" if rd["random_epsilon_s"] is not None else "")
-    bag = (f"{res['n_tasks']:,} tasks of {fmt.duration(float(res['bot'].split(':')[1]))}" if ":" in res["bot"]
+    kind = res["bot"].split(":")
+    bag = (f"{res['n_tasks']:,} tasks of {fmt.duration(float(kind[1]))}" if len(kind) == 2
+           else f"{res['n_tasks']:,} tasks ({res['bot']})" if len(kind) > 2
            else f"{res['n_tasks']} {res['bot']} tasks")
     out.print(f"{res['middleware']} on {res['trace']} ({res['nodes']:,} nodes): {bag} submitted at "
               f"{res['submit_s'] / 86400:.2f} days into the trace{arrivals}; strategy {res['strategy']}, "

@@ -54,12 +54,15 @@ from skylease.sim.dg.flat import FlatTrace, flatten
 from skylease.sim.dg.workload import (
     ARRIVALS,
     BOT_CATEGORIES,
+    BOT_FORMS,
     CREDIT_FRACTION,
+    TASK_BYTES,
     custom_bot,
     make_bot,
     resolve_arrivals,
 )
 from skylease.traces.avail import load_trace
+from skylease.traces.bot import is_synthetic
 from skylease.traces.tables import DAY
 
 __all__ = [
@@ -159,14 +162,9 @@ def submission_time(trace: FlatTrace, seed: int) -> float:
     return float(rng.uniform(0.0, max(length - margin, 0.0)))
 
 
-#: Bytes a task of a bag costs the desktop-grid simulators at their peak (measured: the bag's arrays,
-#: the job states and the completion records), for the memory budget's check of ``N:SECONDS``.
-TASK_BYTES = 200
-
-
 def _category(bot: str) -> str:
-    """SMALL, BIG, RANDOM, or a bag of one's own as ``N:SECONDS`` (checked: N within the memory
-    budget)."""
+    """SMALL, BIG, RANDOM, or a bag of one's own: ``N:SECONDS`` (checked: N within the memory
+    budget) or drawn, ``KIND:N:...`` (checked as it is drawn)."""
     try:
         own = custom_bot(bot)
     except ValueError as e:
@@ -174,11 +172,11 @@ def _category(bot: str) -> str:
     if own is not None:
         check_size(own[0], "tasks", TASK_BYTES, field="--bot")
         return f"{own[0]}:{own[1]:g}"
+    if is_synthetic(bot):
+        return bot.strip()
     cat = bot.strip().upper()
     if cat not in BOT_CATEGORIES:
-        names = ", ".join(c.lower() for c in BOT_CATEGORIES)
-        raise UserError(f"unknown BoT category {bot!r}: use one of {names}, or N:SECONDS (N tasks of "
-                        "SECONDS each on a 1,000 nops/s node)", field="bot")
+        raise UserError(f"unknown BoT category {bot!r}: use one of {'; '.join(BOT_FORMS)}", field="bot")
     return cat
 
 

@@ -2,7 +2,8 @@
 S9, S28 in docs/decisions/spequlos.md).
 
 * :func:`make_bot` -- ``SMALL`` (1000 x 3.6e6 nops, all at t=0), ``BIG`` (10000 x 60000 nops,
-  t=0), a bag of one's own ``N:SECONDS`` (N x SECONDS x 1000 nops, t=0: :func:`custom_bot`) and
+  t=0), a bag of one's own ``N:SECONDS`` (N x SECONDS x 1000 nops, t=0: :func:`custom_bot`) or
+  drawn, ``normal|gamma|lognormal:N:MEAN:SD`` (seconds on a 1000 nops/s node, t=0), and
   ``RANDOM`` ([R], decision S9): ``size = max(1, round(N(1000, s1)))``,
   ``nops = max(1, round(N(60000, s2)))`` and arrival offsets from weib(91.98 s, 0.57), task ``i``
   arriving ``i``-th. ``sigma="literal"`` (default) reads Table 6's ``sigma^2`` literally
@@ -35,12 +36,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from skylease.traces.bot import is_synthetic, synthetic_runtimes
+
 __all__ = [
     "ARRIVALS",
     "BOT_CATEGORIES",
+    "BOT_FORMS",
     "CREDITS_PER_CPU_HOUR",
     "NODE_POWER",
     "REFERENCE_POWER",
+    "TASK_BYTES",
     "WALL_CLOCK_BOUND",
     "DGBot",
     "cap_arrival_gaps",
@@ -80,6 +85,12 @@ REFERENCE_POWER = 1000.0
 #: A bag of one's own's wall-clock bound per task, in multiples of its task's seconds (what SMALL's
 #: and BIG's bounds are of theirs: 11,000 s for 1 h, 180 s for 1 min); only sizes its credits.
 CUSTOM_BOUND_FACTOR = 3.0
+#: What ``--bot`` takes (the one-line error lists them).
+BOT_FORMS = ("small", "big", "random", "N:SECONDS (N tasks of SECONDS each on a 1,000 nops/s node)",
+             "constant:N:SECONDS", "normal:N:MEAN:SD", "gamma:N:MEAN:SD", "lognormal:N:MEAN:SD")
+#: Bytes a task of a bag costs the desktop-grid simulators at their peak, for the memory budget's
+#: check of a bag of one's own (measured: see docs/howto/spequlos.md, "Large bags and grids").
+TASK_BYTES = 200
 _CUSTOM = re.compile(r"\s*(\d[\d_,]*)\s*:\s*(\d+(?:\.\d*)?|\.\d+)\s*")
 
 
@@ -156,6 +167,12 @@ def make_bot(
         n, seconds = own
         return DGBot.homogeneous(n, seconds * REFERENCE_POWER, f"{n}:{seconds:g}",
                                  bound_s=CUSTOM_BOUND_FACTOR * seconds)
+    if is_synthetic(category):  # N tasks drawn from a distribution (in seconds on the reference node)
+        runtimes = synthetic_runtimes(category, _rng(seed), field="--bot", forms=BOT_FORMS,
+                                      task_bytes=TASK_BYTES)
+        runtimes = np.maximum(runtimes, 1.0 / REFERENCE_POWER)  # (a task is at least one instruction)
+        return DGBot(category.strip(), runtimes * REFERENCE_POWER, np.zeros(len(runtimes)),
+                     CUSTOM_BOUND_FACTOR * float(runtimes.mean()))
     cat = category.upper()
     if cat == "LARGE":
         cat = "BIG"
