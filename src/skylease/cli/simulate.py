@@ -215,7 +215,7 @@ def simulate_spequlos_cmd(
            else f"{res['n_tasks']} {res['bot']} tasks")
     out.print(f"{res['middleware']} on {res['trace']} ({res['nodes']:,} nodes): {bag} submitted at "
               f"{res['submit_s'] / 86400:.2f} days into the trace{arrivals}; strategy {res['strategy']}, "
-              f"{res['credits_ordered']:.0f} credits ordered")
+              f"{res['credits_ordered']:.0f} credits ordered", soft_wrap=True)
     table = fmt.table("", "without QoS", res["strategy"])
     table.add_row("completion", t(base["completion_s"]), t(res["completion_s"]))
     table.add_row("ideal time", t(base["ideal_s"]), t(res["ideal_s"]))
