@@ -14,7 +14,9 @@ pytestmark = pytest.mark.timeout(120)
 
 def test_progress_figures_follow_a_real_run(tmp_path):
     job = tmp_path / "jobs.txt"
-    job.write_text("sleep 0.2\n" * 6)
+    # (three rounds of 0.6 s on two workers: several progress calls, every 0.5 s, fall while tasks run,
+    # even on a loaded machine; with 0.2 s tasks CI once saw none)
+    job.write_text("sleep 0.6\n" * 6)
     seen: list[RunProgress] = []
     tables = []
 
