@@ -62,7 +62,7 @@ from skylease.sim.dg.workload import (
     resolve_arrivals,
 )
 from skylease.traces.avail import load_trace
-from skylease.traces.bot import is_synthetic
+from skylease.traces.synthetic import is_synthetic
 from skylease.traces.tables import DAY
 
 __all__ = [

@@ -53,7 +53,7 @@ import numpy as np
 from skylease.model.errors import UserError
 from skylease.model.limits import check_size
 from skylease.model.task import Bag
-from skylease.traces.synthetic import KINDS, draw_runtimes, gamma_bag, lognormal_bag, normal_bag
+from skylease.traces.synthetic import gamma_bag, is_synthetic, lognormal_bag, normal_bag, synthetic_runtimes
 from skylease.traces.textio import parse_number, read_json
 from skylease.traces.textio import read_text as _read_text
 
@@ -62,11 +62,9 @@ __all__ = [
     "WORKLOAD_FORMS",
     "a2ha_workload",
     "is_fixed",
-    "is_synthetic",
     "load_workload",
     "read_runtimes_csv",
     "read_wfcommons",
-    "synthetic_runtimes",
 ]
 
 Seed = int | np.random.Generator | None
@@ -340,52 +338,13 @@ def read_runtimes_csv(path: str | os.PathLike[str], column: str | int | None = N
 # The CLI's --workload resolver
 
 
-def _bad_spec(spec: str, why: str, field: str = "workload",
-              forms: tuple[str, ...] = WORKLOAD_FORMS) -> UserError:
-    return UserError(f"{why} (got {spec!r}); valid forms: {'; '.join(forms)}", field=field)
-
-
-def is_synthetic(spec: str) -> bool:
-    """Whether ``spec`` names a synthetic bag (``KIND:N:...`` of :data:`~skylease.traces.synthetic.KINDS`)."""
-    return spec.strip().split(":", 1)[0] in KINDS
-
-
-def synthetic_runtimes(spec: str, seed: Seed, *, field: str = "workload",
-                       forms: tuple[str, ...] = WORKLOAD_FORMS, task_bytes: float = TASK_BYTES) -> np.ndarray:
-    """The runtimes of a synthetic bag ``normal:N:MEAN:SD``, ``gamma:...``, ``lognormal:...`` or
-    ``constant:N:SECONDS``, checked (one line on ``field`` listing ``forms``; N within the memory
-    budget at ``task_bytes`` a task) before any is drawn."""
-    spec = spec.strip()
-    kind, *args = spec.split(":")
-    if len(args) != (2 if kind == "constant" else 3):
-        shape = "constant:N:SECONDS" if kind == "constant" else f"{kind}:N:MEAN:SD"
-        raise _bad_spec(spec, f"expected {shape}", field, forms)
-    try:
-        n = int(args[0])
-    except ValueError:
-        raise _bad_spec(spec, f"N {args[0]!r} is not a whole number", field, forms) from None
-    try:
-        params = tuple(float(a) for a in args[1:])
-    except ValueError:
-        raise _bad_spec(spec, "MEAN, SD and SECONDS must be numbers", field, forms) from None
-    if n < 1:
-        raise _bad_spec(spec, f"N must be >= 1, got {n}", field, forms)
-    check_size(n, "tasks", task_bytes, field=f"--{field}" if not field.startswith("--") else field,
-               asked=f"{spec} asks for {n:,}")
-    if not all(math.isfinite(p) for p in params):
-        raise _bad_spec(spec, "MEAN, SD and SECONDS must be finite", field, forms)
-    if kind == "constant":
-        if params[0] < 0:
-            raise _bad_spec(spec, "SECONDS must be >= 0", field, forms)
-        return draw_runtimes(kind, n, params)
-    mean, sd = params
-    if mean <= 0 or sd < 0 or (sd == 0 and kind != "normal"):
-        raise _bad_spec(spec, "MEAN must be > 0 and SD > 0 (SD >= 0 for normal)", field, forms)
-    return draw_runtimes(kind, n, params, seed)
+def _bad_spec(spec: str, why: str) -> UserError:
+    return UserError(f"{why} (got {spec!r}); valid forms: {'; '.join(WORKLOAD_FORMS)}", field="workload")
 
 
 def _synthetic(spec: str, seed: Seed) -> Bag:
-    return Bag.from_runtimes(synthetic_runtimes(spec, seed), name=spec.strip())
+    runtimes = synthetic_runtimes(spec, seed, field="workload", forms=WORKLOAD_FORMS, task_bytes=TASK_BYTES)
+    return Bag.from_runtimes(runtimes, name=spec.strip())
 
 
 def load_workload(spec: str, seed: Seed = None) -> Bag:

@@ -3,8 +3,12 @@ runtimes alone, for a simulator that keeps them as an array) and a :class:`Bag` 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from skylease.model.errors import UserError
+from skylease.model.limits import check_size
 from skylease.model.task import Bag
 
 
@@ -60,3 +64,46 @@ def lognormal_bag(n: int, mean: float, sd: float, seed: int | np.random.Generato
                   *, name: str = "lognormal") -> Bag:
     """Lognormal runtimes with the given mean and standard deviation (heavy right tail)."""
     return Bag.from_runtimes(draw_runtimes("lognormal", n, (mean, sd), seed), name=name)
+
+
+def _bad_spec(spec: str, why: str, field: str, forms: tuple[str, ...]) -> UserError:
+    return UserError(f"{why} (got {spec!r}); valid forms: {'; '.join(forms)}", field=field)
+
+
+def is_synthetic(spec: str) -> bool:
+    """Whether ``spec`` names a synthetic bag (``KIND:N:...`` of :data:`KINDS`)."""
+    return spec.strip().split(":", 1)[0] in KINDS
+
+
+def synthetic_runtimes(spec: str, seed: int | np.random.Generator | None, *, field: str,
+                       forms: tuple[str, ...], task_bytes: float) -> np.ndarray:
+    """The runtimes of a synthetic bag ``normal:N:MEAN:SD``, ``gamma:...``, ``lognormal:...`` or
+    ``constant:N:SECONDS``, checked (one line on ``field`` listing ``forms``; N within the memory
+    budget at ``task_bytes`` a task) before any is drawn."""
+    spec = spec.strip()
+    kind, *args = spec.split(":")
+    if len(args) != (2 if kind == "constant" else 3):
+        shape = "constant:N:SECONDS" if kind == "constant" else f"{kind}:N:MEAN:SD"
+        raise _bad_spec(spec, f"expected {shape}", field, forms)
+    try:
+        n = int(args[0])
+    except ValueError:
+        raise _bad_spec(spec, f"N {args[0]!r} is not a whole number", field, forms) from None
+    try:
+        params = tuple(float(a) for a in args[1:])
+    except ValueError:
+        raise _bad_spec(spec, "MEAN, SD and SECONDS must be numbers", field, forms) from None
+    if n < 1:
+        raise _bad_spec(spec, f"N must be >= 1, got {n}", field, forms)
+    check_size(n, "tasks", task_bytes, field=field if field.startswith("--") else f"--{field}",
+               asked=f"{spec} asks for {n:,}")
+    if not all(math.isfinite(p) for p in params):
+        raise _bad_spec(spec, "MEAN, SD and SECONDS must be finite", field, forms)
+    if kind == "constant":
+        if params[0] < 0:
+            raise _bad_spec(spec, "SECONDS must be >= 0", field, forms)
+        return draw_runtimes(kind, n, params)
+    mean, sd = params
+    if mean <= 0 or sd < 0 or (sd == 0 and kind != "normal"):
+        raise _bad_spec(spec, "MEAN must be > 0 and SD > 0 (SD >= 0 for normal)", field, forms)
+    return draw_runtimes(kind, n, params, seed)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skylease.traces.bot import is_synthetic, synthetic_runtimes
+from skylease.traces.synthetic import is_synthetic, synthetic_runtimes
 
 __all__ = [
     "ARRIVALS",
