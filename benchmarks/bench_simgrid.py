@@ -88,6 +88,9 @@ def simgrid_binary(cache: Path | None = None) -> Path:
         tmp.unlink(missing_ok=True)
         raise RuntimeError(f"g++ failed on {SOURCE}:\n{r.stderr[-4000:]}")
     tmp.replace(binary)  # atomic: two runs compiling at once both end with a whole binary
+    for old in base.glob("masterworkers-*"):
+        if old != binary:
+            old.unlink(missing_ok=True)  # stale builds (a run still using one keeps its open file)
     return binary
 
 
