@@ -124,7 +124,8 @@ def run_process(cmd: list[str], timeout: float) -> Run:
         watchdog.cancel()
         p.returncode = os.waitstatus_to_exitcode(status)
         if expired.is_set():
-            return Run(None, wall, None, f"timeout after {timeout:.0f} s")
+            # (its peak RSS until it was killed)
+            return Run(None, wall, usage.ru_maxrss / 1024, f"timeout after {timeout:.0f} s")
         out.seek(0)
         err.seek(0)
         lines = [ln for ln in out.read().splitlines() if ln.startswith("{")]
@@ -165,7 +166,8 @@ def _side(r: dict[str, Any] | None) -> tuple[str, str, str, str, str]:
     if r is None:
         return ("-",) * 5  # type: ignore[return-value]
     if r["result"] is None:
-        return (r["error"].splitlines()[0][:60], "-", "-", f"{r['wall_s']:.1f}", "-")
+        rss = "-" if r["rss_mib"] is None else f"{r['rss_mib']:,.0f}"
+        return (r["error"].splitlines()[0][:60], "-", "-", f"{r['wall_s']:.1f}", rss)
     res = r["result"]
     return (f"{res['makespan']:,.1f}", f"{res['done']:,}", f"{res['interrupted']:,}", f"{r['wall_s']:.2f}",
             f"{r['rss_mib']:,.0f}")
