@@ -123,6 +123,7 @@ class SimEnvironment:
         self._live: dict[HostId, Host] = {}
         self._live_count = dict.fromkeys(self._pools, 0)
         self._epoch: list[int] = []  # per host: bumps on interrupt/release, stale events check it
+        self._speed: list[float] = []  # per host: its pool's speed unless set_speed changed it
         self._tasks: dict[int, Task] = {}
         self.dispatch = Dispatch(self._pools, self._start, lambda h: self.policy.on_host_idle(h))
         self._closed = self.dispatch.closed  # done or cancelled
@@ -182,6 +183,7 @@ class SimEnvironment:
             host = Host(hid, pool, itype, requested_at=now)
             self._hosts.append(host)
             self._epoch.append(0)
+            self._speed.append(itype.speed)
             self._live[hid] = host
             self.kernel.schedule(now + itype.boot_time, self._host_up, hid, 0)
             ids.append(hid)
@@ -204,6 +206,15 @@ class SimEnvironment:
         self._live_count[h.pool] -= 1
         self._released_costs.append(h.cost(self.kernel.now))
         self._settle()
+
+    def set_speed(self, host: HostId, speed: float) -> None:
+        """``host`` runs the tasks it starts from now on at ``speed``, not its pool's: a volunteer's
+        own machine (:mod:`skylease.sim.volatile`), where one pool per speed would make the dispatch
+        core walk a hundred thousand pools at every event. Simulation only, not part of the
+        Environment protocol."""
+        if not (speed > 0 and math.isfinite(speed)):
+            raise ValueError(f"host {host}: speed must be > 0, got {speed!r}")
+        self._speed[host] = float(speed)
 
     def hosts(self, pool: str | None = None) -> list[Host]:
         if pool is None:
@@ -308,7 +319,7 @@ class SimEnvironment:
         """The dispatch core gave ``tid`` to ``h``: it runs for work / speed seconds."""
         now = self.kernel.now
         h.task_started_at = now
-        runtime = self._tasks[tid].work / h.itype.speed
+        runtime = self._tasks[tid].work / self._speed[h.id]  # the pool's speed unless set_speed
         self.kernel.schedule(now + runtime, self._complete, h.id, self._epoch[h.id])
 
     def _complete(self, hid: HostId, epoch: int) -> None:
