@@ -43,7 +43,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +71,15 @@ class VolatileInstance:
     ends: np.ndarray
     bounds: np.ndarray
     work: np.ndarray
+    hosts: int = field(init=False)  # (one speed each)
+    tasks: int = field(init=False)  # (one size each)
 
     def __post_init__(self) -> None:
         sp, s, e = (np.ascontiguousarray(a, dtype="<f8") for a in (self.speeds, self.starts, self.ends))
         b = np.ascontiguousarray(self.bounds, dtype="<u8")
         w = np.ascontiguousarray(self.work, dtype="<f8")
-        for k, v in (("speeds", sp), ("starts", s), ("ends", e), ("bounds", b), ("work", w)):
+        for k, v in (("speeds", sp), ("starts", s), ("ends", e), ("bounds", b), ("work", w),
+                     ("hosts", len(sp)), ("tasks", len(w))):
             object.__setattr__(self, k, v)
         if sp.ndim != 1 or len(b) != len(sp) + 1 or b[0] != 0 or b[-1] != len(s) \
                 or (np.diff(b.astype(np.int64)) < 0).any():
@@ -93,13 +96,6 @@ class VolatileInstance:
         if (s[1:] <= e[:-1])[same].any():
             raise ValueError("a host's intervals must be sorted and apart (touching ones merged)")
 
-    @property
-    def hosts(self) -> int:
-        return len(self.speeds)
-
-    @property
-    def tasks(self) -> int:
-        return len(self.work)
 
     @classmethod
     def from_trace(cls, trace: AvailabilityTrace, speeds: np.ndarray, work: np.ndarray) -> VolatileInstance:
