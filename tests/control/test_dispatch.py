@@ -165,3 +165,20 @@ def test_a_host_that_left_takes_nothing():
     w.d.submit(0)
     w.d.settle()
     assert w.started == [] and w.d.queued() == 1
+
+
+def test_the_task_queue_knows_its_members_as_they_come_and_go():
+    from skylease.control.dispatch import TaskQueue
+
+    q = TaskQueue()
+    for t in (1, 2, 1):
+        q.append(t)
+    q.appendleft(3)
+    assert list(q) == [3, 1, 2, 1] and all(t in q for t in (1, 2, 3)) and 4 not in q
+    assert q.popleft() == 3 and 3 not in q
+    assert q.popleft() == 1 and 1 in q  # (its second entry waits still)
+    q.extendleft([5, 6])
+    assert list(q) == [6, 5, 2, 1] and 5 in q and 6 in q
+    while q:
+        q.popleft()
+    assert not any(t in q for t in range(10))
