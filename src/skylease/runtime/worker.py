@@ -36,10 +36,11 @@ from skylease.runtime.execute import run_task
 
 def kill_children() -> int:
     """Kill the processes this process started (a task's shell and what it started)."""
-    try:
-        import psutil
-    except ImportError:  # a worker on an SSH host runs with the standard library only (ssh_pool.py)
+    if os.path.isdir("/proc"):  # (Linux: the tree frozen first, below; also where psutil is absent,
+        # a worker on an SSH host, which runs with the standard library only: ssh_pool.py)
         return _kill_descendants(os.getpid())
+    import psutil
+
     n = 0
     for p in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess):
@@ -48,8 +49,8 @@ def kill_children() -> int:
     return n
 
 
-def _kill_descendants(pid: int) -> int:
-    """SIGKILL to every descendant of ``pid``, found by their parents in /proc (Linux)."""
+def _descendants(pid: int) -> list[int]:
+    """Every descendant of ``pid`` now, found by their parents in /proc (Linux)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -61,12 +62,32 @@ def _kill_descendants(pid: int) -> int:
             continue
         ppid = int(data[data.rindex(b")") + 2:].split()[1])  # the command name may hold ')'
         children.setdefault(ppid, []).append(int(entry))
-    n, todo = 0, list(children.get(pid, ()))
+    out, todo = [], list(children.get(pid, ()))
     while todo:
         child = todo.pop()
+        out.append(child)
         todo += children.get(child, ())
+    return out
+
+
+def _kill_descendants(pid: int, rounds: int = 50) -> int:
+    """SIGKILL to every descendant of ``pid``. They are stopped first, round after round until a
+    round finds no new one, then killed: a shell killed while it forks leaves its new child to init,
+    out of reach (CI once saw a task's ``sleep`` outlive its worker that way); a stopped process
+    forks nothing, and the child of a fork under way is there at the next round."""
+    seen: set[int] = set()
+    for _ in range(rounds):
+        new = [p for p in _descendants(pid) if p not in seen]
+        if not new:
+            break
+        for p in new:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p, signal.SIGSTOP)
+        seen.update(new)
+    n = 0
+    for p in seen:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(child, signal.SIGKILL)
+            os.kill(p, signal.SIGKILL)
             n += 1
     return n
 
