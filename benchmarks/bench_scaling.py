@@ -45,6 +45,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SKYLEASE_DATA", ROOT.parent / "shared" / "data"))
 TASKS = (2_500, 10_000, 40_000, 80_000)
+VOLATILE = ((1_000, 10_000), (10_000, 100_000), (100_000, 1_000_000))  # (hosts, tasks)
 DAY = 86400
 
 
@@ -106,10 +107,12 @@ def boinc(repeat: int = 3) -> None:
                "us/event", rows)
 
 
-def _instructions(valgrind: str, name: str, n: int, run: bool) -> tuple[int, int]:
-    """Instructions of a child process doing :func:`boinc_run` under valgrind, and its events."""
+def _instructions(valgrind: str, name: str, n: int, run: bool, tasks: int = 0) -> tuple[int, int]:
+    """Instructions of a child process doing :func:`boinc_run` (``name`` a trace) or
+    :func:`volatile_run` (``name`` "volatile", ``n`` hosts) under valgrind, and its events."""
     p = subprocess.run([valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                        sys.executable, __file__, "--child", name, str(n), "run" if run else "build"],
+                        sys.executable, __file__, "--child", name, str(n), "run" if run else "build",
+                        str(tasks)],
                        capture_output=True, text=True, check=True)
     ir = re.search(r"I\s+refs:\s+([\d,]+)", p.stderr)
     if ir is None:
@@ -137,6 +140,49 @@ def boinc_instructions() -> None:
         growth = per[-1] / per[0] - 1
         verdict = "flat within 10 %" if abs(growth) <= 0.10 else "NOT flat within 10 %"
         print(f"{'':>24} largest vs smallest {growth:+.1%} ({verdict})")
+
+
+def volatile_run(hosts: int, tasks: int, run: bool = True) -> tuple[int, float]:
+    """The SimGrid scenario (``skylease.sim.volatile``, seti-like, seed 1) at one size: its events
+    and CPU seconds (``run=False``: generate and set up only, for :func:`volatile_instructions`)."""
+    from skylease.sim.volatile import make_instance, volatile_env
+
+    env = volatile_env(make_instance(hosts, tasks, seed=1))
+    if not run:
+        return 0, 0.0
+    t = time.process_time()
+    env.kernel.run()
+    return env.result().events, time.process_time() - t
+
+
+def volatile(repeat: int = 1) -> None:
+    rows = []
+    for hosts, tasks in VOLATILE:
+        runs = [volatile_run(hosts, tasks) for _ in range(repeat)]
+        rows.append((f"{hosts:,} h / {tasks:,} t, {runs[0][0]:,} ev", runs[0][0], min(c for _, c in runs)))
+    report(f"The SimGrid scenario (bench_simgrid.py), seti-like: CPU per event, least of {repeat} runs",
+           "us/event", rows)
+
+
+def volatile_instructions() -> None:
+    """Instructions per event of the SimGrid scenario's run (kernel and dispatch core), as
+    :func:`boinc_instructions` counts them. At a million tasks valgrind takes about 40 minutes."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("\n--instructions needs valgrind (Debian: apt-get install valgrind)")
+        return
+    print("\nThe SimGrid scenario, seti-like: instructions of the run per event (valgrind --tool=cachegrind)")
+    print(f"{'size':>34} {'run instructions':>18} {'per event':>10}")
+    per = []
+    for hosts, tasks in VOLATILE:
+        total, events = _instructions(valgrind, "volatile", hosts, True, tasks)
+        setup, _ = _instructions(valgrind, "volatile", hosts, False, tasks)
+        per.append((total - setup) / events)
+        print(f"{f'{hosts:,} h / {tasks:,} t, {events:,} ev':>34} {total - setup:18,} {per[-1]:10,.0f}",
+              flush=True)
+    growth = per[-1] / per[0] - 1
+    verdict = "flat within 10 %" if abs(growth) <= 0.10 else "NOT flat within 10 %"
+    print(f"{'':>34} largest vs smallest {growth:+.1%} ({verdict})")
 
 
 def leases(repeat: int = 1) -> None:
@@ -185,15 +231,16 @@ def leases(repeat: int = 1) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", choices=("boinc", "leases"), default=None)
+    ap.add_argument("--only", choices=("boinc", "volatile", "leases"), default=None)
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per size, the least CPU time kept (leases: alternating rounds, median too)")
     ap.add_argument("--instructions", action="store_true",
                     help="BOINC: also count instructions per event under valgrind (about 12 minutes)")
-    ap.add_argument("--child", nargs=3, metavar=("TRACE", "TASKS", "WHAT"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=4, metavar=("TRACE", "SIZE", "WHAT", "TASKS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:  # one run under valgrind (--instructions)
-        print(boinc_run(args.child[0], int(args.child[1]), args.child[2] == "run")[0])
+        name, size, run, tasks = args.child[0], int(args.child[1]), args.child[2] == "run", int(args.child[3])
+        print((volatile_run(size, tasks, run) if name == "volatile" else boinc_run(name, size, run))[0])
         return
     print(f"Python {platform.python_version()}, {platform.machine()}, load {os.getloadavg()[0]:.1f}; "
           f"CPU time of this process")
@@ -201,6 +248,10 @@ def main() -> None:
         boinc(max(1, args.repeat))
         if args.instructions:
             boinc_instructions()
+    if args.only in (None, "volatile"):
+        volatile(max(1, args.repeat))
+        if args.instructions:
+            volatile_instructions()
     if args.only in (None, "leases"):
         leases(max(1, args.repeat))
 

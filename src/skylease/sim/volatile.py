@@ -56,7 +56,7 @@ from skylease.sim.env import SimEnvironment
 from skylease.sim.kernel import CalendarKernel, Kernel
 
 __all__ = ["MAGIC", "VolatileInstance", "VolatileResult", "make_instance", "read_instance", "run_volatile",
-           "write_instance"]
+           "volatile_env", "write_instance"]
 
 MAGIC = b"SKYVOL1\n"
 POOL = "volunteer"
@@ -224,15 +224,21 @@ class _Boundaries:
         self._schedule(host, b + 1)
 
 
-def run_volatile(inst: VolatileInstance, kernel: Kernel | None = None) -> VolatileResult:
-    """Run the scenario of the module docstring on :class:`SimEnvironment` (a calendar kernel by
-    default: one boundary and up to one completion pending per host)."""
+def volatile_env(inst: VolatileInstance, kernel: Kernel | None = None) -> SimEnvironment:
+    """The scenario of the module docstring on :class:`SimEnvironment`, set up to run (a calendar
+    kernel by default: one boundary and up to one completion pending per host)."""
     env = SimEnvironment([InstanceType(POOL, boot_time=0.0)], kernel=kernel or CalendarKernel())
     env.acquire(POOL, inst.hosts)  # ids 0..N-1, up at t = 0 in that order
     for i, s in enumerate(inst.speeds.tolist()):
         env.set_speed(i, s)
     env.submit(Task(j, w) for j, w in enumerate(inst.work.tolist()))
     _Boundaries(env, inst).start(inst)
+    return env
+
+
+def run_volatile(inst: VolatileInstance, kernel: Kernel | None = None) -> VolatileResult:
+    """Run the scenario of the module docstring (see :func:`volatile_env`)."""
+    env = volatile_env(inst, kernel)
     if env.pending():
         env.kernel.run()
     env.finish()  # (done already when the bag is; else no host comes back: the rest is unfinished)

@@ -83,7 +83,6 @@ import bisect
 import math
 import time as _time
 from array import array
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
@@ -99,6 +98,7 @@ from skylease.model.host import Host, HostId, HostState
 from skylease.model.instance import InstanceType
 from skylease.model.task import Task
 from skylease.sim.dg.accel import BatchAccel, TurnaroundStats
+from skylease.sim.dg.copy_order import CopyOrder
 from skylease.sim.dg.flat import FlatTrace, flatten, on_offset_scalar, on_offsets
 from skylease.sim.dg.workload import DGBot, node_powers
 from skylease.sim.env import PolicyTimer
@@ -1171,7 +1171,7 @@ class BOINCEnv(DesktopGridEnv):
         # WUs with an unsent result, in id order: a sorted list, since a WU leaves it (and may come
         # back) anywhere, and a plain list's del/insort cost O(WUs) each (quadratic over a run)
         self._unsent: SortedList = SortedList()
-        self._od: OrderedDict[int, None] | None = None
+        self._od: CopyOrder | None = None  # under Reschedule: what cloud workers may copy
         # results sent, by deadline (a FIFO: every result gets the same delay bound): when, which
         # slot (w * S + r) and the slot's send count then; entries before _dl_head are past. Arrays
         # rather than a deque of tuples: the garbage collector tracks a tuple per result sent and
@@ -1214,7 +1214,7 @@ class BOINCEnv(DesktopGridEnv):
         self._arrived[j] = 1
         self._unsent.add(j)
         if self._od is not None:
-            self._od[j] = None
+            self._od.append(j)
 
     def _has_work_dg(self) -> bool:
         return bool(self._unsent)
@@ -1239,6 +1239,7 @@ class BOINCEnv(DesktopGridEnv):
         now = self.kernel.now
         deadline = now + self.p.delay_bound
         emptied = []
+        od = self._od
         sent = None
         if self._acc is not None:
             sent, sholder = self._sent, self._sholder
@@ -1250,6 +1251,8 @@ class BOINCEnv(DesktopGridEnv):
             while slot[base + r] != _UNSENT:
                 r += 1
             slot[base + r] = _INPROG
+            if od is not None:
+                od.wake(w)
             if sent_to[base + r] >= 0:  # re-sent after its deadline: its first client stays barred
                 before[w] = (*before.get(w, ()), sent_to[base + r])
             sent_to[base + r] = holder
@@ -1364,7 +1367,7 @@ class BOINCEnv(DesktopGridEnv):
         self._valid[w] = 1
         self._drop_unsent(w, self._n_unsent[w])
         if self._od is not None:
-            self._od.pop(w, None)
+            self._od.remove(w)
         self._complete(w, host, self.kernel.now - start, start)
 
     def _deadline(self) -> None:
@@ -1506,8 +1509,8 @@ class BOINCEnv(DesktopGridEnv):
     def serve_cloud(self, how: str) -> None:
         super().serve_cloud(how)
         if how == "reschedule" and self._od is None:
-            self._od = OrderedDict(
-                (w, None) for w in range(self.n_tasks) if self._arrived[w] and not self._valid[w]
+            self._od = CopyOrder(
+                w for w in range(self.n_tasks) if self._arrived[w] and not self._valid[w]
             )
 
     def _has_work_cw(self) -> bool:
@@ -1553,6 +1556,7 @@ class BOINCEnv(DesktopGridEnv):
         od = self._od
         assert od is not None
         out: list[int] = []
+        idle: list[int] = []
         sent_to, before = self._sent_to, self._held_before
         slot, S, R, nres = self._slot, self._S, self._R, self._nres
         for w in od:
@@ -1564,14 +1568,17 @@ class BOINCEnv(DesktopGridEnv):
                 if slot[base + r] == _INPROG and base + r not in dup:
                     break
             else:
+                idle.append(w)  # nothing to copy, for any worker: parked until it has
                 continue
             dup.add(base + r)
             before[w] = (*before.get(w, ()), hid)
             out.append(base + r)
             if len(out) == want:
                 break
+        for w in idle:
+            od.park(w)
         for x in out:
-            od.move_to_end(x // S)
+            od.to_back(x // S)
         return out
 
     def _start_cw(self, c: int) -> None:
@@ -1621,6 +1628,8 @@ class BOINCEnv(DesktopGridEnv):
     def _drop_cw_copy(self, x: int) -> None:
         if x >= 0:
             self._cw_dup.discard(x)
+            if self._od is not None:
+                self._od.wake(x // self._S)
 
     def _cloud_requeue(self, w: int) -> None:
         if not self._valid[w]:
