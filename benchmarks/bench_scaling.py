@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SKYLEASE_DATA", ROOT.parent / "shared" / "data"))
 TASKS = (2_500, 10_000, 40_000, 80_000)
 VOLATILE = ((1_000, 10_000), (10_000, 100_000), (100_000, 1_000_000))  # (hosts, tasks)
+SPEQULOS = VOLATILE  # (nodes, tasks)
 DAY = 86400
 
 
@@ -59,20 +60,21 @@ def report(title: str, unit: str, rows: list[tuple[str, float, float]],
     """rows: (label, size, total CPU seconds: the least of the runs); medians: each size's median CPU
     seconds over the same runs, printed as a second verdict."""
     print(f"\n{title}")
-    print(f"{'size':>24} {'CPU s':>8} {unit:>12}")
+    w = max(24, *(len(r[0]) for r in rows))
+    print(f"{'size':>{w}} {'CPU s':>8} {unit:>12}")
     per = []
     for label, size, cpu in rows:
         per.append(cpu / size * 1e6)
-        print(f"{label:>24} {cpu:8.3f} {per[-1]:12.2f}")
+        print(f"{label:>{w}} {cpu:8.3f} {per[-1]:12.2f}")
     b = exponent([r[1] for r in rows], [r[2] for r in rows])
     growth = per[-1] / per[0] - 1
     verdict = "flat within 10 %: met" if abs(growth) <= 0.10 else "NOT flat within 10 %"
-    print(f"{'':>24} fitted exponent {b:.3f}; largest vs smallest {growth:+.1%} ({verdict})")
+    print(f"{'':>{w}} fitted exponent {b:.3f}; largest vs smallest {growth:+.1%} ({verdict})")
     if medians is not None:
         mper = [m / r[1] * 1e6 for m, r in zip(medians, rows, strict=True)]
         mg = mper[-1] / mper[0] - 1
         mverdict = "flat within 10 %: met" if abs(mg) <= 0.10 else "NOT flat within 10 %"
-        print(f"{'':>24} medians {' '.join(f'{x:.2f}' for x in mper)} {unit}; largest vs smallest "
+        print(f"{'':>{w}} medians {' '.join(f'{x:.2f}' for x in mper)} {unit}; largest vs smallest "
               f"{mg:+.1%} ({mverdict})")
 
 
@@ -144,7 +146,7 @@ def boinc_instructions() -> None:
 
 def volatile_run(hosts: int, tasks: int, run: bool = True) -> tuple[int, float]:
     """The SimGrid scenario (``skylease.sim.volatile``, seti-like, seed 1) at one size: its events
-    and CPU seconds (``run=False``: generate and set up only, for :func:`volatile_instructions`)."""
+    and CPU seconds (``run=False``: generate and set up only, for :func:`scenario_instructions`)."""
     from skylease.sim.volatile import make_instance, volatile_env
 
     env = volatile_env(make_instance(hosts, tasks, seed=1))
@@ -164,19 +166,54 @@ def volatile(repeat: int = 1) -> None:
            "us/event", rows)
 
 
-def volatile_instructions() -> None:
-    """Instructions per event of the SimGrid scenario's run (kernel and dispatch core), as
-    :func:`boinc_instructions` counts them. At a million tasks valgrind takes about 40 minutes."""
+class _Built(Exception):
+    """Raised once a SpeQuloS run is built (``run=False`` of :func:`spequlos_run`)."""
+
+
+def spequlos_run(nodes: int, tasks: int, run: bool = True) -> tuple[int, float]:
+    """``skylease simulate spequlos --middleware boinc --trace seti --nodes NODES --days 14 --bot
+    TASKS:3600`` with its default strategy (9C-C-R), the run with QoS only: its events and CPU
+    seconds (``run=False``: the trace, the bag and the simulator built, not run)."""
+    from skylease.experiments.spequlos import run_once
+
+    def built(policy):
+        if not run:
+            raise _Built
+        return policy
+
+    t = time.process_time()
+    try:
+        row = run_once("boinc", "seti", f"{tasks}:3600", "9C-C-R", 1, nodes=nodes, days=14.0, wrap=built)
+    except _Built:
+        return 0, 0.0
+    return row["events"], time.process_time() - t
+
+
+def spequlos(repeat: int = 1) -> None:
+    from skylease.experiments.spequlos import trace_for
+
+    rows = []
+    for nodes, tasks in SPEQULOS:
+        trace_for("seti", n_nodes=nodes, duration_s=14 * DAY)  # generated (and cached) before the clock
+        runs = [spequlos_run(nodes, tasks) for _ in range(repeat)]
+        rows.append((f"{nodes:,} n / {tasks:,} t, {runs[0][0]:,} ev", runs[0][0], min(c for _, c in runs)))
+    report(f"simulate spequlos, BOINC, 9C-C-R, generated seti grids: CPU per event (with the trace read and "
+           f"the bag built), least of {repeat} runs", "us/event", rows)
+
+
+def scenario_instructions(title: str, name: str, sizes: tuple[tuple[int, int], ...]) -> None:
+    """Instructions per event of the run at each (hosts, tasks) of ``sizes``, as
+    :func:`boinc_instructions` counts them (``name``: "volatile" or "spequlos", the child's run)."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         print("\n--instructions needs valgrind (Debian: apt-get install valgrind)")
         return
-    print("\nThe SimGrid scenario, seti-like: instructions of the run per event (valgrind --tool=cachegrind)")
+    print(f"\n{title}: instructions of the run per event (valgrind --tool=cachegrind)")
     print(f"{'size':>34} {'run instructions':>18} {'per event':>10}")
     per = []
-    for hosts, tasks in VOLATILE:
-        total, events = _instructions(valgrind, "volatile", hosts, True, tasks)
-        setup, _ = _instructions(valgrind, "volatile", hosts, False, tasks)
+    for hosts, tasks in sizes:
+        total, events = _instructions(valgrind, name, hosts, True, tasks)
+        setup, _ = _instructions(valgrind, name, hosts, False, tasks)
         per.append((total - setup) / events)
         print(f"{f'{hosts:,} h / {tasks:,} t, {events:,} ev':>34} {total - setup:18,} {per[-1]:10,.0f}",
               flush=True)
@@ -231,7 +268,7 @@ def leases(repeat: int = 1) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", choices=("boinc", "volatile", "leases"), default=None)
+    ap.add_argument("--only", choices=("boinc", "volatile", "spequlos", "leases"), default=None)
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per size, the least CPU time kept (leases: alternating rounds, median too)")
     ap.add_argument("--instructions", action="store_true",
@@ -240,7 +277,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.child:  # one run under valgrind (--instructions)
         name, size, run, tasks = args.child[0], int(args.child[1]), args.child[2] == "run", int(args.child[3])
-        print((volatile_run(size, tasks, run) if name == "volatile" else boinc_run(name, size, run))[0])
+        child = {"volatile": volatile_run, "spequlos": spequlos_run}.get(name)
+        print((child(size, tasks, run) if child else boinc_run(name, size, run))[0])
         return
     print(f"Python {platform.python_version()}, {platform.machine()}, load {os.getloadavg()[0]:.1f}; "
           f"CPU time of this process")
@@ -251,7 +289,11 @@ def main() -> None:
     if args.only in (None, "volatile"):
         volatile(max(1, args.repeat))
         if args.instructions:
-            volatile_instructions()
+            scenario_instructions("The SimGrid scenario, seti-like", "volatile", VOLATILE)
+    if args.only in (None, "spequlos"):
+        spequlos(max(1, args.repeat))
+        if args.instructions:
+            scenario_instructions("simulate spequlos, BOINC, 9C-C-R", "spequlos", SPEQULOS)
     if args.only in (None, "leases"):
         leases(max(1, args.repeat))
 
