@@ -7,6 +7,11 @@ Target (issue 25): both flat within 10 % from the smallest to the largest size; 
   ``seti`` (30,300 nodes: 3 replicas of 2,500 tasks keep 7,500 hosts busy, of 80,000 all of them, so
   the set of concurrent events grows too): homogeneous bags of 2,500 to 80,000 tasks of 60,000
   operations, seed 1.
+* The SimGrid scenario of ``bench_simgrid.py`` (``skylease.sim.volatile``: the kernel and the
+  dispatch core; seti-like hosts, 10 tasks a host, seed 1) and ``skylease simulate spequlos
+  --middleware boinc --trace seti --nodes N --days 14 --bot M:3600`` with its default strategy
+  (9C-C-R; the run with QoS), both at 1,000 hosts / 10,000 tasks, 10,000 / 100,000 and 100,000 /
+  1,000,000 (issue 41: flat within 10 % from 10k to 1M tasks).
 * Lease scheduler, NOVM-NOSR: (a) the first 15, 30, 45 and 60 days of ``blue_60days.swf`` (the mix
   of jobs changes along the log: later days queue more, so each lease is tried more often), and
   (b) the first 15 days repeated 1 to 4 times, each copy 15 days after the previous one (the same
@@ -20,11 +25,12 @@ median of each size's runs are printed, each with its verdict (the 15-day run's 
 here, 113-117 or 131-138 us a lease, so the least alone flatters the smallest size).
 Kind: ablation-free self-measurement (no peer).
 
-With ``--instructions`` the BOINC rows are also counted in instructions per event under valgrind
+With ``--instructions`` the BOINC, SimGrid-scenario and SpeQuloS rows are also counted in
+instructions per event under valgrind (about 12, 25 and 40 minutes)
 (deterministic): where those stay flat and the CPU time per event grows, the growth is the
 memory hierarchy (more clients busy at once, more state out of the caches), not the algorithm.
 
-    python benchmarks/bench_scaling.py [--only boinc|leases] [--repeat N] [--instructions]
+    python benchmarks/bench_scaling.py [--only boinc|volatile|spequlos|leases] [--repeat N] [--instructions]
 """
 
 from __future__ import annotations
@@ -272,7 +278,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per size, the least CPU time kept (leases: alternating rounds, median too)")
     ap.add_argument("--instructions", action="store_true",
-                    help="BOINC: also count instructions per event under valgrind (about 12 minutes)")
+                    help="also count instructions per event under valgrind (BOINC about 12 minutes, the "
+                         "SimGrid scenario 25, simulate spequlos 40)")
     ap.add_argument("--child", nargs=4, metavar=("TRACE", "SIZE", "WHAT", "TASKS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:  # one run under valgrind (--instructions)
