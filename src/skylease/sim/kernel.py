@@ -187,13 +187,25 @@ class Kernel:
         pop = heappop
         fired = 0
         try:
+            if limit == math.inf:  # no look at the next entry's time: every event is run, in order
+                while heap:
+                    entry = pop(heap)
+                    fn = entry[2]
+                    if fn is None:  # a cancelled timer: not an event
+                        self._cancelled -= 1
+                        continue
+                    entry[2] = None  # spent: a later cancel() of this timer is a no-op
+                    self.now = entry[0]
+                    fired += 1
+                    fn(*entry[3])
+                return False
             while heap and heap[0][0] <= limit:
                 entry = pop(heap)
                 fn = entry[2]
-                if fn is None:  # a cancelled timer: not an event
+                if fn is None:
                     self._cancelled -= 1
                     continue
-                entry[2] = None  # spent: a later cancel() of this timer is a no-op
+                entry[2] = None
                 self.now = entry[0]
                 fired += 1
                 fn(*entry[3])
