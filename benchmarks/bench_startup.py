@@ -18,7 +18,16 @@ trace cache of their own (a temporary folder unless ``--cache-dir``), filled by 
 first. Kind of comparison: none of these is a peer; the baseline is the floor any numpy-based
 command pays.
 
-    python benchmarks/bench_startup.py [--rounds 9] [--cache-dir DIR]
+With ``--user`` the commands run the way a user runs them (issue 42): from a fresh virtual
+environment made in a temporary folder with a plain ``pip install .`` of this checkout (as the
+README installs; ``--no-compile``, so that the first call of each command finds no bytecode and
+writes it), through the ``skylease`` console script, the baseline being that environment's
+``python -c "import numpy"``; the SpeQuloS command as users run it, with a strategy
+(``--strategy 9C-C-R --seed 1 --json``), bound 4.5x. The first call of each command is reported
+apart (cold bytecode; the trace cache was filled beforehand by this interpreter), the rounds after
+it are the warm medians.
+
+    python benchmarks/bench_startup.py [--rounds 9] [--cache-dir DIR] [--user]
 """
 
 from __future__ import annotations
@@ -43,22 +52,50 @@ def data_dir() -> Path:
     return Path(env) if env else ROOT.parent / "shared" / "data"
 
 
-def commands() -> list[tuple[str, list[str], float | None, float | None]]:
-    """(label, argv, bound on the median ratio to the baseline or None, RSS bound in MiB or None)."""
+#: ``--user``: the SpeQuloS command as a user types it (with a strategy), and its bound (issue 42)
+USER_SPEQULOS = ["simulate", "spequlos", "--middleware", "boinc", "--trace", "seti", "--bot", "small",
+                 "--strategy", "9C-C-R", "--seed", "1", "--json"]
+USER_BOUND = 4.5
+
+
+def user_environment(folder: Path) -> Path:
+    """A fresh virtual environment in ``folder`` with this checkout installed plainly (``pip
+    install --no-compile .``); its ``bin`` folder. Exits with pip's last lines when it fails."""
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+    pip = subprocess.run([str(folder / "bin" / "pip"), "install", "--quiet", "--no-compile", str(ROOT)],
+                         capture_output=True, text=True)
+    if pip.returncode != 0:
+        raise SystemExit("pip install . failed in the fresh environment:\n" + pip.stderr[-2000:])
+    return folder / "bin"
+
+
+def commands(prefix: list[str] = SKYLEASE,
+             user: bool = False) -> list[tuple[str, list[str], float | None, float | None]]:
+    """(label, argv, bound on the median ratio to the baseline or None, RSS bound in MiB or None);
+    ``prefix`` starts each argv (``--user``: the fresh environment's console script)."""
     swf = data_dir() / "swf" / "blue_30days.swf"
+    if user:
+        return [
+            ("skylease --help", [*prefix, "--help"], None, None),
+            ("usage error (simulate spequlos --seed x)",
+             [*prefix, "simulate", "spequlos", "--middleware", "boinc", "--trace", "seti", "--bot", "small",
+              "--seed", "x"], None, None),
+            ("simulate spequlos ... --strategy 9C-C-R --json", [*prefix, *USER_SPEQULOS], USER_BOUND,
+             200.0),
+        ]
     return [
-        ("skylease --help", [*SKYLEASE, "--help"], None, None),
+        ("skylease --help", [*prefix, "--help"], None, None),
         ("usage error (simulate spequlos --seed x)",
-         [*SKYLEASE, "simulate", "spequlos", "--middleware", "boinc", "--trace", "seti", "--bot", "small",
+         [*prefix, "simulate", "spequlos", "--middleware", "boinc", "--trace", "seti", "--bot", "small",
           "--seed", "x"], None, None),
         # a value only the library can judge: the library is imported first (no bound)
         ("library's error (simulate spequlos --bot huge)",
-         [*SKYLEASE, "simulate", "spequlos", "--middleware", "boinc", "--trace", "seti", "--bot", "huge"],
+         [*prefix, "simulate", "spequlos", "--middleware", "boinc", "--trace", "seti", "--bot", "huge"],
          None, None),
         ("simulate spequlos boinc seti small (cache warm)",
-         [*SKYLEASE, "simulate", "spequlos", "--middleware", "boinc", "--trace", "seti", "--bot", "small"],
+         [*prefix, "simulate", "spequlos", "--middleware", "boinc", "--trace", "seti", "--bot", "small"],
          5.0, 200.0),
-        ("leases simulate blue_30days.swf", [*SKYLEASE, "leases", "simulate", "--workload", str(swf)],
+        ("leases simulate blue_30days.swf", [*prefix, "leases", "simulate", "--workload", str(swf)],
          None, None),
     ]
 
@@ -78,12 +115,24 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--cache-dir", type=Path, default=None,
                     help="trace cache of the commands (default: a new temporary folder)")
+    ap.add_argument("--user", action="store_true",
+                    help="a fresh virtual environment, a plain pip install, the console script (issue 42)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="skylease-bench-cache-") as tmp:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["SKYLEASE_CACHE_DIR"] = str(args.cache_dir or tmp)
         env.pop("SKYLEASE_NO_CACHE", None)
-        cmds = commands()
+        baseline = BASELINE
+        if args.user:
+            t = time.perf_counter()
+            bin_dir = user_environment(Path(tmp) / "venv")
+            print(f"fresh environment: pip install --no-compile . in {time.perf_counter() - t:.0f} s")
+            baseline = [str(bin_dir / "python"), "-c", "import numpy"]
+            cmds = commands([str(bin_dir / "skylease")], user=True)
+            # the trace cache filled by this interpreter: the first call's time is its bytecode's
+            subprocess.run([*SKYLEASE, *USER_SPEQULOS], env=env, capture_output=True, check=True)
+        else:
+            cmds = commands()
         cold = {}
         for label, argv, _, _ in cmds:  # bytecode written, trace cached: what a second call finds
             cold[label] = run(argv, env)
@@ -94,7 +143,7 @@ def main() -> None:
         base_rss: list[float] = []
         codes: dict[str, set[int]] = {label: set() for label, *_ in cmds}
         for _ in range(args.rounds):
-            bw, brss, _ = run(BASELINE, env)
+            bw, brss, _ = run(baseline, env)
             base_w.append(bw)
             base_rss.append(brss)
             for label, argv, _, _ in cmds:
@@ -105,7 +154,9 @@ def main() -> None:
                 codes[label].add(code)
     load = os.getloadavg()[0]
     print(f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, "
-          f"load {load:.1f}; {args.rounds} paired rounds, medians")
+          f"load {load:.1f}; {args.rounds} paired rounds, medians; "
+          + ("a fresh environment, plain install, console script" if args.user
+             else "this interpreter, -m skylease"))
     print(f"{'command':50} {'s':>7} {'x numpy':>8} {'RSS MiB':>8} {'first call s':>13}  exit  target")
     base = 'python -c "import numpy" (baseline)'
     print(f"{base:50} {statistics.median(base_w):7.3f} {1.0:8.2f} {statistics.median(base_rss):8.1f}")
