@@ -75,6 +75,9 @@ def test_commands_run_through_one_master_with_their_code_output_and_error(site, 
     finally:
         conn.close()
     assert not conn.check()
+    deadline = time.monotonic() + 5.0  # (the master exits once it has answered "-O exit": a moment)
+    while alive(master) and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert not alive(master)
 
 
