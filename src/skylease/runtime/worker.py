@@ -27,8 +27,9 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections import deque
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from skylease.runtime.batch import run_batch
 from skylease.runtime.execute import run_task
@@ -36,9 +37,9 @@ from skylease.runtime.execute import run_task
 
 def kill_children() -> int:
     """Kill the processes this process started (a task's shell and what it started)."""
-    if os.path.isdir("/proc"):  # (Linux: the tree frozen first, below; also where psutil is absent,
+    if os.path.isdir("/proc"):  # (Linux: round after round, below; also where psutil is absent,
         # a worker on an SSH host, which runs with the standard library only: ssh_pool.py)
-        return _kill_descendants(os.getpid())
+        return _kill_descendants()
     import psutil
 
     n = 0
@@ -49,9 +50,17 @@ def kill_children() -> int:
     return n
 
 
-def _descendants(pid: int) -> list[int]:
+class _Proc(NamedTuple):
+    parent: int
+    group: int
+    session: int
+    ended: bool  # a zombie: it runs nothing any more, its parent has not reaped it yet
+
+
+def _descendants(pid: int) -> dict[int, _Proc]:
     """Every descendant of ``pid`` now, found by their parents in /proc (Linux)."""
     children: dict[int, list[int]] = {}
+    procs: dict[int, _Proc] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -60,36 +69,80 @@ def _descendants(pid: int) -> list[int]:
                 data = fh.read()
         except OSError:  # ended meanwhile
             continue
-        ppid = int(data[data.rindex(b")") + 2:].split()[1])  # the command name may hold ')'
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], list(children.get(pid, ()))
+        state, ppid, group, session = data[data.rindex(b")") + 2:].split()[:4]  # the name may hold ')'
+        procs[int(entry)] = _Proc(int(ppid), int(group), int(session), state in (b"Z", b"X"))
+        children.setdefault(int(ppid), []).append(int(entry))
+    out: dict[int, _Proc] = {}
+    todo = list(children.get(pid, ()))
     while todo:
         child = todo.pop()
-        out.append(child)
+        out[child] = procs[child]
         todo += children.get(child, ())
     return out
 
 
-def _kill_descendants(pid: int, rounds: int = 50) -> int:
-    """SIGKILL to every descendant of ``pid``. They are stopped first, round after round until a
-    round finds no new one, then killed: a shell killed while it forks leaves its new child to init,
-    out of reach (CI once saw a task's ``sleep`` outlive its worker that way); a stopped process
-    forks nothing, and the child of a fork under way is there at the next round."""
-    seen: set[int] = set()
-    for _ in range(rounds):
-        new = [p for p in _descendants(pid) if p not in seen]
-        if not new:
-            break
-        for p in new:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(p, signal.SIGSTOP)
-        seen.update(new)
-    n = 0
-    for p in seen:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(p, signal.SIGKILL)
-            n += 1
-    return n
+_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+
+
+def _subreaper(on: bool) -> bool:
+    """Make this process the one its descendants' orphans are given to, rather than init."""
+    import ctypes  # (here: a run that kills nothing does not pay for it)
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):  # not Linux, or no prctl
+        return False
+
+
+def _kill_descendants(timeout: float = 5.0) -> int:
+    """SIGKILL to every descendant of this process, round after round until none of them runs.
+
+    This process is their subreaper meanwhile (Linux >= 3.4): a shell killed while it forks leaves
+    its new child to us rather than to init, and the next round finds it (CI once saw a task's
+    ``sleep`` outlive its worker that way). A group one of them leads (a task's shell leads its own)
+    is killed as one: the kernel lets no fork inside a group escape a signal sent to it. Nothing is
+    stopped on the way: the tree was once frozen (SIGSTOP) and then killed, and a worker itself
+    killed in between left it stopped for good (CI's chaos test did).
+
+    A shell started after the first round in a session none of them was in is a new task's (one
+    that began as the old one ended): it is spared. The orphans given to us are reaped here; the
+    processes our own code started are left to it to reap.
+    """
+    me = os.getpid()
+    first = _descendants(me)
+    ours = {p for p, proc in first.items() if proc.parent == me}
+    sessions = {proc.session for proc in first.values()}
+    own_group = os.getpgid(0)
+    reaper = _subreaper(True)
+    killed: set[int] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        procs = first
+        while True:
+            live = []
+            for p, proc in procs.items():
+                if proc.ended:
+                    if proc.parent == me and p not in ours:  # an orphan given to us
+                        with contextlib.suppress(ChildProcessError):
+                            os.waitpid(p, os.WNOHANG)
+                elif p in killed or proc.session in sessions or proc.parent != me:
+                    live.append(p)
+            if not live or time.monotonic() > deadline:
+                break
+            for p in live:
+                group = procs[p].group
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    if group != own_group and group in procs:  # a group one of them leads
+                        os.killpg(group, signal.SIGKILL)
+                    else:
+                        os.kill(p, signal.SIGKILL)
+            killed.update(live)
+            time.sleep(0.001)  # (a SIGKILL takes effect when its process is next scheduled)
+            procs = _descendants(me)
+    finally:
+        if reaper:
+            _subreaper(False)
+    return len(killed)
 
 
 class _Inbox:
