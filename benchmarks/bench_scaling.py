@@ -129,25 +129,10 @@ def _instructions(valgrind: str, name: str, n: int, run: bool, tasks: int = 0) -
 
 
 def boinc_instructions() -> None:
-    """Instructions per event of ``env.run()``, counted by valgrind: deterministic, so neither
-    the machine's load nor its caches move them. Each size runs twice in its own process, once
-    building the run only: the difference is the run's own instructions."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        print("\n--instructions needs valgrind (Debian: apt-get install valgrind)")
-        return
+    """Instructions per event of ``env.run()`` of BOINC without QoS on each trace, at each of
+    ``TASKS`` (see :func:`scenario_instructions`)."""
     for name in ("nd", "seti"):
-        print(f"\nBOINC on {name}, no QoS: instructions of the run per event (valgrind --tool=cachegrind)")
-        print(f"{'size':>24} {'run instructions':>18} {'per event':>10}")
-        per = []
-        for n in TASKS:
-            total, events = _instructions(valgrind, name, n, True)
-            setup, _ = _instructions(valgrind, name, n, False)
-            per.append((total - setup) / events)
-            print(f"{f'{n:,} tasks, {events:,} ev':>24} {total - setup:18,} {per[-1]:10,.0f}")
-        growth = per[-1] / per[0] - 1
-        verdict = "flat within 10 %" if abs(growth) <= 0.10 else "NOT flat within 10 %"
-        print(f"{'':>24} largest vs smallest {growth:+.1%} ({verdict})")
+        scenario_instructions(f"BOINC on {name}, no QoS", name, tuple((n, 0) for n in TASKS))
 
 
 def volatile_run(hosts: int, tasks: int, run: bool = True) -> tuple[int, float]:
@@ -208,8 +193,11 @@ def spequlos(repeat: int = 1) -> None:
 
 
 def scenario_instructions(title: str, name: str, sizes: tuple[tuple[int, int], ...]) -> None:
-    """Instructions per event of the run at each (hosts, tasks) of ``sizes``, as
-    :func:`boinc_instructions` counts them (``name``: "volatile" or "spequlos", the child's run)."""
+    """Instructions per event of the run at each (hosts, tasks) of ``sizes`` (``name``: "volatile"
+    or "spequlos", the child's run; a trace's name, with (tasks, 0) sizes, for BOINC without QoS),
+    counted by valgrind: deterministic, so neither the machine's load nor its caches move them.
+    Each size runs twice in its own process, once building the run only: the difference is the
+    run's own instructions."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         print("\n--instructions needs valgrind (Debian: apt-get install valgrind)")
@@ -221,8 +209,8 @@ def scenario_instructions(title: str, name: str, sizes: tuple[tuple[int, int], .
         total, events = _instructions(valgrind, name, hosts, True, tasks)
         setup, _ = _instructions(valgrind, name, hosts, False, tasks)
         per.append((total - setup) / events)
-        print(f"{f'{hosts:,} h / {tasks:,} t, {events:,} ev':>34} {total - setup:18,} {per[-1]:10,.0f}",
-              flush=True)
+        size = f"{hosts:,} tasks" if not tasks else f"{hosts:,} h / {tasks:,} t"
+        print(f"{f'{size}, {events:,} ev':>34} {total - setup:18,} {per[-1]:10,.0f}", flush=True)
     growth = per[-1] / per[0] - 1
     verdict = "flat within 10 %" if abs(growth) <= 0.10 else "NOT flat within 10 %"
     print(f"{'':>34} largest vs smallest {growth:+.1%} ({verdict})")

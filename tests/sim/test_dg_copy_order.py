@@ -54,8 +54,6 @@ def test_the_walk_is_the_full_order_without_the_parked_units(ops):
 class _NeverParks(CopyOrder):
     """The walk before parking existed: every unvalidated unit, skipped one by one."""
 
-    parked = 0
-
     def park(self, w: int) -> None:
         pass
 

@@ -17,8 +17,7 @@ def collector_on():
     was = gc.isenabled()
     gc.enable()
     yield
-    if not was:
-        gc.disable()
+    (gc.enable if was else gc.disable)()  # as it was, whatever the test did
 
 
 @pytest.mark.parametrize("make", KERNELS, ids=lambda k: k.__name__)

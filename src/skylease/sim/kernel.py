@@ -173,10 +173,13 @@ class Kernel:
         """
         paused = _pause_collector()
         try:
-            stopped = self._fire(math.inf if until is None else until)
+            return self._run(until)
         finally:
             if paused:
                 gc.enable()
+
+    def _run(self, until: float | None) -> float:
+        stopped = self._fire(math.inf if until is None else until)
         if not stopped and until is not None and until > self.now:
             self.now = until  # a stopped run keeps the clock where it stopped
         return self.now
@@ -359,14 +362,6 @@ class CalendarKernel(Kernel):
 
     def __len__(self) -> int:
         return len(self._heap) + sum(map(len, self._buckets.values()))
-
-    def run(self, until: float | None = None) -> float:
-        paused = _pause_collector()
-        try:
-            return self._run(until)
-        finally:
-            if paused:
-                gc.enable()
 
     def _run(self, until: float | None) -> float:
         limit = math.inf if until is None else until

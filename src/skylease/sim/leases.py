@@ -17,11 +17,9 @@ with the time it was decided) and ``transfers`` (every image transfer carried ou
 
 from __future__ import annotations
 
-import gc
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -198,27 +196,6 @@ def clip_time(leases: Sequence[Lease], fraction: float = CLIP_FRACTION) -> int:
     return be[max(0, int(fraction * len(be)) - 1)].submit
 
 
-@contextmanager
-def _collector_spares_the_past() -> Iterator[None]:
-    """Keep the garbage collector off what exists before the run, for the run's duration.
-
-    A full collection walks every object of the process, a cold one each: the interpreter's
-    modules (numpy, pandas: about 80,000 objects) and the input leases, none of which the run
-    makes garbage of. A long run triggers full collections (its reservations and the leases it
-    touches live long enough to reach the oldest generation), a short one none, so each paid
-    40-50 ms and the cost per lease grew with the run (issue 25). Frozen (``gc.freeze``), they
-    are not walked; the run's own objects still are. Left alone when something is frozen already
-    (a fork server's heap, another run in another thread): unfreezing would undo that."""
-    if not gc.isenabled() or gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 def simulate_leases(leases: Sequence[Lease], n_nodes: int = BLUE_HORIZON_NODES, *,
                     capacity: ResourceTuple = BLUE_HORIZON_NODE, config: SchedulerConfig | None = None,
                     max_reservations: float | None = None, until: str = "best-effort",
@@ -229,8 +206,7 @@ def simulate_leases(leases: Sequence[Lease], n_nodes: int = BLUE_HORIZON_NODES, 
     :class:`LeaseScheduler` is; e.g. ``functools.partial(LeaseScheduler, skip_stale=False)``)."""
     if until not in ("best-effort", "all"):
         raise ValueError(f"until must be 'best-effort' or 'all', got {until!r}")
-    with _collector_spares_the_past():
-        return _simulate(leases, n_nodes, capacity, config, max_reservations, until, scheduler)
+    return _simulate(leases, n_nodes, capacity, config, max_reservations, until, scheduler)
 
 
 def _simulate(leases: Sequence[Lease], n_nodes: int, capacity: ResourceTuple, config: SchedulerConfig | None,
