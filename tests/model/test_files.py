@@ -12,11 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
+from skylease.experiments.pools_file import PoolSpec
 from skylease.experiments.run_options import RunOptions
-from skylease.experiments.run_pools import PoolSpec, pool_types
+from skylease.experiments.run_pools import pool_types
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, KeyLines, field_name, load_toml, parse_toml, validate
-from skylease.runtime.jobs import JobFile, load_job
+from skylease.model.files import KeyLines, field_name, parse_toml
+from skylease.model.schema import FileModel, load_toml, validate
+from skylease.runtime.job_toml import JobFile
+from skylease.runtime.jobs import load_job
 
 
 def test_key_lines_follow_tables_arrays_dotted_keys_and_multiline_strings():

@@ -1,5 +1,6 @@
-"""The cold path of `skylease run` and of campaigns (issue 25): no numpy, Dask, pandas or matplotlib in
-a local run's process, local campaign workers of our own that survive a dying worker."""
+"""The cold path of `skylease run` and of campaigns (issues 25 and 42): no numpy, Dask, pandas,
+matplotlib or pydantic in a local run's process, local campaign workers of our own that survive a
+dying worker."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from skylease.experiments.sweep import run_campaign
 
-HEAVY = ("numpy", "distributed", "dask", "pandas", "matplotlib")
+HEAVY = ("numpy", "distributed", "dask", "pandas", "matplotlib", "pydantic")
 
 
 def _modules_after(code: str, cwd: Path) -> list[str]:
@@ -20,8 +21,9 @@ def _modules_after(code: str, cwd: Path) -> list[str]:
     return res.stdout.splitlines()[-1].split()[1:]
 
 
-def test_a_local_run_imports_no_numpy_dask_pandas_or_matplotlib(tmp_path):
-    """numpy alone is 0.1-0.2 s of a run's start here: a run of commands needs none of it."""
+def test_a_local_run_imports_no_numpy_dask_pandas_matplotlib_or_pydantic(tmp_path):
+    """numpy alone is 0.1-0.2 s of a run's start here, pydantic and its schemas 0.1 s (a text file of
+    commands, the default local pool: no schema to check): a run of commands needs none of them."""
     (tmp_path / "jobs.txt").write_text("true\n" * 20)
     code = ("from skylease.cli import main\n"
             "assert main(['run', 'jobs.txt', '--out', 'o', '--policy', 'fixed:2', '--max-workers', '2'])"

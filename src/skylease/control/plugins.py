@@ -241,7 +241,7 @@ def parse_args(pairs: Sequence[str], option: str = "--policy-arg") -> dict[str, 
 
 def params_from_toml(path: str | Path, table: str | None = None) -> dict[str, Any]:
     """The typed keyword parameters of a TOML file (its table ``table``, dotted, or the whole file)."""
-    from skylease.model.files import read_toml  # (pydantic: only when a TOML table is read)
+    from skylease.model.files import read_toml
 
     path = Path(path)
     try:

@@ -18,8 +18,8 @@ from skylease.control.a2ha import A2HA
 from skylease.control.dask_rule import DaskAdaptive
 from skylease.control.env import Policy
 from skylease.control.fixed import FixedPool
-from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
+from skylease.model.instance import InstanceType
 from skylease.model.limits import TIME_BUDGET_S, check_number, check_seed, check_size
 from skylease.model.task import Bag
 from skylease.sim.env import SimResult, simulate

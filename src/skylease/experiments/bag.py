@@ -32,8 +32,8 @@ from skylease.experiments.a2ha import (
     workload,
 )
 from skylease.experiments.run_policies import describe_policy, parse_policy
-from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
+from skylease.model.instance import InstanceType
 from skylease.model.limits import check_seed, check_size
 from skylease.model.task import Bag
 from skylease.sim.env import simulate

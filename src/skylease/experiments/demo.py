@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from skylease.control.fixed import FixedPool
 from skylease.experiments.store import out_folder
 from skylease.experiments.sweep import CampaignResult, run_campaign, summarize
-from skylease.model.catalog import InstanceType
+from skylease.model.instance import InstanceType
 from skylease.sim.env import simulate
 from skylease.traces.synthetic import gamma_bag
 

@@ -47,7 +47,7 @@ from skylease.control.leases.policies import PolicyError, load_policy
 from skylease.control.leases.records import KIND_NAMES, lease_events, lease_record
 from skylease.control.plugins import resolve_file_spec
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, load_toml
+from skylease.model.schema import FileModel, load_toml
 from skylease.sim.leases import (
     BLUE_HORIZON_NODES,
     LeaseRun,

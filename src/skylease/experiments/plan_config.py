@@ -13,7 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from skylease.model.files import FileModel, KeyLines, load_toml
+from skylease.model.files import KeyLines
+from skylease.model.schema import FileModel, load_toml
 
 _Name = Annotated[str, Field(min_length=1)]
 _Pos = Annotated[float, Field(gt=0)]

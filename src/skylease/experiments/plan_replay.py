@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from skylease.control.env import Environment, HostView, Policy
 from skylease.control.scheduled import ScheduledPool
-from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
 from skylease.model.host import HostState
+from skylease.model.instance import InstanceType
 from skylease.model.task import Task
 from skylease.planning.provisioning import CloudType, MapReduceJob, Plan, WatershedModel
 from skylease.planning.provisioning.multimodel import transfer_price

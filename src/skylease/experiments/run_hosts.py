@@ -31,7 +31,8 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator, model_validator
 
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, KeyLines
+from skylease.model.files import KeyLines
+from skylease.model.schema import FileModel
 from skylease.runtime.leases.site import USER_PATTERN, SshFile, check_user, host_address
 
 #: The pool ``--hosts`` makes.

@@ -21,8 +21,8 @@ from typing import Any
 
 from skylease.experiments.run_policies import parse_policy
 from skylease.model.errors import UserError
+from skylease.model.limits import MAX_RETRIES
 from skylease.runtime.credentials import token_for
-from skylease.runtime.jobs import MAX_RETRIES
 
 #: The pool of a run without a pools file (this machine's worker processes).
 DEFAULT_POOL = "local"

@@ -16,49 +16,20 @@ import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field
-
-from skylease.experiments.run_hosts import HOSTS_POOL, HostList, SshFile, check_host_keys, hosts_option
 from skylease.experiments.run_options import DEFAULT_POOL, RunOptions
-from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, KeyLines, load_toml
+from skylease.model.instance import InstanceType
 
 #: The boot time the default local pool is estimated at (a worker process starting).
 DEFAULT_BOOT_S = 2.0
 
-_NonNeg = Annotated[float, Field(ge=0)]
-
-
-class PoolSpec(FileModel):
-    """One ``[pools.NAME]`` table. Defaults: free (``price = 0``) unless a price is given, an hour's
-    billing unit, no boot time, no limit on workers, the reference speed; local worker processes
-    unless ``cluster`` (a Dask cluster class, with ``kwargs``), ``address`` (a scheduler) or
-    ``hosts`` (SSH hosts, with ``ssh`` and ``slots``: :mod:`~skylease.experiments.run_hosts`)."""
-
-    price: _NonNeg = 0.0
-    billing_unit: Annotated[float, Field(gt=0)] = 3600.0
-    min_units: Annotated[int, Field(ge=0)] = 1
-    boot_time: _NonNeg = 0.0
-    max_count: Annotated[int, Field(ge=0)] | None = None
-    speed: Annotated[float, Field(gt=0)] = 1.0
-    cluster: Annotated[str, Field(min_length=1)] | None = None
-    kwargs: dict[str, Any] | None = None
-    address: Annotated[str, Field(min_length=1)] | None = None
-    hosts: HostList | None = None
-    ssh: SshFile | None = None
-    slots: Annotated[int, Field(ge=1, le=1024)] | None = None
-
-
-class PoolsFile(FileModel):
-    pools: Annotated[dict[str, PoolSpec], Field(min_length=1)]
-
-
 def pool_types(opts: RunOptions) -> dict[str, dict[str, Any]]:
     """Pool name -> its description (instance type fields plus ``cluster``/``kwargs``/``address``)."""
     if opts.hosts is not None:  # the --hosts shorthand (check_options: no pools file with it)
+        from skylease.experiments.run_hosts import HOSTS_POOL, hosts_option
+
         hosts = hosts_option(opts.hosts, opts.slots)
         most = [n for n in (opts.max_workers, opts.slots and opts.slots * len(hosts)) if n]
         return {HOSTS_POOL: {"price": opts.price, "billing_unit": opts.billing_unit,
@@ -70,35 +41,9 @@ def pool_types(opts: RunOptions) -> dict[str, dict[str, Any]]:
         return {DEFAULT_POOL: {"price": opts.price, "billing_unit": opts.billing_unit,
                                "min_units": opts.min_units, "boot_time": DEFAULT_BOOT_S,
                                "max_count": opts.max_workers or cores}}
-    spec, keys = load_toml(Path(opts.pools_file), PoolsFile)
-    pools: dict[str, dict[str, Any]] = {}
-    for name, pool in spec.pools.items():
-        hosts = check_host_keys(pool, keys, name, Path(opts.pools_file).parent)
-        _check_cluster_keys(pool, keys, name)
-        for pname, p in (hosts or {name: pool.model_dump(exclude_none=True)}).items():
-            if pname in pools or (pname in spec.pools and pname != name):
-                raise keys.error(f"pool {pname!r} twice (a host with its own price is a pool of its own)",
-                                 "pools", name)
-            pools[pname] = p
-    return pools
+    from skylease.experiments.pools_file import read_pools_file  # (pydantic: only with a pools file)
 
-
-def _check_cluster_keys(spec: PoolSpec, keys: KeyLines, name: str) -> None:
-    """``cluster`` (an importable class path, with a ``kwargs`` table) or ``address``, not both."""
-    from skylease.runtime.pools import cluster_class
-
-    if spec.cluster is not None and spec.address is not None:
-        raise keys.error("give exactly one of 'cluster' (a class path) and 'address'", "pools", name)
-    if spec.kwargs is not None and spec.cluster is None:
-        raise keys.error("kwargs go with 'cluster' (a class path)", "pools", name, "kwargs")
-    if spec.cluster is not None:
-        cluster_class(spec.cluster, f"pools.{name}.cluster", keys.file, keys.line("pools", name, "cluster"))
-        from skylease.runtime.slurm import check_pool, is_slurm_cluster
-
-        if is_slurm_cluster(spec.cluster):
-            wrong = check_pool(spec.kwargs or {}, spec.billing_unit)
-            if wrong is not None:
-                raise keys.error(wrong[1], "pools", name, *wrong[0].split("."))
+    return read_pools_file(Path(opts.pools_file))
 
 
 def pool_itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:
@@ -113,7 +58,6 @@ def pool_itype(name: str, spec: Mapping[str, Any], where: str) -> InstanceType:
 
 def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The backends (connected) of the pools ``specs`` (:func:`pool_types`)."""
-    from skylease.experiments.run_hosts import make_ssh_pool
     from skylease.runtime.pools import ClusterPool, LocalPool
     from skylease.runtime.slurm import SlurmPool, is_slurm_cluster, run_token
 
@@ -123,6 +67,8 @@ def make_backends(opts: RunOptions, specs: Mapping[str, Mapping[str, Any]]) -> d
     for name, spec in specs.items():
         itype = pool_itype(name, spec, where or "--hosts")
         if "hosts" in spec:
+            from skylease.experiments.run_hosts import make_ssh_pool  # (the lease site's schema)
+
             backends[name] = make_ssh_pool(name, itype, spec, run_token(opts.out),
                                            "--hosts" if opts.hosts else f"pools.{name}.hosts")
         elif is_slurm_cluster(spec.get("cluster")):

@@ -21,8 +21,8 @@ from skylease.control.env import Policy
 from skylease.experiments.run_options import RunOptions, check_options, job_settings
 from skylease.experiments.run_policies import describe_policy, parse_policy
 from skylease.experiments.run_pools import pool_itype, pool_types
-from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
+from skylease.model.instance import InstanceType
 
 
 @dataclass

@@ -18,14 +18,14 @@ def start_reporter(opts: RunOptions, job_spec: str, job: Any, store_path: Path, 
                    notice: Callable[[str], None]) -> Any:
     """The run's reporter to the service of ``--report`` (else of ``--qos``, linked to its bag),
     registered; None without either. A resumed run continues its run on the same service."""
-    from skylease.runtime.runs.reporter import RunReporter
-
     if opts.report is not None:
         url, token, option = opts.report.strip(), opts.report_token, "--report-token"
     elif opts.qos is not None:
         url, token, option = opts.qos.strip(), opts.qos_token, "--qos-token"
     else:
         return None
+    from skylease.runtime.runs.reporter import RunReporter  # (pydantic: only for a run reported)
+
     given = token is not None and opts.report is not None  # (--qos-token is warned about with the bag)
     token = token_for(url, token, option)
     before = (store.meta().get("report") or {}) if store is not None else {}

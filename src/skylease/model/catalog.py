@@ -10,8 +10,9 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, KeyLines, parse_json, parse_toml, read_text, validate
+from skylease.model.files import KeyLines, parse_json, parse_toml, read_text
 from skylease.model.instance import InstanceType
+from skylease.model.schema import FileModel, validate
 
 
 class _InstanceTypeSpec(FileModel):

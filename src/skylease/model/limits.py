@@ -20,9 +20,12 @@ from pathlib import Path
 
 from skylease.model.errors import UserError
 
-__all__ = ["MAX_CREDITS", "MEMORY_BUDGET", "TIME_BUDGET_S", "check_number", "check_seed", "check_size",
-           "count", "max_items"]
+__all__ = ["MAX_CREDITS", "MAX_RETRIES", "MEMORY_BUDGET", "TIME_BUDGET_S", "check_number", "check_seed",
+           "check_size", "count", "max_items"]
 
+#: The most retries of a task a run takes (command line or job file): past this, a task that keeps
+#: failing is a bug in the task, not bad luck.
+MAX_RETRIES = 100
 #: Bytes of working data one request may hold (see the module docstring).
 MEMORY_BUDGET = 2 * 2**30
 #: Seconds one request may run where its time, not its memory, is what grows without bound (an

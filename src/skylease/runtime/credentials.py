@@ -119,7 +119,7 @@ def _token_file(path: Path) -> tuple[str, str]:
         doc = tomllib.loads(path.read_bytes().decode("utf-8-sig"))
         if doc.keys() == {"server", "token"} and all(type(v) is str for v in doc.values()):
             return doc["server"], doc["token"]
-    from skylease.model.files import FileModel, load_toml
+    from skylease.model.schema import FileModel, load_toml
 
     class TokenFile(FileModel):
         server: str

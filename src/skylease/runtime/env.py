@@ -54,8 +54,8 @@ if TYPE_CHECKING:  # numpy is imported where arrays are made: a real run of comm
 
 from skylease.control.dispatch import Dispatch
 from skylease.control.env import CLOUD_USAGE, BotProgress, Policy
-from skylease.model.catalog import InstanceType
 from skylease.model.host import Host, HostId, HostState
+from skylease.model.instance import InstanceType
 from skylease.model.task import Task
 from skylease.runtime.backend import WorkerBackend, WorkerCall
 from skylease.runtime.batch import batch_payload, run_batch

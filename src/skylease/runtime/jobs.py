@@ -47,12 +47,10 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
-
-from pydantic import Field
+from typing import Any
 
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, KeyLines, load_toml, shown
+from skylease.model.files import KeyLines, shown
 from skylease.model.limits import check_size, count
 from skylease.runtime.execute import resolve_target
 from skylease.traces.textio import read_json, read_text
@@ -235,27 +233,14 @@ def _python_task(tid: int, target: str, a: tuple, kw: Mapping[str, Any], line: i
 #: allows about a million tasks per job.
 TASK_BYTES = 2048
 
-#: The most retries of a task a run takes (command line or job file): past this, a task that keeps
-#: failing is a bug in the task, not bad luck.
-MAX_RETRIES = 100
-
-
-class JobFile(FileModel):
-    """The keys of a ``.toml`` job file (the grid's and CSV's contents are checked below)."""
-
-    command: str | None = None
-    callable: str | None = None
-    grid: dict[str, list[Any]] | None = None
-    csv: str | None = None
-    retries: Annotated[int, Field(ge=0, le=MAX_RETRIES)] | None = None  # as --retries, which wins when given
-    timeout: Annotated[float, Field(gt=0)] | None = None  # seconds, as --timeout
-
-
 #: The job file's keys that are options of the run, not of the tasks.
 RUN_OPTIONS = ("retries", "timeout")
 
 
 def _toml_job(path: Path) -> Job:
+    from skylease.model.schema import load_toml  # (pydantic: only for a TOML job)
+    from skylease.runtime.job_toml import JobFile
+
     spec, lines = load_toml(path, JobFile)
     command, target = spec.command, spec.callable
     if (command is None) == (target is None):

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
+from skylease.model.instance import InstanceType
 from skylease.runtime.batch import run_batch
 from skylease.runtime.worker import kill_children
 

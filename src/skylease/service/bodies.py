@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from skylease.model.errors import UserError
-from skylease.model.files import KeyLines, parse_json, validate
+from skylease.model.files import KeyLines, parse_json
 from skylease.model.lease_types import LWF_TYPES
+from skylease.model.schema import validate
 from skylease.runtime.leases.api import LeaseRequest
 from skylease.traces.lwf import parse_lease_xml
 

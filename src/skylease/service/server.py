@@ -44,7 +44,8 @@ from pydantic import AfterValidator, Field, PrivateAttr, ValidationError
 from sqlalchemy.engine import Engine
 
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, KeyLines, read_toml, validate
+from skylease.model.files import KeyLines, read_toml
+from skylease.model.schema import FileModel, validate
 from skylease.runtime.health import Vital
 from skylease.runtime.leases.api import LeaseManager
 from skylease.service.db import check_data_dir, create_schema, engine_for, private_data_dir, shown_url

@@ -10,7 +10,8 @@ from typing import Annotated
 from pydantic import Field
 
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, KeyLines, parse_toml, read_text, validate
+from skylease.model.files import KeyLines, parse_toml, read_text
+from skylease.model.schema import FileModel, validate
 
 BUILTIN = ("emr", "hybrid")
 

@@ -79,7 +79,8 @@ from pydantic import Field, field_validator
 
 from skylease.control.leases.lease import ResourceTuple
 from skylease.model.errors import UserError
-from skylease.model.files import FileModel, KeyLines, load_toml
+from skylease.model.files import KeyLines
+from skylease.model.schema import FileModel, load_toml
 
 __all__ = ["MAX_NODES", "Site", "SiteHost", "SiteNode", "check_user", "default_site", "free_disk_mb",
            "load_site", "machine_cpus"]

@@ -29,9 +29,9 @@ from skylease.control.env import BotProgress, Handle
 from skylease.control.qos.policy import SpeQuloS
 from skylease.control.qos.prediction import AlphaModel
 from skylease.control.qos.relay import Instructions, Report
-from skylease.model.catalog import InstanceType
 from skylease.model.errors import UserError
 from skylease.model.host import HostId, HostState
+from skylease.model.instance import InstanceType
 from skylease.model.task import Task
 
 __all__ = ["QoSScheduler", "RemoteBot"]
