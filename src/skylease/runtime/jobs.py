@@ -114,7 +114,7 @@ class Job:
     def fingerprint(self) -> str:
         """sha256 of what the tasks do, in order: a resumed run must be the same job."""
         keep = ("id", "kind", "command", "target", "args", "kwargs")
-        body = [{k: t.to_json()[k] for k in keep} for t in self.tasks]
+        body = [{k: j[k] for k in keep} for j in map(JobTask.to_json, self.tasks)]
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
