@@ -74,20 +74,17 @@ def commands(prefix: list[str] = SKYLEASE,
     """(label, argv, bound on the median ratio to the baseline or None, RSS bound in MiB or None);
     ``prefix`` starts each argv (``--user``: the fresh environment's console script)."""
     swf = data_dir() / "swf" / "blue_30days.swf"
-    if user:
-        return [
-            ("skylease --help", [*prefix, "--help"], None, None),
-            ("usage error (simulate spequlos --seed x)",
-             [*prefix, "simulate", "spequlos", "--middleware", "boinc", "--trace", "seti", "--bot", "small",
-              "--seed", "x"], None, None),
-            ("simulate spequlos ... --strategy 9C-C-R --json", [*prefix, *USER_SPEQULOS], USER_BOUND,
-             200.0),
-        ]
-    return [
+    both: list[tuple[str, list[str], float | None, float | None]] = [
         ("skylease --help", [*prefix, "--help"], None, None),
         ("usage error (simulate spequlos --seed x)",
          [*prefix, "simulate", "spequlos", "--middleware", "boinc", "--trace", "seti", "--bot", "small",
           "--seed", "x"], None, None),
+    ]
+    if user:
+        return [*both, ("simulate spequlos ... --strategy 9C-C-R --json", [*prefix, *USER_SPEQULOS],
+                        USER_BOUND, 200.0)]
+    return [
+        *both,
         # a value only the library can judge: the library is imported first (no bound)
         ("library's error (simulate spequlos --bot huge)",
          [*prefix, "simulate", "spequlos", "--middleware", "boinc", "--trace", "seti", "--bot", "huge"],

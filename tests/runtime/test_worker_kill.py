@@ -16,16 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from skylease.runtime.leases.procfs import proc_stat
+
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="the worker's kill walks /proc (Linux)")
 
 
 def _state(pid: int) -> str | None:
     """The process's state letter in /proc (None: gone)."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    return data[data.rindex(b")") + 2:].split()[0].decode()
+    stat = proc_stat(pid)
+    return None if stat is None else stat.state
 
 
 def _running(pid: int) -> bool:

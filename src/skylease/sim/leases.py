@@ -206,12 +206,6 @@ def simulate_leases(leases: Sequence[Lease], n_nodes: int = BLUE_HORIZON_NODES, 
     :class:`LeaseScheduler` is; e.g. ``functools.partial(LeaseScheduler, skip_stale=False)``)."""
     if until not in ("best-effort", "all"):
         raise ValueError(f"until must be 'best-effort' or 'all', got {until!r}")
-    return _simulate(leases, n_nodes, capacity, config, max_reservations, until, scheduler)
-
-
-def _simulate(leases: Sequence[Lease], n_nodes: int, capacity: ResourceTuple, config: SchedulerConfig | None,
-              max_reservations: float | None, until: str,
-              scheduler: Callable[..., LeaseScheduler]) -> LeaseRun:
     stop_at_all = config is not None and config.stop_when == "all"
     if stop_at_all:  # Haizea 1.0's stop-when all-leases-done: all-best-effort is the stop time
         until = "all"
