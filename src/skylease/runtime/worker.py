@@ -116,7 +116,8 @@ def _kill_descendants(timeout: float = 5.0) -> int:
     own_group = os.getpgid(0)
     reaper = _subreaper(True)
     killed: set[int] = set()
-    deadline = time.monotonic() + timeout
+    denied: set[int] = set()  # (not ours to signal: another user's, a setuid program's)
+    deadline, pause = time.monotonic() + timeout, 0.001
     try:
         procs = first
 
@@ -130,7 +131,7 @@ def _kill_descendants(timeout: float = 5.0) -> int:
         while True:
             live = []
             for p, proc in procs.items():
-                if not the_tasks(p):
+                if p in denied or not the_tasks(p):
                     continue
                 if not proc.ended:
                     live.append(p)
@@ -141,13 +142,20 @@ def _kill_descendants(timeout: float = 5.0) -> int:
                 break
             for p in live:
                 group = procs[p].group
-                with contextlib.suppress(ProcessLookupError, PermissionError):
+                try:
                     if group != own_group and group in procs:  # a group one of them leads
                         os.killpg(group, signal.SIGKILL)
                     else:
                         os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                except PermissionError:
+                    denied.add(p)
             killed.update(live)
-            time.sleep(0.001)  # (a SIGKILL takes effect when its process is next scheduled)
+            # (a SIGKILL takes effect when its process is next scheduled; a process in an
+            # uninterruptible wait takes longer: the rounds, a scan of /proc each, slow down)
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
             procs = _descendants(me)
     finally:
         if reaper:
