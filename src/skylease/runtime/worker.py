@@ -116,8 +116,7 @@ def _kill_descendants(timeout: float = 5.0) -> int:
     own_group = os.getpgid(0)
     reaper = _subreaper(True)
     killed: set[int] = set()
-    denied: set[int] = set()  # (not ours to signal: another user's, a setuid program's)
-    deadline, pause = time.monotonic() + timeout, 0.001
+    deadline = time.monotonic() + timeout
     try:
         procs = first
 
@@ -131,7 +130,7 @@ def _kill_descendants(timeout: float = 5.0) -> int:
         while True:
             live = []
             for p, proc in procs.items():
-                if p in denied or not the_tasks(p):
+                if not the_tasks(p):
                     continue
                 if not proc.ended:
                     live.append(p)
@@ -142,20 +141,13 @@ def _kill_descendants(timeout: float = 5.0) -> int:
                 break
             for p in live:
                 group = procs[p].group
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     if group != own_group and group in procs:  # a group one of them leads
                         os.killpg(group, signal.SIGKILL)
                     else:
                         os.kill(p, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                except PermissionError:
-                    denied.add(p)
             killed.update(live)
-            # (a SIGKILL takes effect when its process is next scheduled; a process in an
-            # uninterruptible wait takes longer: the rounds, a scan of /proc each, slow down)
-            time.sleep(pause)
-            pause = min(2 * pause, 0.05)
+            time.sleep(0.001)  # (a SIGKILL takes effect when its process is next scheduled)
             procs = _descendants(me)
     finally:
         if reaper:
