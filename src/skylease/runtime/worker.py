@@ -104,10 +104,9 @@ def _kill_descendants(timeout: float = 5.0) -> int:
     stopped on the way: the tree was once frozen (SIGSTOP) and then killed, and a worker itself
     killed in between left it stopped for good (CI's chaos test did).
 
-    A process is the task's when it, or an ancestor still there, was killed or is in a session one
-    of them was in when the kill began: a shell started meanwhile in a session of its own is a new
-    task's (it began as the old one ended), spared with what it starts. The task's orphans given to
-    us are reaped here; the processes our own code started are left to it to reap.
+    A shell started after the first round in a session none of them was in is a new task's (one
+    that began as the old one ended): it is spared. The orphans given to us are reaped here; the
+    processes our own code started are left to it to reap.
     """
     me = os.getpid()
     first = _descendants(me)
@@ -119,24 +118,15 @@ def _kill_descendants(timeout: float = 5.0) -> int:
     deadline = time.monotonic() + timeout
     try:
         procs = first
-
-        def the_tasks(p: int) -> bool:
-            while p in procs:
-                if p in killed or procs[p].session in sessions:
-                    return True
-                p = procs[p].parent
-            return False
-
         while True:
             live = []
             for p, proc in procs.items():
-                if not the_tasks(p):
-                    continue
-                if not proc.ended:
+                if proc.ended:
+                    if proc.parent == me and p not in ours:  # an orphan given to us
+                        with contextlib.suppress(ChildProcessError):
+                            os.waitpid(p, os.WNOHANG)
+                elif p in killed or proc.session in sessions or proc.parent != me:
                     live.append(p)
-                elif proc.parent == me and p not in ours:  # an orphan of the task given to us
-                    with contextlib.suppress(ChildProcessError):
-                        os.waitpid(p, os.WNOHANG)
             if not live or time.monotonic() > deadline:
                 break
             for p in live:
