@@ -114,7 +114,7 @@ def test_the_pools_verbs_on_live_workers(site, workdirs):
         assert pool.start_costs and 0 < pool.start_costs[0] < 20
         call = pool.submit("lab-0", run_task, {"id": 1, "kind": "shell", "command": "sleep 60"}, 1, None)
         time.sleep(0.3)
-        pool.stop_task("lab-0")  # killed on the host (no psutil there: /proc), the worker lives on
+        pool.stop_task("lab-0", call)  # killed on the host (no psutil there: /proc), the worker lives on
         assert call.result(10)["exit_code"] == 128 + 9
         call = pool.submit("lab-0", run_task, {"id": 2, "kind": "shell", "command": "sleep 60"}, 1, None)
         pool.kill("lab-0")

@@ -122,3 +122,48 @@ def test_a_worker_killed_while_it_kills_its_task_leaves_nothing_stopped(tmp_path
             w.close()
             _end(_pids(pids, 0))
     assert not any(stopped.values()), {d: len(s) for d, s in stopped.items()}
+
+
+def test_a_kill_names_its_call_a_queued_one_starts_nothing_and_the_running_one_is_spared(tmp_path):
+    """Call 2 waits behind call 1 when the driver kills it (its copy lost before it began): call 1
+    runs to its end untouched, and call 2 answers at once that its command never started."""
+    w = _Worker(tmp_path)
+    try:
+        first = {"id": 0, "kind": "shell", "command": "sleep 0.5; echo one"}
+        w.send({"id": 1, "op": "task", "args": [first]})
+        w.send({"id": 2, "op": "task", "args": [{"id": 1, "kind": "shell", "command": "sleep 60"}]})
+        w.send({"op": "kill", "id": 2})
+        first = w.answer()
+        assert first["id"] == 1 and first["result"]["exit_code"] == 0, first
+        assert first["result"]["stdout_tail"].strip() == "one"
+        t0 = time.monotonic()
+        second = w.answer()
+        assert second["id"] == 2 and second["result"]["exit_code"] == 128 + 9, second
+        assert "killed before its command started" in second["result"]["stderr_tail"], second
+        assert time.monotonic() - t0 < 5
+    finally:
+        w.close()
+
+
+def test_a_killed_batch_starts_none_of_its_next_tasks(tmp_path):
+    """A batch of three sleepers killed while its first runs: the first dies, the other two never
+    start (all three answer at once), and the worker runs the next call."""
+    from skylease.runtime.batch import batch_payload
+
+    pids = tmp_path / "pids"
+    tasks = [{"id": i, "kind": "shell", "command": f"echo $$ >> {pids}; exec sleep 60"} for i in range(3)]
+    w = _Worker(tmp_path)
+    try:
+        w.send({"id": 1, "op": "batch", "args": [batch_payload(tasks, [1, 1, 1])]})
+        _pids(pids, 1)
+        t0 = time.monotonic()
+        w.send({"op": "kill", "id": 1})
+        answer = w.answer()
+        assert time.monotonic() - t0 < 5
+        assert [o["exit_code"] for o in answer["result"]] == [128 + 9] * 3, answer
+        assert len(_pids(pids, 0)) == 1  # the other two never started
+        w.send({"id": 2, "op": "task", "args": [{"id": 3, "kind": "shell", "command": "echo next"}]})
+        assert w.answer()["result"]["exit_code"] == 0
+    finally:
+        w.close()
+        _end(_pids(pids, 0))

@@ -74,8 +74,9 @@ class WorkerBackend(Protocol):
         """Call ``fn(*args)`` (run_task or run_batch) on the worker at ``address`` only."""
         ...
 
-    def stop_task(self, address: str) -> None:
-        """Kill the processes of the task the worker runs (a losing copy); the worker lives on."""
+    def stop_task(self, address: str, call: WorkerCall) -> None:
+        """Kill the processes of ``call``, the task the worker runs (a losing copy); the worker
+        lives on."""
         ...
 
     def stop(self, name: str, address: str | None) -> None:

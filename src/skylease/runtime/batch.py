@@ -4,10 +4,11 @@ batch."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Sequence
 from typing import Any
 
-from skylease.runtime.execute import run_task
+from skylease.runtime.execute import Starter, run_task
 
 
 def batch_payload(tasks: Sequence[dict[str, Any]], attempts: Sequence[int]) -> str:
@@ -16,11 +17,11 @@ def batch_payload(tasks: Sequence[dict[str, Any]], attempts: Sequence[int]) -> s
     return json.dumps({"tasks": list(tasks), "attempts": list(attempts)})
 
 
-def run_batch(payload: str, timeout_s: float | None = None) -> list[dict]:
+def run_batch(payload: str, timeout_s: float | None = None, start: Starter = subprocess.Popen) -> list[dict]:
     """Run the tasks of ``payload`` (:func:`batch_payload`) one after the other on this worker; one
-    outcome per task, in order."""
+    outcome per task, in order (``start``: as :func:`run_task`'s)."""
     batch = json.loads(payload)
     tasks, attempts = batch["tasks"], batch["attempts"]
     if len(tasks) != len(attempts):  # (not zip's strict=: a worker on an SSH host may run Python 3.9)
         raise ValueError(f"{len(tasks)} tasks but {len(attempts)} attempts")
-    return [run_task(tasks[i], attempts[i], timeout_s) for i in range(len(tasks))]
+    return [run_task(tasks[i], attempts[i], timeout_s, start) for i in range(len(tasks))]

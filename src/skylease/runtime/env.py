@@ -758,7 +758,7 @@ class WorkerEnvironment:
                 self.dispatch.stopping(oh)
                 addr = self._addr.get(other)
                 if addr is not None:
-                    self.backends[oh.pool].stop_task(addr)
+                    self.backends[oh.pool].stop_task(addr, fut)
                 fut.cancel()
             # a copy in a batch of tiny tasks runs on (its result is ignored): the batch goes on
 

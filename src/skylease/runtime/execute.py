@@ -48,6 +48,15 @@ TAIL_BYTES = 2048
 KILL_GRACE_S = 1.0
 #: Exit code of a timed-out task (as ``timeout(1)``).
 TIMEOUT_EXIT = 124
+
+
+class Refused(Exception):
+    """Raised by a task's starter (see :func:`run_task`) that will not start its command: the task
+    was killed before its command began (a worker's kill and its start exclude each other)."""
+
+
+#: What starts a task's command: :class:`subprocess.Popen`, or a worker's guard around it.
+Starter = Callable[..., subprocess.Popen]
 #: Exit code of a task whose files could not be staged (a transferred file that cannot be written,
 #: a returned one missing or too large) while its command succeeded: skylease's own failure, as
 #: ``env(1)`` and ``docker run`` use 125 for theirs.
@@ -119,11 +128,15 @@ def _wait_exit(proc: subprocess.Popen, deadline: float) -> bool:
     return True
 
 
-def _run_shell(command: str, timeout_s: float | None, cwd: str | None = None) -> tuple[int, str, str]:
+def _run_shell(command: str, timeout_s: float | None, cwd: str | None = None,
+               start: Starter = subprocess.Popen) -> tuple[int, str, str]:
     """Exit code and output tails of ``sh -c command`` (in ``cwd``, default the worker's folder),
     its process group killed on timeout."""
-    proc = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, cwd=cwd)
+    try:
+        proc = start(command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, start_new_session=True, cwd=cwd)
+    except Refused:
+        return 128 + signal.SIGKILL, "", "[skylease] killed before its command started\n"
     assert proc.stdout is not None and proc.stderr is not None
     out_buf, err_buf = bytearray(), bytearray()
     bufs = {proc.stdout.fileno(): out_buf, proc.stderr.fileno(): err_buf}
@@ -204,8 +217,10 @@ def _run_python(task: dict[str, Any]) -> tuple[int, str, str | None]:
     return 0, "", shown[:TAIL_BYTES]
 
 
-def run_task(task: dict, attempt: int = 1, timeout_s: float | None = None) -> dict:
-    """Run one attempt of a task (a JobTask's JSON) here; return its outcome as a plain dict."""
+def run_task(task: dict, attempt: int = 1, timeout_s: float | None = None,
+             start: Starter = subprocess.Popen) -> dict:
+    """Run one attempt of a task (a JobTask's JSON) here; return its outcome as a plain dict.
+    ``start`` starts a shell task's command (a worker passes its guard: runtime/worker.py)."""
     started = time.time()
     t0 = time.perf_counter()
     kind = task.get("kind")
@@ -213,10 +228,10 @@ def run_task(task: dict, attempt: int = 1, timeout_s: float | None = None) -> di
     files = task.get("files")
     staged: dict[str, Any] | None = None
     if files is not None and kind == "shell":
-        code, out, err, staged = _run_in_folder(task, files, timeout_s)
+        code, out, err, staged = _run_in_folder(task, files, timeout_s, start)
     elif kind == "shell":
         try:
-            code, out, err = _run_shell(task["command"], timeout_s)
+            code, out, err = _run_shell(task["command"], timeout_s, start=start)
         except OSError as exc:  # no sh, no fork, too many open files: this attempt failed
             code, out, err = 127, "", _tail(f"[skylease] cannot start the command: {exc}\n".encode())
     elif kind == "python":
@@ -267,8 +282,8 @@ def _make_folder(task: dict[str, Any]) -> str:
     return tempfile.mkdtemp(prefix=f"skylease-task{task.get('id')}-", dir=base)
 
 
-def _run_in_folder(task: dict[str, Any], files: dict[str, Any], timeout_s: float | None
-                   ) -> tuple[int, str, str, dict[str, Any]]:
+def _run_in_folder(task: dict[str, Any], files: dict[str, Any], timeout_s: float | None,
+                   start: Starter = subprocess.Popen) -> tuple[int, str, str, dict[str, Any]]:
     """Run a shell task in a fresh working folder of its own: write its transferred files there,
     run, read its returned files back (base64), remove the folder if ``cleanup``.
 
@@ -303,7 +318,7 @@ def _run_in_folder(task: dict[str, Any], files: dict[str, Any], timeout_s: float
         code, out, err = FILES_EXIT, "", _tail(f"[skylease] cannot write the task's files: {exc}\n".encode())
     else:
         try:
-            code, out, err = _run_shell(task["command"], timeout_s, cwd=folder)
+            code, out, err = _run_shell(task["command"], timeout_s, cwd=folder, start=start)
         except OSError as exc:
             code, out, err = 127, "", _tail(f"[skylease] cannot start the command: {exc}\n".encode())
         left = int(files.get("max_bytes") or 0)

@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from skylease.model.errors import UserError
 from skylease.model.instance import InstanceType
+from skylease.runtime.backend import WorkerCall
 from skylease.runtime.batch import run_batch
 from skylease.runtime.worker import kill_children
 
@@ -194,6 +195,11 @@ class LocalWorker:
             if call is not None:
                 call._settle("error", gone)
 
+    def kill_call(self, call: WorkerCall) -> None:
+        """Kill ``call``'s processes (or, if it is not yet running, the command it would start);
+        the worker lives on."""
+        self.send({"op": "kill", "id": call.id} if isinstance(call, Call) else {"op": "kill"})
+
     def close(self) -> None:
         """Released: the worker ends (its running task killed) when its input closes."""
         with self._lock, contextlib.suppress(OSError, ValueError):
@@ -229,11 +235,12 @@ class LocalPool:
         """Call ``fn`` (run_task or run_batch) with ``args`` on the worker at ``address``."""
         return self.procs[address].submit("batch" if fn is run_batch else "task", args)
 
-    def stop_task(self, address: str) -> None:
-        """Kill the processes of the task the worker runs (a losing copy); the worker lives on."""
+    def stop_task(self, address: str, call: WorkerCall) -> None:
+        """Kill the processes of ``call``, the task the worker runs (a losing copy); the worker
+        lives on."""
         w = self.procs.get(address)
         if w is not None:
-            w.send({"op": "kill"})
+            w.kill_call(call)
 
     def stop(self, name: str, address: str | None) -> None:
         """Release: the worker's input is closed, it ends; killed at close if it has not."""
@@ -379,7 +386,7 @@ class ClusterPool:
         """Call ``fn`` with ``args`` on the worker at ``address`` (that worker only); a Dask future."""
         return self._client.submit(fn, *args, workers=[address], allow_other_workers=False, pure=False)
 
-    def stop_task(self, address: str) -> None:
+    def stop_task(self, address: str, call: WorkerCall) -> None:
         """Kill the processes of the task the worker runs (a losing copy)."""
         with contextlib.suppress(Exception):
             self._client.run(kill_children, workers=[address], wait=False)

@@ -42,6 +42,7 @@ from typing import Any
 
 from skylease.model.errors import UserError
 from skylease.model.instance import InstanceType
+from skylease.runtime.backend import WorkerCall
 from skylease.runtime.batch import run_batch
 from skylease.runtime.leases.ssh import SshConnection, SshError, SshTarget
 from skylease.runtime.pools import Call, LocalWorker
@@ -269,11 +270,12 @@ class SshPool:
     def submit(self, address: str, fn: Callable[..., Any], *args: Any) -> Call:
         return self._placed[address].worker.submit("batch" if fn is run_batch else "task", args)
 
-    def stop_task(self, address: str) -> None:
-        """Kill the processes of the task the worker runs (on its host); the worker lives on."""
+    def stop_task(self, address: str, call: WorkerCall) -> None:
+        """Kill the processes of ``call``, the task the worker runs (on its host); the worker lives
+        on."""
         s = self._placed.get(address)
         if s is not None:
-            s.worker.send({"op": "kill"})
+            s.worker.kill_call(call)
 
     def stop(self, name: str, address: str | None) -> None:
         """Released: the worker's input is closed, it ends on its host (its task killed)."""

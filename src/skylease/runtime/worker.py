@@ -14,8 +14,9 @@ task's prints cannot corrupt it):
   callable shipped as base64 cloudpickle, then its JSON arguments; queued: one runs at a
   time, so a batch sent while another runs waits behind it, with no round trip between them),
   ``{"op": "cancel", "id": N}`` (a queued call is dropped; a running one goes on and its answer is
-  ignored by the driver) and ``{"op": "kill"}`` (the processes of the running task are killed: a
-  losing copy). End of input (the driver released the host, or died) ends the worker and the
+  ignored by the driver) and ``{"op": "kill", "id": N}`` (call N's processes are killed and it
+  starts no more; a queued one starts nothing when its turn comes: a losing copy; without an id,
+  the running call). End of input (the driver released the host, or died) ends the worker and the
   processes of its running task.
 """
 
@@ -25,6 +26,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -32,7 +34,7 @@ from collections import deque
 from typing import Any, BinaryIO, NamedTuple
 
 from skylease.runtime.batch import run_batch
-from skylease.runtime.execute import run_task
+from skylease.runtime.execute import Refused, Starter, run_task
 
 
 def kill_children() -> int:
@@ -104,40 +106,46 @@ def _kill_descendants(timeout: float = 5.0) -> int:
     stopped on the way: the tree was once frozen (SIGSTOP) and then killed, and a worker itself
     killed in between left it stopped for good (CI's chaos test did).
 
-    A shell started after the first round in a session none of them was in is a new task's (one
-    that began as the old one ended): it is spared. The orphans given to us are reaped here; the
-    processes our own code started are left to it to reap.
+    Every descendant is the killed call's: the worker starts no command while it kills
+    (:class:`_Inbox`). The orphans given to us are reaped here; the processes our own code started
+    are left to it to reap (their exit codes are its answer). The rounds slow down (1 ms doubling to
+    50 ms), and a process we may not signal is left: one that will not die costs a few dozen scans
+    of /proc until ``timeout``, not a busy core.
     """
     me = os.getpid()
-    first = _descendants(me)
-    ours = {p for p, proc in first.items() if proc.parent == me}
-    sessions = {proc.session for proc in first.values()}
+    procs = _descendants(me)
+    ours = {p for p, proc in procs.items() if proc.parent == me}
     own_group = os.getpgid(0)
     reaper = _subreaper(True)
     killed: set[int] = set()
-    deadline = time.monotonic() + timeout
+    denied: set[int] = set()
+    pause, deadline = 0.001, time.monotonic() + timeout
     try:
-        procs = first
         while True:
             live = []
             for p, proc in procs.items():
-                if proc.ended:
-                    if proc.parent == me and p not in ours:  # an orphan given to us
-                        with contextlib.suppress(ChildProcessError):
-                            os.waitpid(p, os.WNOHANG)
-                elif p in killed or proc.session in sessions or proc.parent != me:
-                    live.append(p)
+                if not proc.ended:
+                    if p not in denied:
+                        live.append(p)
+                elif proc.parent == me and p not in ours:  # an orphan given to us
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(p, os.WNOHANG)
             if not live or time.monotonic() > deadline:
                 break
             for p in live:
                 group = procs[p].group
-                with contextlib.suppress(ProcessLookupError, PermissionError):
+                try:
                     if group != own_group and group in procs:  # a group one of them leads
                         os.killpg(group, signal.SIGKILL)
                     else:
                         os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                except PermissionError:
+                    denied.add(p)
             killed.update(live)
-            time.sleep(0.001)  # (a SIGKILL takes effect when its process is next scheduled)
+            time.sleep(pause)  # (a SIGKILL takes effect when its process is next scheduled)
+            pause = min(0.05, 2 * pause)
             procs = _descendants(me)
     finally:
         if reaper:
@@ -146,20 +154,25 @@ def _kill_descendants(timeout: float = 5.0) -> int:
 
 
 class _Inbox:
-    """Calls waiting to run, fed by the reader thread; cancelled ones are skipped."""
+    """Calls waiting to run, fed by the reader thread; cancelled ones are skipped. It also starts
+    the running call's commands (:meth:`start`), so that a kill and a start exclude each other: a
+    kill that comes before its task's command began would otherwise find nothing to kill and let
+    the command run on (CI saw a task's ``sleep`` outlive its worker so)."""
 
     def __init__(self) -> None:
         self.calls: deque[dict[str, Any]] = deque()
         self.cancelled: set[int] = set()
         self.cond = threading.Condition()
-        self.busy = False  # a call runs: at the end of input its processes are killed
+        self.running: int | None = None  # the call that runs: at the end of input its processes die
+        self.doomed = False  # the running call was killed: it starts no other process
+        self.killed: set[int] = set()  # queued calls killed before they ran: they start nothing
 
     def read(self, src: BinaryIO) -> None:
         for line in src:
             msg = json.loads(line)
             op = msg.get("op")
             if op == "kill":
-                kill_children()
+                self.kill(msg.get("id"))
                 continue
             with self.cond:
                 if op == "cancel":
@@ -168,15 +181,40 @@ class _Inbox:
                     self.calls.append(msg)
                     self.cond.notify()
         # the driver closed our input (released us) or died: our task's processes go with us (an
-        # idle worker has none, and skips psutil's import: a run's end waits for its workers)
+        # idle worker has none)
+        self.end()
+
+    def kill(self, cid: int | None) -> None:
+        """Kill call ``cid`` (None: the one that runs): its processes if it runs, and it starts no
+        more (a batch's next tasks, or the command it was about to start); if it is queued, it
+        starts nothing when its turn comes (its answer says so)."""
+        with self.cond:  # (held throughout: no command of the call starts meanwhile)
+            if cid is not None and cid != self.running:
+                if any(int(m["id"]) == cid for m in self.calls):
+                    self.killed.add(cid)
+                return
+            if self.running is not None:
+                self.doomed = True
+                kill_children()
+
+    def end(self) -> None:
+        """This worker ends, and the processes of its running call with it."""
+        with self.cond:  # (never released: nothing starts after the kill)
+            if self.running is not None:
+                self.doomed = True
+                kill_children()
+            os._exit(0)
+
+    def start(self, *args: Any, **kwargs: Any) -> subprocess.Popen:
+        """Start a command of the running call (:func:`run_task`'s ``start``), unless it was killed."""
         with self.cond:
-            busy = self.busy
-        if busy:
-            kill_children()
-        os._exit(0)
+            if self.doomed:
+                raise Refused
+            return subprocess.Popen(*args, **kwargs)
 
     def next(self) -> dict[str, Any]:
         with self.cond:
+            self.running = None
             while True:
                 while not self.calls:
                     self.cond.wait()
@@ -184,17 +222,19 @@ class _Inbox:
                 if int(msg["id"]) in self.cancelled:
                     self.cancelled.discard(int(msg["id"]))
                     continue
-                self.busy = True
+                self.running = int(msg["id"])
+                self.doomed = self.running in self.killed
+                self.killed.discard(self.running)
                 return msg
 
 
-def _call(msg: dict[str, Any]) -> dict[str, Any]:
+def _call(msg: dict[str, Any], start: Starter) -> dict[str, Any]:
     op, args = msg.get("op"), msg.get("args") or []
     try:
         if op == "task":
-            return {"id": msg["id"], "result": run_task(*args)}
+            return {"id": msg["id"], "result": run_task(*args, start=start)}
         if op == "batch":
-            return {"id": msg["id"], "result": run_batch(*args)}
+            return {"id": msg["id"], "result": run_batch(*args, start=start)}
         if op == "call":  # (base64 cloudpickle of a callable, its JSON arguments): a campaign's cells
             return {"id": msg["id"], "result": _unpickled(args[0])(*args[1:])}
         return {"id": msg["id"], "error": f"unknown call {op!r}"}
@@ -242,15 +282,12 @@ def main() -> None:
     dst.write(json.dumps({"ready": os.getpid()}).encode() + b"\n")
     dst.flush()
     while True:
-        answer = _call(inbox.next())
-        with inbox.cond:
-            inbox.busy = False
+        answer = _call(inbox.next(), inbox.start)
         try:
             dst.write(json.dumps(answer, default=_default).encode() + b"\n")
             dst.flush()
         except OSError:  # the driver is gone
-            kill_children()
-            os._exit(0)
+            inbox.end()
 
 
 if __name__ == "__main__":
