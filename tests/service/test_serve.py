@@ -91,6 +91,22 @@ def test_a_config_file_is_read_and_options_win(tmp_path):
         load_serve_config(tmp_path / "bad.toml")
 
 
+def test_the_log_level_is_a_key_and_an_option_a_wrong_one_is_one_line(tmp_path, capsys):
+    from skylease.model.errors import UserError
+    from skylease.service.server import load_serve_config
+
+    assert load_serve_config(None).log_level == "warning"
+    (tmp_path / "serve.toml").write_text('port = 9000\nlog_level = "info"\n')
+    assert load_serve_config(tmp_path / "serve.toml").log_level == "info"
+    assert load_serve_config(tmp_path / "serve.toml", log_level="debug").log_level == "debug"
+    (tmp_path / "bad.toml").write_text('log_level = "loud"\n')
+    with pytest.raises(UserError, match=r"bad.toml:1: log_level: "):
+        load_serve_config(tmp_path / "bad.toml")
+    assert main(["serve", "--log-level", "loud"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "skylease serve: error: --log-level: 'loud' is not one of 'warning', 'info', 'debug'"]
+
+
 def test_a_port_in_use_is_one_line(tmp_path):
     from skylease.model.errors import UserError
     from skylease.service.server import load_serve_config, serve

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +15,14 @@ from skylease.cli.common import JsonOption, err, out
 from skylease.cli.format import duration_option
 
 # -- serve ------------------------------------------------------------------------------------
+
+
+class LogLevel(StrEnum):
+    warning = "warning"
+    info = "info"
+    debug = "debug"
+
+
 ServeConfigOption = Annotated[Path | None, typer.Option("--config", help="The server's TOML file "
                                                         "(options given here win over it).")]
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL: sqlite:///FILE or "
@@ -54,6 +63,9 @@ def serve_cmd(
     calibrate: Annotated[str | None, typer.Option(metavar="IMAGE", help="Calibrate the VM overheads with "
                                                   "this VM image of the site's repository at the first "
                                                   "start (kept in the data folder).")] = None,
+    log_level: Annotated[LogLevel | None, typer.Option(help="What the log (standard error) shows: warning "
+                                                       "(default), info (each payload's and VM's start, "
+                                                       "a VM's by step), debug.")] = None,
 ) -> None:
     """Run the lease manager as a server until SIGTERM or Ctrl-C."""
     if ctx.invoked_subcommand is not None:
@@ -63,7 +75,8 @@ def serve_cmd(
     cfg = load_serve_config(config, host=host, port=port, db=db, db_password_file=db_password_file,
                             data_dir=data_dir, time_scale=time_scale, site=site, scheduler=scheduler,
                             grace=grace, tls_cert=tls_cert, tls_key=tls_key,
-                            allow_remote=allow_remote or None, calibrate=calibrate)
+                            allow_remote=allow_remote or None, calibrate=calibrate,
+                            log_level=None if log_level is None else log_level.value)
     served = serve(cfg, announce=lambda s: out.line(s.line()), warn=_serve_warning)
     out.line(f"skylease serve: stopped ({served.url})")
 

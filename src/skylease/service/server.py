@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationError
 from sqlalchemy.engine import Engine
@@ -119,6 +119,9 @@ class ServeConfig(FileModel):
     # a VM image of the site's repository: the VM overheads calibrated with it at the first start
     # (kept in the data folder: service/calibration.py)
     calibrate: Annotated[str, Field(min_length=1, max_length=255)] | None = None
+    # what the server's log shows: "info" adds each payload's and VM's start (a VM's by step: where
+    # a slow resumption went), image carries and reservations; "debug" the enactment's every call
+    log_level: Literal["warning", "info", "debug"] = "warning"
     extensions: ExtensionsTable = ExtensionsTable()  # (file only) the site's rules for extensions
     # warnings before a lease's end (docs/decisions/before-end-warnings.md, service/warning_config.py):
     # lease seconds before its planned end when its request names none (0: none), the webhook URL
@@ -477,6 +480,7 @@ def _serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None,
         if site is not None:
             check_site_hosts(site)
     logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
+    logging.getLogger("skylease").setLevel(cfg.log_level.upper())  # (the libraries' own stay at warnings)
     # qemu.qmp logs a connection that QEMU's end cut as its own error; the enactment reports what
     # it means in its own words (a guest that could not start, resume or be saved)
     logging.getLogger("qemu.qmp").setLevel(logging.CRITICAL)

@@ -159,7 +159,9 @@ class LocalVms:
         state when its folder has one; returns once it runs. :class:`VmFailed` with the reason
         otherwise (nothing of it left running)."""
         site = self.nodes.site
+        marks = [("", time.monotonic())]  # (each step's end: the log says where a slow start went)
         real = self._image(node, image)
+        marks.append(("image", time.monotonic()))
         try:
             binary = self._binary()
             _spec(real, real, memory_mb, cpus).check(site.nodes[node].capacity.memory)
@@ -168,20 +170,25 @@ class LocalVms:
         seen_image = Path(IMAGES_DIR) / image
         spec = _spec(real, seen_image, memory_mb, cpus)
         accel = self._accel(_spec(real, real, memory_mb, cpus), binary, node, image)
+        marks.append(("accel", time.monotonic()))
         files, seen = GuestFiles(self.folder(lease, vnode)), self.seen(vnode)
         try:
             resume, disk_format = self._prepare(files, real, seen_image, spec, node, image)
         except (UserError, OSError) as exc:
             raise VmFailed(str(exc)) from None
+        marks.append(("prepare", time.monotonic()))
         argv = command_line(binary, spec, seen, accel, disk_format=disk_format, incoming=resume)
         p = self._spawn_qemu(lease, vnode, node, argv, env=env, image=image, real=real, accel=accel)
+        marks.append(("spawn", time.monotonic()))
         t0 = time.monotonic()
         try:
             monitor = self._connect(p, files)
+            marks.append(("QMP", time.monotonic()))
             cmd = self._commands(p, monitor)
             if resume:
                 load_state(cmd, lambda: self._alive(p), seen.state, files.folder.name,
                            lambda: self._last_words(p))
+                marks.append(("restore", time.monotonic()))
                 self._unlink(files.state)
             elif (status := cmd("query-status")["status"]) != "running":
                 raise GuestError(f"QEMU is {status} after its start, not running")
@@ -189,9 +196,11 @@ class LocalVms:
             self._kill(p, 0.0, term=False)  # (SIGKILL at once: nothing of it to keep)
             self._drop(p)
             raise VmFailed(str(exc), p) from None
-        log.info("lease %d VM %d: QEMU %s on %s (pid %d, %s, %d MB, %d CPUs) in %.2f s", lease, vnode,
+        marks.append(("end", time.monotonic()))
+        steps = ", ".join(f"{name} {t - marks[i][1]:.2f}" for i, (name, t) in enumerate(marks[1:]))
+        log.info("lease %d VM %d: QEMU %s on %s (pid %d, %s, %d MB, %d CPUs) in %.2f s (%s s)", lease, vnode,
                  "resumed" if resume else "started", site.nodes[node].name, p.pid, accel, memory_mb, cpus,
-                 time.monotonic() - t0)
+                 time.monotonic() - t0, steps)
         return p
 
     # -- where the VM runs: this machine (a host's enactment overrides these: host_vms.py) ---------
