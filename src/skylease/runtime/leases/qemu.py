@@ -66,6 +66,8 @@ COMMAND_TIMEOUT_S = 10.0
 #: should go as fast as the disk takes it.
 SAVE_BANDWIDTH = 1 << 40
 _POLL_S = 0.05
+#: The first pause of a poll for a save's or a load's end (doubling to _POLL_S).
+_FIRST_POLL_S = 0.005
 #: Seconds a QEMU whose monitor stopped answering has to exit before that counts as a QMP failure.
 EXIT_AFTER_QMP_S = 3.0
 
@@ -306,6 +308,7 @@ def save_state(cmd: Command, seen: Path, real: Path, name: str, timeout: float =
     cmd("migrate-set-parameters", {"max-bandwidth": SAVE_BANDWIDTH})
     cmd("migrate", {"uri": exec_uri("cat >", seen.with_name(seen.name + ".part"))})
     deadline = t0 + timeout
+    pause = _FIRST_POLL_S
     while True:
         info = cmd("query-migrate")
         status = info.get("status")
@@ -321,7 +324,8 @@ def save_state(cmd: Command, seen: Path, real: Path, name: str, timeout: float =
                 cmd("cont")
             unlink(part)
             raise GuestError(f"guest {name}: saving its state took over {timeout:g} s")
-        time.sleep(_POLL_S)
+        time.sleep(pause)
+        pause = min(_POLL_S, 2 * pause)
     rename(part, real)
     with contextlib.suppress(GuestError):
         cmd("quit")
@@ -334,22 +338,25 @@ def load_state(cmd: Command, alive: Callable[[], bool], seen: Path, name: str, w
     (``why_dead()`` once it has ended) when it cannot, or after ``timeout`` seconds."""
     cmd("migrate-incoming", {"uri": exec_uri("cat", seen)})
     deadline = time.monotonic() + timeout
+    pause = _FIRST_POLL_S
     while True:
         if not alive():
             raise GuestError(f"guest {name}: QEMU could not load {seen}: {why_dead()}")
-        try:
+        try:  # (one command a round while it loads: over a host's SSH bridge each is a round trip)
             info = cmd("query-migrate")
-            running = cmd("query-status")["status"]
+            status = info.get("status")
+            done = status == "completed" and cmd("query-status")["status"] != "inmigrate"
         except GuestError:  # QEMU ended between our check and the command: the check above says why
             continue
-        if info.get("status") == "failed":
+        if status == "failed":
             why = info.get("error-desc", "no reason given")
             raise GuestError(f"guest {name}: loading {seen} failed: {why}")
-        if running != "inmigrate":
+        if done:
             break
         if time.monotonic() >= deadline:
             raise GuestError(f"guest {name}: loading {seen} took over {timeout:g} s")
-        time.sleep(_POLL_S)
+        time.sleep(pause)  # (a load takes a tenth of a second or so: polled finely at first)
+        pause = min(_POLL_S, 2 * pause)
     cmd("cont")
 
 
