@@ -479,7 +479,10 @@ def _serve(cfg: ServeConfig, *, manager_factory: ManagerFactory | None,
         _, site = _local_parts(cfg)  # a wrong scheduler or site file: said before anything is created
         if site is not None:
             check_site_hosts(site)
-    logging.basicConfig(level=logging.WARNING, format="skylease serve: %(levelname)s: %(message)s")
+    # (a finer log is read for when things happened: its lines carry the time, to the millisecond)
+    when = "" if cfg.log_level == "warning" else "%(asctime)s.%(msecs)03d "
+    logging.basicConfig(level=logging.WARNING, format=f"skylease serve: {when}%(levelname)s: %(message)s",
+                        datefmt="%H:%M:%S")
     logging.getLogger("skylease").setLevel(cfg.log_level.upper())  # (the libraries' own stay at warnings)
     # qemu.qmp logs a connection that QEMU's end cut as its own error; the enactment reports what
     # it means in its own words (a guest that could not start, resume or be saved)

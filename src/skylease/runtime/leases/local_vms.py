@@ -360,8 +360,8 @@ class LocalVms:
         files, seen = GuestFiles(self.folder(p.lease, p.vnode)), self.seen(p.vnode)
         cmd = self._commands(p, self._monitor(p, files))
         try:
-            save_state(cmd, seen.state, files.state, f"lease {p.lease} VM {p.vnode}", timeout,
-                       unlink=self._unlink, rename=self._rename)
+            written = save_state(cmd, seen.state, files.state, f"lease {p.lease} VM {p.vnode}", timeout,
+                                 unlink=self._unlink, rename=self._rename)
         except OSError as exc:  # (its state file did not come: QEMU's writer failed)
             raise GuestError(f"its state file: {exc.strerror or exc}") from None
         deadline = time.monotonic() + COMMAND_TIMEOUT_S
@@ -371,7 +371,8 @@ class LocalVms:
             self._kill(p, 0.0, term=False)  # its state is saved: QEMU has nothing left to do
         self._drop(p)
         seconds = time.monotonic() - t0
-        log.info("lease %d VM %d: saved to %s in %.2f s", p.lease, p.vnode, files.state, seconds)
+        log.info("lease %d VM %d: saved to %s (%.1f MB of memory written) in %.2f s", p.lease, p.vnode,
+                 files.state, written / 1e6, seconds)
         return seconds
 
     def shutdown(self, p: Payload, grace_s: float = 5.0) -> bool:

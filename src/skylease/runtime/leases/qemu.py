@@ -295,12 +295,12 @@ def _unlink(path: Path) -> None:
 
 def save_state(cmd: Command, seen: Path, real: Path, name: str, timeout: float = 60.0, *,
                unlink: Callable[[Path], None] = _unlink,
-               rename: Callable[[Path, Path], None] = Path.replace) -> None:
+               rename: Callable[[Path, Path], None] = Path.replace) -> int:
     """Save a guest's state over QMP (``cmd(name, arguments)``): ``stop``, ``migrate`` to
     ``seen.part`` (the path as QEMU sees it: a sandboxed QEMU sees another file system), renamed to
     ``real`` (the same file where ``unlink`` and ``rename`` act: this machine's, or a host's) once
-    complete, then ``quit``. GuestError (the guest going on where it was) when the save fails or
-    takes over ``timeout`` seconds."""
+    complete, then ``quit``; the bytes of memory written (QEMU's count). GuestError (the guest going
+    on where it was) when the save fails or takes over ``timeout`` seconds."""
     t0 = time.monotonic()
     part = real.with_name(real.name + ".part")
     unlink(part)
@@ -329,6 +329,7 @@ def save_state(cmd: Command, seen: Path, real: Path, name: str, timeout: float =
     rename(part, real)
     with contextlib.suppress(GuestError):
         cmd("quit")
+    return int((info.get("ram") or {}).get("transferred") or 0)
 
 
 def load_state(cmd: Command, alive: Callable[[], bool], seen: Path, name: str, why_dead: Callable[[], str],
