@@ -154,6 +154,9 @@ def serve_calibrate_cmd(
     output: Annotated[Path | None, typer.Option("--out", help="Write the scheduler configuration there "
                                                 "(for `skylease serve --scheduler FILE`).")] = None,
     base: Annotated[str, typer.Option(help="The configuration the calibrated keys change.")] = "NOVM-SR",
+    pause: Annotated[float, typer.Option(min=0.0, max=3600.0, help="Seconds each guest stays saved before "
+                                         "it is resumed (a resumption is slower the longer its guest "
+                                         "was saved; default 0: at once).")] = 0.0,
     as_json: JsonOption = False,
 ) -> None:
     """Boot guests of each memory size on each machine of the site; time their start, save, resume
@@ -161,7 +164,8 @@ def serve_calibrate_cmd(
     from skylease.service.calibration import calibrate
 
     keys, samples, text = calibrate(site, image, sizes, time_scale, base,
-                                    say=None if as_json else (lambda s: err.line(f"calibrate: {s}")))
+                                    say=None if as_json else (lambda s: err.line(f"calibrate: {s}")),
+                                    pause_s=pause)
     if output is not None:
         part = output.with_name(output.name + ".part")
         part.write_text(text)

@@ -33,11 +33,14 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def calibrate(site_file: Path, image: str, sizes: str, time_scale: float, base: str,
-              say: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[Sample], str]:
-    """The fitted keys, the samples and the configuration file's text (checked: it loads)."""
+              say: Callable[[str], None] | None = None, pause_s: float = 0.0
+              ) -> tuple[dict[str, Any], list[Sample], str]:
+    """The fitted keys, the samples and the configuration file's text (checked: it loads); each
+    guest is resumed ``pause_s`` seconds after its save."""
     load_config(base)  # (a wrong base is said before any guest boots)
     site = load_site(site_file)
-    keys, samples = calibrate_site(site, image, parse_sizes(sizes), time_scale, say=say or (lambda _: None))
+    keys, samples = calibrate_site(site, image, parse_sizes(sizes), time_scale, say=say or (lambda _: None),
+                                   pause_s=pause_s)
     text = to_toml(keys, samples, time_scale, base)
     with tempfile.TemporaryDirectory(prefix="skylease-calibrated-") as tmp:  # (what is written loads)
         check = Path(tmp) / "calibrated.toml"

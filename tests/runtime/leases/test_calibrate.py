@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import time
+import types
 from pathlib import Path
 
 import pytest
 
 from skylease.cli import main
 from skylease.experiments.leases import load_config
-from skylease.runtime.leases.calibrate import MAX_RATE, Sample, fit, reserved_s
+from skylease.runtime.leases.calibrate import MAX_RATE, Sample, fit, measure, reserved_s
 
 
 def sample(machine: str, m: int, suspend: float, resume: float, off: float | None = 0.3) -> Sample:
@@ -57,6 +59,50 @@ def test_a_guest_that_never_powered_off_gives_no_shutdown_time():
     assert keys["shutdown_s"] is None
 
 
+class _Enactment:
+    """An enactment that records when each of its calls came (the order and the pause of
+    :func:`measure`; the real one is timed by the integration test below)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, float]] = []
+        self._ended: list[object] = []
+        self._n = 0
+
+    def _payload(self, lease: int) -> object:
+        self._n += 1
+        return types.SimpleNamespace(pid=self._n, lease=lease)
+
+    def spawn_vm(self, lease, vnode, node, **kwargs):
+        self.calls.append(("spawn", time.monotonic()))
+        return self._payload(lease)
+
+    def suspend_vm(self, p):
+        self.calls.append(("save", time.monotonic()))
+        self._ended.append(p)
+        return 0.0
+
+    def shutdown(self, p, grace_s):
+        self._ended.append(p)
+        return True
+
+    def shutdown_vm(self, p, grace_s):
+        self.calls.append(("off", time.monotonic()))
+        self._ended.append(p)
+        return True
+
+    def exited(self):
+        ended, self._ended = self._ended, []
+        return ended
+
+
+def test_each_guest_is_resumed_the_pause_after_its_save():
+    nodes = _Enactment()
+    samples = measure(nodes, [("m", 0)], ["node0"], "guest", [96], settle_s=0.0, pause_s=0.3)
+    assert [name for name, _ in nodes.calls] == ["spawn", "spawn", "save", "spawn", "off"]  # (first: untimed)
+    (_, saved), (_, resumed) = nodes.calls[2], nodes.calls[3]
+    assert resumed - saved >= 0.3 and len(samples) == 1
+
+
 # -- through the command line ----------------------------------------------------------------------
 def site_with(tmp_path: Path, memory: int = 512, image_dir: Path | None = None) -> Path:
     repo = tmp_path / "repo"
@@ -74,6 +120,7 @@ def site_with(tmp_path: Path, memory: int = 512, image_dir: Path | None = None) 
     (["--image", "guest", "--sizes", "abc"], "--sizes", "a comma-separated list of whole MB"),
     (["--image", "guest", "--sizes", "1024"], "--sizes", "1024 MB is beyond node node0's 512 MB"),
     (["--image", "guest", "--base", "NOPE"], "--config", "unknown configuration 'NOPE'"),
+    (["--image", "guest", "--pause", "-1"], "--pause", "-1.0 is not in the range"),
 ])
 def test_a_wrong_calibration_is_one_line_and_exit_2_before_any_guest_boots(tmp_path, capsys, args, field,
                                                                           said):

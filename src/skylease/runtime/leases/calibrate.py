@@ -52,10 +52,11 @@ class Sample:
 
 def measure(nodes: Any, targets: Sequence[tuple[str, int]], names: Sequence[str], image: str,
             sizes: Sequence[int], *, settle_s: float = SETTLE_S, grace_s: float = SHUTDOWN_GRACE_S,
-            say: Callable[[str], None] = lambda _: None) -> list[Sample]:
+            pause_s: float = 0.0, say: Callable[[str], None] = lambda _: None) -> list[Sample]:
     """A :class:`Sample` per (machine, node index) of ``targets`` and memory size: guests booted from
-    ``image`` by ``nodes`` (the site's enactment; ``names``: its nodes' names), one at a time.
-    ``say`` is told of each step (progress)."""
+    ``image`` by ``nodes`` (the site's enactment; ``names``: its nodes' names), one at a time, each
+    resumed ``pause_s`` seconds after its save (a resumption is slower the longer its guest stayed
+    saved: docs/decisions/vm-calibration.md). ``say`` is told of each step (progress)."""
     out = []
     lease = CALIBRATION_LEASE
     for machine, k in targets:
@@ -73,6 +74,7 @@ def measure(nodes: Any, targets: Sequence[tuple[str, int]], names: Sequence[str]
             time.sleep(settle_s)
             suspend = nodes.suspend_vm(p)
             _wait_exit(nodes, p, 10.0)  # (its exit is the save's)
+            time.sleep(pause_s)
             t0 = time.monotonic()
             p = nodes.spawn_vm(lease, 0, k, image=image, memory_mb=m, cpus=1)
             resume = time.monotonic() - t0
@@ -178,7 +180,7 @@ def to_toml(keys: dict[str, Any], samples: Sequence[Sample], time_scale: float, 
 
 def calibrate_site(site: Any, image: str, sizes: Sequence[int], time_scale: float, *,
                    say: Callable[[str], None] = lambda _: None,
-                   settle_s: float = SETTLE_S) -> tuple[dict[str, Any], list[Sample]]:
+                   settle_s: float = SETTLE_S, pause_s: float = 0.0) -> tuple[dict[str, Any], list[Sample]]:
     """Measure the first node of each machine of ``site`` (this machine's nodes, each host) with
     guests of ``sizes`` MB booted from the repository's ``image``, through the enactment the server
     uses, in a folder of its own (removed after); the fitted keys (:func:`fit`) and the samples.
@@ -214,7 +216,8 @@ def calibrate_site(site: Any, image: str, sizes: Sequence[int], time_scale: floa
             sandbox = probe(Path(tmp))
         nodes = SiteNodes(site, Path(tmp), f"calibrate-{uuid.uuid4().hex[:8]}", sandbox=sandbox)
         try:
-            samples = measure(nodes, targets, site.names, image, sizes, settle_s=settle_s, say=say)
+            samples = measure(nodes, targets, site.names, image, sizes, settle_s=settle_s, pause_s=pause_s,
+                              say=say)
         except GuestError as exc:  # (QEMU missing, a guest that does not start: one line)
             raise UserError(f"a calibration guest failed: {exc}", field="--image") from None
         finally:
