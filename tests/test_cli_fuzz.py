@@ -78,7 +78,7 @@ EXEMPT = {
 # server): every case of theirs runs, not only those click refuses.
 CHECKED_FIRST = {("qos deposit", "credits"), ("qos order", "credits"), ("login", "server"),
                  ("leases request", "duration"), ("leases when", "duration"), ("leases when", "not_before"),
-                 ("leases extend", "by")}
+                 ("leases extend", "by"), ("serve", "log_level")}
 # The commands that list a server's list route (src/skylease/service/paging.py): each takes --limit
 # (click's bounds: the server's page, so its wrong values are fuzzed as any number's) and --all (a
 # flag); tests/service/test_serve.py and test_qos_cli.py run them against a server.

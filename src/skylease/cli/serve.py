@@ -64,8 +64,8 @@ def serve_cmd(
                                                   "this VM image of the site's repository at the first "
                                                   "start (kept in the data folder).")] = None,
     log_level: Annotated[LogLevel | None, typer.Option(help="What the log (standard error) shows: warning "
-                                                       "(default), info (each payload's and VM's start, "
-                                                       "a VM's by step), debug.")] = None,
+                                                       "(default), info (each VM's start step by step, its "
+                                                       "save, image carries), debug.")] = None,
 ) -> None:
     """Run the lease manager as a server until SIGTERM or Ctrl-C."""
     if ctx.invoked_subcommand is not None:

@@ -48,6 +48,12 @@ TAIL_BYTES = 2048
 KILL_GRACE_S = 1.0
 #: Exit code of a timed-out task (as ``timeout(1)``).
 TIMEOUT_EXIT = 124
+#: Exit code of a task whose files could not be staged (a transferred file that cannot be written,
+#: a returned one missing or too large) while its command succeeded: skylease's own failure, as
+#: ``env(1)`` and ``docker run`` use 125 for theirs.
+FILES_EXIT = 125
+#: Where the per-task working folders are made, when the worker's environment names a place.
+WORKDIR_ENV = "SKYLEASE_WORKDIR"
 
 
 class Refused(Exception):
@@ -57,12 +63,7 @@ class Refused(Exception):
 
 #: What starts a task's command: :class:`subprocess.Popen`, or a worker's guard around it.
 Starter = Callable[..., subprocess.Popen]
-#: Exit code of a task whose files could not be staged (a transferred file that cannot be written,
-#: a returned one missing or too large) while its command succeeded: skylease's own failure, as
-#: ``env(1)`` and ``docker run`` use 125 for theirs.
-FILES_EXIT = 125
-#: Where the per-task working folders are made, when the worker's environment names a place.
-WORKDIR_ENV = "SKYLEASE_WORKDIR"
+
 
 _HOST = socket.gethostname()
 _READ_CHUNK = 65536

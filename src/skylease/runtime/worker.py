@@ -221,6 +221,7 @@ class _Inbox:
                 msg = self.calls.popleft()
                 if int(msg["id"]) in self.cancelled:
                     self.cancelled.discard(int(msg["id"]))
+                    self.killed.discard(int(msg["id"]))  # (the driver kills a copy, then cancels it)
                     continue
                 self.running = int(msg["id"])
                 self.doomed = self.running in self.killed

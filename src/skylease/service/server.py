@@ -119,8 +119,9 @@ class ServeConfig(FileModel):
     # a VM image of the site's repository: the VM overheads calibrated with it at the first start
     # (kept in the data folder: service/calibration.py)
     calibrate: Annotated[str, Field(min_length=1, max_length=255)] | None = None
-    # what the server's log shows: "info" adds each payload's and VM's start (a VM's by step: where
-    # a slow resumption went), image carries and reservations; "debug" the enactment's every call
+    # what the server's log shows: "info" adds each VM's start (step by step: where a slow
+    # resumption went), save and state carry, image carries and the acceleration chosen; "debug"
+    # also the KVM probe's details
     log_level: Literal["warning", "info", "debug"] = "warning"
     extensions: ExtensionsTable = ExtensionsTable()  # (file only) the site's rules for extensions
     # warnings before a lease's end (docs/decisions/before-end-warnings.md, service/warning_config.py):
